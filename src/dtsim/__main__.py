@@ -1,0 +1,3 @@
+from dtsim.cli import main
+
+main()

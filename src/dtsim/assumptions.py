@@ -1,0 +1,155 @@
+"""The assumptions table: every modelling constant, its source, and per-scenario overrides.
+
+The table lives in `catalog/assumptions.yaml`; this module turns it into an `Assumptions` object
+whose attributes are the values formulas use (`asm.straggler_coefficient`), validates overrides
+against each entry's range, and renders the table for docs and the CLI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dtsim.catalog import assumption_rows
+from dtsim.errors import ScenarioError
+
+SCENARIOS = ("optimistic", "expected", "conservative")
+TABLE_NAMES = ("compression_quality", "activation_quality")
+KEY_NAMES = ("compression_quality_keys", "activation_quality_keys")
+
+
+@dataclass(frozen=True)
+class AssumptionInfo:
+    name: str
+    value: Any
+    unit: str
+    description: str
+    source: str
+    seed: str
+    range: tuple[float, float] | None
+
+
+def table() -> list[AssumptionInfo]:
+    """Every assumption with its default value, in file order."""
+    rows = []
+    for name, row in assumption_rows().items():
+        rng = row.get("range")
+        rows.append(
+            AssumptionInfo(
+                name=name,
+                value=row["value"],
+                unit=row["unit"],
+                description=row["description"],
+                source=row["source"],
+                seed=str(row["seed"]),
+                range=(float(rng[0]), float(rng[1])) if rng else None,
+            )
+        )
+    return rows
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and np.isfinite(x)
+
+
+class Assumptions:
+    """Resolved assumption values: the table's defaults with a scenario's overrides applied."""
+
+    def __init__(self, overrides: Mapping[str, Any] | None = None):
+        rows = assumption_rows()
+        values = {name: row["value"] for name, row in rows.items()}
+        overrides = dict(overrides or {})
+        problems: list[tuple[str, object, str]] = []
+        for name, value in overrides.items():
+            field = f"assumptions.{name}"
+            if name not in rows:
+                problems.append((field, value, f"unknown assumption; known: {', '.join(rows)}"))
+                continue
+            rng = rows[name].get("range")
+            if rng is not None:
+                if not _is_number(value):
+                    problems.append((field, value, "must be a finite number"))
+                elif not (rng[0] <= value <= rng[1]):
+                    problems.append((field, value, f"must be between {rng[0]} and {rng[1]}"))
+                else:
+                    values[name] = float(value)
+            else:
+                values[name] = value
+        if not problems:
+            problems.extend(_check_tables(values, overrides))
+        if problems:
+            raise ScenarioError(problems)
+        self._values = values
+        self.overridden = {k: values[k] for k in overrides}
+        # Tables as arrays, in the layout formulas index: [error_feedback, scenario, key].
+        ef = values["compression_quality"]
+        self.compression_keys = np.asarray(values["compression_quality_keys"], dtype=float)
+        self.compression_table = np.array(
+            [[ef["no_error_feedback"][s] for s in SCENARIOS], [ef["error_feedback"][s] for s in SCENARIOS]],
+            dtype=float,
+        )
+        self.activation_keys = np.asarray(values["activation_quality_keys"], dtype=float)
+        self.activation_table = np.array([values["activation_quality"][s] for s in SCENARIOS], dtype=float)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.__dict__["_values"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self._values)
+
+
+def _check_tables(values: dict[str, Any], overrides: Mapping[str, Any]) -> list[tuple[str, object, str]]:
+    """Shape and range checks for the quality tables (only reached when a table is overridden)."""
+    problems: list[tuple[str, object, str]] = []
+    if not any(k in overrides for k in (*TABLE_NAMES, *KEY_NAMES)):
+        return problems
+    for keys_name, table_name, nested in (
+        ("compression_quality_keys", "compression_quality", True),
+        ("activation_quality_keys", "activation_quality", False),
+    ):
+        keys = values[keys_name]
+        field = f"assumptions.{keys_name}"
+        if (
+            not isinstance(keys, list)
+            or len(keys) < 2
+            or not all(_is_number(k) and k >= 1 for k in keys)
+            or any(b <= a for a, b in zip(keys, keys[1:], strict=False))
+        ):
+            problems.append((field, keys, "must be a list of at least two increasing ratios ≥ 1"))
+            continue
+        tbl = values[table_name]
+        groups = ("error_feedback", "no_error_feedback") if nested else (None,)
+        for group in groups:
+            sub = tbl.get(group) if (nested and isinstance(tbl, dict)) else tbl
+            where = f"assumptions.{table_name}" + (f".{group}" if group else "")
+            if not isinstance(sub, dict) or set(sub) != set(SCENARIOS):
+                problems.append((where, sub, f"must map each of {', '.join(SCENARIOS)} to a list"))
+                continue
+            for scen in SCENARIOS:
+                row = sub[scen]
+                if (
+                    not isinstance(row, list)
+                    or len(row) != len(keys)
+                    or not all(_is_number(q) and 0 < q <= 1 for q in row)
+                ):
+                    problems.append(
+                        (f"{where}.{scen}", row, f"must be {len(keys)} quality factors in (0, 1], one per key")
+                    )
+    return problems
+
+
+DEFAULT = None
+
+
+def defaults() -> Assumptions:
+    """The table's defaults (cached)."""
+    global DEFAULT
+    if DEFAULT is None:
+        DEFAULT = Assumptions()
+    return DEFAULT

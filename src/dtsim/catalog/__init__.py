@@ -1,0 +1,157 @@
+"""Catalog data shipped with dtsim: accelerators, node presets, scenario presets, assumptions.
+
+Everything here is data read from the YAML files beside this module; each number in them carries
+its source. Loading is cached, and the returned objects are read-only views.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+
+def _load(name: str) -> dict[str, Any]:
+    text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+    data = yaml.safe_load(text)
+    if not isinstance(data, dict):  # pragma: no cover - guards the shipped files
+        raise RuntimeError(f"catalog file {name} is not a mapping")
+    return data
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One accelerator: dense peak rates, memory, board power and price, each with a source."""
+
+    id: str
+    name: str
+    vendor: str
+    year: int
+    fp16_tflops: float
+    fp8_tflops: float | None
+    memory_gb: float
+    board_power_w: float
+    price_usd: float
+    sources: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+
+    def peak_tflops(self, precision: str) -> float | None:
+        """Dense peak TFLOP/s at a training precision (fp4 falls back to the FP8 rate, or None)."""
+        if precision in ("fp16", "bf16"):
+            return self.fp16_tflops
+        return self.fp8_tflops
+
+
+@dataclass(frozen=True)
+class NodePreset:
+    id: str
+    name: str
+    kind: str
+    gpu: str
+    gpu_count: int
+    pflops: float
+    vram_gb: float
+    source: str
+    precision: str | None = None
+    h100_equivalents: float | None = None
+
+
+@dataclass(frozen=True)
+class ScenarioPreset:
+    id: str
+    description: str
+    source: str
+    scenario: MappingProxyType
+    extends: str | None = None
+
+
+@cache
+def gpus() -> MappingProxyType:
+    """All accelerators by id (`h100-sxm`, `tpu-v5p`, ...)."""
+    out = {}
+    for gid, row in _load("gpus.yaml").items():
+        out[gid] = GPU(id=gid, **{**row, "sources": MappingProxyType(dict(row.get("sources", {})))})
+    return MappingProxyType(out)
+
+
+@cache
+def nodes() -> MappingProxyType:
+    """All node presets by id."""
+    out = {}
+    for nid, row in _load("nodes.yaml").items():
+        node = NodePreset(id=nid, **row)
+        if node.gpu not in gpus():  # pragma: no cover - guards the shipped files
+            raise RuntimeError(f"node preset {nid} names unknown gpu {node.gpu}")
+        out[nid] = node
+    return MappingProxyType(out)
+
+
+@cache
+def scenario_presets() -> MappingProxyType:
+    """All scenario presets by id."""
+    out = {}
+    for pid, row in _load("presets.yaml").items():
+        out[pid] = ScenarioPreset(
+            id=pid,
+            description=row["description"],
+            source=row["source"],
+            scenario=MappingProxyType(dict(row.get("scenario") or {})),
+            extends=row.get("extends"),
+        )
+    return MappingProxyType(out)
+
+
+def preset_fields(preset_id: str) -> dict[str, Any]:
+    """The scenario fields a preset sets, with `extends` chains resolved (base first)."""
+    presets = scenario_presets()
+    chain: list[str] = []
+    current: str | None = preset_id
+    while current is not None:
+        if current in chain:  # pragma: no cover - guards the shipped files
+            raise RuntimeError(f"preset cycle through {current}")
+        chain.append(current)
+        current = presets[current].extends
+    fields: dict[str, Any] = {}
+    for pid in reversed(chain):
+        fields = merge_layers(fields, dict(presets[pid].scenario))
+    return fields
+
+
+@cache
+def assumption_rows() -> MappingProxyType:
+    """The raw assumptions table (name → {value, unit, range, description, source, seed})."""
+    return MappingProxyType(_load("assumptions.yaml"))
+
+
+# Fields that describe the node hardware. A layer that names a node preset or a GPU replaces these
+# from lower layers, so `--set node=16x-h100-sxm` on top of a preset does not keep stale FLOP/s.
+HARDWARE_FIELDS = ("node", "gpu", "gpus_per_node", "pflops_per_node", "vram_per_node_gb")
+BANDWIDTH_PAIR = ("bandwidth_up_mbps", "bandwidth_down_mbps")
+
+
+def merge_layers(lower: dict[str, Any], upper: dict[str, Any]) -> dict[str, Any]:
+    """Overlay scenario field dicts: `upper` wins; hardware and bandwidth groups replace as a unit.
+
+    - `bandwidth_mbps` in `upper` drops `bandwidth_up_mbps`/`bandwidth_down_mbps` from `lower` (and
+      vice versa), because a single bandwidth sets both directions.
+    - `node` or `gpu` in `upper` drops every hardware field from `lower` that `upper` does not set
+      (and the precision, when the node preset fixes one, e.g. the FP8 node variants).
+    """
+    merged = dict(lower)
+    if "bandwidth_mbps" in upper:
+        for key in BANDWIDTH_PAIR:
+            merged.pop(key, None)
+    if any(key in upper for key in BANDWIDTH_PAIR):
+        merged.pop("bandwidth_mbps", None)
+    if "node" in upper or "gpu" in upper:
+        for key in HARDWARE_FIELDS:
+            if key not in upper:
+                merged.pop(key, None)
+        node = nodes().get(upper.get("node"))  # type: ignore[arg-type]
+        if node is not None and node.precision is not None and "precision" not in upper:
+            merged.pop("precision", None)
+    merged.update(upper)
+    return merged

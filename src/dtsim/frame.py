@@ -1,0 +1,50 @@
+"""A batch of scenarios as columns: each entry is a NumPy array of shape () (shared by every row)
+or (n,) (one value per row). Broadcasting does the rest; `take` selects rows for one strategy."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class Frame(dict):
+    """Column mapping with attribute access. `n` is the number of rows."""
+
+    def __init__(self, data=(), n: int = 1):
+        super().__init__(data)
+        self.n = n
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def take(self, idx: np.ndarray) -> Frame:
+        """The rows `idx` (an index array); per-row columns are indexed, shared ones kept."""
+        if len(idx) == self.n:
+            return self
+        out = Frame(n=len(idx))
+        for key, value in self.items():
+            out[key] = value[idx] if np.ndim(value) == 1 else value
+        return out
+
+    def as_column(self) -> Frame:
+        """Per-row columns reshaped to (n, 1), so a (1, m) array of candidates broadcasts to (n, m)."""
+        out = Frame(n=self.n)
+        for key, value in self.items():
+            out[key] = value[:, None] if np.ndim(value) == 1 else value
+        return out
+
+
+def scatter(target: dict[str, np.ndarray], idx: np.ndarray, values: dict, n: int) -> None:
+    """Write a strategy's outputs for rows `idx` into full-length output columns."""
+    full = len(idx) == n
+    for key, value in values.items():
+        column = target.get(key)
+        if column is None:
+            column = np.full(n, np.nan)
+            target[key] = column
+        if full:
+            column[:] = value
+        else:
+            column[idx] = value

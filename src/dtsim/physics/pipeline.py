@@ -1,0 +1,38 @@
+"""Pipeline parallelism over slow links: activation sizes and the GPipe step (seed 000 §3.3, §3.4)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def hidden_size(params, coefficient):
+    """h ≈ 0.03·√P when no hidden size is given (seed 000 §3.3 heuristic, validated ±20% on
+    LLaMA-2 70B, GPT-3 175B and LLaMA-3.1 405B)."""
+    return coefficient * np.sqrt(np.asarray(params, dtype=float))
+
+
+def handoff_bits(batch_tokens, micro_batches, hidden, bytes_per_value, compression, directions):
+    """Bits crossing one stage boundary per micro-batch: (B/M)·h·bytes·8 / C_act, times 2 when the
+    backward activation gradients are counted (seed 000 §3.3; §10 item 6 says forward-only undercounts)."""
+    return directions * np.asarray(batch_tokens, dtype=float) / micro_batches * hidden * 8.0 * bytes_per_value / compression
+
+
+def gpipe_step(micro_batches, stages, t_micro_compute, t_micro_transfer, latency_s, straggler):
+    """One GPipe step of M micro-batches through S stages (seed 000 §3.3; Huang et al. 2019):
+
+        T = (M + S − 1) · (t_comp + (t_comm + latency) · f(S))
+
+    Returns the total and its parts, which sum to it: useful compute (M slots), bubble compute
+    (S − 1 idle slots), transfer, latency and the straggler share of the communication.
+    """
+    slots = micro_batches + stages - 1.0
+    comm = t_micro_transfer + latency_s
+    total = slots * (t_micro_compute + comm * straggler)
+    return {
+        "total": total,
+        "compute": micro_batches * t_micro_compute,
+        "bubble": (stages - 1.0) * t_micro_compute,
+        "transfer": slots * t_micro_transfer,
+        "latency": slots * latency_s,
+        "straggler": slots * comm * (straggler - 1.0),
+    }

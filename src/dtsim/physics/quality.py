@@ -1,0 +1,48 @@
+"""Quality-adjusted compute: the Chinchilla loss and χ, the compute-optimal equivalent of a run
+(reference README; Besiroglu et al. 2024, arXiv:2404.10102; Hoffmann et al. 2022)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def chinchilla_loss(params, tokens, asm):
+    """L(N, D) = E + A·N^−a + B·D^−b."""
+    params = np.asarray(params, dtype=float)
+    return (
+        asm.chinchilla_e
+        + asm.chinchilla_a * params ** (-asm.chinchilla_alpha)
+        + asm.chinchilla_b * np.asarray(tokens, dtype=float) ** (-asm.chinchilla_beta)
+    )
+
+
+def compute_optimal_params(loss, asm):
+    """N* with L(N*, r·N*) = loss, r the compute-optimal tokens per parameter.
+
+    Solved by Newton's method in x = ln N on g(x) = A·e^(−a·x) + B·r^(−b)·e^(−b·x) − (loss − E).
+    g is convex and decreasing, and the start x₀ = max over the two terms of the x where that term
+    alone equals loss − E has g(x₀) ≥ 0, so the iterates rise monotonically to the root without
+    overshooting. Converges to machine precision in a handful of steps (tests/test_physics.py).
+    """
+    a, b = asm.chinchilla_alpha, asm.chinchilla_beta
+    big_a = asm.chinchilla_a
+    big_b = asm.chinchilla_b * asm.chinchilla_tokens_per_param ** (-b)
+    k = np.asarray(loss, dtype=float) - asm.chinchilla_e
+    x = np.maximum(np.log(big_a / k) / a, np.log(big_b / k) / b)
+    for _ in range(60):
+        ea = big_a * np.exp(-a * x)
+        eb = big_b * np.exp(-b * x)
+        step = (ea + eb - k) / (a * ea + b * eb)
+        x = x + step
+        if np.all(np.abs(step) <= 1e-15 * np.maximum(np.abs(x), 1.0)):
+            break
+    return np.exp(x)
+
+
+def chi(params, tokens, compute, loss_multiplier, asm):
+    """χ = C*(L) / C ≤ 1: the compute a compute-optimal run needs to reach this run's loss (times the
+    replica loss multiplier), over the compute this run spends. C* = 6·r·N*² (reference README)."""
+    target = chinchilla_loss(params, tokens, asm) * loss_multiplier
+    n_star = compute_optimal_params(target, asm)
+    c_star = asm.flops_per_param_token * asm.chinchilla_tokens_per_param * n_star * n_star
+    return np.minimum(1.0, c_star / compute)

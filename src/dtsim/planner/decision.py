@@ -1,0 +1,61 @@
+"""The decision tree of seed 000 Appendix A, vectorized: which mode each scenario runs in, and why.
+
+    Model fits on one node (P × β ≤ VRAM)?                    → A (flat DiLoCo), or A′ when
+        hierarchical and at least two whole groups exist; otherwise fall back to A.
+    MoE with EP: does (P_shared + P_experts/N_EP) × β fit?    → the same, with "EP made it fit".
+    Still too large: S = ⌈M / VRAM⌉ stages.
+        ⌊N_eff / S⌋ ≥ 2 whole pipelines                      → C (PP-group DiLoCo)
+        exactly one pipeline fits                             → B (pure PP over WAN)
+        fewer nodes than stages                               → infeasible (no mode can hold the model)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+MODE_IDS = ("flat-diloco", "hierarchical-diloco", "pp-group-diloco", "pp-over-wan", "infeasible")
+MODE_LABELS = (
+    "A: flat DiLoCo",
+    "A′: hierarchical DiLoCo",
+    "C: PP-group DiLoCo",
+    "B: pipeline parallel over WAN",
+    "infeasible",
+)
+INFEASIBLE = 4
+
+# Reason codes: the branch of the tree each row took.
+REASONS = (
+    "fits",  # 0
+    "ep-fits",  # 1
+    "fits-hierarchical",  # 2
+    "ep-fits-hierarchical",  # 3
+    "hierarchy-fallback",  # 4
+    "pp-groups",  # 5
+    "pp-single-pipeline",  # 6
+    "too-few-nodes",  # 7
+)
+
+
+def decide(f):
+    """Mode and reason codes for every row of a frame with the memory quantities already derived."""
+    fits = f.memory_bytes <= f.vram_bytes
+    ep_helped = f.moe & (f.ep_mode > 0) & (f.full_memory_bytes > f.vram_bytes)
+    groups_hier = np.floor(f.num_nodes / f.nodes_per_group)
+    pipelines = np.floor(f.n_eff / f.stages)
+    hier_ok = f.hierarchical & (groups_hier >= 2)
+
+    mode = np.where(
+        fits,
+        np.where(hier_ok, 1, 0),
+        np.where(pipelines >= 2, 2, np.where(pipelines >= 1, 3, INFEASIBLE)),
+    ).astype(np.int8)
+    reason = np.where(
+        fits,
+        np.where(
+            f.hierarchical & ~hier_ok,
+            4,
+            np.where(hier_ok, np.where(ep_helped, 3, 2), np.where(ep_helped, 1, 0)),
+        ),
+        np.where(pipelines >= 2, 5, np.where(pipelines >= 1, 6, 7)),
+    ).astype(np.int8)
+    return mode, reason, ep_helped & fits
