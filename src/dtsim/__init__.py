@@ -1,9 +1,9 @@
 """dtsim: how long a large-model training run takes, what limits it, how to parallelize it.
 
-    >>> import dtsim
-    >>> r = dtsim.simulate(dtsim.Scenario(num_nodes=72))
-    >>> r.mode, round(r.wall_clock_days)
-    ('flat-diloco', 130)
+>>> import dtsim
+>>> r = dtsim.simulate(dtsim.Scenario(num_nodes=72))
+>>> r.mode, round(r.wall_clock_days)
+('flat-diloco', 130)
 """
 
 from dtsim.assumptions import Assumptions

@@ -7,6 +7,7 @@ against each entry's range, and renders the table for docs and the CLI.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -109,9 +110,11 @@ def _check_tables(values: dict[str, Any], overrides: Mapping[str, Any]) -> list[
     problems: list[tuple[str, object, str]] = []
     if not any(k in overrides for k in (*TABLE_NAMES, *KEY_NAMES)):
         return problems
-    for keys_name, table_name, nested in (
-        ("compression_quality_keys", "compression_quality", True),
-        ("activation_quality_keys", "activation_quality", False),
+    # Quality factors are penalties near 1; the lower limits keep the product over the deepest
+    # pipeline (q^(2·(S−1)) with S ≤ 1000) far from floating-point underflow.
+    for keys_name, table_name, nested, lowest in (
+        ("compression_quality_keys", "compression_quality", True, 0.1),
+        ("activation_quality_keys", "activation_quality", False, 0.9),
     ):
         keys = values[keys_name]
         field = f"assumptions.{keys_name}"
@@ -119,7 +122,7 @@ def _check_tables(values: dict[str, Any], overrides: Mapping[str, Any]) -> list[
             not isinstance(keys, list)
             or len(keys) < 2
             or not all(_is_number(k) and k >= 1 for k in keys)
-            or any(b <= a for a, b in zip(keys, keys[1:], strict=False))
+            or any(b <= a for a, b in itertools.pairwise(keys))
         ):
             problems.append((field, keys, "must be a list of at least two increasing ratios ≥ 1"))
             continue
@@ -136,10 +139,14 @@ def _check_tables(values: dict[str, Any], overrides: Mapping[str, Any]) -> list[
                 if (
                     not isinstance(row, list)
                     or len(row) != len(keys)
-                    or not all(_is_number(q) and 0 < q <= 1 for q in row)
+                    or not all(_is_number(q) and lowest <= q <= 1 for q in row)
                 ):
                     problems.append(
-                        (f"{where}.{scen}", row, f"must be {len(keys)} quality factors in (0, 1], one per key")
+                        (
+                            f"{where}.{scen}",
+                            row,
+                            f"must be {len(keys)} quality factors in [{lowest}, 1], one per key",
+                        )
                     )
     return problems
 

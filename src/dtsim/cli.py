@@ -41,12 +41,19 @@ def _fail(exc: ScenarioError) -> None:
 @app.command()
 def simulate(
     file: Annotated[Path | None, typer.Argument(help="Scenario file (YAML or JSON).")] = None,
-    preset: Annotated[str | None, typer.Option("--preset", "-p", help="Start from a preset (see `dtsim presets`).")] = None,
-    set_: Annotated[
-        list[str] | None, typer.Option("--set", "-s", help="Override a field: --set num_nodes=500 (repeatable).")
+    preset: Annotated[
+        str | None, typer.Option("--preset", "-p", help="Start from a preset (see `dtsim presets`).")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the report.")] = False,
-    explain: Annotated[bool, typer.Option("--explain", help="Show every formula with its numbers and source.")] = False,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", "-s", help="Override a field: --set num_nodes=500 (repeatable)."),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object instead of the report.")
+    ] = False,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Show every formula with its numbers and source.")
+    ] = False,
 ) -> None:
     """Simulate one training run and print the report (default scenario: seed 000 §9)."""
     try:
@@ -69,21 +76,44 @@ def simulate(
 
 
 @app.command()
-def presets(as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False) -> None:
+def presets(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
     """List scenario presets, node presets and accelerators."""
     scen = catalog.scenario_presets()
     nodes = catalog.nodes()
     gpus = catalog.gpus()
     if as_json:
         data = {
-            "scenarios": {k: {"description": p.description, "source": p.source, "fields": catalog.preset_fields(k)}
-                          for k, p in scen.items()},
-            "nodes": {k: {"name": n.name, "kind": n.kind, "gpu": n.gpu, "gpu_count": n.gpu_count,
-                          "pflops": n.pflops, "vram_gb": n.vram_gb, "precision": n.precision, "source": n.source}
-                      for k, n in nodes.items()},
-            "gpus": {k: {"name": g.name, "fp16_tflops": g.fp16_tflops, "fp8_tflops": g.fp8_tflops,
-                         "memory_gb": g.memory_gb, "board_power_w": g.board_power_w, "price_usd": g.price_usd,
-                         "sources": dict(g.sources)} for k, g in gpus.items()},
+            "scenarios": {
+                k: {"description": p.description, "source": p.source, "fields": catalog.preset_fields(k)}
+                for k, p in scen.items()
+            },
+            "nodes": {
+                k: {
+                    "name": n.name,
+                    "kind": n.kind,
+                    "gpu": n.gpu,
+                    "gpu_count": n.gpu_count,
+                    "pflops": n.pflops,
+                    "vram_gb": n.vram_gb,
+                    "precision": n.precision,
+                    "source": n.source,
+                }
+                for k, n in nodes.items()
+            },
+            "gpus": {
+                k: {
+                    "name": g.name,
+                    "fp16_tflops": g.fp16_tflops,
+                    "fp8_tflops": g.fp8_tflops,
+                    "memory_gb": g.memory_gb,
+                    "board_power_w": g.board_power_w,
+                    "price_usd": g.price_usd,
+                    "sources": dict(g.sources),
+                }
+                for k, g in gpus.items()
+            },
         }
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
@@ -98,14 +128,27 @@ def presets(as_json: Annotated[bool, typer.Option("--json", help="Machine-readab
     for col in ("name", "node", "PFLOPS", "VRAM GB", "kind"):
         t.add_column(col, justify="right" if col in ("PFLOPS", "VRAM GB") else "left")
     for k, n in nodes.items():
-        t.add_row(k, n.name + (f" ({n.precision})" if n.precision else ""), f"{n.pflops:g}", f"{n.vram_gb:,.0f}", n.kind)
+        t.add_row(
+            k,
+            n.name + (f" ({n.precision})" if n.precision else ""),
+            f"{n.pflops:g}",
+            f"{n.vram_gb:,.0f}",
+            n.kind,
+        )
     console.print(t)
     t = Table(title="Accelerators (--set gpu=NAME)", title_justify="left")
     for col in ("id", "name", "FP16 TFLOPS", "FP8 TFLOPS", "GB", "W", "USD"):
         t.add_column(col, justify="left" if col in ("id", "name") else "right")
     for k, g in gpus.items():
-        t.add_row(k, g.name, f"{g.fp16_tflops:g}", "—" if g.fp8_tflops is None else f"{g.fp8_tflops:g}",
-                  f"{g.memory_gb:g}", f"{g.board_power_w:g}", f"{g.price_usd:,.0f}")
+        t.add_row(
+            k,
+            g.name,
+            f"{g.fp16_tflops:g}",
+            "—" if g.fp8_tflops is None else f"{g.fp8_tflops:g}",
+            f"{g.memory_gb:g}",
+            f"{g.board_power_w:g}",
+            f"{g.price_usd:,.0f}",
+        )
     console.print(t)
 
 
@@ -116,7 +159,9 @@ def schema() -> None:
 
 
 @app.command()
-def assumptions(as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False) -> None:
+def assumptions(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
     """Print the assumptions table: every constant, its value, unit and source."""
     rows = assumptions_mod.table()
     if as_json:

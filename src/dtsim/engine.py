@@ -18,10 +18,21 @@ from dtsim import catalog
 from dtsim.assumptions import Assumptions
 from dtsim.errors import ScenarioError
 from dtsim.frame import Frame, scatter
-from dtsim.physics import collectives, compute, cost, efficiency, memory, pipeline, quality, runlength, stragglers
+from dtsim.physics import (
+    collectives,
+    compute,
+    cost,
+    efficiency,
+    memory,
+    pipeline,
+    quality,
+    runlength,
+    stragglers,
+)
+from dtsim.physics.numeric import select
 from dtsim.planner import decision
 from dtsim.planner.inner_steps import AUTO, AUTO_QUALITY, best_quality_steps
-from dtsim.schema import BOUNDS, INTEGER_FIELDS, Scenario, bound_text, make_scenario
+from dtsim.schema import BOUNDS, INTEGER_FIELDS, Scenario, bound_text, check_alpha_domain, make_scenario
 from dtsim.strategies import REGISTRY
 from dtsim.strategies.base import BREAKDOWN_KEYS
 
@@ -71,7 +82,15 @@ BOOLS = {
 GROWTH = ("hardware_growth", "software_growth", "investment_growth")
 STEP_CODES = {"auto": AUTO, "auto-quality": AUTO_QUALITY}
 BATCH_FIELDS = (
-    *NUMERIC, *OPTIONAL, *ENUMS, *BOOLS, *GROWTH, "inner_steps", "regional_steps", "gpu", "bandwidth_mbps",
+    *NUMERIC,
+    *OPTIONAL,
+    *ENUMS,
+    *BOOLS,
+    *GROWTH,
+    "inner_steps",
+    "regional_steps",
+    "gpu",
+    "bandwidth_mbps",
 )
 
 
@@ -104,7 +123,9 @@ def encode_scenario(s: Scenario) -> dict[str, Any]:
 
 def _first_bad(field: str, values: np.ndarray, bad: np.ndarray, message: str) -> ScenarioError:
     i = int(np.flatnonzero(bad)[0])
-    return ScenarioError([(f"{field}[{i}]", values.flat[i].item() if values.ndim else values.item(), message)])
+    return ScenarioError(
+        [(f"{field}[{i}]", values.flat[i].item() if values.ndim else values.item(), message)]
+    )
 
 
 def _map_strings(field: str, arr: np.ndarray, mapper) -> np.ndarray:
@@ -123,7 +144,9 @@ def encode_array(field: str, values: Any, cols: dict[str, Any]) -> None:
     """Validate one batch field (an array) and write its columns into `cols`."""
     arr = np.asarray(values)
     if arr.ndim != 1:
-        raise ScenarioError([(field, f"array of shape {arr.shape}", "batch fields must be 1-D arrays or scalars")])
+        raise ScenarioError(
+            [(field, f"array of shape {arr.shape}", "batch fields must be 1-D arrays or scalars")]
+        )
     if field == "bandwidth_mbps":
         encode_array("bandwidth_up_mbps", arr, cols)
         encode_array("bandwidth_down_mbps", arr, cols)
@@ -166,8 +189,10 @@ def encode_array(field: str, values: Any, cols: dict[str, Any]) -> None:
         extra = "'auto' or 'auto-quality'" if field == "inner_steps" else "'auto'"
 
         def to_steps(v: Any) -> float:
-            if isinstance(v, str) and v.strip().lower() in STEP_CODES and (
-                field == "inner_steps" or v.strip().lower() == "auto"
+            if (
+                isinstance(v, str)
+                and v.strip().lower() in STEP_CODES
+                and (field == "inner_steps" or v.strip().lower() == "auto")
             ):
                 return STEP_CODES[v.strip().lower()]
             try:
@@ -190,6 +215,7 @@ def encode_array(field: str, values: Any, cols: dict[str, Any]) -> None:
         oom = _map_strings(field, arr, runlength.parse_growth).astype(float)
         cols.setdefault("_growth_parts", {})[field] = oom
     elif field == "gpu":
+
         def lookup(v: Any) -> tuple[float, float]:
             gpu = catalog.gpus().get(str(v).strip().lower())
             if gpu is None:
@@ -200,7 +226,9 @@ def encode_array(field: str, values: Any, cols: dict[str, Any]) -> None:
         cols["gpu_price_usd"] = pairs[:, 0].astype(float)
         cols["gpu_power_w"] = pairs[:, 1].astype(float)
     else:
-        raise ScenarioError([(field, "array", f"cannot vary in a batch; batch fields: {', '.join(BATCH_FIELDS)}")])
+        raise ScenarioError(
+            [(field, "array", f"cannot vary in a batch; batch fields: {', '.join(BATCH_FIELDS)}")]
+        )
 
 
 def _to_bool(v: Any) -> bool:
@@ -218,22 +246,43 @@ def check_cross_fields(f: Frame) -> None:
     """The cross-field rules of Scenario._cross_field, vectorized for batches."""
     moe = np.broadcast_to(f.moe, (f.n,))
     rules = [
-        ("active_parameters_b", moe & np.isnan(f.active_parameters),
-         "required when moe is true (seed 000 §9 default: 24)", "active_parameters"),
-        ("active_parameters_b", moe & (f.active_parameters > f.parameters),
-         "must be ≤ parameters_b (active parameters are part of the total)", "active_parameters"),
-        ("nodes_per_group", np.broadcast_to(f.hierarchical, (f.n,)) & (f.nodes_per_group > f.num_nodes),
-         "must be ≤ num_nodes when hierarchical is true", "nodes_per_group"),
-        ("nodes_per_group", moe & (f.ep_mode == 1) & (f.nodes_per_group > f.num_nodes),
-         "must be ≤ num_nodes with regional expert parallelism", "nodes_per_group"),
-        ("hardware_growth + software_growth + investment_growth",
-         (f.growth_oom <= 0) & np.isnan(f.max_run_days_in),
-         "must be > 0 OOM/yr for a finite maximum run length (or set max_run_days)", "growth_oom"),
+        (
+            "active_parameters_b",
+            moe & np.isnan(f.active_parameters),
+            "required when moe is true (seed 000 §9 default: 24)",
+            "active_parameters",
+        ),
+        (
+            "active_parameters_b",
+            moe & (f.active_parameters > f.parameters),
+            "must be ≤ parameters_b (active parameters are part of the total)",
+            "active_parameters",
+        ),
+        (
+            "nodes_per_group",
+            np.broadcast_to(f.hierarchical, (f.n,)) & (f.nodes_per_group > f.num_nodes),
+            "must be ≤ num_nodes when hierarchical is true",
+            "nodes_per_group",
+        ),
+        (
+            "nodes_per_group",
+            moe & (f.ep_mode == 1) & (f.nodes_per_group > f.num_nodes),
+            "must be ≤ num_nodes with regional expert parallelism",
+            "nodes_per_group",
+        ),
+        (
+            "hardware_growth + software_growth + investment_growth",
+            (f.growth_oom <= 0) & np.isnan(f.max_run_days_in),
+            "must be > 0 OOM/yr for a finite maximum run length (or set max_run_days)",
+            "growth_oom",
+        ),
     ]
     for field, bad, message, col in rules:
         bad = np.broadcast_to(bad, (f.n,))
         if bad.any():
-            values = np.broadcast_to(np.asarray(f[col], dtype=float), (f.n,)) / (1e9 if col == "active_parameters" else 1)
+            values = np.broadcast_to(np.asarray(f[col], dtype=float), (f.n,)) / (
+                1e9 if col == "active_parameters" else 1
+            )
             raise _first_bad(field, values, bad, message)
 
 
@@ -244,7 +293,7 @@ def derive(f: Frame, asm: Assumptions) -> None:
     """Quantities every mode needs, added to the frame in place."""
     f["asm"] = asm
     moe = f.moe
-    active = np.where(moe, f.active_parameters, f.parameters)
+    active = select(moe, f.active_parameters, f.parameters)
     f["compute_parameters"] = active
     f["bytes_per_param"] = memory.bytes_per_param(f.precision, asm)
     f["bytes_per_value"] = memory.bytes_per_value(f.precision, asm)
@@ -261,25 +310,29 @@ def derive(f: Frame, asm: Assumptions) -> None:
     f["step_flop_s"] = compute.step_compute_time(f.step_flop, f.peak_flop_s, f.mfu)
     # Regional EP sits inside a regional group, so it pays the regional RTT whether or not the sync
     # is hierarchical (the original charged nothing without the hierarchy: reference README defect 4).
-    ep_rtt = np.where(f.ep_mode == 2, f.latency_s, f.regional_latency_s)
-    f["ep_latency_s"] = np.where(
+    ep_rtt = select(f.ep_mode == 2, f.latency_s, f.regional_latency_s)
+    f["ep_latency_s"] = select(
         moe & (f.ep_mode > 0), compute.ep_latency(ep_rtt, f.moe_layers, asm.ep_all_to_all_per_layer), 0.0
     )
     f["step_s"] = f.step_flop_s + f.ep_latency_s
     # Each node syncs the parameters it holds: its expert shard with EP (defect 8), its stage with PP.
     f["payload_bits"] = collectives.payload_bits(held / f.stages, f.bytes_per_value, f.compression)
-    f["hidden"] = np.where(
+    f["hidden"] = select(
         np.isnan(f.hidden_size), pipeline.hidden_size(active, asm.hidden_size_coefficient), f.hidden_size
     )
     f["handoff_bits"] = pipeline.handoff_bits(
-        f.batch_tokens, f.micro_batches, f.hidden, f.bytes_per_value, f.activation_compression,
-        np.where(f.pipeline_backward, 2.0, 1.0),
+        f.batch_tokens,
+        f.micro_batches,
+        f.hidden,
+        f.bytes_per_value,
+        f.activation_compression,
+        select(f.pipeline_backward, 2.0, 1.0),
     )
     # Hierarchical pipelines sit inside one region when a group can hold all S stages; otherwise a
     # hand-off crosses the WAN, and the slowest hop sets the pace.
     f["pp_regional"] = f.hierarchical & (f.stages <= f.nodes_per_group)
-    f["pp_bps"] = np.where(f.pp_regional, f.regional_bps, np.minimum(f.up_bps, f.down_bps))
-    f["pp_latency_s"] = np.where(f.pp_regional, f.regional_latency_s, f.latency_s)
+    f["pp_bps"] = select(f.pp_regional, f.regional_bps, np.minimum(f.up_bps, f.down_bps))
+    f["pp_latency_s"] = select(f.pp_regional, f.regional_latency_s, f.latency_s)
 
 
 def quality_terms(f: Frame, timing: Mapping[str, Any]) -> dict[str, Any]:
@@ -292,14 +345,22 @@ def quality_terms(f: Frame, timing: Mapping[str, Any]) -> dict[str, Any]:
     eta_a = efficiency.activation_quality(f.activation_compression, f.stages, f.compression_scenario, asm)
     eta = eta_h * eta_c * eta_a
     model_flop = compute.model_flop(f.compute_parameters, f.tokens, asm.flops_per_param_token)
-    mult = efficiency.replica_loss_multiplier(timing["replicas"], f.parameters, timing["h_eff"], f.replica_penalty, asm)
+    mult = efficiency.replica_loss_multiplier(
+        timing["replicas"], f.parameters, timing["h_eff"], f.replica_penalty, asm
+    )
     # χ uses the active parameters on both sides: the loss of an N_active-parameter model trained on
     # D tokens against the 6·N_active·D it costs (the original mixed total and active: defect 5).
     chi = quality.chi(f.compute_parameters, f.tokens, model_flop, mult, asm)
     return {
-        "alpha": alpha, "strategy_penalty": penalty, "efficiency_h": eta_h, "efficiency_compression": eta_c,
-        "efficiency_activation": eta_a, "efficiency": eta, "model_flop": model_flop,
-        "replica_loss_multiplier": mult, "chi": chi,
+        "alpha": alpha,
+        "strategy_penalty": penalty,
+        "efficiency_h": eta_h,
+        "efficiency_compression": eta_c,
+        "efficiency_activation": eta_a,
+        "efficiency": eta,
+        "model_flop": model_flop,
+        "replica_loss_multiplier": mult,
+        "chi": chi,
     }
 
 
@@ -326,46 +387,60 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
         if idx.size == 0:
             continue
         sub = f.take(idx)
-        h = inner[idx] if idx.size < n else inner
         hide = strategy.auto_inner_steps(sub)
         auto_h[idx] = hide
-        h = np.where(h == AUTO, hide, h)
-        aq = np.flatnonzero(h == AUTO_QUALITY)
-        if aq.size:
-            h = h.copy()
-            h[aq] = best_quality_steps(strategy, sub.take(aq), _quality_objective)
-        if code == 3:  # pure PP has no DiLoCo loop
+        if code == 3:  # pure PP has no DiLoCo loop, so no H
             h = np.full(idx.size, np.nan)
+        else:
+            h = np.where(inner[idx] == AUTO, hide, inner[idx])
+            aq = np.flatnonzero(h == AUTO_QUALITY)
+            if aq.size:
+                h[aq] = best_quality_steps(strategy, sub.take(aq), _quality_objective)
         inner[idx] = h
         timing = strategy.evaluate(sub, np.where(np.isnan(h), 1.0, h))
         scatter(out, idx, timing, n)
     inner[mode == decision.INFEASIBLE] = np.nan
     out["inner_steps_used"] = inner
     out["auto_inner_steps"] = auto_h
-    for key in ("outer_step_s", "total_s", "h_eff", "replicas", "sync_s", "regional_sync_s", "inner_step_s",
-                "compute_block_s", "hidden_sync_s", "regional_steps_used", *BREAKDOWN_KEYS):
-        out.setdefault(key, np.full(n, np.nan))
+    for key in (
+        "outer_step_s",
+        "total_s",
+        "h_eff",
+        "replicas",
+        "sync_s",
+        "regional_sync_s",
+        "inner_step_s",
+        "compute_block_s",
+        "hidden_sync_s",
+        "regional_steps_used",
+        *BREAKDOWN_KEYS,
+    ):
+        if key not in out:
+            out[key] = np.full(n, np.nan)
+    diloco_only = (mode == 0) | (mode == 1)
     for key in ("pipeline_comm_s", "pipeline_latency_s"):
-        column = out.setdefault(key, np.full(n, np.nan))
-        column[(mode == 0) | (mode == 1)] = 0.0
+        if key not in out:
+            out[key] = np.asarray(0.0) if diloco_only.all() else np.where(diloco_only, 0.0, np.nan)
+        elif diloco_only.any():
+            out[key][diloco_only] = 0.0
 
     q = quality_terms(f, out)
-    out.update({k: np.broadcast_to(v, (n,)) for k, v in q.items()})
+    out.update({k: np.asarray(v) for k, v in q.items()})
     eta = out["efficiency"]
     wall = out["total_s"]
     effective = wall / eta
     out["wall_clock_days"] = wall / 86400.0
     out["effective_days"] = effective / 86400.0
     peak_capacity = f.num_nodes * f.peak_flop_s * effective
-    out["peak_flop_capacity"] = np.broadcast_to(peak_capacity, (n,))
+    out["peak_flop_capacity"] = np.asarray(peak_capacity)
     out["global_mfu"] = out["model_flop"] / peak_capacity
     out["global_hfu"] = out["global_mfu"] / asm.hfu_mfu_ratio
     out["hardware_flop"] = out["model_flop"] / asm.hfu_mfu_ratio
     out["quality_adjusted_flop"] = out["model_flop"] * eta * out["chi"]
 
     computed_max = runlength.max_run_days(f.growth_oom, asm.days_per_year)
-    out["computed_max_days"] = np.broadcast_to(computed_max, (n,))
-    out["max_days"] = np.broadcast_to(np.where(np.isnan(f.max_run_days_in), computed_max, f.max_run_days_in), (n,))
+    out["computed_max_days"] = np.asarray(computed_max)
+    out["max_days"] = select(np.isnan(f.max_run_days_in), computed_max, f.max_run_days_in)
     out["feasible"] = out["effective_days"] <= out["max_days"]
 
     stages = np.broadcast_to(f.stages, (n,))
@@ -373,29 +448,58 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
     out["pp_groups"] = np.where(mode == 2, pipelines, np.where(mode == 3, 1.0, 0.0))
     used = np.where(mode == 2, pipelines * stages, np.where(mode == 3, stages, np.floor(f.n_eff)))
     out["idle_nodes"] = np.where(mode == decision.INFEASIBLE, 0.0, np.maximum(0.0, np.floor(f.n_eff) - used))
-    out["memory_per_node_gb"] = np.broadcast_to(f.memory_bytes / f.stages / 1e9, (n,))
-    out["model_state_memory_gb"] = np.broadcast_to(f.memory_bytes / 1e9, (n,))
-    for prec, col in (("fp16", "max_parameters_b_fp16"), ("fp8", "max_parameters_b_fp8"), ("fp4", "max_parameters_b_fp4")):
+    out["memory_per_node_gb"] = np.asarray(f.memory_bytes / f.stages / 1e9)
+    out["model_state_memory_gb"] = np.asarray(f.memory_bytes / 1e9)
+    for prec, col in (
+        ("fp16", "max_parameters_b_fp16"),
+        ("fp8", "max_parameters_b_fp8"),
+        ("fp4", "max_parameters_b_fp4"),
+    ):
         bpp = getattr(asm, f"bytes_per_param_{prec}")
-        out[col] = np.broadcast_to(memory.max_params_fitting(f.vram_bytes, bpp) / 1e9, (n,))
+        out[col] = np.asarray(memory.max_params_fitting(f.vram_bytes, bpp) / 1e9)
 
     gpus = f.num_nodes * f.gpus_per_node
-    out["gpu_count"] = np.broadcast_to(gpus, (n,)).astype(float)
-    out["gpu_hours"] = np.broadcast_to(cost.gpu_hours(gpus, wall), (n,))
-    out["cost_usd"] = np.broadcast_to(cost.capital_cost(gpus, f.gpu_price_usd), (n,))
-    out["energy_kwh"] = np.broadcast_to(cost.energy_kwh(gpus, f.gpu_power_w, wall, asm.pue), (n,))
+    out["gpu_count"] = np.asarray(gpus, dtype=float)
+    out["gpu_hours"] = np.asarray(cost.gpu_hours(gpus, wall))
+    out["cost_usd"] = np.asarray(cost.capital_cost(gpus, f.gpu_price_usd))
+    out["energy_kwh"] = np.asarray(cost.energy_kwh(gpus, f.gpu_power_w, wall, asm.pue))
 
-    parts = np.stack([np.broadcast_to(out[k], (n,)) for k in BREAKDOWN_KEYS])
-    biggest = np.argmax(np.where(np.isnan(parts), -np.inf, parts), axis=0)
-    out["bottleneck_code"] = np.where(mode == decision.INFEASIBLE, len(BREAKDOWN_KEYS), biggest).astype(np.int8)
-    out["bottleneck_share"] = np.max(parts, axis=0) / out["outer_step_s"]
+    # The bottleneck is the largest part of an outer step (first one wins ties; compute is first).
+    largest = out[BREAKDOWN_KEYS[0]]
+    code = np.zeros(n, dtype=np.int8)
+    for k, key in enumerate(BREAKDOWN_KEYS[1:], start=1):
+        part = out[key]
+        bigger = part > largest
+        code[bigger] = k
+        largest = np.where(bigger, part, largest)
+    code[mode == decision.INFEASIBLE] = len(BREAKDOWN_KEYS)
+    out["bottleneck_code"] = code
+    out["bottleneck_share"] = largest / out["outer_step_s"]
 
-    for col in ("parameters", "compute_parameters", "shared_parameters", "expert_parameters", "ep_degree",
-                "parameters_held", "memory_bytes", "stages", "n_eff", "step_flop", "step_flop_s", "ep_latency_s",
-                "step_s", "payload_bits", "hidden", "handoff_bits", "pp_regional", "bytes_per_param",
-                "bytes_per_value", "growth_oom"):
-        out[col] = np.broadcast_to(f[col], (n,))
-    out["node_sustained_flop_s"] = np.broadcast_to(f.peak_flop_s * f.mfu, (n,))
+    for col in (
+        "parameters",
+        "compute_parameters",
+        "shared_parameters",
+        "expert_parameters",
+        "ep_degree",
+        "parameters_held",
+        "memory_bytes",
+        "stages",
+        "n_eff",
+        "step_flop",
+        "step_flop_s",
+        "ep_latency_s",
+        "step_s",
+        "payload_bits",
+        "hidden",
+        "handoff_bits",
+        "pp_regional",
+        "bytes_per_param",
+        "bytes_per_value",
+        "growth_oom",
+    ):
+        out[col] = np.asarray(f[col])
+    out["node_sustained_flop_s"] = np.asarray(f.peak_flop_s * f.mfu)
 
     from dtsim.warning_rules import evaluate_warnings
 
@@ -436,10 +540,11 @@ class BatchResult:
     """
 
     def __init__(self, columns: dict[str, np.ndarray], n: int, asm: Assumptions, frame: Frame):
-        self.columns = columns
+        # Outputs shared by all rows are stored once and shown as read-only broadcast views.
+        self.columns = {k: np.broadcast_to(v, (n,)) for k, v in columns.items()}
         self.n = n
         self._asm = asm
-        self._frame = frame
+        self._frame = frame  # the encoded inputs
 
     def __len__(self) -> int:
         return self.n
@@ -452,9 +557,14 @@ class BatchResult:
         return self.columns[name]
 
     def result(self, i: int):
+        """Row i as a Result (re-run as a batch of one: the same code, with its derived columns)."""
         from dtsim.result import build_result
 
-        return build_result(self.columns, i, scenario=None, asm=self._asm, frame=self._frame)
+        if not 0 <= i < self.n:
+            raise IndexError(i)
+        frame = self._frame.rows(i, i + 1)
+        out = run_frame(frame, self._asm)
+        return build_result(out, 0, scenario=None, asm=self._asm, frame=frame)
 
 
 def simulate_batch(base: Scenario | Mapping[str, Any] | None = None, **fields: Any) -> BatchResult:
@@ -466,7 +576,9 @@ def simulate_batch(base: Scenario | Mapping[str, Any] | None = None, **fields: A
     """
     arrays = {k: v for k, v in fields.items() if np.ndim(v) > 0}
     scalars = {k: v for k, v in fields.items() if np.ndim(v) == 0}
-    s = _as_scenario(base, {k: (v.item() if isinstance(v, np.generic | np.ndarray) else v) for k, v in scalars.items()})
+    s = _as_scenario(
+        base, {k: (v.item() if isinstance(v, np.generic | np.ndarray) else v) for k, v in scalars.items()}
+    )
     lengths = {k: len(v) for k, v in arrays.items()}
     if len(set(lengths.values())) > 1:
         raise ScenarioError([("batch", lengths, "all array fields must have the same length")])
@@ -479,7 +591,9 @@ def simulate_batch(base: Scenario | Mapping[str, Any] | None = None, **fields: A
             raise ScenarioError([(key, "array", "give either bandwidth_mbps or the up/down pair")])
     for field, values in arrays.items():
         if field not in BATCH_FIELDS:
-            raise ScenarioError([(field, "array", f"not a batch field; batch fields: {', '.join(BATCH_FIELDS)}")])
+            raise ScenarioError(
+                [(field, "array", f"not a batch field; batch fields: {', '.join(BATCH_FIELDS)}")]
+            )
         encode_array(field, values, cols)
     parts = cols.pop("_growth_parts", None)
     if parts:
@@ -493,5 +607,30 @@ def simulate_batch(base: Scenario | Mapping[str, Any] | None = None, **fields: A
     frame = Frame({k: np.asarray(v) for k, v in cols.items()}, n=n)
     check_cross_fields(frame)
     asm = Assumptions(s.assumptions)
-    out = run_frame(frame, asm)
-    return BatchResult(out, n, asm, frame)
+    check_alpha_domain(frame.parameters, asm)
+    return BatchResult(run_chunked(frame, asm), n, asm, frame)
+
+
+CHUNK_ROWS = 1 << 17
+
+
+def run_chunked(frame: Frame, asm: Assumptions, chunk: int = CHUNK_ROWS) -> dict[str, np.ndarray]:
+    """run_frame over slices of at most `chunk` rows, written into full-length outputs.
+
+    Same results as one call (every formula is row-wise); the work arrays stay small, which keeps
+    them in cache and avoids page-faulting fresh memory for each of the ~200 temporaries.
+    """
+    n = frame.n
+    if n <= chunk:
+        return run_frame(Frame(frame, n=n), asm)
+    out: dict[str, np.ndarray] = {}
+    for start in range(0, n, chunk):
+        stop = min(n, start + chunk)
+        part = run_frame(frame.rows(start, stop), asm)
+        if not out:
+            # Outputs shared by every row (shape ()) are the same in every chunk: keep one copy.
+            out = {k: (v if np.ndim(v) == 0 else np.empty(n, dtype=v.dtype)) for k, v in part.items()}
+        for key, value in part.items():
+            if np.ndim(value):
+                out[key][start:stop] = value
+    return out

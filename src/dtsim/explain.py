@@ -25,8 +25,18 @@ def derivation(r: Result) -> list[Step]:
     d = r.details
     sc = r.scenario or {}
     steps = [
-        Step("P_active", "compute parameters (active for MoE, seed 000 §1.4)", f"{d['compute_parameters']:.4g}", "000 §1.4"),
-        Step("β", "bytes of model state per parameter at this precision", f"{d['bytes_per_param']:g} B", "000 §2.1"),
+        Step(
+            "P_active",
+            "compute parameters (active for MoE, seed 000 §1.4)",
+            f"{d['compute_parameters']:.4g}",
+            "000 §1.4",
+        ),
+        Step(
+            "β",
+            "bytes of model state per parameter at this precision",
+            f"{d['bytes_per_param']:g} B",
+            "000 §2.1",
+        ),
         Step(
             "M_node",
             "(P_shared + P_experts / N_EP) · β",
@@ -70,7 +80,14 @@ def derivation(r: Result) -> list[Step]:
         )
         steps.append(Step("T_sync", "(V/BW_up + V/BW_down + RTT) · f(n)", _s(r.sync_s), "000 §3.1, §5"))
     if r.mode == "hierarchical-diloco":
-        steps.append(Step("T_regional", "(2V/BW_regional + RTT_regional) · f(N_group)", _s(r.regional_sync_s), "000 §3.2"))
+        steps.append(
+            Step(
+                "T_regional",
+                "(2V/BW_regional + RTT_regional) · f(N_group)",
+                _s(r.regional_sync_s),
+                "000 §3.2",
+            )
+        )
     steps += [
         Step(
             "T_outer",
@@ -86,10 +103,25 @@ def derivation(r: Result) -> list[Step]:
             f"{r.efficiency_h if r.efficiency_h is not None else float('nan'):.4f}",
             "000 §4.1–4.5",
         ),
-        Step("η_C", "compression quality table (log-interpolated)", f"{r.efficiency_compression:.4f}", "reference README"),
+        Step(
+            "η_C",
+            "compression quality table (log-interpolated)",
+            f"{r.efficiency_compression:.4f}",
+            "reference README",
+        ),
         Step("η_act", "q(C_act)^(2·(S−1))", f"{r.efficiency_activation:.4f}", "reference README"),
-        Step("η", "η_H · η_C · η_act", f"{r.efficiency if r.efficiency is not None else float('nan'):.4f}", "000 §4.1"),
-        Step("T_effective", "T_wall / η (time to equivalent quality)", _s(r.effective_days, "days"), "000 §4.1, §6.1"),
+        Step(
+            "η",
+            "η_H · η_C · η_act",
+            f"{r.efficiency if r.efficiency is not None else float('nan'):.4f}",
+            "000 §4.1",
+        ),
+        Step(
+            "T_effective",
+            "T_wall / η (time to equivalent quality)",
+            _s(r.effective_days, "days"),
+            "000 §4.1, §6.1",
+        ),
         Step(
             "global MFU",
             "6 · P_active · D / (N · peak · T_effective)",
@@ -107,6 +139,11 @@ def derivation(r: Result) -> list[Step]:
     ]
     if sc.get("gpu"):
         steps.append(
-            Step("cost", "N · GPUs/node · price", f"${r.cost_usd:,.0f}" if r.cost_usd else "—", "catalog/gpus.yaml")
+            Step(
+                "cost",
+                "N · GPUs/node · price",
+                f"${r.cost_usd:,.0f}" if r.cost_usd else "—",
+                "catalog/gpus.yaml",
+            )
         )
     return steps

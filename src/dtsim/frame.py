@@ -28,6 +28,15 @@ class Frame(dict):
             out[key] = value[idx] if np.ndim(value) == 1 else value
         return out
 
+    def rows(self, start: int, stop: int) -> Frame:
+        """Rows start..stop-1 as views (no copy)."""
+        if start == 0 and stop == self.n:
+            return Frame(self, n=self.n)
+        out = Frame(n=stop - start)
+        for key, value in self.items():
+            out[key] = value[start:stop] if np.ndim(value) == 1 else value
+        return out
+
     def as_column(self) -> Frame:
         """Per-row columns reshaped to (n, 1), so a (1, m) array of candidates broadcasts to (n, m)."""
         out = Frame(n=self.n)
@@ -40,11 +49,13 @@ def scatter(target: dict[str, np.ndarray], idx: np.ndarray, values: dict, n: int
     """Write a strategy's outputs for rows `idx` into full-length output columns."""
     full = len(idx) == n
     for key, value in values.items():
+        if full and key not in target:
+            # Every row belongs to this strategy: keep its array as it is (shape () when the value
+            # is shared by all rows, so a batch that varies one field does not copy the others).
+            target[key] = np.asarray(value, dtype=float)
+            continue
         column = target.get(key)
         if column is None:
             column = np.full(n, np.nan)
             target[key] = column
-        if full:
-            column[:] = value
-        else:
-            column[idx] = value
+        column[idx] = value

@@ -58,7 +58,9 @@ def render(r: Result, title: str = "dtsim", explain: bool = False) -> Group:
     t = _table("Time")
     t.add_row("Wall-clock (process D tokens)", _num(r.wall_clock_days, ",.1f", " days"), "D / throughput")
     t.add_row(
-        "η-adjusted (equivalent quality)", _num(r.effective_days, ",.1f", " days"), "wall-clock / η, seed 000 §4.1"
+        "η-adjusted (equivalent quality)",
+        _num(r.effective_days, ",.1f", " days"),
+        "wall-clock / η, seed 000 §4.1",
     )
     t.add_row("Maximum useful run length", _num(r.max_days, ",.0f", " days"), "seed 000 §7")
     t.add_row(
@@ -75,10 +77,16 @@ def render(r: Result, title: str = "dtsim", explain: bool = False) -> Group:
     if r.mode != "pp-over-wan":
         s.add_row("Global sync", _duration(r.sync_s), "WAN, stragglers included")
     if r.mode == "hierarchical-diloco":
-        s.add_row("Regional sync", _duration(r.regional_sync_s), f"every H, {r.regional_steps_used} per global")
+        s.add_row(
+            "Regional sync", _duration(r.regional_sync_s), f"every H, {r.regional_steps_used} per global"
+        )
     s.add_row("Outer step", _duration(r.outer_step_s), "")
     if r.inner_steps_used is not None:
-        s.add_row("Inner steps H", f"{r.inner_steps_used:,}", f"auto would pick {r.auto_inner_steps:,}" if r.auto_inner_steps else "")
+        s.add_row(
+            "Inner steps H",
+            f"{r.inner_steps_used:,}",
+            f"auto would pick {r.auto_inner_steps:,}" if r.auto_inner_steps else "",
+        )
     parts.append(s)
 
     if r.outer_step_s:
@@ -96,7 +104,9 @@ def render(r: Result, title: str = "dtsim", explain: bool = False) -> Group:
             style = "bold red" if key == r.bottleneck and key != "compute" else ""
             b.add_row(NAMES[key], _duration(v), f"{share:.1%}", Text(bar, style=style or "cyan"))
         if r.hidden_sync_s:
-            b.add_row("[dim]sync hidden under compute[/dim]", f"[dim]{_duration(r.hidden_sync_s)}[/dim]", "", "")
+            b.add_row(
+                "[dim]sync hidden under compute[/dim]", f"[dim]{_duration(r.hidden_sync_s)}[/dim]", "", ""
+            )
         parts.append(b)
         parts.append(Text.from_markup(f"Bottleneck: [bold]{NAMES.get(r.bottleneck, r.bottleneck)}[/bold]"))
 
@@ -124,7 +134,11 @@ def render(r: Result, title: str = "dtsim", explain: bool = False) -> Group:
     c = _table("Cost")
     c.add_row("GPUs", _num(r.gpu_count, ","), "")
     c.add_row("GPU-hours", _num(r.gpu_hours, ",.3g"), "wall-clock")
-    c.add_row("Capital cost", _num(r.cost_usd, ",.0f") if r.cost_usd is None else f"${r.cost_usd:,.0f}", "GPUs × price")
+    c.add_row(
+        "Capital cost",
+        _num(r.cost_usd, ",.0f") if r.cost_usd is None else f"${r.cost_usd:,.0f}",
+        "GPUs × price",
+    )
     c.add_row("Energy", _num(r.energy_kwh, ",.3g", " kWh"), "board power × PUE")
     parts.append(c)
 
@@ -148,5 +162,7 @@ def render(r: Result, title: str = "dtsim", explain: bool = False) -> Group:
     return Group(*parts)
 
 
-def print_report(r: Result, title: str = "dtsim", explain: bool = False, console: Console | None = None) -> None:
+def print_report(
+    r: Result, title: str = "dtsim", explain: bool = False, console: Console | None = None
+) -> None:
     (console or Console()).print(render(r, title=title, explain=explain))

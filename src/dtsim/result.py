@@ -25,6 +25,8 @@ REASON_TEXT = {
     "pp-single-pipeline": "model state {mem} exceeds {vram}: {stages} stages; only one whole pipeline fits in "
     "{neff} nodes → pure pipeline parallelism over the WAN",
     "too-few-nodes": "model state {mem} needs {stages} nodes of {vram} but only {neff} are available → infeasible",
+    "pipeline-too-deep": "model state {mem} over {vram} nodes needs {stages} pipeline stages, more than the "
+    "deepest pipeline considered (max_pipeline_stages) → infeasible",
 }
 
 
@@ -36,17 +38,27 @@ class Warning_(BaseModel):
 class Result(BaseModel):
     """Everything one simulation produces. Times are null when the mode is 'infeasible'."""
 
-    mode: str = Field(description="flat-diloco | hierarchical-diloco | pp-group-diloco | pp-over-wan | infeasible")
+    mode: str = Field(
+        description="flat-diloco | hierarchical-diloco | pp-group-diloco | pp-over-wan | infeasible"
+    )
     mode_label: str
-    mode_reason: str = Field(description="The branch of the seed 000 Appendix A decision tree, with its numbers.")
+    mode_reason: str = Field(
+        description="The branch of the seed 000 Appendix A decision tree, with its numbers."
+    )
     mode_reason_code: str
     wall_clock_days: float | None = Field(description="Wall-clock time to process the D tokens.")
     effective_days: float | None = Field(description="η-adjusted time to equivalent quality: wall-clock / η.")
-    compute_step_s: float = Field(description="T_comp: one step of the whole model on one node (seed 000 §1.2).")
-    inner_step_s: float | None = Field(description="Wall time of one inner step (a pipeline step in PP modes).")
+    compute_step_s: float = Field(
+        description="T_comp: one step of the whole model on one node (seed 000 §1.2)."
+    )
+    inner_step_s: float | None = Field(
+        description="Wall time of one inner step (a pipeline step in PP modes)."
+    )
     sync_s: float | None = Field(description="One global (WAN) synchronization, straggler included.")
     regional_sync_s: float | None = Field(description="One regional synchronization (hierarchical).")
-    outer_step_s: float | None = Field(description="One outer step (global cycle; one pipeline step in mode B).")
+    outer_step_s: float | None = Field(
+        description="One outer step (global cycle; one pipeline step in mode B)."
+    )
     inner_steps_used: int | None
     regional_steps_used: int | None
     auto_inner_steps: int | None = Field(description="Smallest H that would hide the sync in this mode.")
@@ -64,7 +76,9 @@ class Result(BaseModel):
     quality_adjusted_flop: float | None = Field(description="6 · P_active · D · η · χ.")
     bottleneck: str
     bottleneck_share: float | None
-    breakdown_s: dict[str, float | None] = Field(description="Parts of one outer step; they sum to outer_step_s.")
+    breakdown_s: dict[str, float | None] = Field(
+        description="Parts of one outer step; they sum to outer_step_s."
+    )
     hidden_sync_s: float | None = Field(description="Sync time overlapped with compute per outer step.")
     pp_stages: int
     pp_groups: int
@@ -95,7 +109,7 @@ def _f(x: Any) -> float | None:
 
 def _i(x: Any) -> int | None:
     x = float(x)
-    return int(round(x)) if math.isfinite(x) else None
+    return round(x) if math.isfinite(x) else None
 
 
 def _gb(x: float) -> str:
@@ -112,7 +126,8 @@ def row_values(out: dict, i: int, frame) -> dict[str, Any]:
         arr = np.asarray(col)
         v[key] = arr.item() if arr.ndim == 0 else arr[i].item()
     for key, col in out.items():
-        v[key] = np.asarray(col)[i].item()
+        arr = np.asarray(col)
+        v[key] = arr.item() if arr.ndim == 0 else arr[i].item()
     v["bottleneck"] = (*BREAKDOWN_KEYS, "memory")[v["bottleneck_code"]]
     v["max_parameters_b_here"] = v["vram_bytes"] / v["bytes_per_param"] / 1e9
     return v
@@ -121,20 +136,50 @@ def row_values(out: dict, i: int, frame) -> dict[str, Any]:
 def reason_text(v: dict[str, Any]) -> str:
     code = decision.REASONS[v["reason_code"]]
     return REASON_TEXT[code].format(
-        mem=_gb(v["memory_bytes"] / 1e9), vram=_gb(v["vram_bytes"] / 1e9), full=_gb(v["full_memory_bytes"] / 1e9),
-        ep=("none", "regional", "global")[v["ep_mode"]], deg=f"{v['ep_degree']:,.0f}",
-        groups=f"{math.floor(v['num_nodes'] / v['nodes_per_group']):,}", nodes=f"{v['num_nodes']:,.0f}",
-        group=f"{v['nodes_per_group']:,.0f}", stages=f"{v['stages']:,.0f}", neff=f"{v['n_eff']:,.4g}",
+        mem=_gb(v["memory_bytes"] / 1e9),
+        vram=_gb(v["vram_bytes"] / 1e9),
+        full=_gb(v["full_memory_bytes"] / 1e9),
+        ep=("none", "regional", "global")[v["ep_mode"]],
+        deg=f"{v['ep_degree']:,.0f}",
+        groups=f"{math.floor(v['num_nodes'] / v['nodes_per_group']):,}",
+        nodes=f"{v['num_nodes']:,.0f}",
+        group=f"{v['nodes_per_group']:,.0f}",
+        stages=f"{v['stages']:,.0f}",
+        neff=f"{v['n_eff']:,.4g}",
         pipes=f"{math.floor(v['n_eff'] / v['stages']):,}",
     )
 
 
 DETAIL_KEYS = (
-    "bytes_per_param", "bytes_per_value", "parameters", "compute_parameters", "shared_parameters",
-    "expert_parameters", "ep_degree", "parameters_held", "memory_bytes", "n_eff", "step_flop",
-    "node_sustained_flop_s", "step_flop_s", "ep_latency_s", "h_eff", "alpha", "strategy_penalty",
-    "replicas", "compute_block_s", "pipeline_comm_s", "pipeline_latency_s", "payload_bits", "hidden",
-    "handoff_bits", "pp_regional", "growth_oom", "computed_max_days", "ep_saved_memory", "total_s",
+    "bytes_per_param",
+    "bytes_per_value",
+    "parameters",
+    "compute_parameters",
+    "shared_parameters",
+    "expert_parameters",
+    "ep_degree",
+    "parameters_held",
+    "memory_bytes",
+    "n_eff",
+    "step_flop",
+    "node_sustained_flop_s",
+    "step_flop_s",
+    "ep_latency_s",
+    "h_eff",
+    "alpha",
+    "strategy_penalty",
+    "replicas",
+    "compute_block_s",
+    "pipeline_comm_s",
+    "pipeline_latency_s",
+    "payload_bits",
+    "hidden",
+    "handoff_bits",
+    "pp_regional",
+    "growth_oom",
+    "computed_max_days",
+    "ep_saved_memory",
+    "total_s",
 )
 
 
@@ -146,7 +191,9 @@ def build_result(out: dict, i: int, scenario, asm, frame) -> Result:
     sources = {"pue": f"{asm.pue:g} — Uptime Institute Global Data Center Survey 2024"}
     if gpu is not None:
         sources["price_usd"] = f"{gpu.price_usd:,.0f} USD per {gpu.id} — {gpu.sources.get('price_usd', '')}"
-        sources["board_power_w"] = f"{gpu.board_power_w:g} W per {gpu.id} — {gpu.sources.get('board_power_w', '')}"
+        sources["board_power_w"] = (
+            f"{gpu.board_power_w:g} W per {gpu.id} — {gpu.sources.get('board_power_w', '')}"
+        )
     details = {}
     for key in DETAIL_KEYS:
         val = v[key]

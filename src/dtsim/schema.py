@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -35,7 +35,7 @@ BOUNDS: dict[str, dict[str, Any]] = {
     "bandwidth_up_mbps": {"ge": 0.001, "le": 1e9},
     "bandwidth_down_mbps": {"ge": 0.001, "le": 1e9},
     "latency_ms": {"ge": 0, "le": 1e6},
-    "mfu": {"gt": 0, "le": 1},
+    "mfu": {"ge": 0.001, "le": 1},
     "inner_steps": {"ge": 1, "le": 10_000_000},
     "regional_steps": {"ge": 1, "le": 10_000_000},
     "compression": {"ge": 1, "le": 1e6},
@@ -73,33 +73,33 @@ def _lower(value: Any) -> Any:
     return value.strip().lower().replace("_", "-") if isinstance(value, str) else value
 
 
-class Precision(str, Enum):
+class Precision(StrEnum):
     fp16 = "fp16"
     bf16 = "bf16"
     fp8 = "fp8"
     fp4 = "fp4"
 
 
-class StragglerStrategy(str, Enum):
+class StragglerStrategy(StrEnum):
     none = "none"
     threshold = "threshold"
     backup = "backup"
     relay = "relay"
 
 
-class ExpertParallelism(str, Enum):
+class ExpertParallelism(StrEnum):
     none = "none"
     regional = "regional"
     global_ = "global"
 
 
-class CompressionScenario(str, Enum):
+class CompressionScenario(StrEnum):
     optimistic = "optimistic"
     expected = "expected"
     conservative = "conservative"
 
 
-class ReplicaPenalty(str, Enum):
+class ReplicaPenalty(StrEnum):
     none = "none"
     h_scaled = "h-scaled"
     fixed = "fixed"
@@ -130,45 +130,63 @@ class Scenario(BaseModel):
     # model and data
     parameters_b: float = _num("parameters_b", "Total parameters in billions (MoE: all experts).", 144.0)
     active_parameters_b: float | None = Field(
-        None, description="Active parameters per token in billions (MoE only; required when moe is true).",
+        None,
+        description="Active parameters per token in billions (MoE only; required when moe is true).",
         **BOUNDS["active_parameters_b"],
     )
     tokens_t: float = _num("tokens_t", "Training tokens in trillions.", 12.0)
-    moe: bool = Field(False, description="Mixture-of-experts model (compute uses active, memory total parameters).")
+    moe: bool = Field(
+        False, description="Mixture-of-experts model (compute uses active, memory total parameters)."
+    )
     moe_layers: int = _num("moe_layers", "MoE layers (two all-to-all latencies each per step with EP).", 32)
     expert_parallelism: Annotated[ExpertParallelism, Lower] = Field(
-        ExpertParallelism.none, description="Shard experts over all nodes (global), a regional group, or not at all."
+        ExpertParallelism.none,
+        description="Shard experts over all nodes (global), a regional group, or not at all.",
     )
     hidden_size: int | None = Field(
-        None, description="Hidden size for pipeline activations; default 0.03·sqrt(P) (seed 000 §3.3).",
+        None,
+        description="Hidden size for pipeline activations; default 0.03·sqrt(P) (seed 000 §3.3).",
         **BOUNDS["hidden_size"],
     )
 
     # hardware
     num_nodes: int = _num("num_nodes", "Nodes (geographically distributed training replicas).", 72)
     node: str | None = Field(None, description="Node preset id (sets gpu, gpus_per_node, pflops and VRAM).")
-    gpu: str | None = Field("gh200", description="Accelerator id from the catalog (used for cost and energy).")
+    gpu: str | None = Field(
+        "gh200", description="Accelerator id from the catalog (used for cost and energy)."
+    )
     gpus_per_node: int | None = Field(16, description="Accelerators per node.", **BOUNDS["gpus_per_node"])
-    pflops_per_node: float = _num("pflops_per_node", "Peak dense PFLOP/s per node at the training precision.", 32.0)
+    pflops_per_node: float = _num(
+        "pflops_per_node", "Peak dense PFLOP/s per node at the training precision.", 32.0
+    )
     vram_per_node_gb: float = _num("vram_per_node_gb", "Accelerator memory per node in GB.", 2304.0)
     mfu: float = _num("mfu", "Base model FLOP utilization per node (fraction).", 0.4)
     precision: Annotated[Precision, Lower] = Field(Precision.fp16, description="Training precision.")
 
     # network
     bandwidth_mbps: float | None = Field(
-        None, description="Symmetric WAN bandwidth per node; sets both directions.", **BOUNDS["bandwidth_mbps"]
+        None,
+        description="Symmetric WAN bandwidth per node; sets both directions.",
+        **BOUNDS["bandwidth_mbps"],
     )
     bandwidth_up_mbps: float = _num("bandwidth_up_mbps", "WAN upload bandwidth per node in Mbit/s.", 100.0)
-    bandwidth_down_mbps: float = _num("bandwidth_down_mbps", "WAN download bandwidth per node in Mbit/s.", 100.0)
+    bandwidth_down_mbps: float = _num(
+        "bandwidth_down_mbps", "WAN download bandwidth per node in Mbit/s.", 100.0
+    )
     latency_ms: float = _num("latency_ms", "WAN round-trip time in ms.", 100.0)
-    hierarchical: bool = Field(False, description="Two-tier DiLoCo: regional groups inside the WAN (mode A′).")
+    hierarchical: bool = Field(
+        False, description="Two-tier DiLoCo: regional groups inside the WAN (mode A′)."
+    )
     nodes_per_group: int = _num("nodes_per_group", "Nodes per regional group.", 8)
-    regional_bandwidth_mbps: float = _num("regional_bandwidth_mbps", "Intra-group bandwidth in Mbit/s.", 1000.0)
+    regional_bandwidth_mbps: float = _num(
+        "regional_bandwidth_mbps", "Intra-group bandwidth in Mbit/s.", 1000.0
+    )
     regional_latency_ms: float = _num("regional_latency_ms", "Intra-group round-trip time in ms.", 20.0)
 
     # algorithm
     inner_steps: int | Literal["auto", "auto-quality"] = Field(
-        128, description="Local steps between syncs H, or 'auto' (smallest H hiding the sync) or "
+        128,
+        description="Local steps between syncs H, or 'auto' (smallest H hiding the sync) or "
         "'auto-quality' (H maximising quality-adjusted compute per day).",
     )
     regional_steps: int | Literal["auto"] = Field(
@@ -178,7 +196,9 @@ class Scenario(BaseModel):
     compression_scenario: Annotated[CompressionScenario, Lower] = Field(
         CompressionScenario.expected, description="Which compression-quality table to use."
     )
-    error_feedback: bool = Field(True, description="Compression with error feedback (selects the quality table).")
+    error_feedback: bool = Field(
+        True, description="Compression with error feedback (selects the quality table)."
+    )
     activation_compression: float = _num(
         "activation_compression", "Compression ratio of pipeline activations.", 1.0
     )
@@ -189,7 +209,8 @@ class Scenario(BaseModel):
         True, description="Count backward activation gradients in pipeline hand-offs (seed 000 §10 item 6)."
     )
     straggler_strategy: Annotated[StragglerStrategy, BeforeValidator(_straggler)] = Field(
-        StragglerStrategy.none, description="Straggler mitigation: none, threshold, backup (workers) or relay."
+        StragglerStrategy.none,
+        description="Straggler mitigation: none, threshold, backup (workers) or relay.",
     )
     replica_penalty: Annotated[ReplicaPenalty, Lower] = Field(
         ReplicaPenalty.h_scaled,
@@ -197,9 +218,13 @@ class Scenario(BaseModel):
     )
 
     # run length
-    hardware_growth: str = Field("1.37x/yr", description=f"Hardware efficiency growth; {GROWTH_FORMS}.")
-    software_growth: str = Field("3.0x/yr", description=f"Algorithmic efficiency growth; {GROWTH_FORMS}.")
-    investment_growth: str = Field("3.5x/yr", description=f"Investment growth; {GROWTH_FORMS}.")
+    hardware_growth: str | float = Field(
+        "1.37x/yr", description=f"Hardware efficiency growth; {GROWTH_FORMS}."
+    )
+    software_growth: str | float = Field(
+        "3.0x/yr", description=f"Algorithmic efficiency growth; {GROWTH_FORMS}."
+    )
+    investment_growth: str | float = Field("3.5x/yr", description=f"Investment growth; {GROWTH_FORMS}.")
     max_run_days: float | None = Field(
         None, description="Override the computed maximum run length (days).", **BOUNDS["max_run_days"]
     )
@@ -217,8 +242,14 @@ class Scenario(BaseModel):
         data = dict(data)
         if data.get("bandwidth_mbps") is not None:
             if "bandwidth_up_mbps" in data or "bandwidth_down_mbps" in data:
-                raise ValueError(
-                    "bandwidth_mbps sets both directions; give either it or bandwidth_up_mbps/bandwidth_down_mbps"
+                raise ScenarioError(
+                    [
+                        (
+                            "bandwidth_mbps",
+                            data["bandwidth_mbps"],
+                            "sets both directions; give either it or bandwidth_up_mbps/bandwidth_down_mbps",
+                        )
+                    ]
                 )
             data["bandwidth_up_mbps"] = data["bandwidth_down_mbps"] = data["bandwidth_mbps"]
         for key in ("inner_steps", "regional_steps"):
@@ -250,8 +281,14 @@ class Scenario(BaseModel):
                     peak = gpu.peak_tflops(precision) if isinstance(precision, str) else gpu.fp16_tflops
                     if peak is None:
                         raise ScenarioError(
-                            [("precision", precision, f"gpu {gpu.id} has no FP8/FP4 datapath; "
-                              "use fp16/bf16 or set pflops_per_node")]
+                            [
+                                (
+                                    "precision",
+                                    precision,
+                                    f"gpu {gpu.id} has no FP8/FP4 datapath; "
+                                    "use fp16/bf16 or set pflops_per_node",
+                                )
+                            ]
                         )
                     data["pflops_per_node"] = count * peak / 1000.0
                 data.setdefault("vram_per_node_gb", count * gpu.memory_gb)
@@ -262,7 +299,9 @@ class Scenario(BaseModel):
         problems: list[tuple[str, object, str]] = []
         if self.moe:
             if self.active_parameters_b is None:
-                problems.append(("active_parameters_b", None, "required when moe is true (seed 000 §9 default: 24)"))
+                problems.append(
+                    ("active_parameters_b", None, "required when moe is true (seed 000 §9 default: 24)")
+                )
             elif self.active_parameters_b > self.parameters_b:
                 problems.append(
                     (
@@ -279,7 +318,11 @@ class Scenario(BaseModel):
                     f"must be ≤ num_nodes = {self.num_nodes} when hierarchical is true",
                 )
             )
-        if self.moe and self.expert_parallelism == ExpertParallelism.regional and self.nodes_per_group > self.num_nodes:
+        if (
+            self.moe
+            and self.expert_parallelism == ExpertParallelism.regional
+            and self.nodes_per_group > self.num_nodes
+        ):
             problems.append(
                 (
                     "nodes_per_group",
@@ -288,9 +331,15 @@ class Scenario(BaseModel):
                 )
             )
         if isinstance(self.inner_steps, int) and not (1 <= self.inner_steps <= BOUNDS["inner_steps"]["le"]):
-            problems.append(("inner_steps", self.inner_steps, bound_text("inner_steps") + ", 'auto' or 'auto-quality'"))
-        if isinstance(self.regional_steps, int) and not (1 <= self.regional_steps <= BOUNDS["regional_steps"]["le"]):
-            problems.append(("regional_steps", self.regional_steps, bound_text("regional_steps") + " or 'auto'"))
+            problems.append(
+                ("inner_steps", self.inner_steps, bound_text("inner_steps") + ", 'auto' or 'auto-quality'")
+            )
+        if isinstance(self.regional_steps, int) and not (
+            1 <= self.regional_steps <= BOUNDS["regional_steps"]["le"]
+        ):
+            problems.append(
+                ("regional_steps", self.regional_steps, bound_text("regional_steps") + " or 'auto'")
+            )
         total = 0.0
         for key in ("hardware_growth", "software_growth", "investment_growth"):
             try:
@@ -309,7 +358,8 @@ class Scenario(BaseModel):
             raise ScenarioError(problems)
         from dtsim.assumptions import Assumptions
 
-        Assumptions(self.assumptions)  # validates overrides, raises ScenarioError naming the entry
+        asm = Assumptions(self.assumptions)  # validates overrides, raises ScenarioError naming the entry
+        check_alpha_domain(self.parameters_b * 1e9, asm)
         return self
 
     # --- helpers -----------------------------------------------------------------------------------
@@ -323,6 +373,28 @@ class Scenario(BaseModel):
 
     def replace(self, **changes: Any) -> Scenario:
         return load_scenario(layers=[self.to_fields(), changes])
+
+
+def check_alpha_domain(parameters, asm) -> None:
+    """α = α_base / (1 + log10(P/10⁹)/divisor) is only a sensitivity for models above 10^(9 − divisor)
+    parameters (seed 000 §4.3); below that its denominator turns negative and η_H would exceed 1."""
+    import numpy as np
+
+    p = np.atleast_1d(np.asarray(parameters, dtype=float))
+    bad = 1.0 + np.log10(p / 1e9) / asm.alpha_size_divisor <= 0
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        smallest = 10 ** (9 - asm.alpha_size_divisor) / 1e9
+        raise ScenarioError(
+            [
+                (
+                    "parameters_b",
+                    p[i] / 1e9,
+                    f"must be > {smallest:g} with alpha_size_divisor = "
+                    f"{asm.alpha_size_divisor:g} (seed 000 §4.3's α is undefined below)",
+                )
+            ]
+        )
 
 
 def _unknown(field: str, value: Any, known: Any) -> ScenarioError:
@@ -372,12 +444,18 @@ def read_scenario_file(path: str | Path) -> dict[str, Any]:
         data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         first = str(exc).strip().splitlines()[0]
-        raise ScenarioError([("file", str(path), f"malformed {'JSON' if path.suffix == '.json' else 'YAML'}: {first}")]) from None
+        raise ScenarioError(
+            [("file", str(path), f"malformed {'JSON' if path.suffix == '.json' else 'YAML'}: {first}")]
+        ) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ScenarioError([("file", str(path), "must hold a mapping of scenario fields")])
-    if "scenario" in data and isinstance(data["scenario"], dict) and set(data) <= {"scenario", "name", "description"}:
+    if (
+        "scenario" in data
+        and isinstance(data["scenario"], dict)
+        and set(data) <= {"scenario", "name", "description"}
+    ):
         data = data["scenario"]
     return data
 
@@ -446,16 +524,24 @@ def _problems(exc: ValidationError, fields: dict[str, Any]) -> list[tuple[str, o
             continue
         value = fields.get(field, err.get("input")) if loc else err.get("input")
         msg = err.get("msg", "invalid")
-        if field in BOUNDS and err.get("type") in (
-            "greater_than_equal", "greater_than", "less_than_equal", "less_than", "finite_number",
-            "int_from_float", "int_parsing", "float_parsing", "int_type", "float_type",
-        ):
-            msg = bound_text(field)
-        elif field in ("inner_steps", "regional_steps"):
+        if field in ("inner_steps", "regional_steps"):
             extra = "'auto' or 'auto-quality'" if field == "inner_steps" else "'auto'"
             msg = f"{bound_text(field)}, or {extra}"
+        elif field in BOUNDS and err.get("type") in (
+            "greater_than_equal",
+            "greater_than",
+            "less_than_equal",
+            "less_than",
+            "finite_number",
+            "int_from_float",
+            "int_parsing",
+            "float_parsing",
+            "int_type",
+            "float_type",
+        ):
+            msg = bound_text(field)
         elif msg.startswith("Value error, "):
-            msg = msg[len("Value error, "):]
+            msg = msg[len("Value error, ") :]
         problems.append((field, value, msg))
     # one line per field is enough
     seen, unique = set(), []

@@ -96,8 +96,17 @@ RULES: tuple[WarningRule, ...] = (
         ),
     ),
     WarningRule(
+        "PIPELINE_TOO_DEEP",
+        lambda f, o: o["reason_code"] == 8,
+        lambda v: (
+            f"The model needs {v['stages']:,.0f} pipeline stages ({_gb(v['memory_bytes'] / 1e9)} of model state over "
+            f"{_gb(v['vram_bytes'] / 1e9)} nodes), more than the {v['asm'].max_pipeline_stages:,.0f} any real model "
+            f"has layers for. Use nodes with more memory, or: {_fixes_for_memory(v)}."
+        ),
+    ),
+    WarningRule(
         "INSUFFICIENT_NODES",
-        lambda f, o: o["mode_code"] == INFEASIBLE,
+        lambda f, o: o["reason_code"] == 7,
         lambda v: (
             f"The model needs {v['stages']:.0f} nodes per replica ({_gb(v['memory_bytes'] / 1e9)} of model state at "
             f"{v['bytes_per_param']:g} B/parameter over {_gb(v['vram_bytes'] / 1e9)} nodes) but "
@@ -117,7 +126,7 @@ RULES: tuple[WarningRule, ...] = (
     ),
     WarningRule(
         "EXCEEDS_MAX_RUN_LENGTH",
-        lambda f, o: (o["effective_days"] > o["max_days"]),
+        lambda f, o: o["effective_days"] > o["max_days"],
         lambda v: (
             f"The η-adjusted time ({v['effective_days']:,.0f} days) exceeds the maximum useful run length "
             f"({v['max_days']:,.0f} days, seed 000 §7): starting later on better hardware and algorithms would "
@@ -126,9 +135,11 @@ RULES: tuple[WarningRule, ...] = (
     ),
     WarningRule(
         "SYNC_NOT_HIDDEN",
-        lambda f, o: np.broadcast_to(f.streaming, o["mode_code"].shape)
-        & np.isin(o["mode_code"], (0, 1, 2))
-        & ((o["global_sync"] + o["regional_sync"]) > 1e-9 * o["outer_step_s"]),
+        lambda f, o: (
+            np.broadcast_to(f.streaming, o["mode_code"].shape)
+            & np.isin(o["mode_code"], (0, 1, 2))
+            & ((o["global_sync"] + o["regional_sync"]) > 1e-9 * o["outer_step_s"])
+        ),
         lambda v: (
             f"Streaming cannot hide the synchronization: it takes longer than the compute it overlaps, so the "
             f"run is network-bound ({(v['global_sync'] + v['regional_sync']) / v['outer_step_s']:.0%} of each outer "
@@ -155,8 +166,11 @@ RULES: tuple[WarningRule, ...] = (
     ),
     WarningRule(
         "ACTIVATION_COMPRESSION_BEYOND_TABLE",
-        lambda f, o: (f.activation_compression > f.asm.activation_keys[-1]) & (o["mode_code"] >= 2)
-        & (o["mode_code"] != INFEASIBLE),
+        lambda f, o: (
+            (f.activation_compression > f.asm.activation_keys[-1])
+            & (o["mode_code"] >= 2)
+            & (o["mode_code"] != INFEASIBLE)
+        ),
         lambda v: (
             f"Activation compression {v['activation_compression']:,.0f}× is beyond the quality table's last entry "
             f"({v['asm'].activation_keys[-1]:,.0f}×): quality is held at that entry's value (validated only at 8B, "
@@ -166,14 +180,19 @@ RULES: tuple[WarningRule, ...] = (
     WarningRule(
         "MOE_FIELDS_IGNORED",
         lambda f, o: np.broadcast_to(
-            ~f.moe & ((f.ep_mode > 0) | (~np.isnan(f.active_parameters) & (f.active_parameters != f.parameters))),
+            ~f.moe
+            & ((f.ep_mode > 0) | (~np.isnan(f.active_parameters) & (f.active_parameters != f.parameters))),
             o["mode_code"].shape,
         ),
-        lambda v: "moe is false: active_parameters_b and expert_parallelism are ignored (a dense model is all active).",
+        lambda v: (
+            "moe is false: active_parameters_b and expert_parallelism are ignored (a dense model is all active)."
+        ),
     ),
     WarningRule(
         "SMALL_MODEL_FLOPS",
-        lambda f, o: np.broadcast_to(f.parameters < f.asm.small_model_threshold_b * 1e9, o["mode_code"].shape),
+        lambda f, o: np.broadcast_to(
+            f.parameters < f.asm.small_model_threshold_b * 1e9, o["mode_code"].shape
+        ),
         lambda v: (
             f"Below {v['asm'].small_model_threshold_b:g}B parameters attention FLOPs can exceed 10% of compute, so "
             "C = 6·P·D undercounts them (seed 000 §1.1)."
@@ -181,9 +200,11 @@ RULES: tuple[WarningRule, ...] = (
     ),
     WarningRule(
         "STREAMING_MEMORY",
-        lambda f, o: np.broadcast_to(f.streaming, o["mode_code"].shape)
-        & np.isin(o["mode_code"], (0, 1))
-        & (f.memory_bytes * (1 + f.asm.streaming_memory_overhead) > f.vram_bytes),
+        lambda f, o: (
+            np.broadcast_to(f.streaming, o["mode_code"].shape)
+            & np.isin(o["mode_code"], (0, 1))
+            & (f.memory_bytes * (1 + f.asm.streaming_memory_overhead) > f.vram_bytes)
+        ),
         lambda v: (
             "Streaming DiLoCo keeps the original weights and outer-optimizer state (about "
             f"{v['asm'].streaming_memory_overhead:.0%} more memory, seed 000 §10 item 2): "
@@ -193,7 +214,9 @@ RULES: tuple[WarningRule, ...] = (
     ),
     WarningRule(
         "HIDDEN_SIZE_ESTIMATED",
-        lambda f, o: np.broadcast_to(np.isnan(f.hidden_size), o["mode_code"].shape) & np.isin(o["mode_code"], (2, 3)),
+        lambda f, o: (
+            np.broadcast_to(np.isnan(f.hidden_size), o["mode_code"].shape) & np.isin(o["mode_code"], (2, 3))
+        ),
         lambda v: (
             f"Pipeline activations use the heuristic hidden size h ≈ {v['asm'].hidden_size_coefficient:g}·√P = "
             f"{v['hidden']:,.0f} (±20%, seed 000 §3.3); set hidden_size for a known architecture."
@@ -201,8 +224,10 @@ RULES: tuple[WarningRule, ...] = (
     ),
     WarningRule(
         "PP_SPANS_REGIONS",
-        lambda f, o: np.broadcast_to(f.hierarchical & (f.stages > f.nodes_per_group), o["mode_code"].shape)
-        & np.isin(o["mode_code"], (2, 3)),
+        lambda f, o: (
+            np.broadcast_to(f.hierarchical & (f.stages > f.nodes_per_group), o["mode_code"].shape)
+            & np.isin(o["mode_code"], (2, 3))
+        ),
         lambda v: (
             f"Pipelines of {v['stages']:.0f} stages do not fit in regional groups of {v['nodes_per_group']:.0f} "
             "nodes, so pipeline hand-offs cross the WAN."

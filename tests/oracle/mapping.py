@@ -101,7 +101,9 @@ def dtsim_outputs(r) -> dict:
         "globalCommSec": n(d["pipeline_comm_s"] if pp_wan else r.sync_s),
         "regionalCommSec": n(r.regional_sync_s),
         "computeBlockSec": n(d["compute_block_s"]),
-        "latencyPenaltySec": n(d["pipeline_latency_s"]) if pp_wan else (0.0 if r.mode != "infeasible" else nan),
+        "latencyPenaltySec": n(d["pipeline_latency_s"])
+        if pp_wan
+        else (0.0 if r.mode != "infeasible" else nan),
         "numPPGroupsForReplica": r.pp_groups,
         "replicaCount": n(d["replicas"]),
         "replicaLossMult": n(r.replica_loss_multiplier),

@@ -23,6 +23,7 @@ The deviations (docs/deviations.md):
 
 from __future__ import annotations
 
+import itertools
 import math
 
 ALL_FIXES = frozenset({"D1", "D2", "D3", "D4", "D5", "D8a", "D8b", "D9", "M1", "M2", "M3", "M4", "M5"})
@@ -41,7 +42,7 @@ def _interp(table, r):
         return table[ks[0]]
     if r >= ks[-1]:
         return table[ks[-1]]
-    for a, b in zip(ks, ks[1:], strict=False):
+    for a, b in itertools.pairwise(ks):
         if a <= r <= b:
             t = (math.log(r) - math.log(a)) / (math.log(b) - math.log(a))
             return table[a] + t * (table[b] - table[a])
@@ -66,7 +67,9 @@ def _loss(n, d):
 def _chi(n, d, c, mult):
     target = _loss(n, d) * mult
     lo, hi = 1.0, 1e30
-    for _ in range(400):  # bisection in log space: independent of dtsim's Newton solver
+    for _ in range(
+        120
+    ):  # bisection in log space (machine precision after ~70): independent of dtsim's Newton
         mid = math.sqrt(lo * hi)
         if _loss(mid, 25.6 * mid) > target:
             lo = mid
@@ -86,7 +89,9 @@ def calc(i: dict, fixes: frozenset = frozenset()) -> dict:
     ep = i["expertParallelism"]
     expert = p - pa if moe else 0
     shared = pa if moe else p
-    epd = i["numNodes"] if (moe and ep == "global") else i["nodesPerGroup"] if (moe and ep == "regional") else 1
+    epd = (
+        i["numNodes"] if (moe and ep == "global") else i["nodesPerGroup"] if (moe and ep == "regional") else 1
+    )
     o.update(expertParams=expert, sharedParams=shared, epDegree=epd)
     held = shared + expert / epd
     mem = held * bpp
@@ -175,10 +180,7 @@ def calc(i: dict, fixes: frozenset = frozenset()) -> dict:
             glob = slots * cpm * fs
             latpen = slots * plat * fs
             block = slots * tmc
-            if fx("D2"):
-                pipelines = 1 if ngroups >= 1 else NAN
-            else:
-                pipelines = max(1, neff / stages)
+            pipelines = (1 if ngroups >= 1 else NAN) if fx("D2") else max(1, neff / stages)
             total = d / (b * pipelines) * (block + glob + latpen)
             ngroups = 1 if ngroups >= 1 else 0
             if fx("M2"):
@@ -188,8 +190,16 @@ def calc(i: dict, fixes: frozenset = frozenset()) -> dict:
                 total = heff = replicas = glob = latpen = block = reg = NAN
     eta_h = max(0.4, (1 - alpha * math.log10(heff)) / pen) if heff == heff else NAN
     o.update(effectiveH=heff, baseAlpha=alpha, strategyPenalty=pen, etaH=eta_h, etaCompression=eta_c)
-    o.update(totalTimeSeconds=total, mode=mode, globalCommSec=glob, regionalCommSec=reg, computeBlockSec=block,
-             latencyPenaltySec=latpen, numPPGroupsForReplica=ngroups, replicaCount=replicas)
+    o.update(
+        totalTimeSeconds=total,
+        mode=mode,
+        globalCommSec=glob,
+        regionalCommSec=reg,
+        computeBlockSec=block,
+        latencyPenaltySec=latpen,
+        numPPGroupsForReplica=ngroups,
+        replicaCount=replicas,
+    )
     beta = 1.0923 * p**-0.2342
     rlm = replicas**beta if replicas > 1 else (1.0 if replicas == replicas else NAN)
     ae = eta_h * eta_c

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dtsim.physics.numeric import power, select
+
 COMPRESSION_SCENARIOS = ("optimistic", "expected", "conservative")
 REPLICA_PENALTIES = ("none", "h-scaled", "fixed")
 
@@ -12,12 +14,14 @@ REPLICA_PENALTIES = ("none", "h-scaled", "fixed")
 def alpha(total_params, asm):
     """α = α_base / (1 + log10(P / 10⁹) / divisor): larger models tolerate longer local training
     (seed 000 §4.3; Charles et al. 2025)."""
-    return asm.alpha_base / (1.0 + np.log10(np.asarray(total_params, dtype=float) / 1e9) / asm.alpha_size_divisor)
+    return asm.alpha_base / (
+        1.0 + np.log10(np.asarray(total_params, dtype=float) / 1e9) / asm.alpha_size_divisor
+    )
 
 
 def hierarchical_effective_steps(inner_steps, regional_steps, asm):
     """H_eff = H_inner · H_regional^0.5 (seed 000 §4.4, heuristic exponent)."""
-    return inner_steps * np.asarray(regional_steps, dtype=float) ** asm.hierarchical_h_exponent
+    return inner_steps * power(regional_steps, asm.hierarchical_h_exponent)
 
 
 def eta_h(h_eff, alpha_value, penalty, floor):
@@ -55,13 +59,13 @@ def activation_quality(ratio, stages, scenario, asm):
     (reference README; MIRI Compression_Quality.md §6). 1 when the model is not pipelined."""
     ratio, scen = np.broadcast_arrays(np.asarray(ratio, dtype=float), scenario)
     per_handoff = log_interp(ratio, asm.activation_keys, asm.activation_table[scen.astype(int)])
-    return per_handoff ** (2.0 * (np.asarray(stages, dtype=float) - 1.0))
+    return power(per_handoff, 2.0 * (np.asarray(stages, dtype=float) - 1.0))
 
 
 def replica_beta(total_params, asm):
     """β = 1.0923 · P^−0.2342 (P in parameters): the loss exponent of the replica count
     (reference README; fitted to Charles et al. 2025)."""
-    return asm.replica_beta_coefficient * np.asarray(total_params, dtype=float) ** asm.replica_beta_exponent
+    return asm.replica_beta_coefficient * power(total_params, asm.replica_beta_exponent)
 
 
 def replica_loss_multiplier(replicas, total_params, h_eff, mode, asm):
@@ -73,6 +77,6 @@ def replica_loss_multiplier(replicas, total_params, h_eff, mode, asm):
     mode 2 (fixed): β unscaled — the original web app.
     """
     beta = replica_beta(total_params, asm)
-    scale = np.where(mode == 1, np.log(h_eff) / np.log(asm.replica_h_reference), 1.0)
-    mult = np.maximum(replicas, 1.0) ** (beta * scale)
-    return np.where(mode == 0, 1.0, mult)
+    scale = select(mode == 1, np.log(h_eff) / np.log(asm.replica_h_reference), 1.0)
+    mult = power(np.maximum(replicas, 1.0), beta * scale)
+    return select(mode == 0, 1.0, mult)

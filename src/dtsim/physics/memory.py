@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dtsim.physics.numeric import select
+
 # Precision codes used by every vectorized path. BF16 shares FP16's byte counts (seed 000 §2.1 table).
 PRECISIONS = ("fp16", "bf16", "fp8", "fp4")
 EP_MODES = ("none", "regional", "global")
@@ -29,14 +31,14 @@ def expert_split(total_params, active_params, moe):
     """(P_shared, P_experts): P_shared = P_active and P_experts = P_total − P_active for MoE; a dense
     model is all shared (seed 000 §2.3, §2.4)."""
     total_params = np.asarray(total_params, dtype=float)
-    shared = np.where(moe, active_params, total_params)
+    shared = select(moe, active_params, total_params)
     return shared, total_params - shared
 
 
 def ep_degree(ep_mode, moe, num_nodes, nodes_per_group):
     """N_EP: N for global EP, N_group for regional EP, 1 otherwise or for dense models (seed 000 §2.4)."""
-    degree = np.where(ep_mode == 2, num_nodes, np.where(ep_mode == 1, nodes_per_group, 1))
-    return np.where(moe, degree, 1).astype(float)
+    degree = select(ep_mode == 2, num_nodes, select(ep_mode == 1, nodes_per_group, 1))
+    return select(moe, degree, 1).astype(float)
 
 
 def params_held(shared, experts, degree):
@@ -47,7 +49,7 @@ def params_held(shared, experts, degree):
 def pipeline_stages(memory_bytes, vram_bytes):
     """S = ⌈M_req / VRAM⌉ when M_req > VRAM, else 1 (seed 000 §2.2)."""
     ratio = memory_bytes / vram_bytes
-    return np.where(memory_bytes > vram_bytes, np.ceil(ratio), 1.0)
+    return select(memory_bytes > vram_bytes, np.ceil(ratio), 1.0)
 
 
 def max_params_fitting(vram_bytes, bytes_per_parameter):

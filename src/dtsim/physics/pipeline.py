@@ -14,7 +14,15 @@ def hidden_size(params, coefficient):
 def handoff_bits(batch_tokens, micro_batches, hidden, bytes_per_value, compression, directions):
     """Bits crossing one stage boundary per micro-batch: (B/M)·h·bytes·8 / C_act, times 2 when the
     backward activation gradients are counted (seed 000 §3.3; §10 item 6 says forward-only undercounts)."""
-    return directions * np.asarray(batch_tokens, dtype=float) / micro_batches * hidden * 8.0 * bytes_per_value / compression
+    return (
+        directions
+        * np.asarray(batch_tokens, dtype=float)
+        / micro_batches
+        * hidden
+        * 8.0
+        * bytes_per_value
+        / compression
+    )
 
 
 def gpipe_step(micro_batches, stages, t_micro_compute, t_micro_transfer, latency_s, straggler):

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from dtsim.physics.numeric import power
+
 
 def chinchilla_loss(params, tokens, asm):
     """L(N, D) = E + A·N^−a + B·D^−b."""
-    params = np.asarray(params, dtype=float)
     return (
         asm.chinchilla_e
-        + asm.chinchilla_a * params ** (-asm.chinchilla_alpha)
-        + asm.chinchilla_b * np.asarray(tokens, dtype=float) ** (-asm.chinchilla_beta)
+        + asm.chinchilla_a * power(params, -asm.chinchilla_alpha)
+        + asm.chinchilla_b * power(tokens, -asm.chinchilla_beta)
     )
 
 
@@ -26,15 +27,19 @@ def compute_optimal_params(loss, asm):
     """
     a, b = asm.chinchilla_alpha, asm.chinchilla_beta
     big_a = asm.chinchilla_a
-    big_b = asm.chinchilla_b * asm.chinchilla_tokens_per_param ** (-b)
+    big_b = asm.chinchilla_b * asm.chinchilla_tokens_per_param ** (-b)  # a Python float: one path
     k = np.asarray(loss, dtype=float) - asm.chinchilla_e
     x = np.maximum(np.log(big_a / k) / a, np.log(big_b / k) / b)
+    done = np.zeros(x.shape, dtype=bool)
     for _ in range(60):
         ea = big_a * np.exp(-a * x)
         eb = big_b * np.exp(-b * x)
         step = (ea + eb - k) / (a * ea + b * eb)
-        x = x + step
-        if np.all(np.abs(step) <= 1e-15 * np.maximum(np.abs(x), 1.0)):
+        # Each element stops at its own convergence, so a row's result does not depend on the
+        # other rows of its batch.
+        x = np.where(done, x, x + step)
+        done |= np.abs(step) <= 1e-15 * np.maximum(np.abs(x), 1.0)
+        if done.all():
             break
     return np.exp(x)
 

@@ -21,7 +21,7 @@ def parse_growth(text: str) -> float:
     the accepted forms for anything else (a bare number is ambiguous, so it is refused).
     """
     if not isinstance(text, str):
-        raise ValueError(f"give a rate with a unit: {GROWTH_FORMS}")
+        raise ValueError(f"a bare number is ambiguous; give a rate with a unit: {GROWTH_FORMS}")
     m = _GROWTH.match(text)
     if not m:
         raise ValueError(f"not a growth rate; use {GROWTH_FORMS}")

@@ -1,12 +1,13 @@
 """The decision tree of seed 000 Appendix A, vectorized: which mode each scenario runs in, and why.
 
-    Model fits on one node (P × β ≤ VRAM)?                    → A (flat DiLoCo), or A′ when
-        hierarchical and at least two whole groups exist; otherwise fall back to A.
-    MoE with EP: does (P_shared + P_experts/N_EP) × β fit?    → the same, with "EP made it fit".
-    Still too large: S = ⌈M / VRAM⌉ stages.
-        ⌊N_eff / S⌋ ≥ 2 whole pipelines                      → C (PP-group DiLoCo)
-        exactly one pipeline fits                             → B (pure PP over WAN)
-        fewer nodes than stages                               → infeasible (no mode can hold the model)
+Model fits on one node (P × β ≤ VRAM)?                    → A (flat DiLoCo), or A′ when
+    hierarchical and at least two whole groups exist; otherwise fall back to A.
+MoE with EP: does (P_shared + P_experts/N_EP) × β fit?    → the same, with "EP made it fit".
+Still too large: S = ⌈M / VRAM⌉ stages.
+    ⌊N_eff / S⌋ ≥ 2 whole pipelines                      → C (PP-group DiLoCo)
+    exactly one pipeline fits                             → B (pure PP over WAN)
+    fewer nodes than stages                               → infeasible (no mode can hold the model)
+More stages than the deepest pipeline considered (a stage holds at least one layer) → infeasible.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ REASONS = (
     "pp-groups",  # 5
     "pp-single-pipeline",  # 6
     "too-few-nodes",  # 7
+    "pipeline-too-deep",  # 8
 )
 
 
@@ -41,7 +43,8 @@ def decide(f):
     fits = f.memory_bytes <= f.vram_bytes
     ep_helped = f.moe & (f.ep_mode > 0) & (f.full_memory_bytes > f.vram_bytes)
     groups_hier = np.floor(f.num_nodes / f.nodes_per_group)
-    pipelines = np.floor(f.n_eff / f.stages)
+    too_deep = f.stages > f.asm.max_pipeline_stages
+    pipelines = np.where(too_deep, 0.0, np.floor(f.n_eff / f.stages))
     hier_ok = f.hierarchical & (groups_hier >= 2)
 
     mode = np.where(
@@ -56,6 +59,6 @@ def decide(f):
             4,
             np.where(hier_ok, np.where(ep_helped, 3, 2), np.where(ep_helped, 1, 0)),
         ),
-        np.where(pipelines >= 2, 5, np.where(pipelines >= 1, 6, 7)),
+        np.where(too_deep, 8, np.where(pipelines >= 2, 5, np.where(pipelines >= 1, 6, 7))),
     ).astype(np.int8)
     return mode, reason, ep_helped & fits

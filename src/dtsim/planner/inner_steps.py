@@ -35,7 +35,7 @@ def best_quality_steps(strategy, f, objective) -> np.ndarray:
         sub = f.take(idx).as_column()
         h = candidates[None, :]
         timing = strategy.evaluate(sub, h)
-        score = objective(sub, timing, h)
+        score = np.broadcast_to(objective(sub, timing, h), (idx.size, candidates.size))
         score = np.where(np.isfinite(score), score, -np.inf)
         out[idx] = candidates[np.argmax(score, axis=1)]
     return out

@@ -14,6 +14,8 @@ from dtsim.strategies.hierarchical_diloco import HierarchicalDiLoCo
 from dtsim.strategies.pp_group_diloco import PPGroupDiLoCo
 from dtsim.strategies.pp_wan import PPOverWAN
 
-REGISTRY: dict[int, Strategy] = {s.code: s for s in (FlatDiLoCo(), HierarchicalDiLoCo(), PPGroupDiLoCo(), PPOverWAN())}
+REGISTRY: dict[int, Strategy] = {
+    s.code: s for s in (FlatDiLoCo(), HierarchicalDiLoCo(), PPGroupDiLoCo(), PPOverWAN())
+}
 
 __all__ = ["REGISTRY", "Strategy"]

@@ -7,9 +7,18 @@ from typing import Protocol
 import numpy as np
 
 from dtsim.frame import Frame
+from dtsim.physics.numeric import select
 
 # The breakdown of one outer step; every strategy fills every key and they sum to outer_step_s.
-BREAKDOWN_KEYS = ("compute", "latency", "global_sync", "regional_sync", "pipeline_comm", "bubble", "straggler")
+BREAKDOWN_KEYS = (
+    "compute",
+    "latency",
+    "global_sync",
+    "regional_sync",
+    "pipeline_comm",
+    "bubble",
+    "straggler",
+)
 
 
 class Strategy(Protocol):
@@ -29,7 +38,7 @@ class Strategy(Protocol):
 def combine(streaming, compute_block, sync):
     """Streaming DiLoCo overlaps the sync with the next compute block (max); otherwise they add
     (seed 000 §3.1 "Effective Outer Step Time")."""
-    return np.where(streaming, np.maximum(compute_block, sync), compute_block + sync)
+    return select(streaming, np.maximum(compute_block, sync), compute_block + sync)
 
 
 def smallest_hiding_steps(sync, per_step):
@@ -40,6 +49,6 @@ def smallest_hiding_steps(sync, per_step):
 def exposed_parts(exposed, bandwidth_part, latency_part, straggler):
     """Split the exposed (not overlapped) time of a sync whose full duration is
     (bandwidth_part + latency_part) · straggler into its bandwidth, latency and straggler shares."""
-    full = (bandwidth_part + latency_part) * straggler
-    share = np.where(full > 0, exposed / np.where(full > 0, full, 1.0), 0.0)
-    return share * bandwidth_part, share * latency_part, share * (bandwidth_part + latency_part) * (straggler - 1.0)
+    unstraggled = bandwidth_part + latency_part  # > 0: every payload has at least one parameter
+    share = exposed / (unstraggled * straggler)
+    return share * bandwidth_part, share * latency_part, share * unstraggled * (straggler - 1.0)

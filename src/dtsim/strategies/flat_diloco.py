@@ -33,23 +33,22 @@ class FlatDiLoCo:
         outer = combine(f.streaming, block, sync)
         exposed = outer - block
         bw, lat, strag = exposed_parts(exposed, base - f.latency_s, f.latency_s, factor)
-        zero = np.zeros_like(outer)
         return {
-            "inner_step_s": f.step_s + zero,
-            "sync_s": sync + zero,
-            "regional_sync_s": zero,
+            "inner_step_s": f.step_s,
+            "sync_s": sync,
+            "regional_sync_s": 0.0,
             "outer_step_s": outer,
             "total_s": f.tokens / (f.batch_tokens * f.n_eff * inner_steps) * outer,
-            "h_eff": inner_steps + zero,
-            "replicas": f.n_eff + zero,
-            "regional_steps_used": zero,
+            "h_eff": inner_steps,
+            "replicas": f.n_eff,
+            "regional_steps_used": 0.0,
             "compute_block_s": block,
             "hidden_sync_s": np.maximum(0.0, sync - exposed),
             "compute": inner_steps * f.step_flop_s,
             "latency": inner_steps * f.ep_latency_s + lat,
             "global_sync": bw,
-            "regional_sync": zero,
-            "pipeline_comm": zero,
-            "bubble": zero,
+            "regional_sync": 0.0,
+            "pipeline_comm": 0.0,
+            "bubble": 0.0,
             "straggler": strag,
         }

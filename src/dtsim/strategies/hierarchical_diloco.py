@@ -54,24 +54,23 @@ class HierarchicalDiLoCo:
         )
         g_bw, g_lat, g_strag = exposed_parts(glob_exposed, glob_base - f.latency_s, f.latency_s, glob_factor)
         steps = inner_steps * regional_steps
-        zero = np.zeros_like(outer)
         return {
-            "inner_step_s": f.step_s + zero,
-            "sync_s": glob + zero,
-            "regional_sync_s": reg + zero,
+            "inner_step_s": f.step_s,
+            "sync_s": glob,
+            "regional_sync_s": reg,
             "outer_step_s": outer,
             "total_s": f.tokens / (f.batch_tokens * f.n_eff * steps) * outer,
-            "h_eff": hierarchical_effective_steps(inner_steps, regional_steps, f.asm) + zero,
-            "replicas": f.n_eff + zero,
-            "regional_steps_used": regional_steps + zero,
+            "h_eff": hierarchical_effective_steps(inner_steps, regional_steps, f.asm),
+            "replicas": f.n_eff,
+            "regional_steps_used": regional_steps,
             "compute_block_s": steps * f.step_s,
-            "hidden_sync_s": np.maximum(0.0, regional_steps * reg - reg_exposed) + np.maximum(0.0, glob - glob_exposed),
+            "hidden_sync_s": np.maximum(0.0, regional_steps * reg - reg_exposed)
+            + np.maximum(0.0, glob - glob_exposed),
             "compute": steps * f.step_flop_s,
             "latency": steps * f.ep_latency_s + r_lat + g_lat,
             "global_sync": g_bw,
             "regional_sync": r_bw,
-            "pipeline_comm": zero,
-            "bubble": zero,
+            "pipeline_comm": 0.0,
+            "bubble": 0.0,
             "straggler": r_strag + g_strag,
         }
-

@@ -37,24 +37,23 @@ class PPGroupDiLoCo:
         outer = combine(f.streaming, block, sync)
         exposed = outer - block
         bw, lat, strag = exposed_parts(exposed, base - f.latency_s, f.latency_s, factor)
-        zero = np.zeros_like(outer)
         return {
-            "inner_step_s": pp["total"] + zero,
-            "sync_s": sync + zero,
-            "regional_sync_s": zero,
+            "inner_step_s": pp["total"],
+            "sync_s": sync,
+            "regional_sync_s": 0.0,
             "outer_step_s": outer,
             "total_s": f.tokens / (f.batch_tokens * groups * inner_steps) * outer,
-            "h_eff": inner_steps + zero,
-            "replicas": groups + zero,
-            "regional_steps_used": zero,
+            "h_eff": inner_steps,
+            "replicas": groups,
+            "regional_steps_used": 0.0,
             "compute_block_s": block,
             "hidden_sync_s": np.maximum(0.0, sync - exposed),
-            "pipeline_comm_s": pp["comm_with_straggler"] + zero,
-            "pipeline_latency_s": pp["latency_with_straggler"] + zero,
+            "pipeline_comm_s": pp["comm_with_straggler"],
+            "pipeline_latency_s": pp["latency_with_straggler"],
             "compute": inner_steps * pp["compute"],
             "latency": inner_steps * (pp["ep_latency"] + pp["latency"]) + lat,
             "global_sync": bw,
-            "regional_sync": zero,
+            "regional_sync": 0.0,
             "pipeline_comm": inner_steps * pp["transfer"],
             "bubble": inner_steps * pp["bubble"],
             "straggler": inner_steps * pp["straggler"] + strag,

@@ -21,27 +21,25 @@ class PPOverWAN:
         # One whole pipeline (the original counted N/S fractional pipelines: reference README
         # defect 2); no outer synchronization, so one "outer step" is one pipeline step and η_H = 1.
         pp = pipeline_step(f)
-        outer = pp["total"] + np.zeros(np.broadcast(inner_steps, pp["total"]).shape)
-        zero = np.zeros_like(outer)
-        one = zero + 1.0
+        outer = pp["total"]
         return {
             "inner_step_s": outer,
-            "sync_s": zero,
-            "regional_sync_s": zero,
+            "sync_s": 0.0,
+            "regional_sync_s": 0.0,
             "outer_step_s": outer,
             "total_s": f.tokens / f.batch_tokens * outer,
-            "h_eff": one,
-            "replicas": one,
-            "regional_steps_used": zero,
-            "compute_block_s": pp["compute_slots"] + zero,
-            "hidden_sync_s": zero,
-            "pipeline_comm_s": pp["comm_with_straggler"] + zero,
-            "pipeline_latency_s": pp["latency_with_straggler"] + zero,
-            "compute": pp["compute"] + zero,
-            "latency": pp["ep_latency"] + pp["latency"] + zero,
-            "global_sync": zero,
-            "regional_sync": zero,
-            "pipeline_comm": pp["transfer"] + zero,
-            "bubble": pp["bubble"] + zero,
-            "straggler": pp["straggler"] + zero,
+            "h_eff": 1.0,
+            "replicas": 1.0,
+            "regional_steps_used": 0.0,
+            "compute_block_s": pp["compute_slots"],
+            "hidden_sync_s": 0.0,
+            "pipeline_comm_s": pp["comm_with_straggler"],
+            "pipeline_latency_s": pp["latency_with_straggler"],
+            "compute": pp["compute"],
+            "latency": pp["ep_latency"] + pp["latency"],
+            "global_sync": 0.0,
+            "regional_sync": 0.0,
+            "pipeline_comm": pp["transfer"],
+            "bubble": pp["bubble"],
+            "straggler": pp["straggler"],
         }

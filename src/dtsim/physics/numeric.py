@@ -1,0 +1,32 @@
+"""Numerical helpers that keep a batch bit-for-bit equal to a single run."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def power(base, exponent):
+    """base ** exponent through NumPy's general power loop for every shape.
+
+    NumPy computes `x ** y` exactly (x·x, sqrt) when y is a scalar 2 or 0.5 but with the general
+    pow routine when y is an array, and the two can differ in the last bit. A batch where the
+    exponent varies per row would then disagree with a single run of the same row, so every power
+    here goes through the general routine.
+    """
+    b = np.asarray(base, dtype=float)
+    e = np.asarray(exponent, dtype=float)
+    shape = np.broadcast_shapes(b.shape, e.shape)
+    return np.power(b, e if e.ndim else e.reshape(1)).reshape(shape)
+
+
+def select(condition, if_true, if_false):
+    """np.where(condition, if_true, if_false) that keeps a shared (0-d) condition from broadcasting.
+
+    When the condition is the same for every row the result is simply one of the two arrays, whose
+    values are exactly those np.where would give; it stays as small as that array, so a batch that
+    varies one field does not materialize every other column at full length.
+    """
+    c = np.asarray(condition)
+    if c.ndim == 0:
+        return np.asarray(if_true if c else if_false, dtype=np.result_type(if_true, if_false))
+    return np.where(c, if_true, if_false)

@@ -1,0 +1,111 @@
+"""The batch path: arrays of any field, one code path with the scalar API, identical results."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dtsim
+from dtsim.engine import BATCH_FIELDS, CHUNK_ROWS
+
+
+def _random_fields(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return {
+        "num_nodes": rng.integers(1, 5000, n),
+        "bandwidth_up_mbps": 10 ** rng.uniform(0, 4, n),
+        "bandwidth_down_mbps": 10 ** rng.uniform(0, 4, n),
+        "latency_ms": rng.uniform(0, 400, n),
+        "parameters_b": 10 ** rng.uniform(0, 3.5, n),
+        "inner_steps": rng.integers(1, 2000, n),
+        "compression": 10 ** rng.uniform(0, 3, n),
+        "straggler_strategy": rng.choice(["none", "threshold", "backup", "relay"], n),
+        "precision": rng.choice(["FP16", "fp8", "fp4"], n),
+        "streaming": rng.choice([True, False], n),
+        "hierarchical": rng.choice([True, False], n),
+        "nodes_per_group": np.ones(n, dtype=int),
+        "vram_per_node_gb": rng.choice([80, 640, 2304], n),
+        "activation_compression": rng.choice([1, 4, 10, 30], n),
+    }
+
+
+def test_batch_rows_are_identical_to_scalar_runs():
+    fields = _random_fields(400)
+    batch = dtsim.simulate_batch(**fields)
+    modes = set(batch["mode"])
+    assert {"flat-diloco", "hierarchical-diloco", "pp-group-diloco", "pp-over-wan", "infeasible"} <= modes
+    for i in range(len(batch)):
+        row = {k: (v[i].item() if hasattr(v[i], "item") else v[i]) for k, v in fields.items()}
+        scalar = dtsim.simulate(**row)
+        via_batch = batch.result(i)
+        assert via_batch.model_dump(exclude={"scenario", "cost_sources"}) == scalar.model_dump(
+            exclude={"scenario", "cost_sources"}
+        )
+        for key in ("wall_clock_days", "effective_days", "chi", "global_mfu", "sync_s", "outer_step_s"):
+            value = getattr(scalar, key)
+            column = batch[key][i]
+            assert np.isnan(column) if value is None else column == value, (i, key)
+        assert batch["mode"][i] == scalar.mode
+        assert batch["bottleneck"][i] == scalar.bottleneck
+
+
+def test_chunking_does_not_change_results():
+    n = CHUNK_ROWS + 1000
+    rng = np.random.default_rng(3)
+    nodes = rng.integers(1, 5000, n)
+    bw = 10 ** rng.uniform(0, 4, n)
+    batch = dtsim.simulate_batch(num_nodes=nodes, bandwidth_mbps=bw)
+    for i in (0, CHUNK_ROWS - 1, CHUNK_ROWS, n - 1):
+        scalar = dtsim.simulate(num_nodes=int(nodes[i]), bandwidth_mbps=float(bw[i]))
+        assert batch["wall_clock_days"][i] == scalar.wall_clock_days
+        assert batch["chi"][i] == scalar.chi
+
+
+def test_shared_outputs_broadcast_to_every_row():
+    batch = dtsim.simulate_batch(num_nodes=np.array([8, 16, 32]))
+    assert batch["model_flop"].shape == (3,)
+    assert np.all(batch["model_flop"] == 6 * 144e9 * 12e12)
+    assert not batch["model_flop"].flags.writeable
+
+
+def test_batch_accepts_a_base_scenario_and_scalars():
+    base = dtsim.Scenario(parameters_b=70, tokens_t=2)
+    batch = dtsim.simulate_batch(base, num_nodes=[4, 8], mfu=0.5)
+    assert batch["wall_clock_days"][0] == dtsim.simulate(base, num_nodes=4, mfu=0.5).wall_clock_days
+
+
+def test_batch_with_auto_inner_steps():
+    batch = dtsim.simulate_batch(inner_steps=["auto", 128, "auto-quality"])
+    assert batch["inner_steps_used"][0] == dtsim.simulate(inner_steps="auto").inner_steps_used
+    assert batch["inner_steps_used"][1] == 128
+    assert batch["inner_steps_used"][2] == dtsim.simulate(inner_steps="auto-quality").inner_steps_used
+
+
+@pytest.mark.parametrize(
+    ("fields", "needle"),
+    [
+        ({"num_nodes": [4, 0, 8]}, "num_nodes[1] = 0.0: must be an integer ≥ 1"),
+        ({"num_nodes": [4, 2.5]}, "num_nodes[1] = 2.5: must be an integer ≥ 1"),
+        ({"mfu": [0.4, float("nan")]}, "mfu[1] = nan: must be a number ≥ 0.001 and ≤ 1"),
+        ({"bandwidth_mbps": [100, -1]}, "bandwidth_up_mbps[1] = -1.0"),
+        ({"precision": ["fp16", "fp3"]}, "precision[1] = 'fp3': must be one of fp16, bf16, fp8, fp4"),
+        ({"inner_steps": ["auto", "sometimes"]}, "inner_steps[1] = 'sometimes'"),
+        ({"num_nodes": [4, 8], "mfu": [0.4]}, "all array fields must have the same length"),
+        ({"name": ["a", "b"]}, "not a batch field"),
+        (
+            {"hierarchical": [True, True], "nodes_per_group": [8, 80]},
+            "nodes_per_group[1] = 80.0: must be ≤ num_nodes",
+        ),
+        ({"moe": [True, False]}, "active_parameters_b[0]"),
+        ({"hardware_growth": ["2x/yr", "fast"]}, "hardware_growth[1] = 'fast'"),
+    ],
+)
+def test_batch_validation_names_the_row(fields, needle):
+    with pytest.raises(dtsim.ScenarioError) as exc:
+        dtsim.simulate_batch(**fields)
+    assert needle in str(exc.value)
+
+
+def test_every_batch_field_is_a_scenario_field():
+    names = set(dtsim.Scenario.model_fields)
+    assert set(BATCH_FIELDS) <= names

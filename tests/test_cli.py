@@ -1,0 +1,201 @@
+"""The command line: golden output, every preset, bad input with exit status 2 and no traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+import dtsim
+from dtsim import catalog
+from dtsim.cli import app
+
+runner = CliRunner()
+REQUIRED_KEYS = {
+    "mode",
+    "mode_reason",
+    "wall_clock_days",
+    "effective_days",
+    "compute_step_s",
+    "sync_s",
+    "regional_sync_s",
+    "outer_step_s",
+    "efficiency",
+    "global_mfu",
+    "global_hfu",
+    "chi",
+    "quality_adjusted_flop",
+    "bottleneck",
+    "pp_stages",
+    "pp_groups",
+    "memory_per_node_gb",
+    "max_days",
+    "feasible",
+    "cost_usd",
+    "warnings",
+}
+
+
+def run(*args):
+    return runner.invoke(app, list(args))
+
+
+@pytest.mark.parametrize("preset", list(catalog.scenario_presets()))
+def test_every_preset_simulates_as_json(preset):
+    result = run("simulate", "--preset", preset, "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert set(data) >= REQUIRED_KEYS
+    assert all({"code", "message"} == set(w) for w in data["warnings"])
+    assert data["wall_clock_days"] > 0
+
+
+def test_default_json_is_the_library_result():
+    data = json.loads(run("simulate", "--json").stdout)
+    expected = dtsim.simulate().model_dump(mode="json")
+    assert data == expected
+
+
+def test_golden_default_values():
+    """Seed 000 §9 defaults: golden numbers, hand-derivable from tests/test_formulas.py."""
+    data = json.loads(run("simulate", "--preset", "default", "--json").stdout)
+    assert data["mode"] == "flat-diloco"
+    assert data["pp_stages"] == 1 and data["pp_groups"] == 0
+    assert data["compute_step_s"] == pytest.approx(8.84736, rel=1e-12)
+    assert data["sync_s"] == pytest.approx(3768.6000498327, rel=1e-12)
+    assert data["wall_clock_days"] == pytest.approx(433.3064569266926, rel=1e-12)
+    assert data["effective_days"] == pytest.approx(491.1369244256339, rel=1e-12)
+    assert data["bottleneck"] == "global_sync"
+    assert data["feasible"] is False
+    assert round(data["max_days"]) == 137
+    assert data["cost_usd"] == 72 * 16 * 28000
+
+
+def test_report_shows_both_times_and_the_mode():
+    result = run("simulate")
+    assert result.exit_code == 0
+    out = result.stdout
+    for text in (
+        "A: flat DiLoCo",
+        "Wall-clock (process D tokens)",
+        "η-adjusted (equivalent quality)",
+        "433.3 days",
+        "491.1 days",
+        "Bottleneck",
+        "SYNC_NOT_HIDDEN",
+    ):
+        assert text in out, text
+
+
+def test_explain_prints_the_derivation():
+    result = run("simulate", "--explain", "--set", "parameters_b=300")
+    assert result.exit_code == 0
+    for text in ("Derivation", "T_PP", "000 §3.3", "η_H", "χ"):
+        assert text in result.stdout, text
+    data = json.loads(run("simulate", "--json", "--explain").stdout)
+    assert [s["quantity"] for s in data["explain"]][:3] == ["P_active", "β", "M_node"]
+
+
+def test_file_and_set_layers(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("preset: intercontinental\nnum_nodes: 500\nparameters_b: 70\n")
+    data = json.loads(run("simulate", str(path), "--set", "num_nodes=100", "--json").stdout)
+    assert data["scenario"]["num_nodes"] == 100
+    assert data["scenario"]["latency_ms"] == 150
+    assert data["scenario"]["parameters_b"] == 70
+    jpath = tmp_path / "s.json"
+    jpath.write_text(json.dumps({"num_nodes": 9, "bandwidth_mbps": 50}))
+    data = json.loads(run("simulate", str(jpath), "--json").stdout)
+    assert data["scenario"]["bandwidth_up_mbps"] == data["scenario"]["bandwidth_down_mbps"] == 50
+
+
+def test_set_node_replaces_hardware_from_lower_layers():
+    data = json.loads(
+        run("simulate", "--preset", "intellect-1", "--set", "node=16x-h100-fp8", "--json").stdout
+    )
+    sc = data["scenario"]
+    assert (sc["pflops_per_node"], sc["vram_per_node_gb"], sc["gpu"], sc["precision"]) == (
+        31.68,
+        1280,
+        "h100-sxm",
+        "fp8",
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["simulate", "--set", "num_nodes=-3"], "num_nodes = -3: must be an integer ≥ 1"),
+        (["simulate", "--set", "num_nodes=0"], "num_nodes = 0"),
+        (["simulate", "--set", "mfu=nan"], "mfu = 'nan': must be a number"),
+        (["simulate", "--set", "parameters_b=.nan"], "parameters_b"),
+        (["simulate", "--set", "precision=fp3"], "precision = 'fp3'"),
+        (["simulate", "--set", "colour=blue"], "colour = 'blue': unknown field"),
+        (["simulate", "--set", "num_node=3"], "did you mean num_nodes?"),
+        (["simulate", "--preset", "nope"], "preset = 'nope': unknown preset"),
+        (
+            ["simulate", "--set", "moe=true", "--set", "active_parameters_b=200"],
+            "active_parameters_b = 200.0: must be ≤",
+        ),
+        (
+            ["simulate", "--set", "hierarchical=true", "--set", "num_nodes=4"],
+            "nodes_per_group = 8: must be ≤ num_nodes",
+        ),
+        (["simulate", "--set", "straggler_strategy=sometimes"], "straggler_strategy = 'sometimes'"),
+        (["simulate", "--set", "hardware_growth=3"], "hardware_growth = 3.0: a bare number is ambiguous"),
+        (["simulate", "--set", "assumptions.pue=0.5"], "assumptions.pue = 0.5: must be between 1 and 5"),
+        (["simulate", "--set", "gpu=h100"], "gpu = 'h100': unknown gpu"),
+        (["simulate", "--set", "gpu=a100-80gb", "--set", "precision=fp8"], "has no FP8/FP4 datapath"),
+        (["simulate", "/no/such/file.yaml"], "cannot read"),
+    ],
+)
+def test_bad_input_exits_2_with_a_message(args, needle):
+    result = run(*args)
+    assert result.exit_code == 2, result.output
+    assert needle in result.output.replace("\n", " ").replace("  ", " ") or needle in result.output
+    assert "Traceback" not in result.output
+
+
+def test_malformed_files(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("num_nodes: [1\n")
+    result = run("simulate", str(bad))
+    assert result.exit_code == 2 and "malformed YAML" in result.output
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    result = run("simulate", str(bad))
+    assert result.exit_code == 2 and "malformed JSON" in result.output
+    bad.write_text("[1, 2]")
+    result = run("simulate", str(bad))
+    assert result.exit_code == 2 and "must hold a mapping" in result.output
+
+
+def test_presets_schema_and_assumptions_commands():
+    result = run("presets", "--json")
+    data = json.loads(result.stdout)
+    assert {"default", "intellect-1", "covenant-72b", "global-worst-case", "colocated"} <= set(
+        data["scenarios"]
+    )
+    assert "16x-h100-sxm" in data["nodes"] and "tpu-v6e" in data["gpus"]
+    assert run("presets").exit_code == 0
+    schema = json.loads(run("schema").stdout)
+    assert "num_nodes" in schema["properties"] and schema["additionalProperties"] is False
+    table = json.loads(run("assumptions", "--json").stdout)
+    assert any(row["name"] == "straggler_coefficient" and row["value"] == 0.05 for row in table)
+    assert run("assumptions").exit_code == 0
+
+
+def test_console_script_runs_in_a_subprocess():
+    """The installed entry point: exit status 2 and one line on stderr for bad input."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "dtsim", "simulate", "--set", "num_nodes=-1"], capture_output=True, text=True
+    )
+    assert proc.returncode == 2
+    assert "num_nodes = -1" in proc.stderr and "Traceback" not in proc.stderr
+    proc = subprocess.run(
+        [sys.executable, "-m", "dtsim", "simulate", "--json"], capture_output=True, text=True
+    )
+    assert proc.returncode == 0 and json.loads(proc.stdout)["mode"] == "flat-diloco"

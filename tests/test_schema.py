@@ -1,0 +1,106 @@
+"""The scenario schema: defaults, case-insensitive enums, layering, and the words of its errors."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import dtsim
+from dtsim.schema import BOUNDS, load_scenario, scenario_json_schema
+
+
+def test_defaults_are_seed_000_section_9():
+    s = dtsim.Scenario()
+    assert (s.parameters_b, s.tokens_t, s.num_nodes, s.pflops_per_node, s.vram_per_node_gb) == (
+        144,
+        12,
+        72,
+        32,
+        2304,
+    )
+    assert (s.bandwidth_up_mbps, s.bandwidth_down_mbps, s.latency_ms, s.mfu) == (100, 100, 100, 0.4)
+    assert (s.inner_steps, s.compression, s.local_batch_tokens, s.micro_batches) == (128, 16, 131072, 8)
+    assert (s.precision.value, s.streaming, s.nodes_per_group) == ("fp16", True, 8)
+    assert (s.regional_bandwidth_mbps, s.regional_latency_ms, s.regional_steps) == (1000, 20, 16)
+    assert load_scenario(preset="default") == s
+
+
+@pytest.mark.parametrize("value", ["FP16", "fp16", "Fp16", " fp16 "])
+def test_enums_are_case_insensitive(value):
+    assert dtsim.Scenario(precision=value).precision.value == "fp16"
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("true", True), ("False", False), (1, True), ("no", False)])
+def test_booleans(raw, expected):
+    assert dtsim.Scenario(streaming=raw).streaming is expected
+
+
+def test_backup_aliases():
+    assert dtsim.Scenario(straggler_strategy="redundancy").straggler_strategy.value == "backup"
+    assert dtsim.Scenario(straggler_strategy="Backup-Workers").straggler_strategy.value == "backup"
+
+
+def test_single_bandwidth_sets_both_directions():
+    s = dtsim.Scenario(bandwidth_mbps=250)
+    assert s.bandwidth_up_mbps == s.bandwidth_down_mbps == 250
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "words"),
+    [
+        ({"num_nodes": 0}, "num_nodes", "must be an integer ≥ 1"),
+        ({"num_nodes": -5}, "num_nodes", "≥ 1"),
+        ({"parameters_b": math.nan}, "parameters_b", "must be a number"),
+        ({"tokens_t": math.inf}, "tokens_t", "must be a number"),
+        ({"mfu": 1.5}, "mfu", "≤ 1"),
+        ({"latency_ms": -1}, "latency_ms", "≥ 0"),
+        ({"compression": 0.5}, "compression", "≥ 1"),
+        ({"micro_batches": 2.5}, "micro_batches", "an integer"),
+        ({"precision": "fp2"}, "precision", "'fp16', 'bf16', 'fp8' or 'fp4'"),
+        ({"moe": True}, "active_parameters_b", "required when moe is true"),
+        ({"moe": True, "active_parameters_b": 200}, "active_parameters_b", "must be ≤ parameters_b = 144"),
+        ({"hierarchical": True, "nodes_per_group": 100}, "nodes_per_group", "must be ≤ num_nodes = 72"),
+        ({"inner_steps": 0}, "inner_steps", "'auto' or 'auto-quality'"),
+        ({"regional_steps": "auto-quality"}, "regional_steps", "or 'auto'"),
+        ({"software_growth": "2 per year"}, "software_growth", "not a growth rate"),
+        (
+            {"hardware_growth": "0.5x/yr", "software_growth": "0.5x/yr", "investment_growth": "1x/yr"},
+            "hardware_growth + software_growth + investment_growth",
+            "must be > 0 OOM/yr",
+        ),
+        (
+            {"assumptions": {"straggler_coefficient": -1}},
+            "assumptions.straggler_coefficient",
+            "between 0 and 1",
+        ),
+        (
+            {"assumptions": {"compression_quality_keys": [4, 1]}},
+            "assumptions.compression_quality_keys",
+            "increasing",
+        ),
+        ({"parameters_b": 0.01, "assumptions": {"alpha_size_divisor": 1}}, "parameters_b", "α is undefined"),
+        ({"node": "dgx-h200"}, "node", "unknown node"),
+        ({"unknown_field": 1}, "unknown_field", "unknown field"),
+    ],
+)
+def test_errors_name_field_value_and_allowed(fields, field, words):
+    with pytest.raises(dtsim.ScenarioError) as exc:
+        load_scenario(layers=[fields])
+    problems = exc.value.problems
+    assert any(p[0] == field and words in p[2] for p in problems), problems
+
+
+def test_json_schema_covers_every_field_with_bounds():
+    schema = scenario_json_schema()
+    props = schema["properties"]
+    for name, _bound in BOUNDS.items():
+        assert name in props
+    assert props["mfu"]["maximum"] == 1
+    assert set(props["precision"]["$ref"].split("/")[-1:]) == {"Precision"}
+
+
+def test_replace_and_round_trip():
+    s = dtsim.Scenario(num_nodes=9, node="16x-h100-sxm")
+    assert s.replace(num_nodes=10).num_nodes == 10
+    assert load_scenario(layers=[s.to_fields()]) == s
