@@ -128,7 +128,12 @@ def derivation(r: Result) -> list[Step]:
             f"{r.global_mfu:.2%}" if r.global_mfu is not None else "—",
             "000 §6.1",
         ),
-        Step("HFU", "MFU / 0.8", f"{r.global_hfu:.2%}" if r.global_hfu is not None else "—", "000 §6.2"),
+        Step(
+            "HFU",
+            "MFU / (HFU/MFU ratio)",
+            f"{r.global_hfu:.2%}" if r.global_hfu is not None else "—",
+            "000 §6.2",
+        ),
         Step(
             "χ",
             "compute-optimal FLOPs for this loss (× replica multiplier) / FLOPs spent",

@@ -44,9 +44,9 @@ def _fixes_for_memory(v: dict) -> str:
 
 def _nodes_needed(v: dict) -> str:
     s = int(v["stages"])
-    backup = v["straggler"] == 2
-    one = int(np.ceil(s * (1.1 if backup else 1)))
-    two = int(np.ceil(2 * s * (1.1 if backup else 1)))
+    spare = 1 + v["asm"].backup_worker_fraction if v["straggler"] == 2 else 1
+    one = int(np.ceil(s * spare))
+    two = int(np.ceil(2 * s * spare))
     return f"{one} nodes for one pipeline, {two} for PP-group DiLoCo"
 
 
