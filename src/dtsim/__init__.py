@@ -2,8 +2,8 @@
 
 >>> import dtsim
 >>> r = dtsim.simulate(dtsim.Scenario(num_nodes=72))
->>> r.mode, round(r.wall_clock_days)
-('flat-diloco', 130)
+>>> r.mode, round(r.wall_clock_days), round(r.effective_days)
+('flat-diloco', 433, 491)
 """
 
 from dtsim.assumptions import Assumptions

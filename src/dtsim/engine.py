@@ -81,6 +81,29 @@ BOOLS = {
 }
 GROWTH = ("hardware_growth", "software_growth", "investment_growth")
 STEP_CODES = {"auto": AUTO, "auto-quality": AUTO_QUALITY}
+# Derived per-scenario quantities that are returned with the outputs (as `details` in a Result).
+FRAME_OUTPUTS = (
+    "parameters",
+    "compute_parameters",
+    "shared_parameters",
+    "expert_parameters",
+    "ep_degree",
+    "parameters_held",
+    "memory_bytes",
+    "stages",
+    "n_eff",
+    "step_flop",
+    "step_flop_s",
+    "ep_latency_s",
+    "step_s",
+    "payload_bits",
+    "hidden",
+    "handoff_bits",
+    "pp_regional",
+    "bytes_per_param",
+    "bytes_per_value",
+    "growth_oom",
+)
 BATCH_FIELDS = (
     *NUMERIC,
     *OPTIONAL,
@@ -476,28 +499,7 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
     out["bottleneck_code"] = code
     out["bottleneck_share"] = largest / out["outer_step_s"]
 
-    for col in (
-        "parameters",
-        "compute_parameters",
-        "shared_parameters",
-        "expert_parameters",
-        "ep_degree",
-        "parameters_held",
-        "memory_bytes",
-        "stages",
-        "n_eff",
-        "step_flop",
-        "step_flop_s",
-        "ep_latency_s",
-        "step_s",
-        "payload_bits",
-        "hidden",
-        "handoff_bits",
-        "pp_regional",
-        "bytes_per_param",
-        "bytes_per_value",
-        "growth_oom",
-    ):
+    for col in FRAME_OUTPUTS:
         out[col] = np.asarray(f[col])
     out["node_sustained_flop_s"] = np.asarray(f.peak_flop_s * f.mfu)
 

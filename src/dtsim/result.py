@@ -9,6 +9,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from dtsim import catalog
+from dtsim.engine import FRAME_OUTPUTS
 from dtsim.planner import decision
 from dtsim.strategies.base import BREAKDOWN_KEYS
 from dtsim.warning_rules import decode
@@ -151,20 +152,8 @@ def reason_text(v: dict[str, Any]) -> str:
 
 
 DETAIL_KEYS = (
-    "bytes_per_param",
-    "bytes_per_value",
-    "parameters",
-    "compute_parameters",
-    "shared_parameters",
-    "expert_parameters",
-    "ep_degree",
-    "parameters_held",
-    "memory_bytes",
-    "n_eff",
-    "step_flop",
+    *FRAME_OUTPUTS,
     "node_sustained_flop_s",
-    "step_flop_s",
-    "ep_latency_s",
     "h_eff",
     "alpha",
     "strategy_penalty",
@@ -172,11 +161,6 @@ DETAIL_KEYS = (
     "compute_block_s",
     "pipeline_comm_s",
     "pipeline_latency_s",
-    "payload_bits",
-    "hidden",
-    "handoff_bits",
-    "pp_regional",
-    "growth_oom",
     "computed_max_days",
     "ep_saved_memory",
     "total_s",
