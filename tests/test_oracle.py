@@ -95,3 +95,23 @@ def test_invalid_original_inputs_are_rejected(name, inputs, outputs):
         _run(inputs)
     assert exc.value.problems[0][0] == field
     assert "must be ≤" in str(exc.value)
+
+
+def test_displayed_feasibility_matches_where_the_time_is_untouched():
+    """The original shows 'Feasible' when the η-adjusted days are below the maximum; dtsim's
+    `feasible` is the same test (docs/deviations.md keeps it)."""
+    import json
+
+    from tests.oracle.mapping import MIRI
+
+    checked = 0
+    for v in json.loads((MIRI / "webapp_vectors.json").read_text())["vectors"]:
+        inputs = v["inputs"]
+        if _invalid_reason(inputs) is not None:
+            continue
+        if not same(calc(inputs)["effectiveDays"], calc(inputs, ALL_FIXES)["effectiveDays"], rel=1e-12):
+            continue
+        r = _run(inputs)
+        assert r.feasible == (v["displayed"]["feasibility"] == "Feasible"), v["name"]
+        checked += 1
+    assert checked >= 8

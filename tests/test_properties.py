@@ -7,6 +7,7 @@ flags included, so these tests exercise every mode, every straggler strategy and
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
@@ -15,7 +16,12 @@ from hypothesis import strategies as st
 import dtsim
 from dtsim.schema import BOUNDS
 
-SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=int(os.environ.get("DTSIM_HYPOTHESIS_EXAMPLES", "200")),
+    deadline=None,
+    derandomize=os.environ.get("DTSIM_HYPOTHESIS_RANDOM") is None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 def log_range(name, lo=None, hi=None):
