@@ -32,7 +32,15 @@ from dtsim.physics import (
 from dtsim.physics.numeric import select
 from dtsim.planner import decision
 from dtsim.planner.inner_steps import AUTO, AUTO_QUALITY, best_quality_steps
-from dtsim.schema import BOUNDS, INTEGER_FIELDS, Scenario, bound_text, check_alpha_domain, make_scenario
+from dtsim.schema import (
+    BOUNDS,
+    INTEGER_FIELDS,
+    Scenario,
+    bound_text,
+    check_alpha_domain,
+    check_cross_fields,
+    make_scenario,
+)
 from dtsim.strategies import REGISTRY
 from dtsim.strategies.base import BREAKDOWN_KEYS
 
@@ -265,48 +273,19 @@ def _to_bool(v: Any) -> bool:
     raise ValueError("must be true or false")
 
 
-def check_cross_fields(f: Frame) -> None:
-    """The cross-field rules of Scenario._cross_field, vectorized for batches."""
-    moe = np.broadcast_to(f.moe, (f.n,))
-    rules = [
-        (
-            "active_parameters_b",
-            moe & np.isnan(f.active_parameters),
-            "required when moe is true (seed 000 §9 default: 24)",
-            "active_parameters",
-        ),
-        (
-            "active_parameters_b",
-            moe & (f.active_parameters > f.parameters),
-            "must be ≤ parameters_b (active parameters are part of the total)",
-            "active_parameters",
-        ),
-        (
-            "nodes_per_group",
-            np.broadcast_to(f.hierarchical, (f.n,)) & (f.nodes_per_group > f.num_nodes),
-            "must be ≤ num_nodes when hierarchical is true",
-            "nodes_per_group",
-        ),
-        (
-            "nodes_per_group",
-            moe & (f.ep_mode == 1) & (f.nodes_per_group > f.num_nodes),
-            "must be ≤ num_nodes with regional expert parallelism",
-            "nodes_per_group",
-        ),
-        (
-            "hardware_growth + software_growth + investment_growth",
-            (f.growth_oom <= 0) & np.isnan(f.max_run_days_in),
-            "must be > 0 OOM/yr for a finite maximum run length (or set max_run_days)",
-            "growth_oom",
-        ),
-    ]
-    for field, bad, message, col in rules:
-        bad = np.broadcast_to(bad, (f.n,))
-        if bad.any():
-            values = np.broadcast_to(np.asarray(f[col], dtype=float), (f.n,)) / (
-                1e9 if col == "active_parameters" else 1
-            )
-            raise _first_bad(field, values, bad, message)
+def _cross_field_row(f: Frame) -> dict[str, Any]:
+    """The columns the cross-field rules read, in the units of the scenario fields."""
+    return {
+        "moe": f.moe,
+        "active_parameters_b": f.active_parameters / 1e9,
+        "parameters_b": f.parameters / 1e9,
+        "hierarchical": f.hierarchical,
+        "regional_ep": f.ep_mode == 1,
+        "nodes_per_group": f.nodes_per_group,
+        "num_nodes": f.num_nodes,
+        "growth_oom": f.growth_oom,
+        "max_run_days": f.max_run_days_in,
+    }
 
 
 # --- the run ------------------------------------------------------------------------------------------
@@ -607,7 +586,7 @@ def simulate_batch(base: Scenario | Mapping[str, Any] | None = None, **fields: A
     if "gpu" in arrays:
         cols["gpus_per_node"] = float(s.gpus_per_node)  # type: ignore[arg-type]
     frame = Frame({k: np.asarray(v) for k, v in cols.items()}, n=n)
-    check_cross_fields(frame)
+    check_cross_fields(_cross_field_row(frame), batch=True)
     asm = Assumptions(s.assumptions)
     check_alpha_domain(frame.parameters, asm)
     return BatchResult(run_chunked(frame, asm), n, asm, frame)

@@ -14,6 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import numpy as np
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
@@ -297,39 +298,6 @@ class Scenario(BaseModel):
     @model_validator(mode="after")
     def _cross_field(self) -> Scenario:
         problems: list[tuple[str, object, str]] = []
-        if self.moe:
-            if self.active_parameters_b is None:
-                problems.append(
-                    ("active_parameters_b", None, "required when moe is true (seed 000 §9 default: 24)")
-                )
-            elif self.active_parameters_b > self.parameters_b:
-                problems.append(
-                    (
-                        "active_parameters_b",
-                        self.active_parameters_b,
-                        f"must be ≤ parameters_b = {self.parameters_b:g} (active parameters are part of the total)",
-                    )
-                )
-        if self.hierarchical and self.nodes_per_group > self.num_nodes:
-            problems.append(
-                (
-                    "nodes_per_group",
-                    self.nodes_per_group,
-                    f"must be ≤ num_nodes = {self.num_nodes} when hierarchical is true",
-                )
-            )
-        if (
-            self.moe
-            and self.expert_parallelism == ExpertParallelism.regional
-            and self.nodes_per_group > self.num_nodes
-        ):
-            problems.append(
-                (
-                    "nodes_per_group",
-                    self.nodes_per_group,
-                    f"must be ≤ num_nodes = {self.num_nodes} with regional expert parallelism",
-                )
-            )
         if isinstance(self.inner_steps, int) and not (1 <= self.inner_steps <= BOUNDS["inner_steps"]["le"]):
             problems.append(
                 ("inner_steps", self.inner_steps, bound_text("inner_steps") + ", 'auto' or 'auto-quality'")
@@ -346,16 +314,22 @@ class Scenario(BaseModel):
                 total += parse_growth(getattr(self, key))
             except ValueError as exc:
                 problems.append((key, getattr(self, key), str(exc)))
-        if not problems and total <= 0 and self.max_run_days is None:
-            problems.append(
-                (
-                    "hardware_growth + software_growth + investment_growth",
-                    f"{total:.4g} OOM/yr",
-                    "must be > 0 OOM/yr for a finite maximum run length (or set max_run_days)",
-                )
-            )
         if problems:
             raise ScenarioError(problems)
+        row = {
+            "moe": self.moe,
+            "active_parameters_b": float("nan")
+            if self.active_parameters_b is None
+            else self.active_parameters_b,
+            "parameters_b": self.parameters_b,
+            "hierarchical": self.hierarchical,
+            "regional_ep": self.expert_parallelism == ExpertParallelism.regional,
+            "nodes_per_group": self.nodes_per_group,
+            "num_nodes": self.num_nodes,
+            "growth_oom": total,
+            "max_run_days": float("nan") if self.max_run_days is None else self.max_run_days,
+        }
+        check_cross_fields(row)
         from dtsim.assumptions import Assumptions
 
         asm = Assumptions(self.assumptions)  # validates overrides, raises ScenarioError naming the entry
@@ -373,6 +347,56 @@ class Scenario(BaseModel):
 
     def replace(self, **changes: Any) -> Scenario:
         return load_scenario(layers=[self.to_fields(), changes])
+
+
+# Rules that involve several fields, written once for a scalar scenario and for a batch: each
+# predicate takes a row mapping whose values are scalars or equal-length arrays and returns where
+# the rule is broken; the message is built from the values of the first broken row.
+CROSS_FIELD_RULES = (
+    (
+        "active_parameters_b",
+        lambda r: r["moe"] & np.isnan(r["active_parameters_b"]),
+        lambda r: "required when moe is true (seed 000 §9 default: 24)",
+    ),
+    (
+        "active_parameters_b",
+        lambda r: r["moe"] & (r["active_parameters_b"] > r["parameters_b"]),
+        lambda r: f"must be ≤ parameters_b = {r['parameters_b']:g} (active parameters are part of the total)",
+    ),
+    (
+        "nodes_per_group",
+        lambda r: r["hierarchical"] & (r["nodes_per_group"] > r["num_nodes"]),
+        lambda r: f"must be ≤ num_nodes = {r['num_nodes']:g} when hierarchical is true",
+    ),
+    (
+        "nodes_per_group",
+        lambda r: r["moe"] & r["regional_ep"] & (r["nodes_per_group"] > r["num_nodes"]),
+        lambda r: f"must be ≤ num_nodes = {r['num_nodes']:g} with regional expert parallelism",
+    ),
+    (
+        "hardware_growth + software_growth + investment_growth",
+        lambda r: (r["growth_oom"] <= 0) & np.isnan(r["max_run_days"]),
+        lambda r: "must be > 0 OOM/yr for a finite maximum run length (or set max_run_days)",
+    ),
+)
+# The row value each rule reports (the field itself, except for the summed growth rates).
+_RULE_VALUE = {"hardware_growth + software_growth + investment_growth": "growth_oom"}
+
+
+def check_cross_fields(row: dict[str, Any], batch: bool = False) -> None:
+    """Raise ScenarioError for the first broken cross-field rule (naming the row in a batch)."""
+    problems = []
+    for field, broken, message in CROSS_FIELD_RULES:
+        bad = np.asarray(broken(row))
+        if not bad.any():
+            continue
+        i = int(np.flatnonzero(np.atleast_1d(bad))[0])
+        at = {k: (np.atleast_1d(v)[i] if np.ndim(v) else v) for k, v in row.items()}
+        value = at[_RULE_VALUE.get(field, field)]
+        value = value.item() if hasattr(value, "item") else value
+        problems.append((f"{field}[{i}]" if batch else field, value, message(at)))
+    if problems:
+        raise ScenarioError(problems)
 
 
 def check_alpha_domain(parameters, asm) -> None:
