@@ -31,9 +31,31 @@ def test_enums_are_case_insensitive(value):
     assert dtsim.Scenario(precision=value).precision.value == "fp16"
 
 
-@pytest.mark.parametrize(("raw", "expected"), [("true", True), ("False", False), (1, True), ("no", False)])
-def test_booleans(raw, expected):
+@pytest.mark.parametrize(
+    ("raw", "expected"), [(True, True), ("true", True), ("False", False), (" TRUE ", True)]
+)
+def test_booleans_accept_true_and_false(raw, expected):
     assert dtsim.Scenario(streaming=raw).streaming is expected
+
+
+@pytest.mark.parametrize("raw", [1, 0, "yes", "no", 1.0, None])
+def test_booleans_refuse_anything_else(raw):
+    with pytest.raises(dtsim.ScenarioError) as exc:
+        load_scenario(layers=[{"streaming": raw}])
+    assert exc.value.problems[0][0] == "streaming"
+
+
+@pytest.mark.parametrize(
+    ("field", "raw"), [("num_nodes", "72"), ("mfu", "0.4"), ("num_nodes", True), ("num_nodes", 7.5)]
+)
+def test_numbers_refuse_strings_booleans_and_fractions_of_integers(field, raw):
+    with pytest.raises(dtsim.ScenarioError) as exc:
+        load_scenario(layers=[{field: raw}])
+    assert exc.value.problems[0][0] == field
+
+
+def test_integral_floats_are_integers():
+    assert dtsim.Scenario(num_nodes=72.0).num_nodes == 72
 
 
 def test_backup_aliases():
@@ -97,7 +119,8 @@ def test_json_schema_covers_every_field_with_bounds():
     for name, _bound in BOUNDS.items():
         assert name in props
     assert props["mfu"]["maximum"] == 1
-    assert set(props["precision"]["$ref"].split("/")[-1:]) == {"Precision"}
+    assert {"type": "string", "enum": ["fp16", "bf16", "fp8", "fp4"]} in props["precision"]["anyOf"]
+    assert props["num_nodes"]["type"] == "integer"
 
 
 def test_replace_and_round_trip():

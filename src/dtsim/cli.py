@@ -84,37 +84,7 @@ def presets(
     nodes = catalog.nodes()
     gpus = catalog.gpus()
     if as_json:
-        data = {
-            "scenarios": {
-                k: {"description": p.description, "source": p.source, "fields": catalog.preset_fields(k)}
-                for k, p in scen.items()
-            },
-            "nodes": {
-                k: {
-                    "name": n.name,
-                    "kind": n.kind,
-                    "gpu": n.gpu,
-                    "gpu_count": n.gpu_count,
-                    "pflops": n.pflops,
-                    "vram_gb": n.vram_gb,
-                    "precision": n.precision,
-                    "source": n.source,
-                }
-                for k, n in nodes.items()
-            },
-            "gpus": {
-                k: {
-                    "name": g.name,
-                    "fp16_tflops": g.fp16_tflops,
-                    "fp8_tflops": g.fp8_tflops,
-                    "memory_gb": g.memory_gb,
-                    "board_power_w": g.board_power_w,
-                    "price_usd": g.price_usd,
-                    "sources": dict(g.sources),
-                }
-                for k, g in gpus.items()
-            },
-        }
+        data = catalog.catalog_payload()
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
     console = Console()
@@ -174,6 +144,24 @@ def assumptions(
         value = r.value if not isinstance(r.value, dict) else "table"
         t.add_row(r.name, str(value), r.unit, r.seed, r.source)
     Console().print(t)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to bind (localhost by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+) -> None:
+    """Serve the web UI at / and the JSON API under /api (OpenAPI at /openapi.json, docs at /docs)."""
+    try:
+        import uvicorn
+
+        from dtsim.api import create_app
+    except ImportError as exc:
+        err.print(
+            f"[bold red]error:[/bold red] dtsim serve needs the web extra: pip install 'dtsim[web]' ({exc.name})"
+        )
+        raise typer.Exit(code=2) from None
+    uvicorn.run(create_app(), host=host, port=port, log_level="warning")
 
 
 def main() -> None:

@@ -10,13 +10,23 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import numpy as np
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+    ValidationError,
+    WithJsonSchema,
+    model_validator,
+)
 
 from dtsim import catalog
 from dtsim.errors import ScenarioError, format_problem
@@ -106,16 +116,88 @@ class ReplicaPenalty(StrEnum):
     fixed = "fixed"
 
 
+STRAGGLER_ALIASES = {"redundancy": "backup", "backup-workers": "backup"}
+
+
 def _straggler(value: Any) -> Any:
     value = _lower(value)
-    return {"redundancy": "backup", "backup-workers": "backup"}.get(value, value)
+    return STRAGGLER_ALIASES.get(value, value) if isinstance(value, str) else value
 
 
 def _steps(value: Any) -> Any:
-    return _lower(value) if isinstance(value, str) and not value.strip().isdigit() else value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return _lower(value) if isinstance(value, str) else value
 
 
+def _intlike(value: Any) -> Any:
+    """An integral float (72.0) is an integer, as JSON Schema's `integer` says; nothing else converts."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _boolish(value: Any) -> Any:
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return value
+
+
+def ci_pattern(*words: str) -> str:
+    """A JSON Schema pattern matching any of `words` case-insensitively, with '-' or '_' and optional
+    surrounding blanks — exactly what the enum validators accept."""
+
+    def one(word: str) -> str:
+        out = []
+        for ch in word:
+            if ch.isalpha():
+                out.append(f"[{ch.lower()}{ch.upper()}]")
+            elif ch in "-_":
+                out.append("[-_]")
+            else:
+                out.append(re.escape(ch))
+        return "".join(out)
+
+    return r"^\s*(" + "|".join(one(w) for w in words) + r")\s*$"
+
+
+def _enum_schema(values: tuple[str, ...], aliases: tuple[str, ...] = ()) -> WithJsonSchema:
+    return WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "enum": list(values)},
+                {"type": "string", "pattern": ci_pattern(*values, *aliases)},
+            ]
+        }
+    )
+
+
+def _ci_string_schema(values: tuple[str, ...]) -> dict[str, Any]:
+    return {"type": "string", "pattern": ci_pattern(*values)}
+
+
+# Field types: numbers reject strings and booleans; integers take integral floats; booleans take
+# true/false (any case); enums any case. The JSON Schema of each says exactly that.
+Num = Annotated[float, Strict()]
+Int = Annotated[int, BeforeValidator(_intlike), Strict()]
+Bool = Annotated[
+    bool,
+    BeforeValidator(_boolish),
+    Strict(),
+    WithJsonSchema(
+        {"anyOf": [{"type": "boolean"}, {"type": "string", "pattern": ci_pattern("true", "false")}]}
+    ),
+]
 Lower = BeforeValidator(_lower)
+GROWTH_PATTERN = (
+    r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*(%|[xX]|×|[oO][oO][mM])\s*"
+    r"(/\s*([yY][rR]|[yY][eE][aA][rR]|[yY]))?\s*$"
+)
+
+
+def _steps_schema(field: str, words: tuple[str, ...]) -> WithJsonSchema:
+    b = BOUNDS[field]
+    return WithJsonSchema(
+        {"anyOf": [{"type": "integer", "minimum": b["ge"], "maximum": b["le"]}, _ci_string_schema(words)]}
+    )
 
 
 def _num(name: str, description: str, default: Any) -> Any:
@@ -129,110 +211,125 @@ class Scenario(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_default=False, frozen=True)
 
     # model and data
-    parameters_b: float = _num("parameters_b", "Total parameters in billions (MoE: all experts).", 144.0)
-    active_parameters_b: float | None = Field(
+    parameters_b: Num = _num("parameters_b", "Total parameters in billions (MoE: all experts).", 144.0)
+    active_parameters_b: Num | None = Field(
         None,
         description="Active parameters per token in billions (MoE only; required when moe is true).",
         **BOUNDS["active_parameters_b"],
     )
-    tokens_t: float = _num("tokens_t", "Training tokens in trillions.", 12.0)
-    moe: bool = Field(
+    tokens_t: Num = _num("tokens_t", "Training tokens in trillions.", 12.0)
+    moe: Bool = Field(
         False, description="Mixture-of-experts model (compute uses active, memory total parameters)."
     )
-    moe_layers: int = _num("moe_layers", "MoE layers (two all-to-all latencies each per step with EP).", 32)
-    expert_parallelism: Annotated[ExpertParallelism, Lower] = Field(
-        ExpertParallelism.none,
-        description="Shard experts over all nodes (global), a regional group, or not at all.",
+    moe_layers: Int = _num("moe_layers", "MoE layers (two all-to-all latencies each per step with EP).", 32)
+    expert_parallelism: Annotated[ExpertParallelism, Lower, _enum_schema(("none", "regional", "global"))] = (
+        Field(
+            ExpertParallelism.none,
+            description="Shard experts over all nodes (global), a regional group, or not at all.",
+        )
     )
-    hidden_size: int | None = Field(
+    hidden_size: Int | None = Field(
         None,
         description="Hidden size for pipeline activations; default 0.03·sqrt(P) (seed 000 §3.3).",
         **BOUNDS["hidden_size"],
     )
 
     # hardware
-    num_nodes: int = _num("num_nodes", "Nodes (geographically distributed training replicas).", 72)
-    node: str | None = Field(None, description="Node preset id (sets gpu, gpus_per_node, pflops and VRAM).")
-    gpu: str | None = Field(
-        "gh200", description="Accelerator id from the catalog (used for cost and energy)."
-    )
-    gpus_per_node: int | None = Field(16, description="Accelerators per node.", **BOUNDS["gpus_per_node"])
-    pflops_per_node: float = _num(
+    num_nodes: Int = _num("num_nodes", "Nodes (geographically distributed training replicas).", 72)
+    node: Annotated[
+        str | None, WithJsonSchema({"anyOf": [_ci_string_schema(tuple(catalog.nodes())), {"type": "null"}]})
+    ] = Field(None, description="Node preset id (sets gpu, gpus_per_node, pflops and VRAM).")
+    gpu: Annotated[
+        str | None, WithJsonSchema({"anyOf": [_ci_string_schema(tuple(catalog.gpus())), {"type": "null"}]})
+    ] = Field("gh200", description="Accelerator id from the catalog (used for cost and energy).")
+    gpus_per_node: Int | None = Field(16, description="Accelerators per node.", **BOUNDS["gpus_per_node"])
+    pflops_per_node: Num = _num(
         "pflops_per_node", "Peak dense PFLOP/s per node at the training precision.", 32.0
     )
-    vram_per_node_gb: float = _num("vram_per_node_gb", "Accelerator memory per node in GB.", 2304.0)
-    mfu: float = _num("mfu", "Base model FLOP utilization per node (fraction).", 0.4)
-    precision: Annotated[Precision, Lower] = Field(Precision.fp16, description="Training precision.")
+    vram_per_node_gb: Num = _num("vram_per_node_gb", "Accelerator memory per node in GB.", 2304.0)
+    mfu: Num = _num("mfu", "Base model FLOP utilization per node (fraction).", 0.4)
+    precision: Annotated[Precision, Lower, _enum_schema(("fp16", "bf16", "fp8", "fp4"))] = Field(
+        Precision.fp16, description="Training precision."
+    )
 
     # network
-    bandwidth_mbps: float | None = Field(
+    bandwidth_mbps: Num | None = Field(
         None,
         description="Symmetric WAN bandwidth per node; sets both directions.",
         **BOUNDS["bandwidth_mbps"],
     )
-    bandwidth_up_mbps: float = _num("bandwidth_up_mbps", "WAN upload bandwidth per node in Mbit/s.", 100.0)
-    bandwidth_down_mbps: float = _num(
+    bandwidth_up_mbps: Num = _num("bandwidth_up_mbps", "WAN upload bandwidth per node in Mbit/s.", 100.0)
+    bandwidth_down_mbps: Num = _num(
         "bandwidth_down_mbps", "WAN download bandwidth per node in Mbit/s.", 100.0
     )
-    latency_ms: float = _num("latency_ms", "WAN round-trip time in ms.", 100.0)
-    hierarchical: bool = Field(
+    latency_ms: Num = _num("latency_ms", "WAN round-trip time in ms.", 100.0)
+    hierarchical: Bool = Field(
         False, description="Two-tier DiLoCo: regional groups inside the WAN (mode A′)."
     )
-    nodes_per_group: int = _num("nodes_per_group", "Nodes per regional group.", 8)
-    regional_bandwidth_mbps: float = _num(
-        "regional_bandwidth_mbps", "Intra-group bandwidth in Mbit/s.", 1000.0
-    )
-    regional_latency_ms: float = _num("regional_latency_ms", "Intra-group round-trip time in ms.", 20.0)
+    nodes_per_group: Int = _num("nodes_per_group", "Nodes per regional group.", 8)
+    regional_bandwidth_mbps: Num = _num("regional_bandwidth_mbps", "Intra-group bandwidth in Mbit/s.", 1000.0)
+    regional_latency_ms: Num = _num("regional_latency_ms", "Intra-group round-trip time in ms.", 20.0)
 
     # algorithm
-    inner_steps: int | Literal["auto", "auto-quality"] = Field(
+    inner_steps: Annotated[
+        Int | Literal["auto", "auto-quality"],
+        BeforeValidator(_steps),
+        _steps_schema("inner_steps", ("auto", "auto-quality")),
+    ] = Field(
         128,
         description="Local steps between syncs H, or 'auto' (smallest H hiding the sync) or "
         "'auto-quality' (H maximising quality-adjusted compute per day).",
     )
-    regional_steps: int | Literal["auto"] = Field(
-        16, description="Regional cycles per global sync (hierarchical), or 'auto'."
-    )
-    compression: float = _num("compression", "Pseudo-gradient compression ratio on top of precision.", 16.0)
-    compression_scenario: Annotated[CompressionScenario, Lower] = Field(
-        CompressionScenario.expected, description="Which compression-quality table to use."
-    )
-    error_feedback: bool = Field(
+    regional_steps: Annotated[
+        Int | Literal["auto"], BeforeValidator(_steps), _steps_schema("regional_steps", ("auto",))
+    ] = Field(16, description="Regional cycles per global sync (hierarchical), or 'auto'.")
+    compression: Num = _num("compression", "Pseudo-gradient compression ratio on top of precision.", 16.0)
+    compression_scenario: Annotated[
+        CompressionScenario, Lower, _enum_schema(("optimistic", "expected", "conservative"))
+    ] = Field(CompressionScenario.expected, description="Which compression-quality table to use.")
+    error_feedback: Bool = Field(
         True, description="Compression with error feedback (selects the quality table)."
     )
-    activation_compression: float = _num(
+    activation_compression: Num = _num(
         "activation_compression", "Compression ratio of pipeline activations.", 1.0
     )
-    local_batch_tokens: int = _num("local_batch_tokens", "Tokens per local step per replica.", 131072)
-    micro_batches: int = _num("micro_batches", "Micro-batches per pipeline step.", 8)
-    streaming: bool = Field(True, description="Overlap sync with the next compute block (Streaming DiLoCo).")
-    pipeline_backward: bool = Field(
+    local_batch_tokens: Int = _num("local_batch_tokens", "Tokens per local step per replica.", 131072)
+    micro_batches: Int = _num("micro_batches", "Micro-batches per pipeline step.", 8)
+    streaming: Bool = Field(True, description="Overlap sync with the next compute block (Streaming DiLoCo).")
+    pipeline_backward: Bool = Field(
         True, description="Count backward activation gradients in pipeline hand-offs (seed 000 §10 item 6)."
     )
-    straggler_strategy: Annotated[StragglerStrategy, BeforeValidator(_straggler)] = Field(
+    straggler_strategy: Annotated[
+        StragglerStrategy,
+        BeforeValidator(_straggler),
+        _enum_schema(("none", "threshold", "backup", "relay"), tuple(STRAGGLER_ALIASES)),
+    ] = Field(
         StragglerStrategy.none,
         description="Straggler mitigation: none, threshold, backup (workers) or relay.",
     )
-    replica_penalty: Annotated[ReplicaPenalty, Lower] = Field(
+    replica_penalty: Annotated[ReplicaPenalty, Lower, _enum_schema(("none", "h-scaled", "fixed"))] = Field(
         ReplicaPenalty.h_scaled,
         description="Replica-count loss penalty in χ: h-scaled (default), fixed (original web app) or none.",
     )
 
     # run length
-    hardware_growth: str | float = Field(
-        "1.37x/yr", description=f"Hardware efficiency growth; {GROWTH_FORMS}."
+    hardware_growth: Annotated[str | float, WithJsonSchema({"type": "string", "pattern": GROWTH_PATTERN})] = (
+        Field("1.37x/yr", description=f"Hardware efficiency growth; {GROWTH_FORMS}.")
     )
-    software_growth: str | float = Field(
-        "3.0x/yr", description=f"Algorithmic efficiency growth; {GROWTH_FORMS}."
+    software_growth: Annotated[str | float, WithJsonSchema({"type": "string", "pattern": GROWTH_PATTERN})] = (
+        Field("3.0x/yr", description=f"Algorithmic efficiency growth; {GROWTH_FORMS}.")
     )
-    investment_growth: str | float = Field("3.5x/yr", description=f"Investment growth; {GROWTH_FORMS}.")
-    max_run_days: float | None = Field(
+    investment_growth: Annotated[
+        str | float, WithJsonSchema({"type": "string", "pattern": GROWTH_PATTERN})
+    ] = Field("3.5x/yr", description=f"Investment growth; {GROWTH_FORMS}.")
+    max_run_days: Num | None = Field(
         None, description="Override the computed maximum run length (days).", **BOUNDS["max_run_days"]
     )
 
-    assumptions: dict[str, Any] = Field(
-        default_factory=dict, description="Overrides of the assumptions table (name → value)."
-    )
+    assumptions: Annotated[
+        dict[str, Any],
+        WithJsonSchema({"type": "object", "propertyNames": {"enum": list(catalog.assumption_rows())}}),
+    ] = Field(default_factory=dict, description="Overrides of the assumptions table (name → value).")
     name: str | None = Field(None, description="Free-form label.")
 
     @model_validator(mode="before")
@@ -437,6 +534,9 @@ def scenario_json_schema() -> dict[str, Any]:
 FIELD_NAMES = tuple(Scenario.model_fields)
 
 
+_NUMBER = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)[eE][-+]?\d+\s*$")
+
+
 def parse_set(assignments: list[str]) -> dict[str, Any]:
     """`field=value` strings from the CLI into a dict; values are parsed as YAML scalars
     (`true`, `12`, `1e3`, `auto`), dotted names set nested assumptions (`assumptions.pue=1.2`)."""
@@ -450,6 +550,8 @@ def parse_set(assignments: list[str]) -> dict[str, Any]:
             value = yaml.safe_load(raw) if raw.strip() else raw
         except yaml.YAMLError:
             value = raw
+        if isinstance(value, str) and key != "name" and _NUMBER.match(value):
+            value = float(value)  # YAML 1.1 reads 1e3 as a string
         if key.startswith("assumptions."):
             out.setdefault("assumptions", {})[key.split(".", 1)[1]] = value
         else:
@@ -494,7 +596,7 @@ def load_scenario(
     stack: list[dict[str, Any]] = []
     if preset is not None:
         key = _lower(preset)
-        if key not in catalog.scenario_presets():
+        if not isinstance(key, str) or key not in catalog.scenario_presets():
             raise _unknown("preset", preset, catalog.scenario_presets())
         stack.append(catalog.preset_fields(key))
     file_fields: dict[str, Any] = {}
@@ -503,7 +605,7 @@ def load_scenario(
         if "preset" in file_fields:
             base = file_fields.pop("preset")
             key = _lower(base)
-            if key not in catalog.scenario_presets():
+            if not isinstance(key, str) or key not in catalog.scenario_presets():
                 raise _unknown("preset", base, catalog.scenario_presets())
             stack.append(catalog.preset_fields(key))
         stack.append(file_fields)

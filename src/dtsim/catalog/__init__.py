@@ -150,8 +150,45 @@ def merge_layers(lower: dict[str, Any], upper: dict[str, Any]) -> dict[str, Any]
         for key in HARDWARE_FIELDS:
             if key not in upper:
                 merged.pop(key, None)
-        node = nodes().get(upper.get("node"))  # type: ignore[arg-type]
+        node_id = upper.get("node")
+        node = nodes().get(node_id) if isinstance(node_id, str) else None
         if node is not None and node.precision is not None and "precision" not in upper:
             merged.pop("precision", None)
     merged.update(upper)
     return merged
+
+
+def catalog_payload() -> dict[str, Any]:
+    """Scenario presets (with their resolved fields), node presets and accelerators as plain JSON
+    (what `dtsim presets --json` prints and `GET /api/presets` returns)."""
+    return {
+        "scenarios": {
+            k: {"description": p.description, "source": p.source, "fields": preset_fields(k)}
+            for k, p in scenario_presets().items()
+        },
+        "nodes": {
+            k: {
+                "name": n.name,
+                "kind": n.kind,
+                "gpu": n.gpu,
+                "gpu_count": n.gpu_count,
+                "pflops": n.pflops,
+                "vram_gb": n.vram_gb,
+                "precision": n.precision,
+                "source": n.source,
+            }
+            for k, n in nodes().items()
+        },
+        "gpus": {
+            k: {
+                "name": g.name,
+                "fp16_tflops": g.fp16_tflops,
+                "fp8_tflops": g.fp8_tflops,
+                "memory_gb": g.memory_gb,
+                "board_power_w": g.board_power_w,
+                "price_usd": g.price_usd,
+                "sources": dict(g.sources),
+            }
+            for k, g in gpus().items()
+        },
+    }

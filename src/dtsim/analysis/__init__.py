@@ -1,0 +1,1 @@
+"""Analyses built on the batch path: sweeps (and, later, uncertainty and validation)."""
