@@ -371,7 +371,9 @@ def values_to_fields(values: dict[str, Any]) -> dict[str, Any]:
         if value is None or (isinstance(value, float) and math.isnan(value)):
             continue
         if name.startswith("assumptions."):
-            fields.setdefault("assumptions", {})[name.split(".", 1)[1]] = value
+            key = name.split(".", 1)[1]
+            if value != catalog.assumption_rows()[key]["value"]:  # only real overrides
+                fields.setdefault("assumptions", {})[key] = value
         else:
             fields[name] = value
     return fields
@@ -626,6 +628,7 @@ class PageState:
     pinned: tuple[dict[str, Any], Result] | None = None
     sweep_field: str = "num_nodes"
     loading: bool = False
+    version: int = 0  # bumped on every recomputation; charts carry it as data-version
 
 
 def build_page(query: dict[str, str]) -> None:
@@ -654,8 +657,9 @@ def build_page(query: dict[str, str]) -> None:
             )
 
     # --- header ---------------------------------------------------------------------------------------------
-    with ui.header().classes("items-center justify-between bg-indigo-9 q-py-xs"):
-        ui.label("dtsim — decentralized training simulator").classes("text-h6")
+    with ui.header().classes("items-center justify-between bg-indigo-9 q-py-xs gap-2"):
+        ui.label("dtsim").classes("text-h6")
+        summary = ui.label().classes("text-body2 flex-1").props("data-testid=summary")
         ui.link("API docs", "/docs", new_tab=True).classes("text-white")
 
     with ui.row().classes("w-full items-start gap-4 flex-wrap q-pa-sm"):
@@ -803,6 +807,10 @@ def build_page(query: dict[str, str]) -> None:
         mode_badge.text = result.mode_label
         mode_badge.props(f"data-value={result.mode}")
         reason_label.text = result.mode_reason
+        summary.text = (
+            f"{result.mode_label} · {fmt_days(result.wall_clock_days)} wall-clock · "
+            f"{fmt_days(result.effective_days)} η-adjusted"
+        )
         share = result.breakdown_s.get(result.bottleneck) if result.bottleneck in result.breakdown_s else None
         bottleneck_badge.text = f"bottleneck: {OUTPUT_NAMES.get(result.bottleneck, result.bottleneck)}" + (
             f" ({share / result.outer_step_s:.0%})" if share and result.outer_step_s else ""
@@ -816,8 +824,10 @@ def build_page(query: dict[str, str]) -> None:
                 lab = out_labels[key]
                 lab.text = fmt(data[key])
                 lab.props(f"data-value={json.dumps(data[key])}")
+        state.version += 1
         breakdown.options.clear()
         breakdown.options.update(breakdown_chart(result))
+        breakdown.props(f"data-version={state.version}")
         breakdown.update()
         warnings_box.clear()
         with warnings_box:
@@ -851,6 +861,7 @@ def build_page(query: dict[str, str]) -> None:
 
         sweep_plot.options.clear()
         sweep_plot.options.update(sweep_chart(fname, values, days, mfu, current_value(scenario, fname)))
+        sweep_plot.props(f"data-version={state.version}-{fname}")
         sweep_plot.update()
 
     def on_sweep_field(e: Any) -> None:

@@ -1,0 +1,228 @@
+"""A real browser against `dtsim serve`: headless Chromium (Debian's package) driven by Playwright.
+
+Opens the page, changes the node count and the bandwidth, sees the numbers and both charts update,
+checks the numbers against `dtsim simulate --json` for the same scenario, copies the share link,
+opens it in a new page and sees the same scenario and numbers. Screenshots (laptop and phone width)
+go to artifacts/ for CI to keep. Every request the page makes must stay on localhost.
+
+Needs /usr/bin/chromium. As root (CI) the test installs Debian's `chromium` package when it is
+missing; otherwise it skips and says why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+import dtsim
+from dtsim.web import fmt_days
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "artifacts"
+CHROMIUM = "/usr/bin/chromium"
+LAUNCH_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def _ensure_chromium() -> str:
+    if Path(CHROMIUM).exists():
+        return CHROMIUM
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        pytest.skip(
+            "the browser test needs Debian's chromium at /usr/bin/chromium (apt-get install chromium, as root)"
+        )
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, timeout=600, capture_output=True)
+    subprocess.run(
+        ["apt-get", "install", "-y", "-qq", "chromium"], check=True, env=env, timeout=900, capture_output=True
+    )
+    assert Path(CHROMIUM).exists(), "apt-get installed chromium but /usr/bin/chromium is missing"
+    return CHROMIUM
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dtsim", "serve", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(url + "/api/schema", timeout=2) as resp:
+                if resp.status == 200:
+                    break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        proc.kill()
+        pytest.fail("dtsim serve did not start: " + (proc.stdout.read() if proc.stdout else ""))
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def _result_json(page) -> dict:
+    return json.loads(page.locator("[data-testid=result-json]").text_content())
+
+
+def _wait_changed(
+    page, selector: str, attribute: str | None, before: str | None, timeout: float = 10_000
+) -> None:
+    js = (
+        f"document.querySelector({json.dumps(selector)})?.getAttribute({json.dumps(attribute)}) !== {json.dumps(before)}"
+        if attribute
+        else f"document.querySelector({json.dumps(selector)})?.textContent !== {json.dumps(before)}"
+    )
+    page.wait_for_function(js, timeout=timeout)
+
+
+def test_browser_session(server):
+    from playwright.sync_api import sync_playwright
+
+    chromium = _ensure_chromium()
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=LAUNCH_ARGS, headless=True)
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server)
+        hosts: set[str] = set()
+        errors: list[str] = []
+        page = context.new_page()
+        page.on("request", lambda r: hosts.add(r.url.split("/")[2]))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.goto(server + "/")
+        page.wait_for_function("document.querySelector('[data-testid=result-json]')?.textContent.length > 10")
+        first = _result_json(page)
+        assert first == dtsim.simulate().model_dump(mode="json")
+
+        chart_before = page.get_attribute("[data-testid=breakdown-chart]", "data-version")
+        sweep_before = page.get_attribute("[data-testid=sweep-chart]", "data-version")
+        latencies = []
+        for selector, value in (
+            ("num_nodes", "500"),
+            ("bandwidth_up_mbps", "1000"),
+            ("bandwidth_down_mbps", "1000"),
+        ):
+            before = page.text_content("[data-testid=result-json]")
+            t0 = time.perf_counter()
+            page.fill(f"[data-testid={selector}]", value)
+            _wait_changed(page, "[data-testid=result-json]", None, before)
+            latencies.append(time.perf_counter() - t0)
+        print(
+            f"browser update latency: median {statistics.median(latencies) * 1e3:.0f} ms, max "
+            f"{max(latencies) * 1e3:.0f} ms"
+        )
+        assert max(latencies) < 2.0
+
+        # The page's numbers are `dtsim simulate --json` for the same scenario.
+        from typer.testing import CliRunner
+
+        from dtsim.cli import app
+
+        cli = CliRunner().invoke(
+            app,
+            [
+                "simulate",
+                "--set",
+                "num_nodes=500",
+                "--set",
+                "bandwidth_up_mbps=1000",
+                "--set",
+                "bandwidth_down_mbps=1000",
+                "--json",
+            ],
+        )
+        expected = json.loads(cli.stdout)
+        shown = _result_json(page)
+        assert shown == expected
+        assert page.text_content("[data-testid=wall_clock_days]") == fmt_days(expected["wall_clock_days"])
+        assert page.text_content("[data-testid=big-effective_days]") == fmt_days(expected["effective_days"])
+        assert page.text_content("[data-testid=mode]").strip() == expected["mode_label"]
+
+        # Both charts were redrawn.
+        assert page.get_attribute("[data-testid=breakdown-chart]", "data-version") != chart_before
+        assert page.get_attribute("[data-testid=sweep-chart]", "data-version") != sweep_before
+
+        # Share: the copied link restores the scenario and its numbers in a new page.
+        page.click("[data-testid=copy-link]")
+        link = page.evaluate("navigator.clipboard.readText()")
+        assert link.startswith(server) and "num_nodes=500" in link and "bandwidth_up_mbps=1000" in link
+        assert page.url == link
+        page.screenshot(path=str(ARTIFACTS / "web-ui.png"), full_page=True)
+        other = context.new_page()
+        other.on("request", lambda r: hosts.add(r.url.split("/")[2]))
+        other.goto(link)
+        other.wait_for_function(
+            "document.querySelector('[data-testid=result-json]')?.textContent.length > 10"
+        )
+        assert _result_json(other) == shown
+        assert other.input_value("[data-testid=num_nodes]") == "500"
+        assert other.input_value("[data-testid=bandwidth_up_mbps]") == "1000"
+
+        # Compare: pin this scenario, change a field, see both side by side.
+        page.click("[data-testid=pin]")
+        before = page.text_content("[data-testid=result-json]")
+        page.fill("[data-testid=num_nodes]", "72")
+        _wait_changed(page, "[data-testid=result-json]", None, before)
+        page.wait_for_selector("[data-testid=compare-table]")
+        table = page.text_content("[data-testid=compare-table]")
+        assert "num_nodes" in table and "500" in table and "72" in table and "wall_clock_days" in table
+
+        # Export the scenario, edit it, import it back.
+        with page.expect_download() as download:
+            page.get_by_role("button", name="Scenario YAML").click()
+        exported = yaml.safe_load(Path(download.value.path()).read_text())
+        assert exported["num_nodes"] == 72 and exported["bandwidth_up_mbps"] == 1000
+        exported["num_nodes"] = 300
+        scenario_file = ARTIFACTS / "imported.yaml"
+        scenario_file.write_text(yaml.safe_dump(exported))
+        before = page.text_content("[data-testid=result-json]")
+        page.set_input_files("input[type=file]", str(scenario_file))
+        _wait_changed(page, "[data-testid=result-json]", None, before)
+        assert page.input_value("[data-testid=num_nodes]") == "300"
+        assert _result_json(page) == dtsim.simulate(dtsim.load_scenario(layers=[exported])).model_dump(
+            mode="json"
+        )
+        with page.expect_download() as download:
+            page.get_by_role("button", name="Result CSV").click()
+        assert "wall_clock_days" in Path(download.value.path()).read_text()
+
+        # Phone width: the page still renders its results.
+        other.set_viewport_size({"width": 390, "height": 844})
+        other.screenshot(path=str(ARTIFACTS / "web-ui-phone.png"), full_page=True)
+        assert other.locator("[data-testid=summary]").is_visible()
+        browser.close()
+    assert hosts == {server.split("/")[2]}, f"the page reached beyond localhost: {hosts}"
+    assert not errors, errors
