@@ -136,7 +136,10 @@ def test_openapi_and_docs(client):
     body = spec["paths"]["/api/simulate"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert {"$ref": "#/components/schemas/Scenario"} in body["anyOf"]
     assert "Scenario" in spec["components"]["schemas"] and "Result" in spec["components"]["schemas"]
-    assert client.get("/docs").status_code == 200
+    docs = client.get("/docs")
+    assert docs.status_code == 200
+    assert "cdn" not in docs.text.lower() and "/docs-assets/swagger-ui-bundle.js" in docs.text
+    assert client.get("/docs-assets/swagger-ui-bundle.js").status_code == 200
 
 
 def test_ui_page_is_served_with_the_api():

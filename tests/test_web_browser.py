@@ -219,6 +219,13 @@ def test_browser_session(server):
             page.get_by_role("button", name="Result CSV").click()
         assert "wall_clock_days" in Path(download.value.path()).read_text()
 
+        # The API docs render offline too.
+        docs = context.new_page()
+        docs.on("request", lambda r: hosts.add(r.url.split("/")[2]))
+        docs.goto(server + "/docs")
+        docs.wait_for_selector(".opblock-summary-path", timeout=15_000)
+        assert "/api/simulate" in docs.text_content("body")
+
         # Phone width: the page still renders its results.
         other.set_viewport_size({"width": 390, "height": 844})
         other.screenshot(path=str(ARTIFACTS / "web-ui-phone.png"), full_page=True)

@@ -272,12 +272,36 @@ def api_assumptions() -> list[dict[str, Any]]:
     ]
 
 
+def _mount_docs(app: FastAPI) -> None:
+    """Swagger UI at /docs from the fastapi-offline package's copy of its files, so the docs work
+    without internet access (FastAPI's default page loads its scripts from a CDN)."""
+    from pathlib import Path
+
+    import fastapi_offline
+    from fastapi.openapi.docs import get_swagger_ui_html
+    from fastapi.staticfiles import StaticFiles
+
+    assets = Path(fastapi_offline.__file__).parent / "static"
+    app.mount("/docs-assets", StaticFiles(directory=assets), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> Any:
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="dtsim API",
+            swagger_js_url="/docs-assets/swagger-ui-bundle.js",
+            swagger_css_url="/docs-assets/swagger-ui.css",
+            swagger_favicon_url="/docs-assets/favicon.png",
+        )
+
+
 def create_app(ui: bool = True) -> FastAPI:
     """The API, and the web UI at / unless ui is False."""
     app = FastAPI(
-        title="dtsim", version=__version__, openapi_url="/openapi.json", docs_url="/docs", redoc_url=None
+        title="dtsim", version=__version__, openapi_url="/openapi.json", docs_url=None, redoc_url=None
     )
     app.include_router(router)
+    _mount_docs(app)
 
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
