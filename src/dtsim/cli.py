@@ -164,6 +164,11 @@ def serve(
     uvicorn.run(create_app(), host=host, port=port, log_level="warning")
 
 
+from dtsim.cli_datacenter import register as _register_datacenter  # noqa: E402
+
+_register_datacenter(app, _fail)
+
+
 def main() -> None:
     app()
 

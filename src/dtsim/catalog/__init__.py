@@ -24,6 +24,45 @@ def _load(name: str) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class Micro:
+    """Micro-architecture constants for the GEMM model of seed 002 §8.1.1."""
+
+    generation: str
+    num_sms: int
+    flop_per_clock_per_thread: MappingProxyType  # operand bit width → FLOP per clock per thread
+    register_bytes_per_block: int  # per processing block; four blocks per SM
+    l2_bytes: float
+    l2_bytes_per_s: float
+    hbm_bytes_per_s: float
+    max_clock_hz: float
+    clock_derate: float  # sustained fraction of the boost clock on long runs of large matmuls
+    distributed_shared_memory: bool
+    matmul_latency_s: float
+    nvlink: str
+    nic: str
+    nics_per_gpu: float
+    source: str
+
+    def peak_flop_s(self, bits: int) -> float:
+        return self.flop_per_clock_per_thread[bits] * 128 * self.num_sms * self.max_clock_hz
+
+
+@dataclass(frozen=True)
+class Fabric:
+    id: str
+    name: str
+    bandwidth_gb_s: float
+    latency_s: float
+    efficiency: float
+    source: str
+
+    @property
+    def bus_bytes_per_s(self) -> float:
+        """Achievable unidirectional bandwidth per GPU (or NIC): wire rate × NCCL bus efficiency."""
+        return self.bandwidth_gb_s * 1e9 * self.efficiency
+
+
+@dataclass(frozen=True)
 class GPU:
     """One accelerator: dense peak rates, memory, board power and price, each with a source."""
 
@@ -37,6 +76,7 @@ class GPU:
     board_power_w: float
     price_usd: float
     sources: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+    micro: Micro | None = None
 
     def peak_tflops(self, precision: str) -> float | None:
         """Dense peak TFLOP/s at a training precision (fp4 falls back to the FP8 rate, or None)."""
@@ -73,7 +113,41 @@ def gpus() -> MappingProxyType:
     """All accelerators by id (`h100-sxm`, `tpu-v5p`, ...)."""
     out = {}
     for gid, row in _load("gpus.yaml").items():
-        out[gid] = GPU(id=gid, **{**row, "sources": MappingProxyType(dict(row.get("sources", {})))})
+        micro = row.get("micro")
+        if micro is not None:
+            # PyYAML reads 1.41e9 (no exponent sign) as a string, so numbers are converted here.
+            numeric = (
+                "l2_bytes",
+                "l2_bytes_per_s",
+                "hbm_bytes_per_s",
+                "max_clock_hz",
+                "clock_derate",
+                "matmul_latency_s",
+                "nics_per_gpu",
+            )
+            micro = Micro(
+                **{
+                    **micro,
+                    **{k: float(micro[k]) for k in numeric},
+                    "flop_per_clock_per_thread": MappingProxyType(
+                        {int(k): float(v) for k, v in micro["flop_per_clock_per_thread"].items()}
+                    ),
+                }
+            )
+        out[gid] = GPU(
+            id=gid, **{**row, "sources": MappingProxyType(dict(row.get("sources", {}))), "micro": micro}
+        )
+    return MappingProxyType(out)
+
+
+@cache
+def fabrics() -> MappingProxyType:
+    """Interconnects by id (`nvlink3`, `ib-hdr`, ...)."""
+    out = {}
+    for fid, row in _load("fabrics.yaml").items():
+        out[fid] = Fabric(
+            id=fid, **{**row, **{k: float(row[k]) for k in ("bandwidth_gb_s", "latency_s", "efficiency")}}
+        )
     return MappingProxyType(out)
 
 
@@ -192,3 +266,13 @@ def catalog_payload() -> dict[str, Any]:
             for k, g in gpus().items()
         },
     }
+
+
+@cache
+def calibration() -> dict[str, Any]:
+    """Fitted efficiency constants by GPU generation (catalog/calibration.yaml; empty if none)."""
+    try:
+        data = _load("calibration.yaml")
+    except FileNotFoundError:
+        return {}
+    return data.get("generations", {}) if isinstance(data, dict) else {}

@@ -27,3 +27,90 @@ def wan_exchange_time(bits, up_bps, down_bps, latency_s):
 def point_to_point_time(bits, bandwidth_bps):
     """Serialization time of a point-to-point transfer: bits / bandwidth."""
     return np.asarray(bits, dtype=float) / bandwidth_bps
+
+
+# --- α-β collectives (seed 003 "Communication Analysis"; seed 001 §3.5; Patarasuk & Yuan 2009) -------
+#
+# `bw` is the achievable bus bandwidth per rank in bytes/s (wire rate × NCCL bus efficiency, see
+# catalog/fabrics.yaml), `alpha` the latency of one step in seconds, `size` the message in bytes.
+
+
+def ring_allreduce_time(n, size, bw, alpha, bidirectional=False):
+    """Ring all-reduce: 2(n−1) steps, each rank sends 2(n−1)/n·S (reduce-scatter then all-gather).
+    A bidirectional ring sends half each way, halving the bandwidth term (seed 001 eq. 3.19 form)."""
+    n = np.asarray(n, dtype=float)
+    bw_term = 2.0 * (n - 1.0) / n * np.asarray(size, dtype=float) / bw
+    return np.where(n > 1, 2.0 * (n - 1.0) * alpha + np.where(bidirectional, 0.5, 1.0) * bw_term, 0.0)
+
+
+def tree_allreduce_time(n, size, bw, alpha):
+    """Double binary tree (NCCL): 2·⌈log2 n⌉ latency steps, about 2·S/bw of pipelined traffic."""
+    n = np.asarray(n, dtype=float)
+    return np.where(
+        n > 1, 2.0 * np.ceil(np.log2(np.maximum(n, 1.0))) * alpha + 2.0 * np.asarray(size) / bw, 0.0
+    )
+
+
+def reduce_scatter_time(n, size, bw, alpha):
+    """(n−1) steps, each rank sends (n−1)/n·S."""
+    n = np.asarray(n, dtype=float)
+    return np.where(n > 1, (n - 1.0) * alpha + (n - 1.0) / n * np.asarray(size, dtype=float) / bw, 0.0)
+
+
+all_gather_time = reduce_scatter_time
+all_gather_time.__doc__ = "All-gather: the mirror of reduce-scatter, (n−1)·α + (n−1)/n·S/bw."
+
+
+def all_to_all_time(n, size, bw, alpha):
+    """Each rank keeps 1/n of its S bytes and sends the rest: (n−1)·α + (n−1)/n·S/bw."""
+    return reduce_scatter_time(n, size, bw, alpha)
+
+
+def broadcast_time(n, size, bw, alpha):
+    """Pipelined tree broadcast: ⌈log2 n⌉ latency steps plus S/bw."""
+    n = np.asarray(n, dtype=float)
+    return np.where(n > 1, np.ceil(np.log2(np.maximum(n, 1.0))) * alpha + np.asarray(size) / bw, 0.0)
+
+
+def p2p_time(size, bw, alpha):
+    """One point-to-point transfer: α + S/bw."""
+    return alpha + np.asarray(size, dtype=float) / bw
+
+
+def hierarchical_allreduce_time(size, levels):
+    """All-reduce across levels [(ranks at this level, bw, α), ...] from the fastest level up:
+    reduce-scatter inside each level, all-reduce the 1/∏n share across the next, all-gather back
+    (NCCL's hierarchical algorithm; seed 002 §8.1.2 does the same per level)."""
+    total = 0.0
+    share = np.asarray(size, dtype=float)
+    for i, (n, bw, alpha) in enumerate(levels):
+        n = np.asarray(n, dtype=float)
+        if i == len(levels) - 1:
+            total = total + ring_allreduce_time(n, share, bw, alpha)
+        else:
+            total = total + 2.0 * reduce_scatter_time(n, share, bw, alpha)
+            share = share / np.maximum(n, 1.0)
+    return total
+
+
+def allreduce_bytes_per_rank(n, size):
+    """Bytes one rank sends in a ring all-reduce: 2(n−1)/n·S (seed 001 eq. 3.12 usage)."""
+    n = np.asarray(n, dtype=float)
+    return 2.0 * (n - 1.0) / n * np.asarray(size, dtype=float)
+
+
+def ring_event_bytes(n, size):
+    """Bytes all ranks inject in one ring all-reduce: 2(n−1)·S (seed 001 eq. 3.18)."""
+    return 2.0 * (np.asarray(n, dtype=float) - 1.0) * np.asarray(size, dtype=float)
+
+
+def thesis_ring_time(n, size, bw, propagation_s):
+    """Seed 001 eq. 3.19: T_ar = (N−1)·(T_prop + S/(N·BW)), a bidirectional ring whose every step
+    pays the propagation delay."""
+    n = np.asarray(n, dtype=float)
+    return (n - 1.0) * (propagation_s + np.asarray(size, dtype=float) / (n * bw))
+
+
+def propagation_delay(km, us_per_km=5.0):
+    """Light in fibre, ≈ 2/3 c: 5 µs per km (seed 001 eq. 3.9)."""
+    return np.asarray(km, dtype=float) * us_per_km * 1e-6

@@ -1,0 +1,83 @@
+"""Scale-across fabrics: power-constrained cluster dimensioning and the WAN bandwidth a distributed
+data-parallel run needs (seed 001 chapter 3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dtsim.physics.collectives import propagation_delay
+
+
+@dataclass(frozen=True)
+class FabricPlan:
+    power_per_dc_w: float
+    pods: float
+    pods_per_dc: float
+    peak_flop_s: float
+    critical_batch_tokens: float
+    steps: float
+    batch_time_s: float
+    sync_budget_s: float
+    propagation_s: float
+    hop_s: float
+    gradient_bits: float
+    min_bandwidth_bits_s: float
+    rack_bandwidth_bits_s: float
+    dc_internal_bandwidth_bits_s: float
+
+
+def plan_fabric(
+    cluster_power_w: float,
+    datacenters: int,
+    pod_power_w: float,
+    pod_peak_flop_s: float,
+    parameters: float,
+    tokens: float,
+    bits_per_param: float,
+    train_days: float,
+    network_fraction: float,
+    ring_km: float,
+    hop_latency_s: float,
+    critical_batch_k: float,
+    trays_per_rack: int,
+    ports_per_tray: int,
+    port_bits_s: float,
+    sync_budget_s: float | None = None,
+) -> FabricPlan:
+    """Seed 001 §3.2–3.4:
+      P_dc = P_cluster / N_dc (3.1); N_pod = P_cluster / P_pod (3.2); pods per DC = N_pod / N_dc (3.3);
+      TH_cluster = N_pod · TH_pod (3.4); B_crit = k·√S_data (3.7); T_batch = T_train · B_crit / S_data;
+      T_synch ≤ α_net · T_batch (3.6); T_prop = L · 5 µs/km (3.9); T_hop = N_dc · τ_hop (3.10);
+      S_grad = N_param · bits (3.12); BW_min = S_grad / (T_synch − T_prop − T_hop) (3.13);
+      BW_rack = trays · ports · BW_port (3.15); BW_dc = pods per DC · BW_rack (3.16).
+    `sync_budget_s` overrides α_net·T_batch (the thesis rounds 0.05 × 4.9 s to 250 ms).
+    """
+    pods = cluster_power_w / pod_power_w
+    b_crit = critical_batch_k * np.sqrt(tokens)
+    steps = tokens / b_crit
+    batch_time = train_days * 86400.0 / steps
+    budget = network_fraction * batch_time if sync_budget_s is None else sync_budget_s
+    prop = float(propagation_delay(ring_km))
+    hop = datacenters * hop_latency_s
+    grad_bits = parameters * bits_per_param
+    room = budget - prop - hop
+    bw_min = grad_bits / room if room > 0 else float("inf")
+    rack = trays_per_rack * ports_per_tray * port_bits_s
+    return FabricPlan(
+        power_per_dc_w=cluster_power_w / datacenters,
+        pods=pods,
+        pods_per_dc=pods / datacenters,
+        peak_flop_s=pods * pod_peak_flop_s,
+        critical_batch_tokens=float(b_crit),
+        steps=float(steps),
+        batch_time_s=float(batch_time),
+        sync_budget_s=float(budget),
+        propagation_s=prop,
+        hop_s=hop,
+        gradient_bits=grad_bits,
+        min_bandwidth_bits_s=bw_min,
+        rack_bandwidth_bits_s=rack,
+        dc_internal_bandwidth_bits_s=pods / datacenters * rack,
+    )

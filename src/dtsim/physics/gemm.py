@@ -1,0 +1,111 @@
+"""Time of one matrix multiplication on one GPU (seed 002 §8.1.1), vectorized over shapes.
+
+The product of a d1×d2 weight matrix with a d2×b activation block (or the weight-gradient product
+of a d1×b block with a b×d2 block) takes
+
+    t = max(arithmetic, HBM traffic, L2 traffic, shared-memory traffic) + kernel latency
+
+- arithmetic: 2·d1·d2·b FLOP, each dimension padded to the 16-wide tensor-core chunk, at the
+  sustained tensor-core rate (SMs × 128 threads × FLOP/clock/thread × boost clock × sustained-clock
+  derate), divided by the wave efficiency of the SM count (below);
+- traffic at each memory level: the kernel is tiled by the weight matrix (seed 002 §8.1.1) so each
+  tile fits the level's usable capacity (75% of L2, of the four processing blocks' registers per SM,
+  of one block's registers); activations are re-read once per tile row and output partial sums
+  re-written once per tile column; weights move only when weights and gradients do not fit at the
+  lower level. Hopper's distributed shared memory lets SMs share loads instead of re-reading L2.
+- wave quantization: the output is computed in 128×128 tiles spread over the SMs; a last partial
+  wave idles the rest (why BLOOM chose hidden sizes divisible by 128·TP: Scao et al. 2022).
+
+All inputs broadcast; nothing branches in Python on values.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+TENSOR_CORE_CHUNK = 16  # elements: the MMA tile edge the dimensions are padded to (seed 002 model)
+USABLE_FRACTION = 0.75  # of L2 and of the register file, as the seed-002 reference assumes
+OUTPUT_TILE = 128  # CUTLASS/cuBLAS threadblock tile edge used for wave quantization
+SMEM_BYTES_PER_CLOCK_PER_SM = 32 * 4  # 32 banks × 4 bytes
+
+
+def _tiles(rows, cols, tile_bytes, bytewidth):
+    """Tile a rows×cols matrix into the fewest tiles of at most tile_bytes, as square as the matrix
+    allows; return (number of tile rows, number of tile columns) as real numbers."""
+    words = rows * cols
+    count = np.ceil(words * bytewidth / tile_bytes)
+    per_tile = words / count
+    tile_rows = np.maximum(np.minimum(rows, np.sqrt(per_tile)), per_tile / cols)
+    tile_cols = per_tile / tile_rows
+    return rows / tile_rows, cols / tile_cols
+
+
+def _level_traffic(d1, d2, b, bytewidth, tile_bytes, concurrent, shared_network, weight_grads):
+    """(bytes moved between this level and the one above, bytes moved among the concurrent units of
+    this level) for one GEMM, tiled by the d1×d2 weight matrix."""
+    weight = d1 * d2 * bytewidth
+    left = d1 * b * bytewidth  # output (or output gradient) block
+    right = d2 * b * bytewidth  # input (or input gradient) block
+    weights_stay = 2.0 * weight <= tile_bytes * concurrent
+    if shared_network:
+        big_rows, big_cols = _tiles(d1, d2, tile_bytes * concurrent, bytewidth)
+        small_rows, small_cols = _tiles(d1, d2, tile_bytes, bytewidth)
+    else:
+        big_rows, big_cols = _tiles(d1, d2, tile_bytes, bytewidth)
+        small_rows = small_cols = 1.0
+    weight_io = np.where(weights_stay, 0.0, np.where(weight_grads, 2.0 * weight, weight))
+    inter = (
+        weight_io + big_rows * right + np.where(weight_grads, big_cols * left, (2.0 * big_cols - 1.0) * left)
+    )
+    among = 2.0 * ((small_rows - 1.0) * right + (small_cols - 1.0) * left)
+    return inter, among
+
+
+def sustained_flop_s(micro, bits: int):
+    """Tensor-core FLOP/s at the sustained clock."""
+    return micro.peak_flop_s(bits) * micro.clock_derate
+
+
+def gemm_time(d1, d2, b, micro, bits: int = 16, weight_grads=False, clock_derate=None):
+    """Seconds for one GEMM of a d1×d2 weight with d2×b activations (see the module docstring).
+
+    `clock_derate` overrides the catalog's sustained-clock derate (calibration)."""
+    d1 = np.asarray(d1, dtype=float)
+    d2 = np.asarray(d2, dtype=float)
+    b = np.asarray(b, dtype=float)
+    bytewidth = bits / 8.0
+    derate = micro.clock_derate if clock_derate is None else clock_derate
+    clock = micro.max_clock_hz * derate
+    block_regs = USABLE_FRACTION * micro.register_bytes_per_block
+
+    hbm_l2, _ = _level_traffic(
+        d1, d2, b, bytewidth, USABLE_FRACTION * micro.l2_bytes, 1.0, False, weight_grads
+    )
+    l2_sm, dsmem = _level_traffic(
+        d1, d2, b, bytewidth, 4.0 * block_regs, micro.num_sms, micro.distributed_shared_memory, weight_grads
+    )
+    sm_reg, _ = _level_traffic(d1, d2, b, bytewidth, block_regs, 4.0 * micro.num_sms, False, weight_grads)
+    hbm_bytes = hbm_l2
+    l2_bytes = hbm_l2 + l2_sm
+    smem_bytes = l2_sm + dsmem + sm_reg
+
+    chunk = TENSOR_CORE_CHUNK
+    flop = 2.0 * np.ceil(d1 / chunk) * np.ceil(d2 / chunk) * np.ceil(b / chunk) * chunk**3
+    out_rows = np.where(weight_grads, d1, d1)
+    out_cols = np.where(weight_grads, d2, b)
+    units = np.ceil(out_rows / OUTPUT_TILE) * np.ceil(out_cols / OUTPUT_TILE)
+    waves = np.ceil(units / micro.num_sms)
+    wave_efficiency = units / (waves * micro.num_sms)
+    flop_rate = micro.flop_per_clock_per_thread[bits] * 128 * micro.num_sms * clock
+
+    arithmetic = flop / (flop_rate * wave_efficiency)
+    movement = np.maximum(
+        np.maximum(hbm_bytes / micro.hbm_bytes_per_s, l2_bytes / micro.l2_bytes_per_s),
+        smem_bytes / (SMEM_BYTES_PER_CLOCK_PER_SM * micro.num_sms * clock),
+    )
+    return np.maximum(arithmetic, movement) + micro.matmul_latency_s
+
+
+def memory_bound_time(bytes_moved, micro, efficiency):
+    """Element-wise kernels, softmax and optimizer steps: bytes / (HBM bandwidth × efficiency)."""
+    return np.asarray(bytes_moved, dtype=float) / (micro.hbm_bytes_per_s * efficiency)

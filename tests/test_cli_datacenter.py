@@ -1,0 +1,235 @@
+"""`dtsim step`, `dtsim plan`, `dtsim collective`, `dtsim fabric`: JSON fields, agreement with the
+library, and bad input answered with exit status 2, the field, the value and no traceback."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from dtsim.cli import app
+from dtsim.physics import collectives as coll
+
+runner = CliRunner()
+
+STEP_KEYS = {
+    "step_time_s",
+    "model_tflops_per_gpu",
+    "hardware_tflops_per_gpu",
+    "mfu",
+    "hfu",
+    "memory_per_gpu_gb",
+    "fits",
+    "breakdown_s",
+}
+BLOOM_FLAGS = [
+    "--hidden",
+    "14336",
+    "--layers",
+    "70",
+    "--heads",
+    "112",
+    "--vocab",
+    "250680",
+    "--seq-len",
+    "2048",
+    "--gbs",
+    "2048",
+    "--nodes",
+    "48",
+    "--gpus-per-node",
+    "8",
+    "--gpu",
+    "a100-80gb",
+]
+
+
+def _json(args):
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def _bad(args, *needles):
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2, r.output
+    assert "Traceback" not in r.output
+    for n in needles:
+        assert n in r.output, (n, r.output)
+
+
+def test_step_catalog_model_json():
+    d = _json(
+        [
+            "step",
+            "--model",
+            "gpt3-175b",
+            "--nodes",
+            "64",
+            "--tp",
+            "8",
+            "--pp",
+            "8",
+            "--vpp",
+            "3",
+            "--schedule",
+            "interleaved",
+            "--gbs",
+            "1536",
+            "--sequence-parallel",
+            "--json",
+        ]
+    )
+    assert set(d) >= STEP_KEYS
+    assert d["fits"] is True and 0 < d["mfu"] < 1
+    assert d["layout"]["dp"] == 8 and d["layout"]["vpp"] == 3
+    assert sum(d["breakdown_s"].values()) == pytest.approx(d["step_time_s"], rel=1e-9)
+
+
+def test_step_shape_flags_and_text_output():
+    args = ["step", "--hidden", "2048", "--layers", "24", "--heads", "16", "--kv-heads", "4", "--ffn", "5632"]
+    args += ["--vocab", "32000", "--seq-len", "4096", "--gpu", "h100-sxm", "--tp", "2", "--gbs", "64"]
+    d = _json([*args, "--json", "--recompute", "full", "--zero", "3"])
+    assert set(d) >= STEP_KEYS
+    assert d["hfu"] > d["mfu"]  # full recomputation
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0 and "Step time" in r.stdout and "dp comm exposed" in r.stdout
+
+
+def test_step_model_file(tmp_path):
+    f = tmp_path / "arch.yaml"
+    f.write_text("name: mine\nhidden: 1024\nlayers: 8\nheads: 16\nvocab: 32000\nseq_len: 1024\n")
+    d = _json(["step", "--model", str(f), "--gbs", "32", "--json"])
+    assert d["model"] == "mine"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("hidden: 1024\nlayers: 8\nheads: 16\nvocab: 32000\nseq_len: 1024\nwidth: 3\n")
+    _bad(["step", "--model", str(bad), "--gbs", "32"], "model.width")
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["--model", "gpt3-175b", "--tp", "7", "--nodes", "64"], ["layout.tp", "7"]),
+        (["--model", "gpt3-175b", "--pp", "5", "--nodes", "64"], ["layout.pp"]),
+        (["--model", "gpt3-175b", "--gbs", "100", "--nodes", "64"], ["layout.gbs", "100"]),
+        (["--model", "gpt3-175b", "--recompute", "sometimes"], ["layout.recompute", "sometimes"]),
+        (["--model", "gpt3-175b", "--zero", "4"], ["layout.zero", "4"]),
+        (["--model", "gpt3-175b", "--gpu", "tpu-v9"], ["gpu", "tpu-v9"]),
+        (["--model", "no-such-model"], ["no-such-model"]),
+        (["--hidden", "1024", "--layers", "4"], ["--heads", "--vocab", "--seq-len"]),
+        (["--hidden", "1000", "--layers", "4", "--heads", "7", "--vocab", "10", "--seq-len", "8"], ["heads"]),
+        (["--model", "gpt3-175b", "--precision", "fp4"], ["precision", "fp4"]),
+        (["--model", "gpt3-175b", "--nodes", "0"], ["cluster.nodes", "0"]),
+    ],
+)
+def test_step_bad_input(args, needles):
+    _bad(["step", *args], *needles)
+
+
+def test_plan_bloom_json():
+    d = _json(["plan", *BLOOM_FLAGS, "--top", "5", "--json"])
+    assert d["n_gpus"] == 384 and abs(d["params_b"] - 176) < 1
+    assert len(d["layouts"]) == 5
+    times = [r["step_time_s"] for r in d["layouts"]]
+    assert times == sorted(times)
+    for r in d["layouts"]:
+        assert set(r) >= STEP_KEYS
+        assert r["fits"]
+    assert d["rejected"]["does not fit in GPU memory"] > 0
+
+
+def test_plan_text_and_reverse_question():
+    r = runner.invoke(app, ["plan", *BLOOM_FLAGS, "--top", "3"])
+    assert r.exit_code == 0 and "Rejected" in r.stdout
+    d = _json(["plan", "--target-params-b", "7", "--nodes", "4", "--gbs", "512", "--top", "3", "--json"])
+    assert d["shapes"] and d["shapes_searched"] >= len(d["shapes"])
+    per_token = [s["seconds_per_token"] for s in d["shapes"]]
+    assert per_token == sorted(per_token)
+    assert all(abs(s["params_b"] / 7 - 1) <= 0.1 for s in d["shapes"])
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["--gbs", "0"], ["must be ≥ 1"]),
+        (["--top", "0"], ["must be ≥ 1"]),
+        (["--precision", "int3"], ["precision", "int3"]),
+        (["--target-params-b", "-1"], ["target-params-b"]),
+    ],
+)
+def test_plan_bad_input(args, needles):
+    _bad(["plan", "--model", "gpt2", *args], *needles)
+
+
+def test_collective_matches_the_formula():
+    d = _json(
+        [
+            "collective",
+            "--op",
+            "allreduce",
+            "--ranks",
+            "8",
+            "--size-mb",
+            "1000",
+            "--fabric",
+            "nvlink3",
+            "--json",
+        ]
+    )
+    from dtsim import catalog
+
+    f = catalog.fabrics()["nvlink3"]
+    assert d["time_s"] == pytest.approx(
+        float(coll.ring_allreduce_time(8, 1e9, f.bus_bytes_per_s, f.latency_s))
+    )
+    assert d["bytes_sent_per_rank"] == pytest.approx(2 * 7 / 8 * 1e9)
+    for op in ("reduce-scatter", "all-gather", "broadcast", "p2p", "all-to-all"):
+        assert _json(["collective", "--op", op, "--json"])["time_s"] > 0
+    tree = _json(
+        ["collective", "--algorithm", "tree", "--bandwidth-gbs", "10", "--latency-us", "5", "--json"]
+    )
+    assert tree["time_s"] == pytest.approx(2 * 3 * 5e-6 + 2 * 1e9 / 10e9)
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["--op", "gossip"], ["op", "gossip"]),
+        (["--algorithm", "butterfly"], ["algorithm", "butterfly"]),
+        (["--ranks", "0"], ["ranks"]),
+        (["--size-mb", "-5"], ["size-mb"]),
+        (["--fabric", "carrier-pigeon"], ["fabric", "carrier-pigeon"]),
+        (["--bandwidth-gbs", "0"], ["bandwidth-gbs"]),
+    ],
+)
+def test_collective_bad_input(args, needles):
+    _bad(["collective", *args], *needles)
+
+
+def test_fabric_thesis_defaults():
+    d = _json(["fabric", "--json"])
+    assert d["peak_flop_s"] == pytest.approx(1.8e22)
+    assert d["min_bandwidth_bits_s"] / 1e15 == pytest.approx(5.1, abs=0.05)
+    r = runner.invoke(app, ["fabric"])
+    assert r.exit_code == 0 and "Pbit/s" in r.stdout
+    # no room left in the budget: an explicit answer, not a NaN or a negative bandwidth
+    d = _json(["fabric", "--sync-budget-ms", "10", "--json"])
+    assert d["min_bandwidth_bits_s"] is None
+    r = runner.invoke(app, ["fabric", "--sync-budget-ms", "10"])
+    assert "no bandwidth suffices" in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["--datacenters", "0"], ["datacenters", "0"]),
+        (["--ring-km", "-1"], ["ring-km"]),
+        (["--hop-us", "-1"], ["hop-us"]),
+        (["--network-fraction", "1.5"], ["network-fraction"]),
+        (["--sync-budget-ms", "0"], ["sync-budget-ms"]),
+        (["--params-t", "nan"], ["params-t"]),
+    ],
+)
+def test_fabric_bad_input(args, needles):
+    _bad(["fabric", *args], *needles)

@@ -1,0 +1,496 @@
+"""The datacenter model: closed forms of seeds 001/003, collectives, GEMMs, step time, the planner,
+its validation against measured runs, and its properties (issue 4)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from dtsim import catalog
+from dtsim.analysis import dc_validation as val
+from dtsim.assumptions import Assumptions
+from dtsim.datacenter import (
+    Cluster,
+    Layout,
+    Workload,
+    evaluate,
+    layout_arrays,
+    resolve_hardware,
+    step,
+)
+from dtsim.errors import ScenarioError
+from dtsim.physics import collectives as coll
+from dtsim.physics import dataparallel as dpx
+from dtsim.physics.fabric import plan_fabric
+from dtsim.physics.gemm import gemm_time
+from dtsim.planner.layouts import PlanOptions, plan, shapes_near
+from dtsim.transformer import Architecture, count_params, get_architecture
+
+SETTINGS = settings(
+    max_examples=int(os.environ.get("DTSIM_HYPOTHESIS_EXAMPLES", "200")),
+    deadline=None,
+    derandomize=os.environ.get("DTSIM_HYPOTHESIS_RANDOM") is None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+# --- thesis (seed 001) chapter 3 and 5 numbers ------------------------------------------------------------
+
+
+def test_distilgpt2_gradient_and_bytes_per_rank():
+    grads = count_params(get_architecture("distilgpt2")).total * 4  # FP32
+    assert round(grads / 1e6) == 328  # seed 001 §5.1.1: ≈ 328 MB
+    assert round(float(coll.allreduce_bytes_per_rank(2, grads)) / 1e6) == 328  # eq. 5.1, N = 2
+    # N = 4: 2·3/4·S = 491.5 MB exactly; the thesis multiplies its rounded 328 MB by 1.5 → 492 MB
+    assert float(coll.allreduce_bytes_per_rank(4, grads)) == pytest.approx(492e6, rel=0.002)
+    assert float(coll.allreduce_bytes_per_rank(4, 328e6)) == pytest.approx(492e6)
+    assert float(coll.ring_event_bytes(4, grads)) == pytest.approx(6 * grads)  # eq. 3.18
+
+
+def test_thesis_ring_time_and_propagation():
+    # eq. 3.19 by hand: N = 4, S = 328 MB, BW = 1.25 GB/s, T_prop = 5 µs: 3·(5e-6 + 0.0656) s
+    assert float(coll.thesis_ring_time(4, 328e6, 1.25e9, 5e-6)) == pytest.approx(0.196815)
+    assert float(coll.propagation_delay(4800)) == pytest.approx(0.024)  # 5 µs/km (eq. 3.9)
+
+
+def test_thesis_scale_across_scenario():
+    """Seed 001 §3.2–3.4: 10 GW over 23 datacenters, 200 kW / 360 PFLOPS pods, a 72T-parameter
+    model in 16 bits, 250 ms synchronisation budget over a 4,800 km ring with 28 µs hops."""
+    p = plan_fabric(
+        cluster_power_w=10e9,
+        datacenters=23,
+        pod_power_w=200e3,
+        pod_peak_flop_s=360e15,
+        parameters=72e12,
+        tokens=2000e12,
+        bits_per_param=16,
+        train_days=100,
+        network_fraction=0.05,
+        ring_km=4800,
+        hop_latency_s=28e-6,
+        critical_batch_k=25.27,
+        trays_per_rack=18,
+        ports_per_tray=4,
+        port_bits_s=400e9,
+        sync_budget_s=0.25,
+    )
+    assert p.pods == pytest.approx(50_000)
+    assert p.peak_flop_s == pytest.approx(1.8e22)
+    assert p.gradient_bits == pytest.approx(1.152e15)
+    assert p.min_bandwidth_bits_s / 1e15 == pytest.approx(5.1, abs=0.05)  # eq. 3.14: ≈ 5.1 Pbit/s
+    assert p.rack_bandwidth_bits_s == pytest.approx(28.8e12)
+    # A budget smaller than the latency leaves no room: infinite bandwidth, never negative or NaN.
+    q = plan_fabric(
+        10e9, 23, 200e3, 360e15, 72e12, 2000e12, 16, 100, 0.05, 4800, 28e-6, 25.27, 18, 4, 400e9, 0.02
+    )
+    assert q.min_bandwidth_bits_s == math.inf
+
+
+def test_seed003_worked_example():
+    # H100 F = 2e15 FLOP/s, NVLink β = 900 GB/s, FP16: b > 10^6 / 675 ≈ 1,500
+    b = dpx.critical_local_batch(2e15, 900e9, 2.0)
+    assert b == pytest.approx(1e6 / 675)
+    assert 1400 < b < 1600
+    assert float(dpx.compute_comm_ratio(1000, 2e15, 900e9)) == pytest.approx(0.675)
+
+
+def test_seed003_scaling_and_accumulation():
+    assert dpx.weak_scaling_efficiency(3.0, 1.0) == pytest.approx(0.75)
+    # strong: T_c(1) = 8, P = 4, T_r = 1 → 8 / (4·(2 + 1)) = 2/3
+    assert dpx.strong_scaling_efficiency(8.0, 4, 1.0) == pytest.approx(2 / 3)
+    # accumulation: A = 4, T_c = 1, T_r = 1 → (4 + 4) / (4 + 1) = 1.6
+    assert float(dpx.accumulation_speedup(4, 1.0, 1.0)) == pytest.approx(1.6)
+    # bucketed overlap: 4 buckets of a 1 s reduction under a 2 s backward: only the last bucket shows
+    assert float(dpx.exposed_bucketed_allreduce(1.0, 2.0, 4)) == pytest.approx(0.25)
+    # a reduction longer than the backward pass leaves the excess exposed
+    assert float(dpx.exposed_bucketed_allreduce(5.0, 2.0, 4)) == pytest.approx(5.0 - 1.5)
+
+
+# --- α-β collectives ----------------------------------------------------------------------------------------
+
+
+def test_collectives_hand_computed():
+    n, size, bw, alpha = 8, 1e9, 100e9, 10e-6
+    ring = 2 * 7 * alpha + 2 * 7 / 8 * size / bw
+    assert float(coll.ring_allreduce_time(n, size, bw, alpha)) == pytest.approx(ring)
+    assert float(coll.ring_allreduce_time(n, size, bw, alpha, bidirectional=True)) == pytest.approx(
+        2 * 7 * alpha + 7 / 8 * size / bw
+    )
+    assert float(coll.tree_allreduce_time(n, size, bw, alpha)) == pytest.approx(2 * 3 * alpha + 2 * size / bw)
+    assert float(coll.reduce_scatter_time(n, size, bw, alpha)) == pytest.approx(7 * alpha + 7 / 8 * size / bw)
+    assert float(coll.all_gather_time(n, size, bw, alpha)) == float(
+        coll.reduce_scatter_time(n, size, bw, alpha)
+    )
+    assert float(coll.broadcast_time(n, size, bw, alpha)) == pytest.approx(3 * alpha + size / bw)
+    assert float(coll.p2p_time(size, bw, alpha)) == pytest.approx(alpha + size / bw)
+    assert float(coll.ring_allreduce_time(1, size, bw, alpha)) == 0.0
+    # reduce-scatter + all-gather is the ring all-reduce
+    assert 2 * float(coll.reduce_scatter_time(n, size, bw, alpha)) == pytest.approx(ring)
+
+
+def test_hierarchical_allreduce():
+    size = 1e9
+    intra, inter = (8, 200e9, 5e-6), (4, 20e9, 20e-6)
+    expected = 2 * float(coll.reduce_scatter_time(8, size, 200e9, 5e-6)) + float(
+        coll.ring_allreduce_time(4, size / 8, 20e9, 20e-6)
+    )
+    assert float(coll.hierarchical_allreduce_time(size, [intra, inter])) == pytest.approx(expected)
+    # cheaper than a flat ring over the slow fabric
+    assert expected < float(coll.ring_allreduce_time(32, size, 20e9, 20e-6))
+
+
+def test_fabric_efficiencies_come_from_the_nccl_measurements():
+    """Bus bandwidth as a fraction of the wire rate, from the NCCL rows of measured_runs.csv."""
+    import csv
+
+    from tests.oracle.mapping import REFERENCE
+
+    with open(REFERENCE / "measured_runs.csv", newline="") as fh:
+        rows = {r["id"]: r for r in csv.DictReader(fh)}
+
+    def busbw(row_id):
+        return float(rows[row_id]["measured_value"].split()[0])
+
+    f = catalog.fabrics()
+    assert f["nvlink3"].efficiency == pytest.approx(busbw("NCCL-A100x8") / 300, abs=1e-3)
+    assert f["ib-hdr"].efficiency == pytest.approx(busbw("NCCL-DGXA100-multi") / (8 * 25), abs=1e-3)
+    assert f["ib-ndr"].efficiency == pytest.approx(busbw("NCCL-B200-4node") / (8 * 50), abs=1e-3)
+    for name, fab in f.items():
+        assert 0 < fab.efficiency <= 1 and fab.latency_s >= 0, name
+
+
+# --- GEMMs on one GPU ---------------------------------------------------------------------------------------
+
+
+def test_gemm_big_shape_is_compute_bound_near_sustained_peak():
+    m = catalog.gpus()["a100-80gb"].micro
+    d = 8192
+    t = float(gemm_time(d, d, d, m, 16))
+    sustained = m.peak_flop_s(16) * m.clock_derate
+    assert 2 * d**3 / t == pytest.approx(sustained, rel=0.05)
+
+
+def test_gemm_small_shape_pays_latency_and_bandwidth():
+    m = catalog.gpus()["a100-80gb"].micro
+    t = float(gemm_time(64, 64, 64, m, 16))
+    assert t >= m.matmul_latency_s
+    # a skinny GEMM (b = 1) is memory-bound: far below the arithmetic peak
+    d = 8192
+    assert 2 * d * d / float(gemm_time(d, d, 1, m, 16)) < 0.1 * m.peak_flop_s(16)
+
+
+def test_wave_quantization_penalises_hidden_not_divisible_by_sms():
+    """BLOOM's team saw throughput drop when h/TP leaves a partial wave (Scao et al. 2022)."""
+    m = catalog.gpus()["a100-80gb"].micro
+    # 108 SMs: 108 output tiles of 128×128 make one full wave; one tile more needs a second wave.
+    full = float(gemm_time(108 * 128, 8192, 128, m, 16))
+    ragged = float(gemm_time(109 * 128, 8192, 128, m, 16))
+    assert ragged / full > 1.5
+
+
+# --- step time ----------------------------------------------------------------------------------------------
+
+
+def _gpt3_workload(**layout):
+    base = {"tp": 8, "pp": 8, "mbs": 1, "gbs": 1536, "recompute": "selective", "sequence_parallel": True}
+    base.update(layout)
+    return Workload(model="gpt3-175b", cluster=Cluster(gpu="a100-80gb", nodes=64), layout=Layout(**base))
+
+
+def test_step_fields_and_breakdown_sum():
+    r = step(_gpt3_workload())
+    assert r.fits and 0 < r.mfu < r.hfu < 1
+    assert set(r.breakdown_s) == {
+        "forward",
+        "backward",
+        "recompute",
+        "bubble",
+        "tp_comm",
+        "pp_comm",
+        "dp_comm_exposed",
+        "optimizer",
+    }
+    assert sum(r.breakdown_s.values()) == pytest.approx(r.step_time_s, rel=1e-9)
+    assert r.model_tflops_per_gpu == pytest.approx(
+        r.model_flop_per_step / r.step_time_s / r.n_gpus / 1e12, rel=1e-12
+    )
+    assert r.layout["dp"] == 512 // 64
+
+
+def test_recompute_costs_time_and_saves_memory():
+    none = step(_gpt3_workload(recompute="none", sequence_parallel=False, flash_attention=False))
+    full = step(_gpt3_workload(recompute="full", sequence_parallel=False, flash_attention=False))
+    assert full.step_time_s > none.step_time_s
+    assert full.memory_per_gpu_gb < none.memory_per_gpu_gb
+    assert full.hfu / full.mfu == pytest.approx(
+        full.hardware_flop_per_step / full.model_flop_per_step, rel=1e-9
+    )
+
+
+def test_interleaving_shrinks_the_bubble():
+    plain = step(_gpt3_workload(gbs=128, vpp=1))
+    inter = step(_gpt3_workload(gbs=128, vpp=3, schedule="interleaved"))
+    assert inter.breakdown_s["bubble"] < plain.breakdown_s["bubble"]
+
+
+def test_layout_errors_name_the_field():
+    with pytest.raises(ScenarioError) as exc:
+        step(_gpt3_workload(tp=7))
+    fields = [p[0] for p in exc.value.problems]
+    assert "layout.tp" in fields and "layout.dp" in fields
+    with pytest.raises(ScenarioError) as exc:
+        step(_gpt3_workload(pp=5))
+    assert "layout.pp" in [p[0] for p in exc.value.problems]
+    with pytest.raises(ScenarioError) as exc:
+        step(_gpt3_workload(gbs=100))
+    assert "layout.gbs" in [p[0] for p in exc.value.problems]
+    with pytest.raises(ValueError, match="gpu = 'no-such-gpu': needs micro-architecture constants"):
+        Cluster(gpu="no-such-gpu")
+
+
+def test_every_modelled_gpu_gives_a_finite_step():
+    small = Architecture(name="t", hidden=1024, layers=8, heads=16, vocab=32000, seq_len=2048)
+    for gpu, g in catalog.gpus().items():
+        if g.micro is None:
+            continue
+        r = step(Workload(model=small, cluster=Cluster(gpu=gpu, nodes=1), layout=Layout(tp=2, gbs=64)))
+        assert math.isfinite(r.step_time_s) and r.step_time_s > 0, gpu
+        assert 0 < r.mfu < 1, gpu
+
+
+# --- the planner --------------------------------------------------------------------------------------------
+
+BLOOM_SHAPE = {"hidden": 14336, "layers": 70, "heads": 112, "vocab": 250_680, "seq_len": 2048}
+
+
+def test_plan_bloom_176b_on_48_nodes():
+    """Issue 4 item 3: a 176B GPT on 48 × 8 A100-80GB, global batch 2048: valid layouts ranked by
+    seconds per iteration with memory per GPU. (Its speed, far under the issue's 10 s, is measured by
+    benchmarks/plan_speed.py, not asserted here.)"""
+    a = get_architecture({"name": "gpt-176b", **BLOOM_SHAPE})
+    cluster = Cluster(gpu="a100-80gb", nodes=48, gpus_per_node=8)
+    p = plan(a, cluster, PlanOptions(gbs=2048), top=10)
+    assert len(p.ranked) == 10
+    times = [r["step_time_s"] for r in p.ranked]
+    assert times == sorted(times)
+    cap = catalog.gpus()["a100-80gb"].memory_gb
+    for r in p.ranked:
+        lay = r["layout"]
+        assert lay["dp"] * lay["tp"] * lay["pp"] * lay["cp"] == 384
+        assert 112 % lay["tp"] == 0
+        slots = 70 + (2 if lay["embedding_stages"] == "balanced" else 0)
+        assert slots % (lay["pp"] * lay["vpp"]) == 0
+        assert 2048 % (lay["dp"] * lay["mbs"]) == 0
+        assert r["fits"] and 0 < r["memory_per_gpu_gb"] <= cap
+        assert 0 < r["mfu"] < 1
+    assert p.rejected["does not fit in GPU memory"] > 0
+    assert p.rejected["tensor parallel does not divide heads"] > 0
+    # The planner's evaluation and `dtsim step` are one model: same numbers for the winner.
+    best = p.ranked[0]
+    lay = {k: v for k, v in best["layout"].items()}
+    one = step(Workload(model=a, cluster=cluster, layout=Layout(**lay)))
+    assert one.step_time_s == pytest.approx(best["step_time_s"], rel=1e-9)
+    assert one.memory_per_gpu_gb == pytest.approx(best["memory_per_gpu_gb"], rel=1e-9)
+
+
+def test_plan_batch_ramp_constraint():
+    a = get_architecture("megatron-7.5b")
+    cluster = Cluster(gpu="a100-80gb", nodes=4)
+    p = plan(a, cluster, PlanOptions(gbs=512, dp_multiple=4), top=50)
+    assert p.ranked and all(r["layout"]["dp"] % 4 == 0 for r in p.ranked)
+    assert p.rejected["batch-ramp constraint"] > 0
+
+
+def test_shapes_near_target():
+    shapes = shapes_near(7e9, 50257, 2048)
+    assert shapes
+    for a in shapes:
+        assert abs(count_params(a).total / 7e9 - 1) <= 0.1
+        assert a.hidden % a.heads == 0
+
+
+# --- validation against measured runs (issue 4 item 2) ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def validation_rows():
+    return val.results()
+
+
+def test_median_error_on_measured_runs(validation_rows):
+    s = val.summary(validation_rows)
+    assert s["MCORE24"]["role"] == "check"
+    assert s["MEG21"]["runs"] == 10 and s["KOR22"]["runs"] == 5 and s["MCORE24"]["runs"] == 9
+    assert s["MCORE24"]["median_abs_error"] <= 0.10
+    assert s["MEG21"]["median_abs_error"] <= 0.10
+    assert s["KOR22"]["median_abs_error"] <= 0.10
+
+
+def test_measured_runs_match_the_csv():
+    """Every transcribed run carries the csv's measured value (MCORE24 TFLOP/s before the slash)."""
+    import csv
+
+    from tests.oracle.mapping import REFERENCE
+
+    with open(REFERENCE / "measured_runs.csv", newline="") as fh:
+        csv_rows = {r["id"]: r for r in csv.DictReader(fh)}
+    for run in val.load_runs():
+        raw = csv_rows[run.id]["measured_value"].split("/")[0].strip()
+        if run.group == "KOR22":
+            continue  # stored as MFU × 312 (see the group's assumptions); checked below
+        assert float(raw) == pytest.approx(run.measured), run.id
+    kor = [r for r in val.load_runs() if r.group == "KOR22"]
+    assert kor and all(r.measured / 312 < 0.7 for r in kor)
+
+
+def test_calibration_file_is_the_fit_of_the_calibration_groups():
+    runs = val.load_runs()
+    stored = catalog.calibration()
+    assert set(stored) == {"ampere"}  # only generations with calibration runs; H100 (check) is not fitted
+    value, rms = val.fit_clock_derate(runs, "ampere")
+    assert stored["ampere"]["clock_derate"] == pytest.approx(value, abs=1e-3)
+    assert stored["ampere"]["rms_log_error"] == pytest.approx(rms, abs=1e-3)
+    fitted_on = set(stored["ampere"]["fitted_on"])
+    assert fitted_on == {r.id for r in runs if r.role == "calibration"}
+    assert not any(i.startswith("MCORE24") for i in fitted_on)
+
+
+def test_fit_is_a_minimum_and_identifiable():
+    """The fitted derate minimises the calibration loss: moving it 5% either way raises the RMS log
+    error, and the fit lands on seed 002's empirical A100 value (0.85, gpu_presets.json) within 0.02."""
+    runs = [r for r in val.load_runs() if r.role == "calibration"]
+    best, _ = val.fit_clock_derate(runs, "ampere")
+
+    def rms(d):
+        return math.sqrt(
+            sum(math.log(val.predict(r, clock_derate=d) / r.measured) ** 2 for r in runs) / len(runs)
+        )
+
+    assert rms(best) < rms(best * 0.95) and rms(best) < rms(best * 1.05)
+    assert best == pytest.approx(catalog.gpus()["a100-80gb"].micro.clock_derate, abs=0.02)
+
+
+# --- properties (issue 4 item 4) ----------------------------------------------------------------------------
+
+
+@st.composite
+def layouts(draw):
+    heads = draw(st.sampled_from([8, 16, 32, 64]))
+    head_dim = draw(st.sampled_from([64, 128]))
+    layers = draw(st.sampled_from([4, 8, 12, 24, 32]))
+    a = Architecture(
+        name="p",
+        hidden=heads * head_dim,
+        layers=layers,
+        heads=heads,
+        vocab=draw(st.sampled_from([32000, 50257, 128256])),
+        seq_len=draw(st.sampled_from([512, 2048, 4096])),
+        kv_heads=draw(st.sampled_from([None, heads // 4])),
+        ffn_type=draw(st.sampled_from(["gelu", "swiglu"])),
+    )
+    tp = draw(st.sampled_from([t for t in (1, 2, 4, 8) if heads % t == 0 and a.n_kv % t == 0]))
+    pp = draw(st.sampled_from([p for p in (1, 2, 4) if layers % p == 0]))
+    dp = draw(st.sampled_from([1, 2, 4, 8, 16]))
+    mbs = draw(st.sampled_from([1, 2, 4]))
+    m = draw(st.integers(1, 64))
+    lay = {
+        "dp": dp,
+        "tp": tp,
+        "pp": pp,
+        "vpp": 1,
+        "cp": 1,
+        "ep": 1,
+        "sp": draw(st.booleans()) and tp > 1,
+        "mbs": mbs,
+        "gbs": dp * mbs * m,
+        "zero": draw(st.integers(0, 3)),
+        "recompute": draw(st.integers(0, 2)),
+        "schedule": draw(st.integers(0, 3)),
+        "overlap_grad": draw(st.booleans()),
+        "overlap_tp": draw(st.booleans()),
+        "flash": draw(st.booleans()),
+        "balanced": False,
+    }
+    gpu = draw(st.sampled_from(["v100", "a100-80gb", "h100-sxm", "b200"]))
+    n = dp * tp * pp
+    gpn = min(8, n)
+    cluster = Cluster(gpu=gpu, nodes=max(1, n // gpn), gpus_per_node=gpn)
+    return a, cluster, lay
+
+
+def _eval(a, cluster, lay, hw=None, **asm):
+    hw = hw or resolve_hardware(cluster, "bf16")
+    return {k: float(np.asarray(v)) for k, v in evaluate(a, hw, lay, Assumptions(asm), a.seq_len).items()}
+
+
+@SETTINGS
+@given(layouts(), st.floats(1.0, 100.0), st.sampled_from(["intra", "inter", "both"]))
+def test_faster_link_never_slows_a_step(case, factor, which):
+    a, cluster, lay = case
+    hw = resolve_hardware(cluster, "bf16")
+    faster = hw
+    if which in ("intra", "both"):
+        faster = dataclasses.replace(
+            faster, intra_bw=faster.intra_bw * factor, intra_alpha=faster.intra_alpha / factor
+        )
+    if which in ("inter", "both"):
+        faster = dataclasses.replace(
+            faster, inter_bw=faster.inter_bw * factor, inter_alpha=faster.inter_alpha / factor
+        )
+    before = _eval(a, cluster, lay, hw)["step_time_s"]
+    after = _eval(a, cluster, lay, faster)["step_time_s"]
+    assert after <= before * (1 + 1e-12)
+
+
+@SETTINGS
+@given(layouts(), st.integers(1, 64))
+def test_more_micro_batches_never_grow_the_gpipe_bubble_fraction(case, extra):
+    a, cluster, lay = case
+    lay = {**lay, "schedule": 0}
+    more = {**lay, "gbs": lay["gbs"] + extra * lay["dp"] * lay["mbs"]}
+    r1, r2 = _eval(a, cluster, lay), _eval(a, cluster, more)
+    assert r2["bubble_fraction"] <= r1["bubble_fraction"] + 1e-12
+    # and the bubble's share of the step time shrinks too
+    assert r2["bubble"] / r2["step_time_s"] <= r1["bubble"] / r1["step_time_s"] + 1e-12
+
+
+@SETTINGS
+@given(layouts(), st.integers(0, 2))
+def test_memory_never_rises_with_a_higher_zero_stage(case, stage):
+    a, cluster, lay = case
+    lower = _eval(a, cluster, {**lay, "zero": stage})["memory_per_gpu_gb"]
+    higher = _eval(a, cluster, {**lay, "zero": stage + 1})["memory_per_gpu_gb"]
+    assert higher <= lower * (1 + 1e-12)
+
+
+@SETTINGS
+@given(layouts())
+def test_step_outputs_are_finite_and_consistent(case):
+    a, cluster, lay = case
+    assume(lay["dp"] * lay["tp"] * lay["pp"] >= 1)
+    r = _eval(a, cluster, lay)
+    for k, v in r.items():
+        assert math.isfinite(v), k
+    parts = (
+        "forward",
+        "backward",
+        "recompute",
+        "bubble",
+        "tp_comm",
+        "pp_comm",
+        "dp_comm_exposed",
+        "optimizer",
+    )
+    assert sum(r[k] for k in parts) == pytest.approx(r["step_time_s"], rel=1e-9)
+    assert 0 < r["mfu"] <= r["hfu"] + 1e-12
+    assert r["hfu"] < 1.0
+
+
+def test_layout_arrays_defaults_dp():
+    col = layout_arrays(Layout(tp=2, pp=2, gbs=64), 32)
+    assert col["dp"] == 8
