@@ -21,6 +21,20 @@ ModelOpt = Annotated[
 ]
 
 
+HiddenOpt = Annotated[int | None, typer.Option(help="Hidden size.")]
+LayersOpt = Annotated[int | None, typer.Option(help="Transformer layers.")]
+HeadsOpt = Annotated[int | None, typer.Option(help="Attention heads.")]
+KvHeadsOpt = Annotated[int | None, typer.Option("--kv-heads", help="Key/value heads (GQA/MQA).")]
+FfnOpt = Annotated[int | None, typer.Option(help="FFN size.")]
+FfnTypeOpt = Annotated[str | None, typer.Option("--ffn-type", help="gelu | swiglu.")]
+VocabOpt = Annotated[int | None, typer.Option(help="Vocabulary size.")]
+SeqLenOpt = Annotated[int | None, typer.Option("--seq-len", help="Sequence length.")]
+GpuOpt = Annotated[str, typer.Option(help="GPU id (catalog with micro-architecture constants).")]
+NodesOpt = Annotated[int, typer.Option(help="Nodes.")]
+GpusPerNodeOpt = Annotated[int, typer.Option("--gpus-per-node", help="GPUs per node.")]
+SHAPE_FLAGS = ("hidden", "layers", "heads", "kv_heads", "ffn", "ffn_type", "vocab", "seq_len")
+
+
 def _build(cls, fields: dict[str, Any], prefix: str = ""):
     try:
         return cls(**fields)
@@ -58,21 +72,37 @@ def resolve_model(model: str | None, shape: dict[str, Any]):
     return _build(Architecture, {"name": "custom", **given}, "model.")
 
 
+def layout_label(lay: dict[str, Any]) -> str:
+    """A compact one-line layout: dp·tp·pp(·vpp) with the switches that differ from the defaults."""
+    parts = [f"dp{lay['dp']} tp{lay['tp']} pp{lay['pp']}" + (f" v{lay['vpp']}" if lay["vpp"] > 1 else "")]
+    if lay.get("cp", 1) > 1:
+        parts.append(f"cp{lay['cp']}")
+    if lay.get("ep", 1) > 1:
+        parts.append(f"ep{lay['ep']}")
+    parts.append(f"mbs{lay['mbs']} zero{lay['zero']} rc:{lay['recompute']}")
+    if lay["sequence_parallel"]:
+        parts.append("sp")
+    parts.append(lay["schedule"])
+    if lay["embedding_stages"] == "balanced":
+        parts.append("emb-balanced")
+    return " ".join(parts)
+
+
 def register(app: typer.Typer, fail) -> None:
     @app.command()
     def step(
         model: ModelOpt = None,
-        hidden: Annotated[int | None, typer.Option(help="Hidden size.")] = None,
-        layers: Annotated[int | None, typer.Option(help="Transformer layers.")] = None,
-        heads: Annotated[int | None, typer.Option(help="Attention heads.")] = None,
-        kv_heads: Annotated[int | None, typer.Option("--kv-heads", help="Key/value heads (GQA).")] = None,
-        ffn: Annotated[int | None, typer.Option(help="FFN size.")] = None,
-        ffn_type: Annotated[str | None, typer.Option("--ffn-type", help="gelu | swiglu.")] = None,
-        vocab: Annotated[int | None, typer.Option(help="Vocabulary size.")] = None,
-        seq_len: Annotated[int | None, typer.Option("--seq-len", help="Sequence length.")] = None,
-        gpu: Annotated[str, typer.Option(help="GPU id.")] = "a100-80gb",
-        nodes: Annotated[int, typer.Option(help="Nodes.")] = 1,
-        gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="GPUs per node.")] = 8,
+        hidden: HiddenOpt = None,
+        layers: LayersOpt = None,
+        heads: HeadsOpt = None,
+        kv_heads: KvHeadsOpt = None,
+        ffn: FfnOpt = None,
+        ffn_type: FfnTypeOpt = None,
+        vocab: VocabOpt = None,
+        seq_len: SeqLenOpt = None,
+        gpu: GpuOpt = "a100-80gb",
+        nodes: NodesOpt = 1,
+        gpus_per_node: GpusPerNodeOpt = 8,
         dp: Annotated[int | None, typer.Option(help="Data parallel (default: the rest).")] = None,
         tp: Annotated[int, typer.Option(help="Tensor parallel.")] = 1,
         pp: Annotated[int, typer.Option(help="Pipeline parallel.")] = 1,
@@ -107,19 +137,7 @@ def register(app: typer.Typer, fail) -> None:
         from dtsim.datacenter import step as run_step
 
         try:
-            arch = resolve_model(
-                model,
-                {
-                    "hidden": hidden,
-                    "layers": layers,
-                    "heads": heads,
-                    "kv_heads": kv_heads,
-                    "ffn": ffn,
-                    "ffn_type": ffn_type,
-                    "vocab": vocab,
-                    "seq_len": seq_len,
-                },
-            )
+            arch = resolve_model(model, {k: v for k, v in locals().items() if k in SHAPE_FLAGS})
             cluster = _build(
                 Cluster, {"gpu": gpu, "nodes": nodes, "gpus_per_node": gpus_per_node}, "cluster."
             )
@@ -181,17 +199,17 @@ def register(app: typer.Typer, fail) -> None:
     @app.command()
     def plan(
         model: ModelOpt = None,
-        hidden: Annotated[int | None, typer.Option(help="Hidden size.")] = None,
-        layers: Annotated[int | None, typer.Option(help="Transformer layers.")] = None,
-        heads: Annotated[int | None, typer.Option(help="Attention heads.")] = None,
-        kv_heads: Annotated[int | None, typer.Option("--kv-heads", help="Key/value heads.")] = None,
-        ffn: Annotated[int | None, typer.Option(help="FFN size.")] = None,
-        ffn_type: Annotated[str | None, typer.Option("--ffn-type", help="gelu | swiglu.")] = None,
-        vocab: Annotated[int | None, typer.Option(help="Vocabulary size.")] = None,
-        seq_len: Annotated[int | None, typer.Option("--seq-len", help="Sequence length.")] = None,
-        gpu: Annotated[str, typer.Option(help="GPU id.")] = "a100-80gb",
-        nodes: Annotated[int, typer.Option(help="Nodes.")] = 1,
-        gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="GPUs per node.")] = 8,
+        hidden: HiddenOpt = None,
+        layers: LayersOpt = None,
+        heads: HeadsOpt = None,
+        kv_heads: KvHeadsOpt = None,
+        ffn: FfnOpt = None,
+        ffn_type: FfnTypeOpt = None,
+        vocab: VocabOpt = None,
+        seq_len: SeqLenOpt = None,
+        gpu: GpuOpt = "a100-80gb",
+        nodes: NodesOpt = 1,
+        gpus_per_node: GpusPerNodeOpt = 8,
         gbs: Annotated[int, typer.Option(help="Global batch size (sequences).")] = 512,
         top: Annotated[int, typer.Option(help="How many layouts to list.")] = 10,
         dp_multiple: Annotated[
@@ -289,23 +307,11 @@ def register(app: typer.Typer, fail) -> None:
                         f"{r['params_b']:.1f}",
                         f"{r['seconds_per_token'] * 1e6:.3f}",
                         f"{r['mfu']:.1%}",
-                        f"dp{lay['dp']} tp{lay['tp']} pp{lay['pp']} mbs{lay['mbs']}",
+                        layout_label(lay),
                     )
                 Console().print(t)
                 return
-            arch = resolve_model(
-                model,
-                {
-                    "hidden": hidden,
-                    "layers": layers,
-                    "heads": heads,
-                    "kv_heads": kv_heads,
-                    "ffn": ffn,
-                    "ffn_type": ffn_type,
-                    "vocab": vocab,
-                    "seq_len": seq_len,
-                },
-            )
+            arch = resolve_model(model, {k: v for k, v in locals().items() if k in SHAPE_FLAGS})
             result = run_plan(arch, cluster, opt, top=top)
         except ScenarioError as exc:
             fail(exc)
@@ -329,37 +335,17 @@ def register(app: typer.Typer, fail) -> None:
             f"{result.searched:,} layouts searched in {result.seconds:.2f} s"
         )
         t = Table(title="Fastest layouts that fit", title_justify="left")
-        for col in (
-            "#",
-            "s/iter",
-            "TFLOP/s/GPU",
-            "MFU",
-            "mem GB",
-            "dp",
-            "tp",
-            "pp",
-            "vpp",
-            "mbs",
-            "zero",
-            "recompute",
-            "sp",
-            "schedule",
-            "embedding",
-        ):
-            t.add_column(col, justify="right")
+        for col in ("#", "s/iter", "TFLOP/s", "MFU", "GB"):
+            t.add_column(col, justify="right", no_wrap=True)
+        t.add_column("layout", overflow="fold")
         for i, r in enumerate(result.ranked, 1):
-            lay = r["layout"]
             t.add_row(
                 str(i),
                 f"{r['step_time_s']:.2f}",
                 f"{r['model_tflops_per_gpu']:.0f}",
                 f"{r['mfu']:.1%}",
                 f"{r['memory_per_gpu_gb']:.0f}",
-                *(str(lay[k]) for k in ("dp", "tp", "pp", "vpp", "mbs", "zero")),
-                lay["recompute"],
-                "yes" if lay["sequence_parallel"] else "no",
-                lay["schedule"],
-                lay["embedding_stages"],
+                layout_label(r["layout"]),
             )
         console.print(t)
         console.print("Rejected: " + ", ".join(f"{v:,} {k}" for k, v in result.rejected.items() if v))

@@ -195,15 +195,29 @@ def plan(a: Architecture, cluster: Cluster, opt: PlanOptions, top: int = 10) -> 
     )
 
 
-def shapes_near(target_params: float, vocab: int, seq_len: int, tolerance: float = 0.1, head_dim: int = 128):
-    """GPT shapes (hidden a multiple of head_dim, layers a multiple of 4) whose parameter count is
-    within ±tolerance of the target."""
+def shapes_near(
+    target_params: float,
+    vocab: int,
+    seq_len: int,
+    tolerance: float = 0.1,
+    head_dim: int = 128,
+    heads_multiple: int = 8,
+    aspect_range: tuple[float, float] = (32.0, 256.0),
+):
+    """GPT shapes near a parameter count: hidden = heads × head_dim with heads a multiple of
+    `heads_multiple` (so tensor parallelism up to 8 divides them), layers a multiple of 4, parameters
+    within ±tolerance of the target, and aspect ratio hidden/layers inside `aspect_range` — Kaplan et al.
+    2020 (§3.1, Fig. 5) find loss depends only weakly on shape within roughly this band, so shapes in it
+    are interchangeable for quality and the planner can rank them by speed."""
     out = []
-    for layers in range(8, 257, 4):
-        # l·12h² ≈ P − V·h: solve for h, then scan multiples of head_dim around it
+    step = head_dim * heads_multiple
+    for layers in range(4, 257, 4):
+        # l·12h² ≈ P − V·h: solve for h, then scan multiples of the step around it
         h_guess = (target_params / (12.0 * layers)) ** 0.5
-        base = max(head_dim, round(h_guess / head_dim) * head_dim)
-        for hidden in range(max(head_dim, base - 4 * head_dim), base + 5 * head_dim, head_dim):
+        base = max(step, round(h_guess / step) * step)
+        for hidden in range(max(step, base - 3 * step), base + 4 * step, step):
+            if not aspect_range[0] <= hidden / layers <= aspect_range[1]:
+                continue
             arch = Architecture(
                 name=f"h{hidden}-l{layers}",
                 hidden=hidden,
