@@ -165,8 +165,10 @@ def serve(
 
 
 from dtsim.cli_datacenter import register as _register_datacenter  # noqa: E402
+from dtsim.cli_validation import register as _register_validation  # noqa: E402
 
 _register_datacenter(app, _fail)
+_register_validation(app, _fail)
 
 
 def main() -> None:

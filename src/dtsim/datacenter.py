@@ -47,6 +47,7 @@ BREAKDOWN = (
     "tp_comm",
     "pp_comm",
     "dp_comm_exposed",
+    "overlap_interference",
     "optimizer",
 )
 
@@ -374,34 +375,49 @@ def evaluate(
     # Once-per-step reductions overlap the last backward pass bucket by bucket (seed 003
     # "Bucket-Based Overlap"); the weight all-gather overlaps the next step's first forward pass.
     # Per-micro-batch traffic hides under all micro-batches' compute except its last bucket.
+    # The DP group is one NCCL ring: `in_node` of its ranks per node over `across` nodes. Buckets (DDP)
+    # and layers (ZeRO-3/FSDP units) follow each other through the same channels, so the ring's
+    # latency (its pipeline fill) is paid once per pass, not once per bucket.
     grad_size = stage_params * asm.grad_bytes
+    weight_size = stage_params * asm.weight_bytes
     dp_group = dp * cp
     in_node = np.clip(np.floor(hw.gpus_per_node / (tp * cp)), 1.0, dp_group)
     across = np.ceil(dp_group / in_node)
-    levels = [(in_node, hw.intra_bw, hw.intra_alpha), (across, hw.inter_bw, hw.inter_alpha)]
-    allreduce = coll.hierarchical_allreduce_time(grad_size, levels)
-    reduce_scatter = 0.5 * allreduce
-    gather = 0.5 * coll.hierarchical_allreduce_time(stage_params * asm.weight_bytes, levels)
+    busbw = coll.nccl_ring_busbw(in_node, across, hw.intra_bw, hw.inter_bw)
+    alpha = np.where(across > 1, hw.inter_alpha, hw.intra_alpha)
+    buckets = np.maximum(np.ceil(grad_size / (asm.ddp_bucket_mb * 1e6)), 1.0)
+    stage_layers = np.maximum(np.where(last_f >= mid_f, layers_last, per_stage), 1.0)
+    allreduce = coll.nccl_ring_time(dp_group, grad_size, busbw, alpha, 2.0)
+    reduce_scatter = coll.nccl_ring_time(dp_group, grad_size, busbw, alpha, 1.0)
+    gather = coll.nccl_ring_time(dp_group, weight_size, busbw, alpha, 1.0)
+    gather_once = gather
+    layer_gather = gather  # ZeRO-3: the stage's parameters, layer by layer
+    layer_rs = reduce_scatter
     multi = dp_group > 1
-    buckets = np.ceil(grad_size / (asm.ddp_bucket_mb * 1e6))
     overlap = f["overlap_grad"].astype(bool)
     once = np.where(multi & (zero <= 1), np.where(zero == 1, reduce_scatter, allreduce), 0.0)
-    once_gather = np.where(multi & (zero >= 1) & (zero <= 2), gather, 0.0)
+    once_gather = np.where(multi & (zero >= 1) & (zero <= 2), gather_once, 0.0)
     dp_exposed = np.where(
         overlap,
         exposed_bucketed_allreduce(once, t_b, buckets)
         + exposed_bucketed_allreduce(once_gather, t_f, buckets),
         once + once_gather,
     )
-    per_mb = np.where(multi & (zero >= 2), reduce_scatter + np.where(zero >= 3, 2.0 * gather, 0.0), 0.0)
-    streamed = np.where(
-        overlap, np.maximum(per_mb / np.maximum(buckets, 1.0), m * per_mb - m * work), m * per_mb
+    per_mb = np.where(
+        multi & (zero >= 2), np.where(zero >= 3, layer_rs + 2.0 * layer_gather, reduce_scatter), 0.0
     )
+    units = np.where(zero >= 3, stage_layers, buckets)
+    streamed = np.where(overlap, np.maximum(per_mb / units, m * per_mb - m * work), m * per_mb)
     sharded_exposed = np.where(multi & (zero >= 2), streamed, 0.0)
+    # Compute slows while a collective overlaps it (communication kernels hold SMs and HBM bandwidth):
+    # charge `overlap_compute_slowdown` of every second of hidden communication (arXiv 2507.03114).
+    hidden = np.where(overlap, once + once_gather - dp_exposed + m * per_mb - sharded_exposed, 0.0)
+    hidden_tp = m * np.where(overlap_tp, (tp_f - exp_tp_f) + (tp_b - exp_tp_b), 0.0) * per_stage
+    interference = asm.overlap_compute_slowdown * (np.maximum(hidden, 0.0) + hidden_tp)
     opt_params = np.where(zero >= 1, stage_params / dp_group, stage_params)
     optimizer = memory_bound_time(opt_params * asm.optimizer_traffic_bytes, micro, asm.hbm_efficiency)
 
-    step = pipeline + dp_exposed + sharded_exposed + optimizer
+    step = pipeline + dp_exposed + sharded_exposed + interference + optimizer
 
     # --- memory per GPU (the peak stage) ---------------------------------------------------------------------------
     w = stage_params * asm.weight_bytes / np.where(zero >= 3, dp_group, 1.0)
@@ -476,6 +492,7 @@ def evaluate(
         "tp_comm": m * (tp_total + np.where(last_f >= mid_f, layers_last, per_stage) * rc_tp),
         "pp_comm": pp_comm,
         "dp_comm_exposed": dp_exposed + sharded_exposed,
+        "overlap_interference": interference,
         "optimizer": optimizer,
     }
     return {k: np.broadcast_to(v, np.shape(step)) for k, v in out.items()}

@@ -142,9 +142,15 @@ def gpus() -> MappingProxyType:
 
 @cache
 def fabrics() -> MappingProxyType:
-    """Interconnects by id (`nvlink3`, `ib-hdr`, ...)."""
+    """Interconnects by id (`nvlink3`, `ib-hdr`, ...). Efficiency and latency fitted by `dtsim
+    calibrate` (calibration.yaml `fabrics:`) replace the values of fabrics.yaml."""
+    fitted = calibration_document().get("fabrics") or {}
     out = {}
     for fid, row in _load("fabrics.yaml").items():
+        row = dict(row)
+        for key in ("efficiency", "latency_s"):
+            if key in (fitted.get(fid) or {}):
+                row[key] = fitted[fid][key]
         out[fid] = Fabric(
             id=fid, **{**row, **{k: float(row[k]) for k in ("bandwidth_gb_s", "latency_s", "efficiency")}}
         )
@@ -268,11 +274,45 @@ def catalog_payload() -> dict[str, Any]:
     }
 
 
+_CALIBRATION_OVERRIDE: list[dict[str, Any]] = []
+
+
 @cache
-def calibration() -> dict[str, Any]:
-    """Fitted efficiency constants by GPU generation (catalog/calibration.yaml; empty if none)."""
+def calibration_document() -> dict[str, Any]:
+    """The fitted constants in use: catalog/calibration.yaml, or the document installed by
+    `use_calibration` (how `dtsim calibrate` fits one constant while the others are in effect, and
+    how `dtsim validate --calibration FILE` runs with a user's file)."""
+    if _CALIBRATION_OVERRIDE:
+        return _CALIBRATION_OVERRIDE[-1]
     try:
         data = _load("calibration.yaml")
     except FileNotFoundError:
         return {}
-    return data.get("generations", {}) if isinstance(data, dict) else {}
+    return data if isinstance(data, dict) else {}
+
+
+def calibration() -> dict[str, Any]:
+    """Fitted efficiency constants by GPU generation (the `generations:` section)."""
+    return calibration_document().get("generations") or {}
+
+
+class use_calibration:
+    """Context manager: predictions inside use `doc` as the calibration document."""
+
+    def __init__(self, doc: dict[str, Any]):
+        self.doc = doc
+
+    def __enter__(self):
+        _CALIBRATION_OVERRIDE.append(self.doc)
+        _clear_calibrated_caches()
+        return self.doc
+
+    def __exit__(self, *exc):
+        _CALIBRATION_OVERRIDE.pop()
+        _clear_calibrated_caches()
+        return False
+
+
+def _clear_calibrated_caches() -> None:
+    calibration_document.cache_clear()
+    fabrics.cache_clear()

@@ -93,6 +93,31 @@ def hierarchical_allreduce_time(size, levels):
     return total
 
 
+def nccl_ring_busbw(per_node, nodes, intra_bw, nic_bw_per_gpu):
+    """Bus bandwidth of NCCL's ring over ranks spread `per_node` to a node across `nodes` nodes.
+
+    Inside one node the ring runs on NVLink. A ring that spans nodes crosses each node boundary on
+    every channel; NCCL gives each channel its own NIC, so the node's `per_node` NICs carry the
+    crossings in parallel and the ring runs at min(NVLink bus bandwidth, per_node × NIC bandwidth)
+    (the NCCL rows of measured_runs.csv: 8 × 200 Gb/s HDR → 192 GB/s busbw per DGX A100;
+    4 NICs → 86 GB/s; 8 × 50 GB/s EFA → 382 GB/s)."""
+    per_node = np.asarray(per_node, dtype=float)
+    return np.where(np.asarray(nodes) > 1, np.minimum(intra_bw, per_node * nic_bw_per_gpu), intra_bw)
+
+
+def nccl_ring_time(n, size, busbw, alpha, steps_factor=2.0):
+    """A pipelined ring collective: steps_factor·(n−1) steps of latency α (the pipeline fill) plus
+    steps_factor·(n−1)/n·S of traffic per rank at the bus bandwidth. steps_factor 2 is an all-reduce
+    (reduce-scatter then all-gather), 1 a reduce-scatter or an all-gather."""
+    n = np.asarray(n, dtype=float)
+    k = np.asarray(steps_factor, dtype=float)
+    return np.where(
+        n > 1,
+        k * (n - 1.0) * alpha + k * (n - 1.0) / np.maximum(n, 1.0) * np.asarray(size, dtype=float) / busbw,
+        0.0,
+    )
+
+
 def allreduce_bytes_per_rank(n, size):
     """Bytes one rank sends in a ring all-reduce: 2(n−1)/n·S (seed 001 eq. 3.12 usage)."""
     n = np.asarray(n, dtype=float)

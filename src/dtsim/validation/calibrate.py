@@ -1,0 +1,220 @@
+"""`dtsim calibrate`: fit the few documented efficiency constants on a named calibration subset.
+
+The constants, each fitted by golden-section search of Σ log²(predicted / measured) over the subset's
+records that constrain it, in this order (each later fit uses the earlier ones):
+
+1. fabrics — per fabric, the achievable bus-bandwidth fraction on its large-message NCCL/gloo rows and
+   the per-step latency α on its small-message rows (a record constrains the fabric that limits it:
+   NVLink inside a node, the NICs when a ring spans nodes and they are the slower path);
+2. testbed — the host-limited all-reduce rate of the thesis testbed (its uncapped rows);
+3. wan — the TCP window of single-stream WAN transfers (decentralized rows marked window-limited);
+4. generations — the sustained-clock derate of each GPU generation (datacenter rows).
+
+Nothing is fitted per run. The result names, for every constant, the records it was fitted on, its
+RMS log error and each record's residual, and the date; `dtsim validate` marks those records as
+calibration so a fit is never mistaken for a prediction.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as _dt
+import math
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dtsim import catalog
+from dtsim.validation.predict import predict
+from dtsim.validation.records import Dataset
+
+METHOD = "golden-section search of Σ log²(predicted/measured) over the records listed in fitted_on"
+
+
+def _golden(loss: Callable[[float], float], lo: float, hi: float, log: bool, iterations: int = 60) -> float:
+    f = (lambda u: loss(math.exp(u))) if log else loss
+    a, b = (math.log(lo), math.log(hi)) if log else (lo, hi)
+    phi = (math.sqrt(5) - 1) / 2
+    c, d = b - phi * (b - a), a + phi * (b - a)
+    fc, fd = f(c), f(d)
+    for _ in range(iterations):
+        if fc < fd:
+            b, d, fd = d, c, fc
+            c = b - phi * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + phi * (b - a)
+            fd = f(d)
+    x = (a + b) / 2
+    return math.exp(x) if log else x
+
+
+def _loss(records: list[Any], doc: dict[str, Any]) -> float:
+    with catalog.use_calibration(doc):
+        total = 0.0
+        for r in records:
+            value, _ = predict(r)
+            total += math.log(value / r.measured) ** 2
+    return total
+
+
+def _residuals(records: list[Any], doc: dict[str, Any]) -> tuple[float, dict[str, float]]:
+    with catalog.use_calibration(doc):
+        res = {r.id: round(predict(r)[0] / r.measured - 1.0, 5) for r in records}
+    rms = math.sqrt(sum(math.log(1 + e) ** 2 for e in res.values()) / len(res))
+    return rms, res
+
+
+def _limiting_fabric(rec) -> str | None:
+    """The fabric whose bandwidth (busbw rows) or latency (time rows) a collective record measures."""
+    fabrics = catalog.fabrics()
+    nodes = math.ceil(rec.ranks / rec.gpus_per_node)
+    if nodes <= 1:
+        return rec.intra_fabric
+    if rec.metric != "busbw_gb_s" or rec.intra_fabric is None:
+        return rec.inter_fabric
+    per_node = min(rec.ranks, rec.gpus_per_node)
+    nics = rec.nics_per_node if rec.nics_per_node is not None else per_node
+    nic = fabrics[rec.inter_fabric].bus_bytes_per_s * nics
+    return rec.inter_fabric if nic < fabrics[rec.intra_fabric].bus_bytes_per_s else rec.intra_fabric
+
+
+def _bandwidth_bound(rec) -> bool:
+    """Whether a collective row measures bandwidth (large message) rather than latency."""
+    limit = 1e8 if rec.metric == "busbw_gb_s" else 1e7
+    return rec.size_bytes >= limit
+
+
+def calibrate(dataset: Dataset, subset: list[str] | None = None) -> dict[str, Any]:
+    """Fit every constant the subset constrains; return the calibration document."""
+    names = subset or [g.name for g in dataset.groups.values() if g.role == "calibration"]
+    records = [r for r in dataset.subset(names) if r.kind != "reference"]
+    doc: dict[str, Any] = {
+        "about": "Efficiency constants fitted by `dtsim calibrate` on the calibration subset below; every "
+        "other record is a prediction. Regenerate with `dtsim calibrate`.",
+        "subset": list(names),
+        "date": _dt.date.today().isoformat(),
+        "method": METHOD,
+        "generations": {},
+        "fabrics": {},
+        "testbed": {},
+        "wan": {},
+    }
+
+    # 1. fabrics: latency from latency-bound rows, efficiency from bandwidth-bound rows (two passes)
+    coll_recs = [r for r in records if r.kind == "collective"]
+    by_fabric: dict[str, list[Any]] = {}
+    with catalog.use_calibration(doc):
+        for r in coll_recs:
+            fid = _limiting_fabric(r)
+            if fid is not None:
+                by_fabric.setdefault(fid, []).append(r)
+    for _ in range(2):
+        for fid, recs in by_fabric.items():
+            lat = [r for r in recs if not _bandwidth_bound(r)]
+            bw = [r for r in recs if _bandwidth_bound(r)]
+            entry = doc["fabrics"].setdefault(fid, {})
+            if bw:
+
+                def eff_loss(x, fid=fid, bw=bw):
+                    trial = copy.deepcopy(doc)
+                    trial["fabrics"][fid]["efficiency"] = x
+                    return _loss(bw, trial)
+
+                entry["efficiency"] = round(_golden(eff_loss, 0.02, 1.0, log=False), 4)
+            if lat:
+
+                def lat_loss(x, fid=fid, lat=lat):
+                    trial = copy.deepcopy(doc)
+                    trial["fabrics"][fid]["latency_s"] = x
+                    return _loss(lat, trial)
+
+                entry["latency_s"] = float(f"{_golden(lat_loss, 1e-8, 1e-2, log=True):.4g}")
+    for fid, recs in by_fabric.items():
+        entry = doc["fabrics"][fid]
+        entry["fitted_on"] = [r.id for r in recs]
+        entry["rms_log_error"], entry["residuals"] = _residuals(recs, doc)
+        entry["rms_log_error"] = round(entry["rms_log_error"], 5)
+
+    # 2. the thesis testbed's host-limited all-reduce rate
+    tb = [r for r in records if r.kind == "testbed" and r.metric == "allreduce_s"]
+    if tb:
+
+        def host_loss(x):
+            trial = copy.deepcopy(doc)
+            trial["testbed"]["host_rate_bit_s"] = {"value": x}
+            return _loss(tb, trial)
+
+        value = _golden(host_loss, 1e5, 1e11, log=True)
+        doc["testbed"]["host_rate_bit_s"] = {"value": float(f"{value:.5g}"), "unit": "bit/s"}
+        rms, res = _residuals(tb, doc)
+        doc["testbed"]["host_rate_bit_s"].update(
+            fitted_on=[r.id for r in tb], rms_log_error=round(rms, 5), residuals=res
+        )
+
+    # 3. the TCP window of single-stream WAN transfers
+    wan = [r for r in records if r.kind == "decentralized" and r.network.get("window_limited")]
+    if wan:
+
+        def window_loss(x):
+            trial = copy.deepcopy(doc)
+            trial["wan"]["tcp_window_bytes"] = {"value": x}
+            return _loss(wan, trial)
+
+        value = _golden(window_loss, 1e4, 1e10, log=True)
+        doc["wan"]["tcp_window_bytes"] = {"value": float(f"{value:.5g}"), "unit": "bytes"}
+        rms, res = _residuals(wan, doc)
+        doc["wan"]["tcp_window_bytes"].update(
+            fitted_on=[r.id for r in wan], rms_log_error=round(rms, 5), residuals=res
+        )
+
+    # 4. the sustained-clock derate of each GPU generation
+    dc = [r for r in records if r.kind == "datacenter"]
+    gens: dict[str, list[Any]] = {}
+    for r in dc:
+        gpu = catalog.gpus()[r.cluster.get("gpu", "a100-80gb")]
+        gens.setdefault(gpu.micro.generation, []).append(r)
+    for gen, recs in sorted(gens.items()):
+
+        def derate_loss(x, gen=gen, recs=recs):
+            trial = copy.deepcopy(doc)
+            trial["generations"][gen] = {"clock_derate": x}
+            return _loss(recs, trial)
+
+        value = _golden(derate_loss, 0.3, 1.0, log=False)
+        doc["generations"][gen] = {"clock_derate": round(value, 4)}
+        rms, res = _residuals(recs, doc)
+        doc["generations"][gen].update(
+            fitted_on=[r.id for r in recs], rms_log_error=round(rms, 5), residuals=res
+        )
+    return doc
+
+
+def default_path() -> Path:
+    return Path(str(resources.files("dtsim.catalog").joinpath("calibration.yaml")))
+
+
+def write(doc: dict[str, Any], path: str | Path | None = None) -> Path:
+    target = Path(path) if path is not None else default_path()
+    target.write_text(yaml.safe_dump(doc, sort_keys=False, width=110, allow_unicode=True), encoding="utf-8")
+    catalog._clear_calibrated_caches()
+    return target
+
+
+def read(path: str | Path) -> dict[str, Any]:
+    from dtsim.errors import ScenarioError
+
+    p = Path(path)
+    try:
+        doc = yaml.safe_load(p.read_text("utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ScenarioError([("--calibration", str(p), f"cannot be read: {exc}".splitlines()[0])]) from None
+    if not isinstance(doc, dict):
+        raise ScenarioError(
+            [("--calibration", str(p), "must be a mapping (a file written by dtsim calibrate)")]
+        )
+    return doc

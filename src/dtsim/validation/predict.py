@@ -1,0 +1,263 @@
+"""Predict a measured-run record with the model that fits it, in the record's own metric and convention.
+
+- datacenter: `dtsim.datacenter.step` (GEMM model, α-β collectives, layouts); TFLOP/s per GPU, MFU or
+  HFU counted the way the record's source counts them (Megatron 2021, PaLM model FLOPs, hardware FLOPs,
+  llm-foundry's MPT formula);
+- collective: NCCL's ring (`physics.collectives.nccl_ring_*`) on the catalog fabrics;
+- gemm: the GEMM model's best rate over the benchmark's sizes;
+- testbed: the thesis's ring all-reduce with an α-β-γ cost (Thakur, Rabenseifner & Gropp 2005):
+  T = 2(N−1)·(α + d) + 2(N−1)/N·S·(1/r_host + 1/r_link), r_host the calibrated host-limited rate,
+  r_link a `tc` cap on one ring link (a ring runs at its slowest link), d a delay injected on it;
+- decentralized: `dtsim.simulate` (the decentralized model, seed 000), with each node's link rate
+  capped at the calibrated TCP window / RTT where the transport is one TCP stream per peer.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from dtsim import catalog
+from dtsim.errors import ScenarioError
+from dtsim.physics import collectives as coll
+
+
+def _constant(section: str, key: str) -> float | None:
+    entry = (catalog.calibration_document().get(section) or {}).get(key)
+    if isinstance(entry, dict):
+        entry = entry.get("value")
+    return None if entry is None else float(entry)
+
+
+# --- datacenter -----------------------------------------------------------------------------------------
+
+
+def datacenter_workload(rec):
+    from dtsim.cli_datacenter import _build
+    from dtsim.datacenter import Cluster, Layout, Workload
+    from dtsim.transformer import get_architecture
+
+    arch = get_architecture(rec.model)
+    cluster = _build(Cluster, dict(rec.cluster), "cluster.")
+    layout = _build(Layout, dict(rec.layout), "layout.")
+    workload = Workload(
+        model=arch, seq_len=rec.seq_len, precision=rec.precision, cluster=cluster, layout=layout
+    )
+    from dtsim.datacenter import check_layout
+
+    check_layout(arch, layout, cluster, rec.seq_len)
+    return workload
+
+
+def predict_datacenter(rec) -> tuple[float, dict[str, Any]]:
+    from dtsim.datacenter import PRECISION_BITS, step
+    from dtsim.transformer import mpt_flops_per_token
+
+    w = datacenter_workload(rec)
+    r = step(w)
+    n, t = r.n_gpus, r.step_time_s
+    gpu = catalog.gpus()[w.cluster.gpu]
+    peak = (gpu.peak_tflops(rec.peak_precision or rec.precision) or gpu.fp16_tflops) * 1e12
+    tokens = w.layout.gbs * (w.seq_len or w.model.seq_len)
+    if rec.convention == "megatron2021":
+        flop = r.megatron2021_flop_per_step
+    elif rec.convention == "model":
+        flop = r.model_flop_per_step
+    elif rec.convention == "hardware":
+        flop = r.hardware_flop_per_step
+    else:  # mpt: llm-foundry counts 3 (MFU) or 4 (HFU, with activation checkpointing) forward passes
+        recompute = rec.metric == "hfu" and w.layout.recompute != "none"
+        flop = mpt_flops_per_token(w.model, recompute, w.seq_len) * tokens
+    per_gpu = flop / (t * n)
+    value = per_gpu / 1e12 if rec.metric == "tflops_per_gpu" else 100.0 * per_gpu / peak
+    bits = PRECISION_BITS[w.precision]
+    return value, {"step_time_s": t, "precision_bits": bits, "breakdown_s": r.breakdown_s}
+
+
+# --- collectives and GEMMs ------------------------------------------------------------------------------
+
+
+def _collective_setup(rec):
+    fabrics = catalog.fabrics()
+    intra = fabrics[rec.intra_fabric] if rec.intra_fabric else None
+    inter = fabrics[rec.inter_fabric] if rec.inter_fabric else None
+    nodes = math.ceil(rec.ranks / rec.gpus_per_node)
+    per_node = min(rec.ranks, rec.gpus_per_node)
+    if nodes > 1 and inter is None:
+        raise ScenarioError([("inter_fabric", None, "required when the ranks span nodes")])
+    if per_node > 1 and intra is None:
+        raise ScenarioError([("intra_fabric", None, "required when a node holds several ranks")])
+    intra_bw = intra.bus_bytes_per_s if intra else math.inf
+    nics = rec.nics_per_node if rec.nics_per_node is not None else per_node
+    nic_bw = inter.bus_bytes_per_s if inter else 0.0
+    if nodes > 1:
+        busbw = min(intra_bw, nics * nic_bw)
+        alpha = inter.latency_s
+    else:
+        busbw, alpha = intra_bw, intra.latency_s
+    return busbw, alpha
+
+
+def predict_collective(rec) -> tuple[float, dict[str, Any]]:
+    busbw, alpha = _collective_setup(rec)
+    t = float(coll.nccl_ring_time(rec.ranks, rec.size_bytes, busbw, alpha, 2.0))
+    if rec.metric == "busbw_gb_s":
+        value = rec.size_bytes / t * 2.0 * (rec.ranks - 1) / rec.ranks / 1e9
+    elif rec.metric == "time_us":
+        value = t * 1e6
+    else:
+        value = t * 1e3
+    return value, {"time_s": t, "busbw_link_gb_s": busbw / 1e9, "alpha_s": alpha}
+
+
+def predict_gemm(rec) -> tuple[float, dict[str, Any]]:
+    from dtsim.datacenter import PRECISION_BITS, calibrated_derate
+    from dtsim.physics.gemm import gemm_time
+
+    micro = catalog.gpus()[rec.gpu].micro
+    derate = calibrated_derate(micro.generation)
+    d = np.arange(rec.min_size, rec.max_size + 1, rec.size_step, dtype=float)
+    rates = 2.0 * d**3 / gemm_time(d, d, d, micro, PRECISION_BITS[rec.precision], False, derate)
+    best = int(np.argmax(rates))
+    return float(rates[best]) / 1e12, {
+        "best_size": int(d[best]),
+        "clock_derate": derate or micro.clock_derate,
+    }
+
+
+# --- the thesis testbed ----------------------------------------------------------------------------------
+
+
+def thesis_gradient_bytes(rec) -> float:
+    from dtsim.transformer import count_params, get_architecture
+
+    return count_params(get_architecture(rec.model)).total * rec.bytes_per_param
+
+
+def ring_allreduce_abg_s(rec, host_rate_bit_s: float) -> float:
+    n, size = rec.ranks, thesis_gradient_bytes(rec)
+    per_byte = 8.0 / host_rate_bit_s + (8.0 / (rec.link_cap_mbps * 1e6) if rec.link_cap_mbps else 0.0)
+    from dtsim.assumptions import Assumptions
+
+    window = Assumptions({}).linux_tcp_window_bytes
+    rtt = rec.added_delay_ms / 1e3  # netem delays one direction; the ACKs come back undelayed
+    if rtt > 0:  # a TCP stream cannot outrun its window over the delayed link
+        per_byte = max(per_byte, 8.0 / host_rate_bit_s + rtt / window)
+    return 2.0 * (n - 1) * (rec.added_delay_ms / 1e3) + 2.0 * (n - 1) / n * size * per_byte
+
+
+def predict_testbed(rec) -> tuple[float, dict[str, Any]]:
+    size = thesis_gradient_bytes(rec)
+    n = rec.ranks
+    if rec.metric == "bytes_per_event_mb":
+        return float(coll.ring_event_bytes(n, size)) / 1e6, {"gradient_bytes": size}
+    if rec.metric == "bytes_per_flow_mb":
+        return float(coll.allreduce_bytes_per_rank(n, size)) / 1e6, {"gradient_bytes": size}
+    host = _constant("testbed", "host_rate_bit_s")
+    if host is None:
+        raise ScenarioError(
+            [("calibration.testbed.host_rate_bit_s", None, "not calibrated: run dtsim calibrate")]
+        )
+    return ring_allreduce_abg_s(rec, host), {"gradient_bytes": size, "host_rate_bit_s": host}
+
+
+# --- decentralized runs ----------------------------------------------------------------------------------
+
+
+def decentralized_inputs(rec, window_bytes: float | None = None) -> dict[str, Any]:
+    """The dtsim scenario for a decentralized record, with the link rates and compute it implies."""
+    from dtsim.schema import make_scenario
+    from dtsim.transformer import get_architecture, model_flops_per_token
+
+    sc = dict(rec.scenario)
+    net = dict(rec.network)
+    allowed = {"rtt_ms", "up_mbps", "down_mbps", "window_limited"}
+    extra = set(net) - allowed
+    if extra:
+        raise ScenarioError(
+            [(f"network.{sorted(extra)[0]}", None, f"unknown; allowed: {', '.join(sorted(allowed))}")]
+        )
+    rtt = float(net.get("rtt_ms", 0.0))
+    up = net.get("up_mbps")
+    down = net.get("down_mbps")
+    if net.get("window_limited"):
+        if window_bytes is None:
+            window_bytes = _constant("wan", "tcp_window_bytes")
+        if window_bytes is None:
+            raise ScenarioError(
+                [("calibration.wan.tcp_window_bytes", None, "not calibrated: run dtsim calibrate")]
+            )
+        if rtt <= 0:
+            raise ScenarioError([("network.rtt_ms", rtt, "must be > 0 for a window-limited link")])
+        cap = window_bytes * 8.0 / (rtt / 1e3) / 1e6
+        up = cap if up is None else min(float(up), cap)
+        down = cap if down is None else min(float(down), cap)
+    if up is None or down is None:
+        raise ScenarioError([("network.up_mbps", up, "give up_mbps and down_mbps, or window_limited: true")])
+    sc.update(bandwidth_up_mbps=float(up), bandwidth_down_mbps=float(down), latency_ms=rtt)
+    comp = dict(rec.compute)
+    params = float(sc.get("parameters_b", 0.0)) * 1e9
+    if "base_mfu" in comp:
+        arch = get_architecture(comp["architecture"])
+        ratio = model_flops_per_token(arch) / (6.0 * params)
+        sc["mfu"] = float(comp["base_mfu"]) / ratio
+    elif "round_s" in comp:
+        peak = _node_peak_flop_s(sc)
+        per_round = 6.0 * params * float(sc["local_batch_tokens"]) * float(sc["inner_steps"])
+        sc["mfu"] = per_round / (peak * float(comp["round_s"]))
+    else:
+        raise ScenarioError([("compute", comp, "give {base_mfu, architecture} or {round_s}")])
+    try:
+        make_scenario(sc)  # field-named errors for the scenario itself
+    except ScenarioError as exc:
+        raise ScenarioError([(f"scenario.{f}", v, m) for f, v, m in exc.problems]) from None
+    return sc
+
+
+def _node_peak_flop_s(sc: dict[str, Any]) -> float:
+    """Dense peak of the scenario's node preset (the same number the decentralized model divides by)."""
+    preset = catalog.nodes().get(sc.get("node", ""))
+    if preset is None:
+        raise ScenarioError(
+            [("scenario.node", sc.get("node"), "a node preset is required with compute.round_s")]
+        )
+    return preset.pflops * 1e15
+
+
+def predict_decentralized(rec) -> tuple[float, dict[str, Any]]:
+    import dtsim
+
+    sc = decentralized_inputs(rec)
+    r = dtsim.simulate(sc)
+    h = float(r.inner_steps_used)
+    compute = r.compute_step_s * h
+    util = compute / r.outer_step_s
+    details = {
+        "mode": r.mode,
+        "compute_per_round_s": compute,
+        "sync_s": r.sync_s,
+        "outer_step_s": r.outer_step_s,
+        "bandwidth_up_mbps": sc["bandwidth_up_mbps"],
+        "bandwidth_down_mbps": sc["bandwidth_down_mbps"],
+    }
+    if rec.metric == "comm_per_round_s":
+        return float(r.outer_step_s - compute), details
+    if rec.metric == "compute_utilization":
+        return 100.0 * util, details
+    base = float(rec.compute["base_mfu"]) if "base_mfu" in rec.compute else sc["mfu"]
+    return 100.0 * base * util, details
+
+
+PREDICTORS = {
+    "datacenter": predict_datacenter,
+    "collective": predict_collective,
+    "gemm": predict_gemm,
+    "testbed": predict_testbed,
+    "decentralized": predict_decentralized,
+}
+
+
+def predict(rec) -> tuple[float, dict[str, Any]]:
+    return PREDICTORS[rec.kind](rec)

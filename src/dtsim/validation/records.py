@@ -1,0 +1,368 @@
+"""Measured-run records: the schema every record must satisfy, and loading from the bundled dataset
+(`dtsim/measured_runs/*.yaml`) and from users' directories.
+
+A file holds `groups:` (shared defaults, description and assumptions) and `records:`. A record takes
+its group's defaults (nested mappings merged), then is validated against the schema of its `kind`:
+
+- datacenter: a model, a cluster and a parallel layout, predicted by the datacenter step model;
+- collective: one NCCL/gloo collective benchmark, predicted by the α-β collectives;
+- gemm: a maximum-achievable-matmul benchmark, predicted by the GEMM model;
+- testbed: the thesis's DDP/gloo testbed (seed 001 ch. 5), predicted by the α-β-γ ring;
+- decentralized: a DiLoCo-family run over the internet, predicted by the decentralized model;
+- reference: a row kept for completeness that dtsim cannot predict (the reason is stated).
+
+A malformed record is reported with its file, its id (or position), the field and the reason; the
+other records still load.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+CERTAINTY = Literal["P", "P*", "S", "D", "user"]
+
+
+class _Base(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str = Field(min_length=1, max_length=120)
+    group: str = Field(min_length=1, max_length=60)
+    source: str = Field(min_length=1, description="Where the number comes from.")
+    certainty: CERTAINTY = Field(
+        description="P primary, P* verbatim transcription, S secondary, D derived (measured_runs.csv tags)."
+    )
+    measured: float = Field(gt=0, allow_inf_nan=False, description="The measured value, in `unit`.")
+    unit: str = Field(min_length=1)
+    assumptions: tuple[str, ...] = ()
+    notes: str = ""
+
+
+class DatacenterRecord(_Base):
+    kind: Literal["datacenter"]
+    metric: Literal["tflops_per_gpu", "mfu", "hfu"]
+    convention: Literal["megatron2021", "model", "hardware", "mpt"] = Field(
+        description="How the FLOPs behind the number were counted (reference README)."
+    )
+    model: str | dict[str, Any]
+    seq_len: int | None = Field(None, ge=1)
+    precision: Literal["bf16", "fp16", "fp8"] = "bf16"
+    peak_precision: Literal["bf16", "fp16", "fp8"] | None = Field(
+        None, description="The precision whose peak the reported MFU divides by (default: precision)."
+    )
+    cluster: dict[str, Any]
+    layout: dict[str, Any]
+
+
+class CollectiveRecord(_Base):
+    kind: Literal["collective"]
+    metric: Literal["busbw_gb_s", "time_us", "time_ms"]
+    op: Literal["allreduce"] = "allreduce"
+    ranks: int = Field(ge=2)
+    gpus_per_node: int = Field(ge=1)
+    size_bytes: float = Field(gt=0)
+    intra_fabric: str | None = None
+    inter_fabric: str | None = None
+    nics_per_node: float | None = Field(None, gt=0, description="NICs per node (default: one per GPU).")
+    convention: Literal["nccl-busbw", "time"] = "time"
+
+
+class GemmRecord(_Base):
+    kind: Literal["gemm"]
+    metric: Literal["tflops"]
+    gpu: str
+    precision: Literal["bf16", "fp16", "fp8"] = "bf16"
+    min_size: int = Field(1024, ge=16, le=1_000_000, description="Smallest square GEMM size swept.")
+    max_size: int = Field(16384, ge=16, le=1_000_000, description="Largest square GEMM size swept.")
+    size_step: int = Field(256, ge=1, description="Step of the sweep; the best rate is reported.")
+    convention: Literal["achieved"] = "achieved"
+
+
+class TestbedRecord(_Base):
+    """Seed 001 ch. 5: DistilGPT2 under PyTorch DDP with the gloo backend, ranks in containers on one
+    host joined by a Linux bridge; `tc` shapes one link of the ring."""
+
+    kind: Literal["testbed"]
+    metric: Literal["bytes_per_event_mb", "bytes_per_flow_mb", "allreduce_s"]
+    ranks: int = Field(ge=2)
+    model: str = "distilgpt2"
+    bytes_per_param: float = Field(gt=0)
+    link_cap_mbps: float | None = Field(None, gt=0, description="tc bandwidth cap on one ring link.")
+    added_delay_ms: float = Field(0.0, ge=0, description="Delay injected on one ring link.")
+    statistic: str = "median"
+    convention: Literal["bytes", "seconds"] = "seconds"
+
+
+class DecentralizedRecord(_Base):
+    """A DiLoCo-family run. `scenario` is a dtsim scenario (the decentralized model's inputs);
+    `compute` says how long the inner steps of one round take; `network` how fast each node's link is."""
+
+    kind: Literal["decentralized"]
+    metric: Literal["mfu", "compute_utilization", "comm_per_round_s"]
+    convention: Literal["palm", "wall-clock-share", "seconds"]
+    scenario: dict[str, Any]
+    compute: dict[str, Any] = Field(
+        description="{base_mfu, architecture} (compute from the architecture's model FLOPs at the "
+        "measured no-communication MFU) or {round_s} (the stated compute time per round)."
+    )
+    network: dict[str, Any] = Field(
+        description="{rtt_ms, up_mbps, down_mbps, window_limited}: when window_limited, each stream is "
+        "capped at the calibrated TCP window / RTT."
+    )
+
+
+class ReferenceRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    kind: Literal["reference"]
+    id: str
+    group: str
+    source: str
+    certainty: CERTAINTY
+    metric: str
+    measured_text: str = Field(description="The measurement as the source states it.")
+    reason: str = Field(min_length=1, description="Why dtsim does not predict it.")
+    notes: str = ""
+    assumptions: tuple[str, ...] = ()
+
+
+Record = Annotated[
+    DatacenterRecord | CollectiveRecord | GemmRecord | TestbedRecord | DecentralizedRecord | ReferenceRecord,
+    Field(discriminator="kind"),
+]
+_ADAPTER: TypeAdapter = TypeAdapter(Record)
+
+
+@dataclass(frozen=True)
+class Group:
+    name: str
+    description: str
+    role: Literal["calibration", "check", "reference"]
+    assumptions: tuple[str, ...] = ()
+    compares_layouts: bool = False
+    bounds: dict[str, dict[str, float]] = field(default_factory=dict)
+    leaves_out: str = ""
+
+    def bounds_for(self, metric: str) -> dict[str, float]:
+        return {**self.bounds.get("*", {}), **self.bounds.get(metric, {})}
+
+
+@dataclass(frozen=True)
+class RecordProblem:
+    file: str
+    record: str
+    field: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: record {self.record}: {self.field}: {self.reason}"
+
+
+@dataclass
+class Dataset:
+    records: list[Any] = field(default_factory=list)
+    groups: dict[str, Group] = field(default_factory=dict)
+    problems: list[RecordProblem] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+
+    def subset(self, names: list[str] | None) -> list[Any]:
+        if not names:
+            return list(self.records)
+        wanted = set(names)
+        return [r for r in self.records if r.group in wanted or r.id in wanted]
+
+
+def _merge(base: dict, over: dict) -> dict:
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+BOUND_NAMES = ("median_abs_error", "max_abs_error", "max_abs_points")
+
+
+def _parse_bounds(raw: Any) -> dict[str, dict[str, float]] | str:
+    """{bound: value} for every metric, or {metric: {bound: value}}; returns {metric or '*': {...}}
+    or an error message. Errors are fractions (0.1 = 10%); points are percentage points."""
+    if not isinstance(raw, dict):
+        return "must be a mapping"
+    flat = {k: v for k, v in raw.items() if k in BOUND_NAMES}
+    nested = {k: v for k, v in raw.items() if k not in BOUND_NAMES}
+    out: dict[str, dict[str, float]] = {}
+    for metric, spec in [("*", flat), *nested.items()]:
+        if not isinstance(spec, dict):
+            return f"{metric}: must map {', '.join(BOUND_NAMES)} to numbers"
+        entry = {}
+        for k, v in spec.items():
+            if k not in BOUND_NAMES:
+                return f"{metric}.{k}: unknown bound; allowed: {', '.join(BOUND_NAMES)}"
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                return f"{metric}.{k} = {v!r}: must be a number > 0"
+            entry[k] = float(v)
+        if entry:
+            out[metric] = entry
+    return out
+
+
+def _field_path(err: dict) -> str:
+    loc = [str(p) for p in err.get("loc", ())]
+    # drop the discriminator tag pydantic puts first for tagged unions
+    if loc and loc[0] in ("datacenter", "collective", "gemm", "testbed", "decentralized", "reference"):
+        loc = loc[1:]
+    return ".".join(loc) or "record"
+
+
+def _load_text(text: str, name: str, data: Dataset) -> None:
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        data.problems.append(RecordProblem(name, "-", "file", f"not valid YAML: {exc}".splitlines()[0]))
+        return
+    if not isinstance(doc, dict) or not isinstance(doc.get("records", []), list):
+        data.problems.append(
+            RecordProblem(
+                name, "-", "file", "must be a mapping with a `records:` list (and optional `groups:`)"
+            )
+        )
+        return
+    data.files.append(name)
+    group_defaults: dict[str, dict] = {}
+    for gname, g in (doc.get("groups") or {}).items():
+        if not isinstance(g, dict):
+            data.problems.append(RecordProblem(name, "-", f"groups.{gname}", "must be a mapping"))
+            continue
+        role = g.get("role", "check")
+        if role not in ("calibration", "check", "reference"):
+            data.problems.append(
+                RecordProblem(
+                    name, "-", f"groups.{gname}.role", f"{role!r}: must be calibration, check or reference"
+                )
+            )
+            continue
+        if gname in data.groups:
+            data.problems.append(
+                RecordProblem(name, "-", f"groups.{gname}", "is already defined (pick a new name)")
+            )
+            continue
+        bounds = _parse_bounds(g.get("bounds") or {})
+        if isinstance(bounds, str):
+            data.problems.append(RecordProblem(name, "-", f"groups.{gname}.bounds", bounds))
+            continue
+        data.groups[gname] = Group(
+            gname,
+            str(g.get("description", "")),
+            role,
+            tuple(g.get("assumptions") or ()),
+            bool(g.get("compares_layouts", False)),
+            bounds,
+            str(g.get("leaves_out", "")),
+        )
+        group_defaults[gname] = g.get("defaults") or {}
+    seen = {r.id for r in data.records}
+    for i, raw in enumerate(doc.get("records") or []):
+        label = raw.get("id", f"#{i + 1}") if isinstance(raw, dict) else f"#{i + 1}"
+        if not isinstance(raw, dict):
+            data.problems.append(RecordProblem(name, label, "record", "must be a mapping"))
+            continue
+        gname = raw.get("group")
+        defaults = group_defaults.get(gname, {})
+        if gname is not None and gname not in data.groups:
+            data.problems.append(
+                RecordProblem(
+                    name, label, "group", f"{gname!r} is not defined in this file or the bundled dataset"
+                )
+            )
+            continue
+        merged = _merge(defaults, raw)
+        group = data.groups.get(gname)
+        if group is not None and group.assumptions:
+            merged["assumptions"] = [*group.assumptions, *merged.get("assumptions", [])]
+        try:
+            rec = _ADAPTER.validate_python(merged)
+        except ValidationError as exc:
+            for e in exc.errors(include_url=False):
+                data.problems.append(RecordProblem(name, label, _field_path(e), e.get("msg", "invalid")))
+            continue
+        found = _check_record(rec)
+        if found:
+            data.problems.extend(RecordProblem(name, label, f, why) for f, why in found)
+            continue
+        if rec.id in seen:
+            data.problems.append(RecordProblem(name, label, "id", "duplicates an id already loaded"))
+            continue
+        seen.add(rec.id)
+        data.records.append(rec)
+
+
+def _check_record(rec) -> list[tuple[str, str]]:
+    """Deeper checks that need the catalogs (models, GPUs, layouts, scenarios): [(field, reason)]."""
+    from dtsim.errors import ScenarioError
+
+    try:
+        if rec.kind == "datacenter":
+            from dtsim.validation.predict import datacenter_workload
+
+            datacenter_workload(rec)
+        elif rec.kind == "decentralized":
+            from dtsim.validation.predict import decentralized_inputs
+
+            decentralized_inputs(rec, window_bytes=1e6)  # any window: checks the fields
+        elif rec.kind == "gemm":
+            from dtsim import catalog
+
+            g = catalog.gpus().get(rec.gpu)
+            if g is None or g.micro is None:
+                return [("gpu", f"{rec.gpu!r} has no micro-architecture constants in the catalog")]
+        elif rec.kind == "collective":
+            from dtsim import catalog
+
+            for f in ("intra_fabric", "inter_fabric"):
+                v = getattr(rec, f)
+                if v is not None and v not in catalog.fabrics():
+                    return [(f, f"{v!r} is not a catalog fabric ({', '.join(catalog.fabrics())})")]
+        elif rec.kind == "testbed":
+            from dtsim.transformer import get_architecture
+
+            get_architecture(rec.model)
+    except ScenarioError as exc:
+        return [(f, f"{v!r}: {m}" if v is not None else m) for f, v, m in exc.problems]
+    except ValidationError as exc:
+        return [(_field_path(e), e.get("msg", "invalid")) for e in exc.errors(include_url=False)]
+    return []
+
+
+def bundled_files() -> list[Any]:
+    root = resources.files("dtsim.measured_runs")
+    return sorted((p for p in root.iterdir() if p.name.endswith((".yaml", ".yml"))), key=lambda p: p.name)
+
+
+def load_dataset(runs_dir: str | Path | None = None, bundled: bool = True) -> Dataset:
+    """The bundled records, plus every *.yaml / *.yml file in `runs_dir`."""
+    data = Dataset()
+    if bundled:
+        for p in bundled_files():
+            _load_text(p.read_text("utf-8"), f"dtsim/measured_runs/{p.name}", data)
+    if runs_dir is not None:
+        root = Path(runs_dir)
+        if not root.is_dir():
+            data.problems.append(RecordProblem(str(root), "-", "--runs", "is not a directory"))
+            return data
+        files = sorted(p for p in root.iterdir() if p.suffix.lower() in (".yaml", ".yml"))
+        if not files:
+            data.problems.append(RecordProblem(str(root), "-", "--runs", "holds no .yaml or .yml files"))
+        for p in files:
+            try:
+                text = p.read_text("utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                data.problems.append(RecordProblem(str(p), "-", "file", f"cannot be read: {exc}"))
+                continue
+            _load_text(text, str(p), data)
+    return data

@@ -1,0 +1,213 @@
+"""Run the predictions of a dataset and summarise their distance from the measurements.
+
+Every row states whether its record was used to fit a constant of the calibration in use
+(`calibration`), is a prediction (`check`), or is kept only for reference; summaries are per group,
+with each group's bounds checked and, for groups that compare layouts, the rank correlation of
+predicted and measured values.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from typing import Any
+
+import numpy as np
+
+from dtsim import catalog
+from dtsim.errors import ScenarioError
+from dtsim.validation.predict import predict
+from dtsim.validation.records import Dataset
+
+
+def fitted_ids(doc: dict[str, Any] | None = None) -> set[str]:
+    """Ids of the records any constant of the calibration document was fitted on."""
+    doc = catalog.calibration_document() if doc is None else doc
+    ids: set[str] = set()
+    for section in ("generations", "fabrics", "testbed", "wan"):
+        for entry in (doc.get(section) or {}).values():
+            if isinstance(entry, dict):
+                ids.update(entry.get("fitted_on") or ())
+    return ids
+
+
+def _is_percent(unit: str) -> bool:
+    return unit.strip().startswith("%")
+
+
+def run_records(records: list[Any], groups: dict) -> list[dict[str, Any]]:
+    fitted = fitted_ids()
+    rows = []
+    for rec in records:
+        group = groups.get(rec.group)
+        row: dict[str, Any] = {
+            "id": rec.id,
+            "group": rec.group,
+            "kind": rec.kind,
+            "metric": rec.metric,
+            "convention": getattr(rec, "convention", None),
+            "unit": getattr(rec, "unit", None),
+            "source": rec.source,
+            "certainty": rec.certainty,
+            "assumptions": list(rec.assumptions),
+        }
+        if rec.kind == "reference":
+            row.update(
+                role="reference", measured=None, measured_text=rec.measured_text, predicted=None, error=None
+            )
+            row["reason"] = rec.reason
+            rows.append(row)
+            continue
+        role = (
+            "calibration"
+            if rec.id in fitted
+            else ("reference" if group and group.role == "reference" else "check")
+        )
+        row.update(role=role, measured=rec.measured)
+        try:
+            value, details = predict(rec)
+        except ScenarioError as exc:
+            row.update(predicted=None, error=None, reason=str(exc))
+            rows.append(row)
+            continue
+        value = float(value)
+        if not math.isfinite(value) or value <= 0:
+            row.update(predicted=None, error=None, reason=f"the model gives {value}")
+            rows.append(row)
+            continue
+        row.update(predicted=value, error=value / rec.measured - 1.0, details=_jsonable(details))
+        if _is_percent(rec.unit):
+            row["points"] = value - rec.measured
+        rows.append(row)
+    return rows
+
+
+def _jsonable(d: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out[k] = _jsonable(v)
+        elif isinstance(v, (np.floating, np.integer)):
+            out[k] = v.item()
+        else:
+            out[k] = v
+    return out
+
+
+def spearman(x: list[float], y: list[float]) -> float | None:
+    """Spearman rank correlation (average ranks for ties); None for fewer than 3 pairs or no spread."""
+    if len(x) < 3:
+        return None
+
+    def ranks(v):
+        v = np.asarray(v, dtype=float)
+        order = np.argsort(v, kind="stable")
+        r = np.empty(len(v))
+        r[order] = np.arange(1, len(v) + 1)
+        for val in np.unique(v):
+            idx = v == val
+            r[idx] = r[idx].mean()
+        return r
+
+    rx, ry = ranks(x), ranks(y)
+    if rx.std() == 0 or ry.std() == 0:
+        return None
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def summarise(rows: list[dict[str, Any]], groups: dict) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for name in dict.fromkeys(r["group"] for r in rows):
+        grp = groups.get(name)
+        members = [r for r in rows if r["group"] == name]
+        scored = [r for r in members if r.get("error") is not None]
+        roles = sorted({r["role"] for r in members})
+        entry: dict[str, Any] = {
+            "description": grp.description if grp else "",
+            "roles": roles,
+            "runs": len(members),
+            "predicted": len(scored),
+        }
+        if scored:
+            errs = [abs(r["error"]) for r in scored]
+            entry["median_abs_error"] = statistics.median(errs)
+            entry["max_abs_error"] = max(errs)
+            points = [abs(r["points"]) for r in scored if "points" in r]
+            if points:
+                entry["max_abs_points"] = max(points)
+            metrics = {r["metric"] for r in scored}
+            if grp is not None and grp.compares_layouts and len(metrics) == 1:
+                entry["spearman"] = spearman(
+                    [r["measured"] for r in scored], [r["predicted"] for r in scored]
+                )
+        checks = []
+        if grp is not None and grp.bounds:
+            for metric in sorted({r["metric"] for r in scored}):
+                sel = [r for r in scored if r["metric"] == metric]
+                for bound, limit in grp.bounds_for(metric).items():
+                    if bound == "median_abs_error":
+                        value = statistics.median(abs(r["error"]) for r in sel)
+                    elif bound == "max_abs_error":
+                        value = max(abs(r["error"]) for r in sel)
+                    else:
+                        value = max(abs(r["points"]) for r in sel if "points" in r)
+                    checks.append(
+                        {
+                            "metric": metric,
+                            "bound": bound,
+                            "limit": limit,
+                            "value": value,
+                            "ok": value <= limit,
+                        }
+                    )
+            if not scored:
+                checks.append({"metric": "*", "bound": "predicted", "limit": 1, "value": 0, "ok": False})
+        entry["bounds"] = checks
+        out[name] = entry
+    return out
+
+
+def validate(dataset: Dataset, subset: list[str] | None = None) -> dict[str, Any]:
+    """Predict every record (or those of the named groups / ids) and summarise."""
+    t0 = time.perf_counter()
+    records = dataset.subset(subset)
+    rows = run_records(records, dataset.groups)
+    summary = summarise(rows, dataset.groups)
+    doc = catalog.calibration_document()
+    return {
+        "runs": rows,
+        "summary": summary,
+        "calibration": {
+            "date": doc.get("date"),
+            "subset": doc.get("subset"),
+            "constants": constants_table(doc),
+        },
+        "problems": [p.__dict__ for p in dataset.problems],
+        "files": dataset.files,
+        "seconds": time.perf_counter() - t0,
+        "bounds_ok": all(c["ok"] for g in summary.values() for c in g["bounds"]),
+    }
+
+
+def constants_table(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The fitted constants as rows: section, name, value, fitted_on, RMS log error."""
+    out = []
+    for section in ("generations", "fabrics", "testbed", "wan"):
+        for name, entry in (doc.get(section) or {}).items():
+            if not isinstance(entry, dict):
+                continue
+            for key, value in entry.items():
+                if key in ("fitted_on", "rms_log_error", "residuals", "method", "unit"):
+                    continue
+                out.append(
+                    {
+                        "section": section,
+                        "name": name,
+                        "constant": key,
+                        "value": value,
+                        "fitted_on": list(entry.get("fitted_on") or ()),
+                        "rms_log_error": entry.get("rms_log_error"),
+                    }
+                )
+    return out

@@ -1,0 +1,391 @@
+"""`dtsim validate` and `dtsim calibrate` (issue 5): the bundled dataset, the error bounds, the
+calibration's provenance, users' own runs and malformed records."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from dtsim import catalog
+from dtsim.cli import app
+from dtsim.validation import calibrate, load_dataset, validate
+from dtsim.validation.predict import predict, ring_allreduce_abg_s
+from dtsim.validation.runner import spearman
+from tests.oracle.mapping import REFERENCE
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def dataset():
+    d = load_dataset()
+    assert not d.problems, [str(p) for p in d.problems]
+    return d
+
+
+@pytest.fixture(scope="module")
+def result(dataset):
+    return validate(dataset)
+
+
+@pytest.fixture(scope="module")
+def fresh_fit(dataset):
+    return calibrate(dataset)
+
+
+def _rows(result, group):
+    return {r["id"]: r for r in result["runs"] if r["group"] == group}
+
+
+# --- the dataset --------------------------------------------------------------------------------------------
+
+
+def test_every_bundled_record_loads_and_is_predicted_or_explained(dataset, result):
+    assert len(dataset.records) >= 80
+    kinds = {r.kind for r in dataset.records}
+    assert kinds == {"datacenter", "collective", "gemm", "testbed", "decentralized", "reference"}
+    for row in result["runs"]:
+        if row["role"] == "reference":
+            assert row["reason"]
+        else:
+            assert row["predicted"] is not None, (row["id"], row.get("reason"))
+            assert math.isfinite(row["error"])
+        assert row["source"] and row["certainty"] in ("P", "P*", "S", "D", "user")
+
+
+def _csv_rows():
+    with open(REFERENCE / "measured_runs.csv", newline="") as fh:
+        return {r["id"]: r for r in csv.DictReader(fh)}
+
+
+def _first_number(text):
+    return float(text.replace("%", "").replace("~", "").split("/")[0].split()[0].rstrip(";,"))
+
+
+def test_records_carry_the_csv_values(dataset):
+    """Every record built from measured_runs.csv holds the number the CSV states (KOR22 as MFU × 312,
+    the CSV's MFU column times the A100's dense BF16 peak)."""
+    rows = _csv_rows()
+    aliases = {
+        "NCCL-H200x8-ring": ("NCCL-H200x8-NVLS", lambda r: _first_number(r["notes"].replace("ring", ""))),
+        "NCCL-B200-1node": ("NCCL-B200-4node", lambda r: float(r["notes"].split("1 node")[1].split(";")[0])),
+        "INTELLECT1-USA-CU": ("INTELLECT1-USA", lambda r: _first_number(r["measured_value"].split("/")[1])),
+        "INTELLECT1-global-CU": (
+            "INTELLECT1-global",
+            lambda r: _first_number(r["measured_value"].split("/")[1]),
+        ),
+        "COVENANT-72B-comm": ("COVENANT-72B", lambda r: _first_number(r["measured_value"].split("/")[1])),
+        "COVENANT-72B-util": ("COVENANT-72B", lambda r: _first_number(r["measured_value"])),
+    }
+    checked = 0
+    for rec in dataset.records:
+        if rec.kind in ("testbed", "reference") or rec.id.endswith("32KiB") or rec.id == "NCCL-latency-IB":
+            continue
+        if rec.id in aliases:
+            csv_id, get = aliases[rec.id]
+            expected = get(rows[csv_id])
+        elif rec.group == "KOR22":  # "iter s / MFU / HFU": TFLOP/s = MFU × 312
+            expected = _first_number(rows[rec.id]["measured_value"].split("/")[1]) / 100 * 312
+        elif rec.id in rows:
+            expected = _first_number(rows[rec.id]["measured_value"])
+        elif rec.id == "INTELLECT1-global-comm":
+            expected = 8.3 * 60
+        else:
+            raise AssertionError(f"{rec.id} has no row in measured_runs.csv")
+        assert rec.measured == pytest.approx(expected, rel=1e-3), rec.id
+        checked += 1
+    assert checked >= 45
+
+
+# --- the bounds of issue 5 --------------------------------------------------------------------------------
+
+
+def test_check_groups_meet_their_bounds(result):
+    s = result["summary"]
+    for g in ("MCORE24", "MPT"):
+        assert s[g]["roles"] == ["check"]
+        assert s[g]["median_abs_error"] <= 0.10, g
+        assert s[g]["max_abs_error"] <= 0.25, g
+    assert result["bounds_ok"], [(g, c) for g, e in s.items() for c in e["bounds"] if not c["ok"]]
+
+
+def test_calibration_groups_fit_well(result):
+    s = result["summary"]
+    assert s["MEG21"]["roles"] == ["calibration"] and s["KOR22"]["roles"] == ["calibration"]
+    assert s["MEG21"]["median_abs_error"] <= 0.10
+    assert s["KOR22"]["median_abs_error"] <= 0.10
+
+
+def test_thesis_testbed(result):
+    for row in _rows(result, "THESIS-BYTES").values():
+        assert abs(row["error"]) <= 0.02, row["id"]
+    caps = _rows(result, "THESIS-BW")
+    assert len(caps) == 3
+    for row in caps.values():
+        assert abs(row["error"]) <= 0.20, row["id"]
+        assert row["role"] == "check"
+    assert _rows(result, "THESIS-CAL")["THESIS-WS4-TAR"]["role"] == "calibration"
+
+
+def test_intellect1_mfu_and_order(result):
+    rows = {**_rows(result, "INTELLECT1"), **_rows(result, "INTELLECT1-CAL")}
+    measured = {"INTELLECT1-USA": 41.4, "INTELLECT1-USEU": 37.1, "INTELLECT1-global": 36.2}
+    for rid, value in measured.items():
+        assert rows[rid]["measured"] == value
+        assert abs(rows[rid]["predicted"] - value) <= 3.0, rid
+    p = [rows[r]["predicted"] for r in measured]
+    assert p[0] > p[1] > p[2]
+    assert rows["INTELLECT1-USA"]["role"] == "calibration"
+    assert rows["INTELLECT1-USEU"]["role"] == "check" and rows["INTELLECT1-global"]["role"] == "check"
+
+
+def test_covenant(result):
+    rows = _rows(result, "COVENANT")
+    assert abs(rows["COVENANT-72B-comm"]["predicted"] / 70 - 1) <= 0.30
+    assert abs(rows["COVENANT-72B-util"]["predicted"] - 94.5) <= 3.0
+    # every assumed input is listed with the prediction
+    assert any("20 min" in a for a in rows["COVENANT-72B-util"]["assumptions"])
+    assert any("threshold" in a for a in rows["COVENANT-72B-comm"]["assumptions"])
+
+
+def test_validate_is_fast_enough_to_run_everywhere(result):
+    # the issue asks for under 60 s on this machine; the bundled records take well under a second
+    # (measured by benchmarks/validation.py; not asserted tightly here)
+    assert result["seconds"] < 60
+
+
+# --- calibration provenance --------------------------------------------------------------------------------
+
+
+def test_calibration_file_is_a_fresh_fit(fresh_fit):
+    stored = catalog.calibration_document()
+    assert stored["subset"] == fresh_fit["subset"]
+    for section in ("generations", "fabrics", "testbed", "wan"):
+        assert set(stored[section]) == set(fresh_fit[section]), section
+        for name, entry in fresh_fit[section].items():
+            old = stored[section][name]
+            assert old["fitted_on"] == entry["fitted_on"], (section, name)
+            for key, value in entry.items():
+                if key in ("fitted_on", "residuals", "unit", "rms_log_error"):
+                    continue
+                if isinstance(value, dict):
+                    continue
+                assert old[key] == pytest.approx(value, rel=2e-3), (section, name, key)
+
+
+def test_no_check_record_is_fitted(dataset, fresh_fit):
+    from dtsim.validation.runner import fitted_ids
+
+    fitted = fitted_ids(fresh_fit)
+    checks = {r.id for r in dataset.records if dataset.groups[r.group].role == "check"}
+    assert fitted and not fitted & checks
+    # the constants are few and global: one derate per GPU generation, two numbers per fabric, one
+    # host rate, one window — never one per run
+    assert set(fresh_fit["generations"]) == {"ampere"}
+    n_constants = sum(
+        len([k for k in e if k in ("efficiency", "latency_s")]) for e in fresh_fit["fabrics"].values()
+    )
+    n_constants += len(fresh_fit["generations"]) + len(fresh_fit["testbed"]) + len(fresh_fit["wan"])
+    assert n_constants <= 15 < len(fitted) + 10
+
+
+def test_derate_fit_is_a_minimum(dataset, fresh_fit):
+    from dtsim.validation.calibrate import _loss
+
+    recs = [r for r in dataset.records if r.group in ("MEG21", "KOR22")]
+    best = fresh_fit["generations"]["ampere"]["clock_derate"]
+
+    def with_derate(x):
+        doc = json.loads(json.dumps(fresh_fit))
+        doc["generations"]["ampere"]["clock_derate"] = x
+        return _loss(recs, doc)
+
+    assert with_derate(best) < with_derate(best * 0.95)
+    assert with_derate(best) < with_derate(best * 1.05)
+    # and lands on seed 002's empirical A100 value (gpu_presets.json: 0.85)
+    assert best == pytest.approx(0.85, abs=0.02)
+
+
+def test_testbed_formula_by_hand(dataset):
+    """α-β-γ ring: T = 2(N−1)·d + 2(N−1)/N·S·(1/r_host + 1/r_cap)."""
+    rec = next(r for r in dataset.records if r.id == "THESIS-BW50-TAR")
+    size = 81_912_576 * 4
+    expected = 2 * 3 / 4 * size * 8 * (1 / 2e8 + 1 / 50e6)
+    assert ring_allreduce_abg_s(rec, 2e8) == pytest.approx(expected)
+
+
+def test_spearman():
+    assert spearman([1, 2, 3], [10, 20, 30]) == pytest.approx(1.0)
+    assert spearman([1, 2, 3], [30, 20, 10]) == pytest.approx(-1.0)
+    assert spearman([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)
+    assert spearman([1, 2], [1, 2]) is None
+
+
+# --- the CLI ------------------------------------------------------------------------------------------------
+
+
+def test_validate_cli_table_and_json():
+    r = runner.invoke(app, ["validate"])
+    assert r.exit_code == 0, r.output
+    assert "MCORE24" in r.stdout and "Fitted constants" in r.stdout and "bounds all met" in r.stdout
+    r = runner.invoke(app, ["validate", "--json"])
+    assert r.exit_code == 0
+    d = json.loads(r.stdout)
+    row = d["runs"][0]
+    assert {"id", "group", "metric", "convention", "measured", "predicted", "error"} <= set(row)
+    assert {"MEG21", "MCORE24", "MPT", "INTELLECT1", "COVENANT", "THESIS-BW"} <= set(d["summary"])
+    assert d["calibration"]["constants"]
+
+
+def test_validate_subset_and_bad_subset():
+    r = runner.invoke(app, ["validate", "--subset", "MCORE24,MPT", "--json"])
+    assert r.exit_code == 0
+    d = json.loads(r.stdout)
+    assert {x["group"] for x in d["runs"]} == {"MCORE24", "MPT"}
+    r = runner.invoke(app, ["validate", "--subset", "NOPE"])
+    assert r.exit_code == 2 and "--subset" in r.output and "NOPE" in r.output
+
+
+@pytest.mark.parametrize("suffix", [".png", ".svg"])
+def test_validate_plot(tmp_path, suffix):
+    out = tmp_path / f"scatter{suffix}"
+    r = runner.invoke(app, ["validate", "--plot", str(out)])
+    assert r.exit_code == 0, r.output
+    data = out.read_bytes()
+    assert (data[:8] == b"\x89PNG\r\n\x1a\n") if suffix == ".png" else (b"<svg" in data)
+    r = runner.invoke(app, ["validate", "--plot", str(tmp_path / "x.txt")])
+    assert r.exit_code == 2 and "--plot" in r.output
+
+
+GOOD = {
+    "groups": {
+        "MYRUNS": {
+            "description": "my cluster",
+            "role": "check",
+            "defaults": {
+                "kind": "datacenter",
+                "certainty": "user",
+                "unit": "TFLOP/s per GPU",
+                "metric": "tflops_per_gpu",
+            },
+        }
+    },
+    "records": [
+        {
+            "id": "MY-GPT-1",
+            "group": "MYRUNS",
+            "source": "our cluster, 2026-11",
+            "convention": "model",
+            "measured": 150.0,
+            "model": "gpt3-175b",
+            "precision": "bf16",
+            "cluster": {"gpu": "a100-80gb", "nodes": 8},
+            "layout": {"tp": 8, "pp": 8, "gbs": 64, "recompute": "selective", "sequence_parallel": True},
+        },
+        {
+            "id": "MY-BAD-1",
+            "group": "MYRUNS",
+            "source": "typo",
+            "convention": "model",
+            "measured": 150.0,
+            "model": "gpt3-175b",
+            "cluster": {"gpu": "a100-80gb", "nodes": 8},
+            "layout": {"tp": 7, "pp": 8, "gbs": 64},
+        },
+        {
+            "id": "MY-BAD-2",
+            "group": "MYRUNS",
+            "source": "x",
+            "convention": "model",
+            "measured": -3,
+            "model": "gpt2",
+            "cluster": {},
+            "layout": {"gbs": 8},
+        },
+        {"id": "MY-BAD-3", "group": "NOGROUP", "source": "x", "measured": 1},
+        {
+            "id": "MEG21-1.7B",
+            "group": "MYRUNS",
+            "source": "dup",
+            "convention": "model",
+            "measured": 1,
+            "model": "gpt2",
+            "cluster": {},
+            "layout": {"gbs": 8},
+        },
+    ],
+}
+
+
+def test_user_runs_are_picked_up_and_bad_records_rejected(tmp_path):
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump(GOOD, sort_keys=False))
+    (tmp_path / "broken.yml").write_text("records: [unclosed\n")
+    (tmp_path / "notes.txt").write_text("ignored: not a .yaml file")
+    r = runner.invoke(app, ["validate", "--runs", str(tmp_path), "--json"])
+    assert r.exit_code == 1  # something was rejected; the rest ran
+    d = json.loads(r.stdout)
+    ids = {x["id"] for x in d["runs"]}
+    assert "MY-GPT-1" in ids and "MEG21-1.7B" in ids
+    mine = next(x for x in d["runs"] if x["id"] == "MY-GPT-1")
+    assert mine["role"] == "check" and mine["predicted"] > 0 and mine["certainty"] == "user"
+    problems = {(p["record"], p["field"]) for p in d["problems"]}
+    files = {p["file"] for p in d["problems"]}
+    assert ("MY-BAD-1", "layout.tp") in problems
+    assert ("MY-BAD-2", "measured") in problems
+    assert ("MY-BAD-3", "group") in problems
+    assert ("MEG21-1.7B", "id") in problems
+    assert any(f.endswith("broken.yml") for f in files) and any(f.endswith("mine.yaml") for f in files)
+    assert "Traceback" not in r.output
+    # the text report names file, record, field and reason on stderr
+    r = runner.invoke(app, ["validate", "--runs", str(tmp_path)])
+    assert "rejected:" in r.output and "mine.yaml: record MY-BAD-1: layout.tp" in r.output.replace("\n", "")
+
+
+def test_runs_dir_must_exist(tmp_path):
+    r = runner.invoke(app, ["validate", "--runs", str(tmp_path / "nope"), "--json"])
+    assert r.exit_code == 1
+    assert any(p["field"] == "--runs" for p in json.loads(r.stdout)["problems"])
+
+
+def test_calibrate_cli_writes_with_provenance(tmp_path):
+    out = tmp_path / "cal.yaml"
+    r = runner.invoke(app, ["calibrate", "--subset", "MEG21,KOR22", "--output", str(out)])
+    assert r.exit_code == 0, r.output
+    doc = yaml.safe_load(out.read_text())
+    entry = doc["generations"]["ampere"]
+    assert doc["subset"] == ["MEG21", "KOR22"] and doc["date"]
+    assert len(entry["fitted_on"]) == 15 and set(entry["residuals"]) == set(entry["fitted_on"])
+    assert doc["fabrics"] == {} and doc["wan"] == {}
+    # validate with that file: only MEG21/KOR22 count as calibration; the WAN window is missing, so
+    # the window-limited INTELLECT-1 rows say why they cannot be predicted
+    r = runner.invoke(app, ["validate", "--calibration", str(out), "--json"])
+    d = json.loads(r.stdout)
+    roles = {x["id"]: x["role"] for x in d["runs"]}
+    assert roles["MEG21-1.7B"] == "calibration" and roles["NCCL-A100x8"] == "check"
+    i1 = next(x for x in d["runs"] if x["id"] == "INTELLECT1-USEU")
+    assert i1["predicted"] is None and "tcp_window_bytes" in i1["reason"]
+    r = runner.invoke(app, ["calibrate", "--dry-run", "--subset", "THESIS-CAL"])
+    assert r.exit_code == 0 and "nothing written" in r.stdout
+    r = runner.invoke(app, ["validate", "--calibration", str(tmp_path / "missing.yaml")])
+    assert r.exit_code == 2 and "--calibration" in r.output
+
+
+def test_predictions_do_not_depend_on_record_order(dataset):
+    a = [predict(r)[0] for r in dataset.records if r.kind != "reference"]
+    b = [predict(r)[0] for r in reversed([r for r in dataset.records if r.kind != "reference"])]
+    assert a == list(reversed(b))
+
+
+def test_validation_page_is_current():
+    """docs/validation.md is what `python -m dtsim.validation.docs` writes now."""
+    from pathlib import Path
+
+    from dtsim.validation.docs import render
+
+    page = Path(__file__).resolve().parent.parent / "docs" / "validation.md"
+    assert page.read_text(encoding="utf-8") == render(), "run: python -m dtsim.validation.docs"
