@@ -397,27 +397,29 @@ def evaluate(
     overlap = f["overlap_grad"].astype(bool)
     once = np.where(multi & (zero <= 1), np.where(zero == 1, reduce_scatter, allreduce), 0.0)
     once_gather = np.where(multi & (zero >= 1) & (zero <= 2), gather_once, 0.0)
-    dp_exposed = np.where(
-        overlap,
-        exposed_bucketed_allreduce(once, t_b, buckets)
-        + exposed_bucketed_allreduce(once_gather, t_f, buckets),
-        once + once_gather,
-    )
     per_mb = np.where(
         multi & (zero >= 2), np.where(zero >= 3, layer_rs + 2.0 * layer_gather, reduce_scatter), 0.0
     )
     units = np.where(zero >= 3, stage_layers, buckets)
-    streamed = np.where(overlap, np.maximum(per_mb / units, m * per_mb - m * work), m * per_mb)
-    sharded_exposed = np.where(multi & (zero >= 2), streamed, 0.0)
+    # All of it competes for one compute budget, the step's m·work: what cannot hide is the larger of
+    # the pieces that never can (the last bucket or layer of each, and what outlasts the one pass it
+    # overlaps) and the excess of the total over the budget. A faster link never makes this larger.
+    overlappable = once + once_gather + m * per_mb
+    tails = (
+        exposed_bucketed_allreduce(once, t_b, buckets)
+        + exposed_bucketed_allreduce(once_gather, t_f, buckets)
+        + per_mb / units
+    )
+    dp_exposed = np.where(overlap, np.maximum(tails, overlappable - m * work), overlappable)
     # Compute slows while a collective overlaps it (communication kernels hold SMs and HBM bandwidth):
     # charge `overlap_compute_slowdown` of every second of hidden communication (arXiv 2507.03114).
-    hidden = np.where(overlap, once + once_gather - dp_exposed + m * per_mb - sharded_exposed, 0.0)
+    hidden = np.where(overlap, np.maximum(overlappable - dp_exposed, 0.0), 0.0)
     hidden_tp = m * np.where(overlap_tp, (tp_f - exp_tp_f) + (tp_b - exp_tp_b), 0.0) * per_stage
-    interference = asm.overlap_compute_slowdown * (np.maximum(hidden, 0.0) + hidden_tp)
+    interference = asm.overlap_compute_slowdown * (hidden + hidden_tp)
     opt_params = np.where(zero >= 1, stage_params / dp_group, stage_params)
     optimizer = memory_bound_time(opt_params * asm.optimizer_traffic_bytes, micro, asm.hbm_efficiency)
 
-    step = pipeline + dp_exposed + sharded_exposed + interference + optimizer
+    step = pipeline + dp_exposed + interference + optimizer
 
     # --- memory per GPU (the peak stage) ---------------------------------------------------------------------------
     w = stage_params * asm.weight_bytes / np.where(zero >= 3, dp_group, 1.0)
@@ -491,7 +493,7 @@ def evaluate(
         "bubble_fraction": bubble_slots / (m + bubble_slots),
         "tp_comm": m * (tp_total + np.where(last_f >= mid_f, layers_last, per_stage) * rc_tp),
         "pp_comm": pp_comm,
-        "dp_comm_exposed": dp_exposed + sharded_exposed,
+        "dp_comm_exposed": dp_exposed,
         "overlap_interference": interference,
         "optimizer": optimizer,
     }
