@@ -42,6 +42,7 @@ class Micro:
     nic: str
     nics_per_gpu: float
     source: str
+    l1_bytes_per_sm: float | None = None  # combined L1 / shared memory per SM (SRAM totals, seed 002 Table 2)
 
     def peak_flop_s(self, bits: int) -> float:
         return self.flop_per_clock_per_thread[bits] * 128 * self.num_sms * self.max_clock_hz

@@ -66,10 +66,26 @@ def sustained_flop_s(micro, bits: int):
     return micro.peak_flop_s(bits) * micro.clock_derate
 
 
-def gemm_time(d1, d2, b, micro, bits: int = 16, weight_grads=False, clock_derate=None):
+def gemm_time(
+    d1,
+    d2,
+    b,
+    micro,
+    bits: int = 16,
+    weight_grads=False,
+    clock_derate=None,
+    wave_quantization=True,
+    chunk: int = TENSOR_CORE_CHUNK,
+    smem_counts_l2_loads: bool = True,
+    matmul_latency_s: float | None = None,
+):
     """Seconds for one GEMM of a d1×d2 weight with d2×b activations (see the module docstring).
 
-    `clock_derate` overrides the catalog's sustained-clock derate (calibration)."""
+    `clock_derate` overrides the catalog's sustained-clock derate (calibration). The frontier-limits
+    model runs it as seed 002 describes it: `wave_quantization=False`, `chunk=8` (tensor-core inputs
+    need each dimension to be a multiple of 8, seed 002 §5.1.2) and `smem_counts_l2_loads=False`
+    (on Hopper the L2 → SM copies arrive by TMA / DSMEM multicast rather than through the shared-memory
+    banks the processing blocks read from). `matmul_latency_s` overrides the catalog's kernel floor."""
     d1 = np.asarray(d1, dtype=float)
     d2 = np.asarray(d2, dtype=float)
     b = np.asarray(b, dtype=float)
@@ -87,15 +103,14 @@ def gemm_time(d1, d2, b, micro, bits: int = 16, weight_grads=False, clock_derate
     sm_reg, _ = _level_traffic(d1, d2, b, bytewidth, block_regs, 4.0 * micro.num_sms, False, weight_grads)
     hbm_bytes = hbm_l2
     l2_bytes = hbm_l2 + l2_sm
-    smem_bytes = l2_sm + dsmem + sm_reg
+    smem_bytes = np.where(smem_counts_l2_loads, l2_sm, 0.0) + dsmem + sm_reg
 
-    chunk = TENSOR_CORE_CHUNK
     flop = 2.0 * np.ceil(d1 / chunk) * np.ceil(d2 / chunk) * np.ceil(b / chunk) * chunk**3
     out_rows = np.where(weight_grads, d1, d1)
     out_cols = np.where(weight_grads, d2, b)
     units = np.ceil(out_rows / OUTPUT_TILE) * np.ceil(out_cols / OUTPUT_TILE)
     waves = np.ceil(units / micro.num_sms)
-    wave_efficiency = units / (waves * micro.num_sms)
+    wave_efficiency = np.where(wave_quantization, units / (waves * micro.num_sms), 1.0)
     flop_rate = micro.flop_per_clock_per_thread[bits] * 128 * micro.num_sms * clock
 
     arithmetic = flop / (flop_rate * wave_efficiency)
@@ -103,7 +118,8 @@ def gemm_time(d1, d2, b, micro, bits: int = 16, weight_grads=False, clock_derate
         np.maximum(hbm_bytes / micro.hbm_bytes_per_s, l2_bytes / micro.l2_bytes_per_s),
         smem_bytes / (SMEM_BYTES_PER_CLOCK_PER_SM * micro.num_sms * clock),
     )
-    return np.maximum(arithmetic, movement) + micro.matmul_latency_s
+    latency = micro.matmul_latency_s if matmul_latency_s is None else matmul_latency_s
+    return np.maximum(arithmetic, movement) + latency
 
 
 def memory_bound_time(bytes_moved, micro, efficiency):

@@ -1,0 +1,337 @@
+"""The frontier-limits model (seed 002; issue 6): closed forms (Table 2), the reference
+implementation's curves (shared/reference/epoch/reference_runs.json), Tables 3–4, properties, CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from dtsim.cli import app
+from dtsim.limits import closed_form as cf
+from dtsim.limits import curve, get_hardware, linear_scaling_stop, optimal_layout, shape_for
+from dtsim.limits.hardware import custom
+from dtsim.limits.model import bubble_fraction
+from dtsim.limits.scaling import critical_batch_sequences, d_model_grid, layer_count, take_closest
+from tests.oracle.mapping import REFERENCE
+
+runner = CliRunner()
+REF = json.loads((REFERENCE / "epoch" / "reference_runs.json").read_text())
+SCENARIO = {
+    "V100 SXM": "v100-sxm",
+    "A100 SXM": "a100-sxm",
+    "H100 SXM": "h100-sxm",
+    "H100 SXM Low Latency": "h100-sxm-low-latency",
+    "H100 SXM Global NVLink": "h100-sxm-global-nvlink",
+    "H100 SXM Global NVLink and LL": "h100-sxm-global-nvlink-ll",
+    "H100 SXM Infinite Network and LL": "h100-sxm-infinite-network-ll",
+}
+BATCH_LAW = {"No scaling": "fixed", "Default scaling": "default", "DeepSeek scaling": "deepseek"}
+SETTINGS = settings(
+    max_examples=int(os.environ.get("DTSIM_HYPOTHESIS_EXAMPLES", "40")),
+    deadline=None,
+    derandomize=os.environ.get("DTSIM_HYPOTHESIS_RANDOM") is None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+# The one point (of the 148 the issue names) where dtsim and the reference disagree by more than the
+# tolerance: on the reference's cluster dtsim's run takes 3.004 months against the reference's 2.965
+# (its GEMM model is ~1.4% slower for this per-GPU shape), so the 3-month search doubles the cluster.
+KNIFE_EDGE = {("H100 SXM Low Latency", 53248)}
+
+
+# --- closed forms (item 1) ---------------------------------------------------------------------------------
+
+TABLE2 = {  # name: (d′, b′, T_critical FLOP) as printed in seed 002 Table 2
+    "DGX-1 (V100)": (26.7e3, 278, 1e27),
+    "DGX A100": (16.7e3, 401, 3e28),
+    "DGX H100": (26.4e3, 591, 2e28),
+    "DGX H100 in SuperPOD": (5.9e3, 16, 1e34),
+}
+
+
+def test_table2():
+    rows = {r.name: r for r in cf.table2()}
+    assert set(rows) == set(TABLE2)
+    for name, (d, b, t) in TABLE2.items():
+        r = rows[name]
+        assert r.d_prime == pytest.approx(d, rel=0.05), name
+        assert r.b_prime == pytest.approx(b, rel=0.05), name
+        assert 0.5 <= r.t_critical_flop / t <= 2.0, (name, r.t_critical_flop)
+    assert rows["DGX H100 in SuperPOD"].weights_in_sram and not rows["DGX H100"].weights_in_sram
+
+
+def test_latency_limits():
+    # b = 4e6, L = 100, 3 months, t_L = 9 µs: T_limit ≈ 2e31 FLOP, N_p ≈ 4e14, cliff ≈ 3e30 (eqs. 15, 17, 18)
+    assert cf.t_limit() == pytest.approx(2e31, rel=0.25)
+    assert cf.params_at_limit() == pytest.approx(4e14, rel=0.15)
+    assert cf.t_critical_latency() == pytest.approx(3e30, rel=0.25)
+    assert cf.t_limit() / cf.t_critical_latency() == pytest.approx(9.0)  # "exactly nine times"
+    # appendix 8.3 reduces to eqs. 13 and 18 when α_b = α_L
+    assert cf.generalized("limit", 0.2, 0.2) == pytest.approx(cf.t_limit(), rel=1e-9)
+    h100 = next(r for r in cf.table2() if r.name == "DGX H100")
+    assert cf.generalized(
+        "critical", 0.1, 0.1, mac_per_s=h100.mac_per_s, d=h100.d_prime, b=h100.b_prime
+    ) == pytest.approx(h100.t_critical_flop, rel=1e-9)
+    # a faster batch than layer scaling raises the limit by orders of magnitude
+    assert cf.generalized("limit", 0.3271, 0.1271) > 1e4 * cf.t_limit()
+
+
+# --- scaling relations ----------------------------------------------------------------------------------------
+
+
+def test_scaling_relations_match_the_reference_shapes():
+    for group in ("base_dense", "base_sparse", "batch_size_dense_h100"):
+        for c in REF["groups"][group]:
+            law = BATCH_LAW.get(c["setting"], "default")
+            for p in c["points"]:
+                s = shape_for(p["d_model"], sparse="sparse" in group, batch_law=law)
+                assert (s.layers, s.sparsity, s.batch_tokens) == (
+                    p["layers"],
+                    p["sparsity"],
+                    p["batch_tokens"],
+                ), (group, p["d_model"])
+                assert s.params == pytest.approx(p["params"])
+                assert s.training_flop == pytest.approx(p["training_flop"])
+
+
+def test_rounding_and_laws_by_hand():
+    assert take_closest(197.8) == 192 and take_closest(210) == 224
+    assert take_closest(208) == 192  # a tie between 192 and 224 goes to the smaller
+    assert layer_count(12288, 49152) == 192
+    # default law: 4 Mi tokens at 3e23 FLOP, E = 1 → 2048 sequences of 2048
+    assert critical_batch_sequences(3e23, 2048, 1) == 2048
+    assert critical_batch_sequences(1e30, 2048, 1, "fixed") == 2048
+    assert d_model_grid()[:4] == [12288, 14336, 16384, 18432] and d_model_grid()[-1] == 1572864
+
+
+def test_bubble_formula():
+    # eq. 22 by hand: N_PP = 8, m = 4, v = 2 → z = 4, f_b = (7 + 4)/(7 + 4 + 8)
+    assert bubble_fraction(8, 4, 2, False) == pytest.approx(11 / 19)
+    assert bubble_fraction(8, 16, 1, False) == pytest.approx(7 / 23)
+    assert bubble_fraction(8, 15, 1, True) == 0.0
+
+
+# --- against the reference implementation (item 2) ----------------------------------------------------------------
+
+
+def _curves(group):
+    out = []
+    for c in REF["groups"][group]:
+        hw = get_hardware(SCENARIO[c["gpu"]])
+        pts = curve(hw, sparse="sparse" in group, batch_law=BATCH_LAW.get(c["setting"], "default"))
+        out.append((c, {p["d_model"]: p for p in pts}))
+    return out
+
+
+@pytest.fixture(scope="module", params=["base_dense", "base_sparse", "grand_dense"])
+def group_curves(request):
+    return request.param, _curves(request.param)
+
+
+def test_every_reference_point(group_curves):
+    group, curves = group_curves
+    checked = 0
+    for c, ours in curves:
+        for p in c["points"]:
+            mine = ours.get(p["d_model"])
+            assert mine is not None, (group, c["setting"], p["d_model"], "dtsim finds no cluster")
+            ratio = mine["n_gpus"] / p["n_gpus"]
+            du = mine["utilization"] - p["utilization"]
+            if (c["setting"], p["d_model"]) in KNIFE_EDGE:
+                assert ratio == 2  # the documented exception: one doubling more
+                continue
+            assert abs(du) <= 0.03, (group, c["setting"], p["d_model"], mine["utilization"], p["utilization"])
+            assert 0.5 <= ratio <= 2, (group, c["setting"], p["d_model"], mine["n_gpus"], p["n_gpus"])
+            checked += 1
+        # the curves end at the same width (the latency wall)
+        assert max(ours) == c["points"][-1]["d_model"], (group, c["setting"])
+    assert checked >= {"base_dense": 93, "base_sparse": 75, "grand_dense": 190}[group]
+
+
+def test_knife_edge_is_what_the_docs_say():
+    c = next(c for c in REF["groups"]["grand_dense"] if c["setting"] == "H100 SXM Low Latency")
+    p = next(p for p in c["points"] if p["d_model"] == 53248)
+    hw = get_hardware("h100-sxm-low-latency")
+    best = optimal_layout(shape_for(53248), hw, p["n_gpus"])
+    assert best.layout["dp"] == p["dp"] and best.layout["pp"] == p["pp"]  # the same layout …
+    assert 3.0 < best.months < 3.0 * 1.005  # … just over the limit
+
+
+TABLE3_4 = {  # (group, setting): the paper's "linear scaling stops" compute (Tables 3 and 4)
+    ("base_dense", "V100 SXM"): 3e27,
+    ("base_dense", "A100 SXM"): 3e28,
+    ("base_dense", "H100 SXM"): 2e28,
+    ("base_sparse", "V100 SXM"): 2e27,
+    ("base_sparse", "A100 SXM"): 2e29,
+    ("base_sparse", "H100 SXM"): 7e28,
+    ("grand_dense", "H100 SXM Low Latency"): 1e29,
+    ("grand_dense", "H100 SXM Global NVLink"): 4e29,
+    ("grand_dense", "H100 SXM Global NVLink and LL"): 5e31,
+    ("grand_dense", "H100 SXM Infinite Network and LL"): 9e31,
+}
+
+
+def test_linear_scaling_stops_tables_3_and_4(group_curves):
+    group, curves = group_curves
+    for c, ours in curves:
+        paper = TABLE3_4.get((group, c["setting"]))
+        if paper is None:
+            continue
+        hw = get_hardware(SCENARIO[c["gpu"]])
+        stop = linear_scaling_stop([ours[d] for d in sorted(ours)], hw)
+        off = abs(math.log10(stop["first_point_flop"] / paper))
+        if (c["setting"], 53248) in KNIFE_EDGE:
+            # the knife-edge point falls below the threshold here; the next point is the paper's value
+            nxt = [
+                ours[d]
+                for d in sorted(ours)
+                if d > 53248 and ours[d]["utilization"] >= stop["threshold_utilization"]
+            ]
+            assert nxt and abs(math.log10(nxt[0]["training_flop"] / paper)) <= 0.5
+            continue
+        assert off <= 0.5, (group, c["setting"], stop, paper)
+
+
+# --- properties (item 4) --------------------------------------------------------------------------------------
+
+
+@st.composite
+def cases(draw):
+    d = draw(st.sampled_from([12288, 16384, 24576, 32768]))
+    sparse = draw(st.booleans())
+    shape = shape_for(d, sparse=sparse)
+    n = shape.sparsity * 2 ** draw(st.integers(8, 16))
+    hw = get_hardware(draw(st.sampled_from(["v100-sxm", "a100-sxm", "h100-sxm", "h100-sxm-superpod"])))
+    return shape, hw, n
+
+
+@SETTINGS
+@given(cases(), st.floats(1.0, 50.0), st.integers(0, 2))
+def test_more_bandwidth_or_less_latency_never_lowers_the_best_utilization(case, factor, which):
+    shape, hw, n = case
+    base = optimal_layout(shape, hw, n)
+    if base is None:
+        return
+    if which == 0:
+        better = custom(hw, bandwidth=[b * factor for b in hw.bandwidth])
+    elif which == 1:
+        better = custom(
+            hw, latency=[t / factor for t in hw.latency], matmul_latency_s=hw.matmul_latency_s / factor
+        )
+    else:
+        level = len(hw.bandwidth) - 1
+        bws = list(hw.bandwidth)
+        bws[level] *= factor
+        better = custom(hw, bandwidth=bws)
+    after = optimal_layout(shape, better, n)
+    assert after is not None and after.utilization >= base.utilization * (1 - 1e-12)
+
+
+@SETTINGS
+@given(cases())
+def test_the_chosen_layout_is_never_slower_than_any_evaluated_one(case):
+    shape, hw, n = case
+    best = optimal_layout(shape, hw, n)
+    full = optimal_layout(shape, hw, n, prune=False)
+    if best is None:
+        assert full is None
+        return
+    assert best.step_s <= float(np.min(full.extra["all_step_s"])) * (1 + 1e-12)
+    assert best.step_s == pytest.approx(full.step_s, rel=1e-12)  # pruning loses nothing
+
+
+# --- memory and CLI -------------------------------------------------------------------------------------------
+
+
+def test_memory_checks_are_reported():
+    best = optimal_layout(shape_for(30720), get_hardware("h100-sxm"), 262144)
+    m = best.memory
+    assert m["check_used"] == "per-gpu" and m["per_gpu_states_ok"] and m["aggregate_check_ok"]
+    assert m["activations_per_gpu_gb"] > 0 and "per_gpu_with_activations_ok" in m
+    strict = optimal_layout(shape_for(30720), get_hardware("h100-sxm"), 262144, memory="per-gpu-activations")
+    assert strict is None or strict.memory["per_gpu_with_activations_ok"]
+
+
+def test_cli_curve_json_and_csv(tmp_path):
+    r = runner.invoke(
+        app,
+        ["limits", "curve", "--gpu", "h100-sxm-global-nvlink", "--json", "--csv", str(tmp_path / "c.csv")],
+    )
+    assert r.exit_code == 0, r.output
+    pts = json.loads(r.stdout)
+    assert len(pts) == 31
+    for key in (
+        "d_model",
+        "training_flop",
+        "utilization",
+        "n_gpus",
+        "months",
+        "dp",
+        "tp_model",
+        "tp_ff",
+        "pp",
+        "ep",
+        "microbatches",
+    ):
+        assert key in pts[0]
+    assert (tmp_path / "c.csv").read_text().startswith("hardware,d_model")
+
+
+def test_cli_curve_plots(tmp_path):
+    png, svg = tmp_path / "u.png", tmp_path / "f.svg"
+    r = runner.invoke(
+        app,
+        [
+            "limits",
+            "curve",
+            "--gpu",
+            "h100-sxm-global-nvlink",
+            "--gpu",
+            "h100-sxm-infinite-network-ll",
+            "--plot",
+            str(png),
+            "--fractions-plot",
+            str(svg),
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    assert png.read_bytes()[:4] == b"\x89PNG" and b"<svg" in svg.read_bytes()
+    assert "Linear scaling stops" in r.stdout
+
+
+def test_cli_closed_form_and_search():
+    d = json.loads(runner.invoke(app, ["limits", "closed-form", "--json"]).stdout)
+    assert len(d["table2"]) == 4 and d["t_limit_flop"] == pytest.approx(cf.t_limit())
+    r = runner.invoke(app, ["limits", "search", "--compute", "1e27", "--months", "3", "--json"])
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.stdout)
+    assert s["found"] and s["training_flop"] >= 1e27 and s["months"] < 3
+    r = runner.invoke(app, ["limits", "search", "--compute", "1e27"])
+    assert "GPUs" in r.stdout and "Layout" in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["limits", "curve", "--gpu", "tpu-v9"], "gpu"),
+        (["limits", "curve", "--months", "0"], "months"),
+        (["limits", "curve", "--scaling", "cubic"], "scaling"),
+        (["limits", "curve", "--memory", "none"], "memory"),
+        (["limits", "curve", "--plot", "x.txt"], "--plot"),
+        (["limits", "curve", "--level-bandwidth", "1e11"], "network_latency_s"),
+        (["limits", "search", "--compute", "1e50"], "compute"),
+        (["limits", "closed-form", "--latency-us", "-1"], "latency-us"),
+        (["limits", "closed-form", "--alpha-b", "0.3"], "--alpha-b"),
+    ],
+)
+def test_cli_bad_input(args, needle):
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2, r.output
+    assert needle in r.output and "Traceback" not in r.output
