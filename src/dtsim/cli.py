@@ -165,12 +165,14 @@ def serve(
 
 
 from dtsim.cli_datacenter import register as _register_datacenter  # noqa: E402
+from dtsim.cli_emulate import register as _register_emulate  # noqa: E402
 from dtsim.cli_limits import register as _register_limits  # noqa: E402
 from dtsim.cli_validation import register as _register_validation  # noqa: E402
 
 _register_datacenter(app, _fail)
 _register_validation(app, _fail)
 _register_limits(app, _fail)
+_register_emulate(app, _fail)
 
 
 def main() -> None:

@@ -1,0 +1,382 @@
+"""`dtsim emulate`: real PyTorch distributed training over shaped links, beside dtsim's prediction."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from dtsim.assumptions import defaults as _asm_defaults
+from dtsim.errors import ScenarioError
+
+_QUEUE_MS = float(_asm_defaults().emulator_tbf_queue_ms)  # assumptions table
+
+emulate_app = typer.Typer(
+    add_completion=False,
+    invoke_without_command=True,
+    help="Run real distributed training (torch.distributed, gloo) between network namespaces joined by "
+    "tc-shaped links, and compare with dtsim's prediction. Needs root and the `emulator` extra.",
+)
+_FAIL = None
+
+SUMMARY_KEYS = (
+    "algorithm",
+    "workers",
+    "params",
+    "gradient_bytes",
+    "sync_events",
+    "buckets_per_sync",
+    "bytes_sent_per_rank_per_sync",
+    "payload_bytes_per_rank_per_sync",
+    "protocol_overhead_bytes_per_rank_per_sync",
+    "expected_bytes_per_rank_per_sync",
+    "bytes_error",
+    "measured_compute_s",
+    "measured_sync_s",
+    "predicted_sync_s",
+    "sync_error",
+    "measured_step_s",
+    "predicted_step_s",
+    "step_error",
+    "tokens_per_s",
+    "predicted_tokens_per_s",
+    "overhead_fraction",
+    "loss_first",
+    "loss_last",
+    "latency_approximate",
+)
+
+
+def _parse_slow(values: list[str] | None) -> dict[int, float]:
+    out = {}
+    for v in values or []:
+        try:
+            rank, mbps = v.split(":")
+            out[int(rank)] = float(mbps)
+        except ValueError:
+            raise ScenarioError([("slow-link", v, "must be RANK:MBPS, e.g. 3:50")]) from None
+    return out
+
+
+def _need_torch() -> None:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise ScenarioError(
+            [
+                (
+                    "torch",
+                    None,
+                    "the emulator needs PyTorch: python3 -m pip install 'dtsim[emulator]' (torch==2.13.0, CPU)",
+                )
+            ]
+        ) from None
+
+
+def _write_report(path: Path, summary: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(summary, indent=2, default=str))
+    rows = []
+    for rec in summary.get("records", []):
+        for s in rec["syncs"]:
+            rows.append(
+                {"rank": rec["rank"], **{k: v for k, v in s.items() if not isinstance(v, (list, dict))}}
+            )
+    if rows:
+        keys = sorted({k for r in rows for k in r}, key=lambda k: (k != "rank", k))
+        with open(path.with_suffix(".csv"), "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=keys)
+            w.writeheader()
+            w.writerows(rows)
+
+
+def _print_summary(s: dict[str, Any]) -> None:
+    c = Console()
+    approx = " (latency applied in the workers: approximate)" if s["latency_approximate"] else ""
+    t = Table(
+        title=f"{s['algorithm'].upper()} on {s['workers']} workers, {s['params'] / 1e6:.1f}M parameters{approx}",
+        title_justify="left",
+    )
+    t.add_column("")
+    t.add_column("measured", justify="right")
+    t.add_column("predicted", justify="right")
+    t.add_column("error", justify="right")
+
+    def err(x):
+        return "—" if x is None else f"{x:+.1%}"
+
+    mb = 1e6
+    t.add_row(
+        "bytes sent per rank per sync (payload)",
+        f"{s['payload_bytes_per_rank_per_sync'] / mb:,.2f} MB",
+        f"{s['expected_bytes_per_rank_per_sync'] / mb:,.2f} MB",
+        err(s["bytes_error"]),
+    )
+    t.add_row(
+        "  protocol overhead (headers, ACKs)",
+        f"{s['protocol_overhead_bytes_per_rank_per_sync'] / mb:,.3f} MB",
+        "",
+        "",
+    )
+    t.add_row(
+        "sync time", f"{s['measured_sync_s']:.3f} s", f"{s['predicted_sync_s']:.3f} s", err(s["sync_error"])
+    )
+    t.add_row(
+        "step time", f"{s['measured_step_s']:.3f} s", f"{s['predicted_step_s']:.3f} s", err(s["step_error"])
+    )
+    t.add_row("tokens per second", f"{s['tokens_per_s']:,.0f}", f"{s['predicted_tokens_per_s']:,.0f}", "")
+    t.add_row("communication share of the step", f"{s['overhead_fraction']:.1%}", "", "")
+    t.add_row("loss (first → last step)", f"{s['loss_first']:.3f} → {s['loss_last']:.3f}", "", "")
+    c.print(t)
+
+
+@emulate_app.callback()
+def emulate(
+    ctx: typer.Context,
+    workers: Annotated[int, typer.Option(help="Worker processes, one network namespace each.")] = 2,
+    bandwidth_mbps: Annotated[
+        float | None, typer.Option("--bandwidth-mbps", help="Every link, both directions (omit: unshaped).")
+    ] = None,
+    latency_ms: Annotated[
+        float,
+        typer.Option("--latency-ms", help="One-way delay per link (needs netem, or --latency-mode app)."),
+    ] = 0.0,
+    latency_mode: Annotated[
+        str, typer.Option("--latency-mode", help="netem | app (delay inside the workers; approximate).")
+    ] = "netem",
+    slow_link: Annotated[
+        list[str] | None,
+        typer.Option("--slow-link", help="RANK:MBPS, a slower link for one worker (repeatable)."),
+    ] = None,
+    algorithm: Annotated[str, typer.Option(help="ddp | diloco.")] = "ddp",
+    inner_steps: Annotated[int, typer.Option("--inner-steps", help="DiLoCo H.")] = 32,
+    compression: Annotated[str, typer.Option(help="DiLoCo: none | fp16 | int8 | topk:RATIO.")] = "none",
+    model: Annotated[
+        str, typer.Option(help="nano | tiny | mini | small | medium | distilgpt2, or a size like 20M.")
+    ] = "tiny",
+    steps: Annotated[
+        int, typer.Option(help="Measured synchronisations (DDP steps, DiLoCo outer steps).")
+    ] = 3,
+    batch: Annotated[int, typer.Option(help="Sequences per worker per step.")] = 4,
+    seq_len: Annotated[int, typer.Option("--seq-len")] = 64,
+    dtype: Annotated[str, typer.Option(help="float32 | float64.")] = "float32",
+    bucket_mb: Annotated[float, typer.Option("--bucket-mb", help="DDP gradient bucket size.")] = 25.0,
+    queue_ms: Annotated[
+        float, typer.Option("--queue-ms", help="tbf queue limit in milliseconds.")
+    ] = _QUEUE_MS,
+    timeout: Annotated[float, typer.Option(help="Hard limit on the whole run, seconds.")] = 600.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Write every measurement (JSON, and CSV beside it).")
+    ] = None,
+    cleanup: Annotated[
+        bool, typer.Option("--cleanup", help="Remove what a killed run left behind, and exit.")
+    ] = False,
+    worker_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--worker-config",
+            help="Write the worker config for torchrun on real hosts (see docs/emulator.md), and exit.",
+        ),
+    ] = None,
+) -> None:
+    from dtsim.emulator.launcher import EmulateOptions
+
+    try:
+        slow = _parse_slow(slow_link)
+        ctx.obj = EmulateOptions(
+            workers=workers,
+            bandwidth_mbps=bandwidth_mbps,
+            latency_ms=latency_ms,
+            latency_mode=latency_mode,
+            slow_links=slow,
+            algorithm=algorithm,
+            inner_steps=inner_steps,
+            compression=compression,
+            model=model,
+            steps=steps,
+            batch=batch,
+            seq_len=seq_len,
+            dtype=dtype,
+            bucket_mb=bucket_mb,
+            queue_ms=queue_ms,
+            timeout_s=timeout,
+        )
+        if cleanup:
+            from dtsim.emulator.netns import cleanup_leftovers, require_root
+
+            require_root()
+            removed = cleanup_leftovers()
+            Console().print(f"removed {len(removed)} namespace(s): {', '.join(removed) or 'none left'}")
+            raise typer.Exit(0)
+        if ctx.invoked_subcommand is not None:
+            return
+        ctx.obj.validate()
+        if worker_config is not None:
+            from dtsim.emulator.launcher import worker_config as make_config
+
+            cfg = make_config(ctx.obj, netem=True, results_dir=".", iface=None)  # real links: no app delay
+            cfg["collective_timeout_s"] = timeout
+            worker_config.write_text(json.dumps(cfg, indent=2) + "\n")
+            Console().print(
+                f"wrote {worker_config}; on each host: torchrun --nnodes {workers} --nproc-per-node 1 "
+                f"--node-rank R --master-addr HOST0 --master-port 29500 -m dtsim.emulator.worker {worker_config}"
+            )
+            raise typer.Exit(0)
+        _need_torch()
+        from dtsim.emulator.launcher import WorkerFailed, run
+
+        try:
+            summary = run(ctx.obj)
+        except WorkerFailed as exc:
+            raise ScenarioError([("run", "failed", str(exc))]) from None
+        except KeyboardInterrupt:
+            Console(stderr=True).print("interrupted: the run's namespaces and processes were removed")
+            raise typer.Exit(130) from None
+    except ScenarioError as exc:
+        _FAIL(exc)
+        return
+    if report is not None:
+        _write_report(report, summary)
+    if as_json:
+        sys.stdout.write(
+            json.dumps({k: summary[k] for k in SUMMARY_KEYS} | {"run": summary["run"]}, indent=2, default=str)
+            + "\n"
+        )
+        return
+    _print_summary(summary)
+
+
+@emulate_app.command("thesis")
+def thesis_cmd(
+    ctx: typer.Context,
+    model: Annotated[
+        str, typer.Option(help="Scaled-down model (the thesis used DistilGPT2, 82M).")
+    ] = "small",
+    steps: Annotated[int, typer.Option(help="Measured all-reduce events per configuration.")] = 3,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Seed 001 chapter 5, scaled down: world size 2 and 4, batch 8 and 16, FP32 and FP64, one slow link
+    at 200/100/50 Mbit/s — the thesis's tables beside these measurements."""
+    from dtsim.emulator.experiments import thesis
+    from dtsim.emulator.netns import require_root
+
+    try:
+        require_root()
+        _need_torch()
+        from dtsim.emulator.model import config_for
+
+        config_for(model)
+        err = Console(stderr=True)
+        out = thesis(model, steps, progress=lambda name: err.print(f"running {name} …"))
+    except ScenarioError as exc:
+        _FAIL(exc)
+        return
+    if as_json:
+        sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
+        return
+    c = Console()
+    t = Table(
+        title=f"Bytes per all-reduce event (medians): {model} model; the thesis used DistilGPT2",
+        title_justify="left",
+    )
+    for col in ("run", "all flows MB", "per flow MB", "2(N−1)/N·S MB", "thesis all flows MB"):
+        t.add_column(col, justify="right")
+    for name, r in out["runs"].items():
+        t.add_row(
+            name,
+            f"{r['bytes_per_event_mb']:.2f}",
+            f"{r['bytes_per_flow_mb']:.2f}",
+            f"{r['expected_per_flow_mb']:.2f}",
+            f"{r['thesis']['bytes_mb']:.1f}",
+        )
+    c.print(t)
+    t = Table(
+        title="Time per event and step (medians), and the all-reduce share of the step", title_justify="left"
+    )
+    for col in ("run", "event s", "predicted s", "thesis T_ar s", "step s", "thesis s", "overhead", "thesis"):
+        t.add_column(col, justify="right")
+    for name, r in out["runs"].items():
+        th = r["thesis"]
+        t.add_row(
+            name,
+            f"{r['event_s']:.2f}",
+            "—" if r["predicted_event_s"] < 1e-3 else f"{r['predicted_event_s']:.2f}",
+            f"{th['tar_s']:.2f}",
+            f"{r['step_s']:.2f}",
+            f"{th['step_s']:.1f}",
+            f"{r['overhead']:.0%}",
+            f"{th['overhead']:.0%}",
+        )
+    c.print(t)
+    c.print(
+        "Unshaped runs are host-bound, as the thesis's bridge was; dtsim predicts shaped links only ('—')."
+    )
+    for k, (ours, theirs) in out["ratios"].items():
+        c.print(f"{k}: {ours:.3f} (thesis {theirs:.3f})")
+    for k, ok in out["findings"].items():
+        c.print(f"{'✓' if ok else '✗'} {k}")
+
+
+@emulate_app.command("diloco-efficiency")
+def diloco_efficiency_cmd(
+    model: Annotated[str, typer.Option()] = "nano",
+    total_inner_steps: Annotated[
+        int, typer.Option("--total-inner-steps", help="Inner steps per worker for every H.")
+    ] = 512,
+    workers: Annotated[int, typer.Option()] = 2,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Loss against tokens for H ∈ {1, 8, 32, 128} on the same model and data, and the η(H) it implies
+    beside seed 000's η = 1 − α·log10(H)."""
+    from dtsim.emulator.experiments import diloco_efficiency
+    from dtsim.emulator.netns import require_root
+
+    try:
+        require_root()
+        _need_torch()
+        if not 128 <= total_inner_steps <= 100000:
+            raise ScenarioError([("total-inner-steps", total_inner_steps, "must be between 128 and 100000")])
+        if not 1 <= workers <= 16:
+            raise ScenarioError([("workers", workers, "must be between 1 and 16")])
+        err = Console(stderr=True)
+        out = diloco_efficiency(
+            total_inner_steps=total_inner_steps,
+            workers=workers,
+            model=model,
+            progress=lambda n: err.print(f"running {n} …"),
+        )
+    except ScenarioError as exc:
+        _FAIL(exc)
+        return
+    if as_json:
+        sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
+        return
+    c = Console()
+    t = Table(
+        title=f"DiLoCo on {out['workers']} workers, {out['params'] / 1e6:.1f}M parameters, {out['total_inner_steps']} inner steps each",
+        title_justify="left",
+    )
+    for col in ("H", "tokens", "final held-out loss", "η measured", "η seed 000"):
+        t.add_column(col, justify="right")
+    for h, r in out["runs"].items():
+        eta = "≥ 1 (beats DDP)" if r["eta_measured"] is None else f"{r['eta_measured']:.2f}"
+        t.add_row(str(h), f"{r['tokens']:,}", f"{r['final_loss']:.3f}", eta, f"{r['eta_seed000']:.2f}")
+    c.print(t)
+    c.print(
+        f"DDP baseline: held-out loss {out['baseline']['final_loss']:.3f} after the same tokens. η = tokens DDP needs "
+        f"for a run's final loss ÷ tokens the run used; seed 000's α for {out['params'] / 1e6:.1f}M parameters: "
+        f"{out['alpha_seed000']:.3f}"
+    )
+
+
+def register(app: typer.Typer, fail) -> None:
+    global _FAIL
+    _FAIL = fail
+    app.add_typer(emulate_app, name="emulate")

@@ -1,0 +1,426 @@
+"""`dtsim emulate`: build the network, run the workers inside it, clean everything up, and put dtsim's
+prediction beside the measurement.
+
+Prediction (from `dtsim.physics.collectives`, the model every dtsim prediction uses): the workers'
+own compute is timed first (steps without communication); the synchronisation is the α-β time of
+the collective the algorithm runs, over the slowest shaped link of the ring (a ring runs at its
+slowest link), at the link's TCP payload rate (the tbf rate less one 66-byte header per 64 KiB
+offloaded segment); DDP's step is compute plus the part of the all-reduce its buckets cannot hide under
+the backward pass (seed 003 bucketed overlap, `physics.dataparallel`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dtsim.assumptions import defaults
+from dtsim.emulator import compress
+from dtsim.emulator.netns import Topology, netem_available, require_root
+from dtsim.errors import ScenarioError
+from dtsim.physics import collectives as coll
+from dtsim.physics.dataparallel import exposed_bucketed_allreduce
+
+_ASM = defaults()
+# Constants live in the assumptions table (catalog/assumptions.yaml, docs/assumptions.md).
+HEADER_BYTES = int(_ASM.emulator_frame_header_bytes)  # per packet the interface counts
+GSO_SEGMENT = int(_ASM.emulator_gso_segment_bytes)  # veth hands tbf offloaded packets this large
+BASE_ALPHA_S = float(_ASM.emulator_ring_step_latency_s)  # one ring step, two veth hops and a bridge
+DEFAULT_QUEUE_MS = float(_ASM.emulator_tbf_queue_ms)
+
+
+@dataclass
+class EmulateOptions:
+    workers: int = 2
+    bandwidth_mbps: float | None = None  # None: unshaped
+    latency_ms: float = 0.0
+    latency_mode: str = "netem"  # netem | app
+    slow_links: dict[int, float] = field(default_factory=dict)
+    algorithm: str = "ddp"
+    inner_steps: int = 32
+    compression: str = "none"
+    model: str = "tiny"
+    steps: int = 3
+    warmup_steps: int = 1
+    calib_steps: int = 2
+    batch: int = 4
+    seq_len: int = 64
+    dtype: str = "float32"
+    bucket_mb: float = 25.0
+    lr: float = 1e-3
+    seed: int = 0
+    timeout_s: float = 600.0
+    threads: int = 1
+    queue_ms: float = DEFAULT_QUEUE_MS
+    eval_every: int = 0
+
+    def validate(self) -> None:
+        p = []
+        if not 1 <= self.workers <= 64:
+            p.append(("workers", self.workers, "must be between 1 and 64"))
+        if self.bandwidth_mbps is not None and not 0.1 <= self.bandwidth_mbps <= 100000:
+            p.append(
+                (
+                    "bandwidth-mbps",
+                    self.bandwidth_mbps,
+                    "must be between 0.1 and 100000 (or omitted: unshaped)",
+                )
+            )
+        if not 0 <= self.latency_ms <= 10000:
+            p.append(("latency-ms", self.latency_ms, "must be between 0 and 10000"))
+        if self.latency_mode not in ("netem", "app"):
+            p.append(("latency-mode", self.latency_mode, "must be netem or app"))
+        for r, mbps in self.slow_links.items():
+            if not 0 <= r < self.workers:
+                p.append(("slow-link", r, f"rank must be between 0 and {self.workers - 1}"))
+            if not 0.1 <= mbps <= 100000:
+                p.append(("slow-link", mbps, "Mbit/s must be between 0.1 and 100000"))
+        if self.algorithm not in ("ddp", "diloco"):
+            p.append(("algorithm", self.algorithm, "must be ddp or diloco"))
+        if not 1 <= self.inner_steps <= 100000:
+            p.append(("inner-steps", self.inner_steps, "must be between 1 and 100000"))
+        if not 1 <= self.steps <= 100000:
+            p.append(("steps", self.steps, "must be between 1 and 100000"))
+        if self.dtype not in ("float32", "float64"):
+            p.append(("dtype", self.dtype, "must be float32 or float64"))
+        if not 1 <= self.batch <= 4096 or not 8 <= self.seq_len <= 4096:
+            p.append(("batch/seq-len", (self.batch, self.seq_len), "batch 1–4096, sequence 8–4096"))
+        if not 0.001 <= self.bucket_mb <= 10000:
+            p.append(("bucket-mb", self.bucket_mb, "must be between 0.001 and 10000"))
+        if not 0.5 <= self.queue_ms <= 10000:
+            p.append(("queue-ms", self.queue_ms, "must be between 0.5 and 10000"))
+        if not 1 <= self.timeout_s <= 86400:
+            p.append(("timeout", self.timeout_s, "must be between 1 and 86400 seconds"))
+        try:
+            compress.parse(self.compression)
+        except ScenarioError as exc:
+            p.extend(exc.problems)
+        if self.algorithm == "ddp" and self.compression != "none":
+            p.append(
+                (
+                    "compression",
+                    self.compression,
+                    "applies to diloco only (DDP all-reduces fp32/fp64 gradients)",
+                )
+            )
+        from dtsim.emulator.model import config_for
+
+        try:
+            config_for(self.model)
+        except ScenarioError as exc:
+            p.extend(exc.problems)
+        if p:
+            raise ScenarioError(p)
+
+
+class WorkerFailed(RuntimeError):
+    pass
+
+
+def payload_rate_bytes_s(mbps: float) -> float:
+    """TCP payload throughput of a link shaped to `mbps` by tbf. The shaper counts the bytes of the
+    packets it sees; over veth those are segmentation-offloaded packets of up to 64 KiB with one header
+    each, so headers cost ~0.1% of the rate (ACKs, on the other direction of the full-duplex link,
+    nothing here; both are measured and reported as protocol overhead)."""
+    return mbps * 1e6 / 8.0 * GSO_SEGMENT / (GSO_SEGMENT + HEADER_BYTES)
+
+
+def _median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def predict(
+    opts: EmulateOptions, params: int, value_bytes: int, compute: dict[str, float], buckets: int
+) -> dict[str, Any]:
+    n = opts.workers
+    rates = [opts.slow_links.get(r, opts.bandwidth_mbps) for r in range(n)]
+    shaped = [r for r in rates if r is not None]
+    bw = payload_rate_bytes_s(min(shaped)) if shaped else float("inf")
+    alpha = BASE_ALPHA_S + opts.latency_ms * 1e-3
+    app_delay = 0.0
+    step_compute = compute["forward_s"] + compute["backward_s"] + compute["optimizer_s"]
+    tokens = n * opts.batch * opts.seq_len
+    if opts.algorithm == "ddp":
+        size = params * value_bytes
+        sync = float(coll.ring_allreduce_time(n, size, bw, alpha))
+        if opts.latency_mode == "app" and opts.latency_ms:
+            app_delay = buckets * 2 * (n - 1) * opts.latency_ms * 1e-3
+            sync += app_delay
+        exposed = float(exposed_bucketed_allreduce(sync, compute["backward_s"], max(buckets, 1)))
+        step = step_compute + exposed
+        expected = compress.expected_bytes_per_rank("none", 1, params, n, value_bytes)
+        return {
+            "predicted_sync_s": sync,
+            "predicted_step_s": step,
+            "predicted_tokens_per_s": tokens / step,
+            "expected_bytes_per_rank_per_sync": expected,
+        }
+    kind, ratio = compress.parse(opts.compression)
+    if kind == "none":
+        sync = float(coll.ring_allreduce_time(n, params * 4, bw, alpha))
+    elif kind == "fp16":
+        sync = float(coll.ring_allreduce_time(n, params * 2, bw, alpha))
+    elif kind == "int8":
+        size = params  # one byte per value
+        sync = float(coll.all_to_all_time(n, size, bw, alpha) + coll.all_gather_time(n, size, bw, alpha))
+    else:
+        k = -(-params // int(ratio))
+        sync = 2 * float(coll.all_gather_time(n, n * k * 4, bw, alpha))  # indices, then values
+    if opts.latency_mode == "app" and opts.latency_ms:
+        app_delay = 2 * (n - 1) * opts.latency_ms * 1e-3
+        sync += app_delay
+    outer = opts.inner_steps * step_compute + sync
+    return {
+        "predicted_sync_s": sync,
+        "predicted_step_s": outer,
+        "predicted_tokens_per_s": tokens * opts.inner_steps / outer,
+        "expected_bytes_per_rank_per_sync": compress.expected_bytes_per_rank(kind, ratio, params, n),
+    }
+
+
+def summarize(opts: EmulateOptions, records: list[dict[str, Any]]) -> dict[str, Any]:
+    r0 = records[0]
+    params, value_bytes = r0["params"], r0["value_bytes"]
+    calib = [c for r in records for c in r["calibration"][1:] or r["calibration"]]
+    compute = {k: _median([c[k] for c in calib]) for k in ("forward_s", "backward_s", "optimizer_s")}
+    events = len(r0["syncs"])
+    per_event = []
+    for i in range(events):
+        rows = [r["syncs"][i] for r in records]
+        if rows[0].get("warmup"):
+            continue
+        per_event.append(
+            {
+                "sync_s": max(x["sync_s"] for x in rows),
+                "step_s": max(x["step_s"] for x in rows),
+                "tx_bytes": [x["tx_bytes"] for x in rows],
+                "tx_packets": [x["tx_packets"] for x in rows],
+                "rx_bytes": [x["rx_bytes"] for x in rows],
+                "buckets": rows[0].get("buckets", 1),
+            }
+        )
+    buckets = int(_median([e["buckets"] for e in per_event]) or 1)
+    pred = predict(opts, params, value_bytes, compute, buckets)
+    sent = _median([b for e in per_event for b in e["tx_bytes"]])
+    packets = _median([p for e in per_event for p in e["tx_packets"]])
+    payload = sent - HEADER_BYTES * packets if sent is not None else None
+    measured_sync = _median([e["sync_s"] for e in per_event])
+    measured_step = _median([e["step_s"] for e in per_event])
+    tokens = (
+        opts.workers * opts.batch * opts.seq_len * (opts.inner_steps if opts.algorithm == "diloco" else 1)
+    )
+    losses = [s["loss"] for s in r0["steps"]]
+    out = {
+        "algorithm": opts.algorithm,
+        "workers": opts.workers,
+        "params": params,
+        "value_bytes": value_bytes,
+        "gradient_bytes": params * value_bytes,
+        "sync_events": len(per_event),
+        "buckets_per_sync": buckets,
+        "bytes_sent_per_rank_per_sync": sent,
+        "payload_bytes_per_rank_per_sync": payload,
+        "protocol_overhead_bytes_per_rank_per_sync": (sent - payload) if sent is not None else None,
+        "expected_bytes_per_rank_per_sync": pred["expected_bytes_per_rank_per_sync"],
+        "bytes_error": (payload / pred["expected_bytes_per_rank_per_sync"] - 1)
+        if payload and pred["expected_bytes_per_rank_per_sync"]
+        else None,
+        "measured_compute_s": compute,
+        "measured_sync_s": measured_sync,
+        "predicted_sync_s": pred["predicted_sync_s"],
+        "sync_error": (measured_sync / pred["predicted_sync_s"] - 1)
+        if measured_sync and pred["predicted_sync_s"]
+        else None,
+        "measured_step_s": measured_step,
+        "predicted_step_s": pred["predicted_step_s"],
+        "step_error": measured_step / pred["predicted_step_s"] - 1 if measured_step else None,
+        "tokens_per_s": tokens / measured_step if measured_step else None,
+        "predicted_tokens_per_s": pred["predicted_tokens_per_s"],
+        "overhead_fraction": measured_sync / measured_step if measured_step else None,
+        "loss_first": losses[0] if losses else None,
+        "loss_last": losses[-1] if losses else None,
+        "evals": r0.get("evals", []),
+        "latency_approximate": opts.latency_mode == "app" and opts.latency_ms > 0,
+        "events": per_event,
+    }
+    return out
+
+
+def worker_config(
+    opts: EmulateOptions, netem: bool, results_dir: str, iface: str | None = "eth0"
+) -> dict[str, Any]:
+    """The JSON config `python -m dtsim.emulator.worker` reads (here, or under torchrun on real hosts,
+    where `iface` None counts every interface but loopback)."""
+    return {
+        "algorithm": opts.algorithm,
+        "model": opts.model,
+        "dtype": opts.dtype,
+        "batch": opts.batch,
+        "seq_len": opts.seq_len,
+        "steps": opts.steps,
+        "warmup_steps": opts.warmup_steps,
+        "calib_steps": opts.calib_steps,
+        "inner_steps": opts.inner_steps,
+        "compression": opts.compression,
+        "bucket_mb": opts.bucket_mb,
+        "lr": opts.lr,
+        "seed": opts.seed,
+        "threads": opts.threads,
+        "iface": iface,
+        "app_latency_s": opts.latency_ms * 1e-3
+        if (opts.latency_mode == "app" or not netem) and opts.latency_ms
+        else 0.0,
+        "collective_timeout_s": opts.timeout_s,
+        "eval_every": opts.eval_every,
+        "results_dir": results_dir,
+    }
+
+
+def command_line(opts: EmulateOptions) -> str:
+    """The `dtsim emulate` command that reproduces this run."""
+    parts = ["dtsim", "emulate", "--workers", str(opts.workers)]
+    if opts.bandwidth_mbps is not None:
+        parts += ["--bandwidth-mbps", f"{opts.bandwidth_mbps:g}"]
+    if opts.latency_ms:
+        parts += ["--latency-ms", f"{opts.latency_ms:g}", "--latency-mode", opts.latency_mode]
+    for r, mbps in sorted(opts.slow_links.items()):
+        parts += ["--slow-link", f"{r}:{mbps:g}"]
+    parts += ["--algorithm", opts.algorithm]
+    if opts.algorithm == "diloco":
+        parts += ["--inner-steps", str(opts.inner_steps), "--compression", opts.compression]
+    parts += [
+        "--model",
+        opts.model,
+        "--steps",
+        str(opts.steps),
+        "--batch",
+        str(opts.batch),
+        "--seq-len",
+        str(opts.seq_len),
+    ]
+    parts += [
+        "--dtype",
+        opts.dtype,
+        "--bucket-mb",
+        f"{opts.bucket_mb:g}",
+        "--queue-ms",
+        f"{opts.queue_ms:g}",
+        "--timeout",
+        f"{opts.timeout_s:g}",
+    ]
+    return " ".join(parts)
+
+
+def _interrupt(signum, frame):  # SIGTERM behaves like Ctrl-C: unwind and clean up
+    raise KeyboardInterrupt
+
+
+def run(opts: EmulateOptions, command: str = "") -> dict[str, Any]:
+    """Run one emulation; everything the run created is removed before this returns or raises."""
+    opts.validate()
+    require_root()
+    netem = netem_available() if opts.latency_ms else False
+    if opts.latency_ms and opts.latency_mode == "netem" and not netem:
+        raise ScenarioError(
+            [
+                (
+                    "latency-ms",
+                    opts.latency_ms,
+                    "this kernel has no netem qdisc, so links cannot be delayed; use --latency-mode app "
+                    "(each collective step delayed inside the workers; approximate) or --latency-ms 0",
+                )
+            ]
+        )
+    topo = Topology(
+        opts.workers,
+        opts.bandwidth_mbps,
+        opts.latency_ms if netem else 0.0,
+        dict(opts.slow_links),
+        netem=netem,
+        queue_ms=opts.queue_ms,
+    )
+    work = Path(tempfile.mkdtemp(prefix=f"dtsim-emu-{topo.run_id}-"))
+    procs: list[subprocess.Popen] = []
+    old = {s: signal.getsignal(s) for s in (signal.SIGTERM,)}
+    signal.signal(signal.SIGTERM, _interrupt)
+    started = time.time()
+    try:
+        topo.create()
+        cfg = worker_config(opts, netem, str(work))
+        cfg_path = work / "config.json"
+        cfg_path.write_text(json.dumps(cfg))
+        for r in range(opts.workers):
+            env = {
+                **os.environ,
+                "RANK": str(r),
+                "WORLD_SIZE": str(opts.workers),
+                "LOCAL_RANK": "0",
+                "MASTER_ADDR": topo.address(0),
+                "MASTER_PORT": "29500",
+                "GLOO_SOCKET_IFNAME": "eth0",
+                "OMP_NUM_THREADS": str(opts.threads),
+            }
+            log = open(work / f"rank{r}.log", "w")  # noqa: SIM115 - closed with the process
+            procs.append(
+                subprocess.Popen(
+                    [*topo.exec_prefix(r), sys.executable, "-m", "dtsim.emulator.worker", str(cfg_path)],
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            )
+        while True:
+            codes = [p.poll() for p in procs]
+            failed = [i for i, c in enumerate(codes) if c not in (None, 0)]
+            if failed:
+                tail = (work / f"rank{failed[0]}.log").read_text()[-2000:]
+                raise WorkerFailed(f"worker {failed[0]} exited with {codes[failed[0]]}: {tail.strip()}")
+            if all(c == 0 for c in codes):
+                break
+            if time.time() - started > opts.timeout_s:
+                raise WorkerFailed(f"the run exceeded its time limit of {opts.timeout_s:g} s")
+            time.sleep(0.2)
+        records = [json.loads((work / f"rank{r}.json").read_text()) for r in range(opts.workers)]
+    finally:
+        for p in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+        for p in procs:
+            with contextlib.suppress(Exception):
+                p.wait(timeout=5)
+        topo.destroy()
+        shutil.rmtree(work, ignore_errors=True)
+        for s, h in old.items():
+            signal.signal(s, h)
+    summary = summarize(opts, records)
+    summary["run"] = {
+        "command": command or command_line(opts),
+        "options": {**asdict(opts), "slow_links": {str(k): v for k, v in opts.slow_links.items()}},
+        "run_id": topo.run_id,
+        "netem": netem,
+        "wall_s": time.time() - started,
+        "versions": {"dtsim": _dtsim_version(), "torch": records[0]["torch"], "python": records[0]["python"]},
+        "machine": {"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count()},
+    }
+    summary["records"] = records
+    return summary
+
+
+def _dtsim_version() -> str:
+    import dtsim
+
+    return getattr(dtsim, "__version__", "unknown")

@@ -1,0 +1,251 @@
+"""One training process of the emulator: `python -m dtsim.emulator.worker CONFIG.json`.
+
+Reads RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT from the environment (as torchrun sets them), so
+the same module runs unchanged across real machines:
+
+    torchrun --nnodes 2 --nproc-per-node 1 --node-rank 0 --master-addr HOST0 --master-port 29500 \\
+        -m dtsim.emulator.worker run.json
+
+It trains the small GPT on its own synthetic stream with `torch.distributed` over gloo:
+
+- ddp: DistributedDataParallel with its real gradient bucketing (`bucket_mb`); a communication hook
+  timestamps every bucket's all-reduce, so the synchronisation time is measured, not inferred;
+- diloco: H inner AdamW steps without communication, then the pseudo-gradients (global − local) are
+  averaged with the chosen compression and applied by an outer Nesterov SGD step.
+
+Before the measured steps it times `calib_steps` steps without any communication (the compute the
+prediction needs). Per step it records compute, synchronisation and step time, the bytes and packets
+the worker's interface sent and received (from /proc/net/dev, i.e. its network namespace), and the loss;
+it writes everything to the results file named in the config.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from dtsim.emulator.compress import Averager
+from dtsim.emulator.data import BigramLanguage
+from dtsim.emulator.model import GPT, config_for, param_count
+
+
+def iface_counters(iface: str | None) -> dict[str, int]:
+    """tx/rx bytes and packets of `iface` (or of every interface but lo) in this network namespace."""
+    out = {"tx_bytes": 0, "rx_bytes": 0, "tx_packets": 0, "rx_packets": 0}
+    with open("/proc/net/dev") as fh:
+        for line in fh.readlines()[2:]:
+            name, data = line.split(":", 1)
+            name = name.strip()
+            if (iface and name != iface) or (not iface and name == "lo"):
+                continue
+            f = data.split()
+            out["rx_bytes"] += int(f[0])
+            out["rx_packets"] += int(f[1])
+            out["tx_bytes"] += int(f[8])
+            out["tx_packets"] += int(f[9])
+    return out
+
+
+def _diff(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    return {k: b[k] - a[k] for k in a}
+
+
+def flat_params(model) -> torch.Tensor:
+    return torch.cat([p.detach().reshape(-1).float() for p in model.parameters()])
+
+
+def set_flat(model, flat: torch.Tensor) -> None:
+    i = 0
+    with torch.no_grad():
+        for p in model.parameters():
+            n = p.numel()
+            p.copy_(flat[i : i + n].view_as(p).to(p.dtype))
+            i += n
+
+
+def run(cfg: dict[str, Any]) -> dict[str, Any]:
+    rank = int(os.environ["RANK"])
+    world = int(os.environ["WORLD_SIZE"])
+    torch.set_num_threads(int(cfg.get("threads", 1)))
+    dtype = {"float32": torch.float32, "float64": torch.float64}[cfg.get("dtype", "float32")]
+    torch.manual_seed(int(cfg.get("seed", 0)))
+    dist.init_process_group("gloo", timeout=timedelta(seconds=float(cfg.get("collective_timeout_s", 600))))
+    gcfg = config_for(cfg["model"])
+    model = GPT(gcfg).to(dtype)
+    n_params = param_count(model)
+    seq = min(int(cfg.get("seq_len", 128)), gcfg.context)
+    batch = int(cfg.get("batch", 4))
+    lang = BigramLanguage(gcfg.vocab, language_seed=int(cfg.get("language_seed", 1234)))
+    gen = torch.Generator().manual_seed(1000 + rank + 7919 * int(cfg.get("seed", 0)))
+    eval_gen = torch.Generator().manual_seed(99)
+    eval_x, eval_y = lang.batch(int(cfg.get("eval_batch", 16)), seq, eval_gen)
+    iface = cfg.get("iface")
+    latency_s = float(cfg.get("app_latency_s", 0.0))
+    algorithm = cfg["algorithm"]
+    record: dict[str, Any] = {
+        "rank": rank,
+        "world": world,
+        "params": n_params,
+        "value_bytes": torch.finfo(dtype).bits // 8,
+        "tokens_per_step": batch * seq,
+        "calibration": [],
+        "steps": [],
+        "syncs": [],
+        "evals": [],
+        "host": socket.gethostname(),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+    }
+
+    def step_compute(m, opt):
+        t0 = time.perf_counter()
+        x, y = lang.batch(batch, seq, gen)
+        loss = m(x, y)
+        t1 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        t2 = time.perf_counter()
+        opt.step()
+        t3 = time.perf_counter()
+        return float(loss.detach()), t1 - t0, t2 - t1, t3 - t2
+
+    def evaluate(m) -> float:
+        with torch.no_grad():
+            return float(m(eval_x, eval_y))
+
+    if algorithm == "ddp":
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        ddp = DDP(model, bucket_cap_mb=float(cfg.get("bucket_mb", 25)))
+        opt = torch.optim.AdamW(ddp.parameters(), lr=float(cfg.get("lr", 1e-3)))
+        marks: list[tuple[float, float]] = []
+
+        def hook(state, bucket):
+            if latency_s:
+                time.sleep(2 * (world - 1) * latency_s)  # --latency-mode app: per ring step
+            start = time.perf_counter()
+            fut = dist.all_reduce(bucket.buffer(), async_op=True).get_future()
+
+            def done(f):
+                marks.append((start, time.perf_counter()))
+                return f.value()[0] / world
+
+            return fut.then(done)
+
+        ddp.register_comm_hook(None, hook)
+        for _ in range(int(cfg.get("calib_steps", 2))):
+            with ddp.no_sync():
+                loss, tf, tb, to = step_compute(ddp, opt)
+            record["calibration"].append({"forward_s": tf, "backward_s": tb, "optimizer_s": to})
+        dist.barrier()
+        record["evals"].append({"tokens": 0, "loss": evaluate(model)})
+        for step in range(int(cfg.get("warmup_steps", 1)) + int(cfg["steps"])):
+            marks.clear()
+            c0 = iface_counters(iface)
+            t0 = time.perf_counter()
+            loss, tf, tb, to = step_compute(ddp, opt)
+            t1 = time.perf_counter()
+            c1 = iface_counters(iface)
+            sync = (max(e for _, e in marks) - min(s for s, _ in marks)) if marks else 0.0
+            entry = {
+                "step": step,
+                "warmup": step < int(cfg.get("warmup_steps", 1)),
+                "loss": loss,
+                "forward_s": tf,
+                "backward_s": tb,
+                "optimizer_s": to,
+                "step_s": t1 - t0,
+                "sync_s": sync,
+                "buckets": len(marks),
+                **_diff(c0, c1),
+            }
+            record["steps"].append(entry)
+            record["syncs"].append(entry)
+            every = int(cfg.get("eval_every", 0))
+            if every and (step + 1) % every == 0:
+                record["evals"].append({"tokens": (step + 1) * batch * seq * world, "loss": evaluate(model)})
+        if not record["evals"] or record["evals"][-1]["tokens"] != (step + 1) * batch * seq * world:
+            record["evals"].append({"tokens": (step + 1) * batch * seq * world, "loss": evaluate(model)})
+    elif algorithm == "diloco":
+        inner = torch.optim.AdamW(model.parameters(), lr=float(cfg.get("lr", 1e-3)))
+        h = int(cfg.get("inner_steps", 32))
+        averager = Averager(cfg.get("compression", "none"), n_params)
+        global_flat = flat_params(model)
+        momentum = torch.zeros_like(global_flat)
+        outer_lr, outer_mom = float(cfg.get("outer_lr", 0.7)), float(cfg.get("outer_momentum", 0.9))
+        for _ in range(int(cfg.get("calib_steps", 2))):
+            loss, tf, tb, to = step_compute(model, inner)
+            record["calibration"].append({"forward_s": tf, "backward_s": tb, "optimizer_s": to})
+        set_flat(model, global_flat)
+        inner = torch.optim.AdamW(model.parameters(), lr=float(cfg.get("lr", 1e-3)))
+        dist.barrier()
+        tokens = 0
+        record["evals"].append({"tokens": 0, "loss": evaluate(model)})
+        for outer in range(int(cfg.get("warmup_steps", 0)) + int(cfg["steps"])):
+            o0 = time.perf_counter()
+            compute = 0.0
+            for i in range(h):
+                loss, tf, tb, to = step_compute(model, inner)
+                compute += tf + tb + to
+                tokens += batch * seq * world
+                record["steps"].append(
+                    {
+                        "step": outer * h + i,
+                        "outer": outer,
+                        "loss": loss,
+                        "forward_s": tf,
+                        "backward_s": tb,
+                        "optimizer_s": to,
+                    }
+                )
+            c0 = iface_counters(iface)
+            s0 = time.perf_counter()
+            if latency_s:
+                time.sleep(2 * (world - 1) * latency_s)
+            pseudo = global_flat - flat_params(model)
+            avg = averager(pseudo)
+            s1 = time.perf_counter()
+            c1 = iface_counters(iface)
+            momentum.mul_(outer_mom).add_(avg)
+            global_flat = global_flat - outer_lr * (avg + outer_mom * momentum)  # Nesterov
+            set_flat(model, global_flat)
+            o1 = time.perf_counter()
+            record["syncs"].append(
+                {
+                    "outer": outer,
+                    "warmup": outer < int(cfg.get("warmup_steps", 0)),
+                    "compute_s": compute,
+                    "sync_s": s1 - s0,
+                    "step_s": o1 - o0,
+                    "inner_steps": h,
+                    **_diff(c0, c1),
+                }
+            )
+            record["evals"].append({"tokens": tokens, "loss": evaluate(model)})
+    else:
+        raise ValueError(algorithm)
+    dist.barrier()
+    dist.destroy_process_group()
+    return record
+
+
+def main(argv: list[str]) -> int:
+    cfg = json.loads(Path(argv[1]).read_text())
+    record = run(cfg)
+    out = Path(cfg["results_dir"]) / f"rank{record['rank']}.json"
+    out.write_text(json.dumps(record))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
