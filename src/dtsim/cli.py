@@ -164,6 +164,7 @@ def serve(
     uvicorn.run(create_app(), host=host, port=port, log_level="warning")
 
 
+from dtsim.cli_analysis import register as _register_analysis  # noqa: E402
 from dtsim.cli_datacenter import register as _register_datacenter  # noqa: E402
 from dtsim.cli_emulate import register as _register_emulate  # noqa: E402
 from dtsim.cli_limits import register as _register_limits  # noqa: E402
@@ -173,6 +174,7 @@ _register_datacenter(app, _fail)
 _register_validation(app, _fail)
 _register_limits(app, _fail)
 _register_emulate(app, _fail)
+_register_analysis(app, _fail)
 
 
 def main() -> None:

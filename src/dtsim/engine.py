@@ -121,8 +121,11 @@ BATCH_FIELDS = (
     "inner_steps",
     "regional_steps",
     "gpu",
+    "node",
     "bandwidth_mbps",
 )
+# Fields a `node` array sets itself; varying them beside it would be ambiguous.
+NODE_SET_FIELDS = ("gpu", "gpus_per_node", "pflops_per_node", "vram_per_node_gb", "precision")
 
 
 def _enum_value(x: Any) -> str:
@@ -245,6 +248,31 @@ def encode_array(field: str, values: Any, cols: dict[str, Any]) -> None:
     elif field in GROWTH:
         oom = _map_strings(field, arr, runlength.parse_growth).astype(float)
         cols.setdefault("_growth_parts", {})[field] = oom
+    elif field == "node":
+
+        def node_row(v: Any) -> tuple[float, ...]:
+            node = catalog.nodes().get(str(v).strip().lower())
+            if node is None:
+                raise ValueError(f"unknown node preset; known: {', '.join(catalog.nodes())}")
+            gpu = catalog.gpus()[node.gpu]
+            prec = memory.PRECISIONS.index(node.precision) if node.precision else -1
+            return (
+                gpu.price_usd,
+                gpu.board_power_w,
+                node.gpu_count,
+                node.pflops * 1e15,
+                node.vram_gb * 1e9,
+                prec,
+            )
+
+        rows = _map_strings(field, arr, node_row)
+        cols["gpu_price_usd"] = rows[:, 0].astype(float)
+        cols["gpu_power_w"] = rows[:, 1].astype(float)
+        cols["gpus_per_node"] = rows[:, 2].astype(float)
+        cols["peak_flop_s"] = rows[:, 3].astype(float)
+        cols["vram_bytes"] = rows[:, 4].astype(float)
+        prec = rows[:, 5].astype(int)
+        cols["precision"] = np.where(prec >= 0, prec, cols["precision"]).astype(np.int8)
     elif field == "gpu":
 
         def lookup(v: Any) -> tuple[float, float]:
@@ -570,6 +598,18 @@ def simulate_batch(base: Scenario | Mapping[str, Any] | None = None, **fields: A
     for key in ("bandwidth_up_mbps", "bandwidth_down_mbps"):
         if key in arrays and "bandwidth_mbps" in arrays:
             raise ScenarioError([(key, "array", "give either bandwidth_mbps or the up/down pair")])
+    if "node" in arrays:
+        clash = [f for f in NODE_SET_FIELDS if f in arrays]
+        if clash:
+            raise ScenarioError(
+                [
+                    (
+                        clash[0],
+                        "array",
+                        "a node array sets gpu, gpus_per_node, pflops, VRAM and precision; vary one or the other",
+                    )
+                ]
+            )
     for field, values in arrays.items():
         if field not in BATCH_FIELDS:
             raise ScenarioError(
@@ -581,10 +621,10 @@ def simulate_batch(base: Scenario | Mapping[str, Any] | None = None, **fields: A
         cols["growth_oom"] = sum(
             parts.get(g, np.full(n, runlength.parse_growth(getattr(s, g)))) for g in GROWTH
         )
-    if "gpu" in arrays and s.gpus_per_node is None:
-        raise ScenarioError([("gpus_per_node", None, "required when gpu varies in a batch")])
-    if "gpu" in arrays:
-        cols["gpus_per_node"] = float(s.gpus_per_node)  # type: ignore[arg-type]
+    if "gpu" in arrays and "gpus_per_node" not in arrays:
+        if s.gpus_per_node is None:
+            raise ScenarioError([("gpus_per_node", None, "required when gpu varies in a batch")])
+        cols["gpus_per_node"] = float(s.gpus_per_node)
     frame = Frame({k: np.asarray(v) for k, v in cols.items()}, n=n)
     check_cross_fields(_cross_field_row(frame), batch=True)
     asm = Assumptions(s.assumptions)

@@ -1,0 +1,347 @@
+"""The threshold analysis: what per-node caps on compute (H100-equivalents) or accelerator memory leave
+an actor who trains over the internet with many small, unregistered nodes, and whom they catch.
+
+For every cap: the largest node of each accelerator that stays under it; the cheapest way to reach
+each compute target with such nodes (the target search of `analysis.search`, over one space shared by
+every cap, so a looser cap can only add configurations: its cheapest cost is never higher); and the
+legitimate systems from `catalog/systems.yaml` the cap would catch.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dtsim import catalog
+from dtsim.analysis.search import (
+    DEFAULT_DAYS,
+    INFEASIBLE,
+    MODE_IDS,
+    NodeSpec,
+    Space,
+    Target,
+    _evaluate,
+    node_count_grid,
+    tokens_needed,
+)
+from dtsim.assumptions import Assumptions
+from dtsim.errors import ScenarioError
+from dtsim.schema import Scenario
+
+DEFAULT_COMPUTE_CAPS = (16.0, 8.0, 4.0, 2.0, 1.0)
+DEFAULT_MEMORY_CAPS = (2048.0, 1280.0, 1024.0, 512.0, 256.0)
+DEFAULT_TARGETS = (1e24, 1e25, 1e26)
+
+
+@dataclass(frozen=True)
+class Cap:
+    """A per-node cap: compute in H100-equivalents and/or accelerator memory in GB (None: no cap)."""
+
+    h100_equivalents: float | None = None
+    memory_gb: float | None = None
+
+    def __post_init__(self) -> None:
+        for name, v in (("compute cap", self.h100_equivalents), ("memory cap", self.memory_gb)):
+            if v is not None and not (math.isfinite(v) and v > 0):
+                raise ScenarioError([(name, v, "must be a positive number")])
+
+    def label(self) -> str:
+        parts = []
+        if self.h100_equivalents is not None:
+            parts.append(f"≤ {self.h100_equivalents:g} H100-eq")
+        if self.memory_gb is not None:
+            parts.append(f"≤ {self.memory_gb:,.0f} GB")
+        return ", ".join(parts) or "no cap"
+
+    def allows(self, h100_eq: float, memory_gb: float) -> bool:
+        tol = 1e-9
+        if self.h100_equivalents is not None and h100_eq > self.h100_equivalents * (1 + tol):
+            return False
+        return not (self.memory_gb is not None and memory_gb > self.memory_gb * (1 + tol))
+
+    def contains(self, other: Cap) -> bool:
+        """Every node `other` allows, this cap allows too."""
+
+        def looser(a: float | None, b: float | None) -> bool:
+            return a is None or (b is not None and b <= a)
+
+        return looser(self.h100_equivalents, other.h100_equivalents) and looser(
+            self.memory_gb, other.memory_gb
+        )
+
+
+@dataclass(frozen=True)
+class System:
+    id: str
+    name: str
+    category: str
+    count: int
+    tflops: float  # dense FP16, whole system
+    memory_gb: float
+    source: str
+
+    def h100_equivalents(self, asm: Assumptions) -> float:
+        return self.tflops / asm.h100_equivalent_tflops
+
+
+def systems() -> list[System]:
+    out = []
+    for sid, row in catalog._load("systems.yaml").items():
+        count = int(row["count"])
+        if "gpu" in row:
+            gpu = catalog.gpus()[row["gpu"]]
+            tflops, mem = gpu.fp16_tflops, gpu.memory_gb
+        else:
+            tflops, mem = float(row["tflops_per_gpu"]), float(row["memory_gb_per_gpu"])
+        out.append(
+            System(sid, row["name"], row["category"], count, count * tflops, count * mem, row["source"])
+        )
+    return out
+
+
+def largest_count(gpu_id: str, cap: Cap, asm: Assumptions) -> int:
+    """The most accelerators of one kind a node may hold under `cap` (0: not even one)."""
+    gpu = catalog.gpus()[gpu_id]
+    k = 10**6
+    if cap.h100_equivalents is not None:
+        k = min(k, math.floor(cap.h100_equivalents * asm.h100_equivalent_tflops / gpu.fp16_tflops + 1e-9))
+    if cap.memory_gb is not None:
+        k = min(k, math.floor(cap.memory_gb / gpu.memory_gb + 1e-9))
+    return max(k, 0)
+
+
+def largest_nodes(cap: Cap, asm: Assumptions, gpus: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The largest node of each accelerator under `cap`, with its compute, memory, model and price."""
+    out = []
+    for gid in gpus or catalog.gpus():
+        gpu = catalog.gpus()[gid]
+        k = largest_count(gid, cap, asm)
+        out.append(
+            {
+                "gpu": gid,
+                "name": gpu.name,
+                "count": k,
+                "h100_equivalents": k * gpu.fp16_tflops / asm.h100_equivalent_tflops,
+                "pflops_fp16": k * gpu.fp16_tflops / 1000,
+                "memory_gb": k * gpu.memory_gb,
+                "largest_dense_model_b": k * gpu.memory_gb / asm.bytes_per_param_fp16,
+                "price_usd": k * gpu.price_usd,
+            }
+        )
+    return out
+
+
+def candidate_nodes(
+    caps: Sequence[Cap],
+    asm: Assumptions,
+    gpus: Sequence[str] | None = None,
+    precisions: Sequence[str] = ("fp16", "fp8"),
+) -> list[NodeSpec]:
+    """Nodes the search visits, shared by every cap: for each accelerator (and training precision it
+    supports), the largest count each cap allows and the powers of two below the largest."""
+    out = []
+    for gid in gpus or catalog.gpus():
+        counts = {largest_count(gid, c, asm) for c in caps}
+        top = max(counts)
+        counts |= {2**i for i in range(0, 30) if 2**i < top}
+        gpu = catalog.gpus()[gid]
+        for prec in precisions:
+            if gpu.peak_tflops(prec) is None:
+                continue
+            for k in sorted(c for c in counts if c >= 1):
+                spec = NodeSpec.build(gid, k, prec)
+                out.append(
+                    NodeSpec(
+                        id=f"{k}x-{gid}-{prec}",
+                        name=f"{k}× {gpu.name} ({prec.upper()})",
+                        gpu=gid,
+                        count=k,
+                        pflops=spec.pflops,
+                        vram_gb=spec.vram_gb,
+                        precision=prec,
+                        price_usd=spec.price_usd,
+                        h100_equivalents=spec.h100_equivalents,
+                    )
+                )
+    return out
+
+
+def governance_space(nodes: list[NodeSpec], max_nodes: int = 100_000) -> Space:
+    """The default governance space (smaller than `dtsim target`'s, since it spans every cap's nodes)."""
+    return Space(
+        nodes=nodes,
+        node_counts=node_count_grid(max_nodes),
+        fractions=(1.0, 0.5, 0.25),
+        pipeline_multiples=(2, 4, 8),
+        inner_steps=("auto", 16),
+        compressions=(16, 150, 500),
+        group_sizes=(0, 8),
+        activation_compressions=(4, 10),
+    )
+
+
+@dataclass
+class CapResult:
+    cap: Cap
+    largest: list[dict[str, Any]]
+    cheapest: dict[float, dict[str, Any] | None]  # target FLOP → winning configuration
+    caught: list[System]
+
+
+@dataclass
+class GovernanceResult:
+    caps: list[CapResult]
+    targets: tuple[float, ...]
+    metric: str
+    days_limit: float
+    configurations: int
+    rows: int
+    seconds: float
+    space: Space
+    systems: list[System] = field(default_factory=list)
+
+
+def analyse(
+    base: Scenario,
+    caps: Sequence[Cap],
+    targets: Sequence[float] = DEFAULT_TARGETS,
+    metric: str = "quality",
+    days_limit: float = DEFAULT_DAYS,
+    space: Space | None = None,
+    gpus: Sequence[str] | None = None,
+    precisions: Sequence[str] = ("fp16", "fp8"),
+    progress: Callable[[int, int], None] | None = None,
+    max_nodes: int = 100_000,
+) -> GovernanceResult:
+    """The threshold analysis for `caps` (see the module docstring)."""
+    if not caps:
+        raise ScenarioError([("caps", None, "give at least one compute or memory cap")])
+    if metric not in ("local", "quality"):
+        raise ScenarioError([("--metric", metric, "must be local or quality")])
+    if not targets:
+        raise ScenarioError([("--targets", None, "give at least one target")])
+    for t in targets:
+        if not (math.isfinite(t) and t > 0):
+            raise ScenarioError([("--targets", t, "must be positive FLOP counts")])
+    if not (math.isfinite(days_limit) and days_limit > 0):
+        raise ScenarioError([("--days", days_limit, "must be a positive number of days")])
+    for g in gpus or ():
+        if g not in catalog.gpus():
+            raise ScenarioError([("--gpu", g, f"unknown accelerator; known: {', '.join(catalog.gpus())}")])
+    started = time.perf_counter()
+    asm = Assumptions(base.assumptions)
+    nodes = candidate_nodes(caps, asm, gpus, precisions)
+    if not nodes:
+        raise ScenarioError([("caps", [c.label() for c in caps], "no accelerator fits under any cap")])
+    if space is None:
+        space = governance_space(nodes, max_nodes)
+    else:
+        space.nodes = nodes
+    cfg = space.configs(asm)
+    n_grid = np.asarray(space.node_counts, dtype=float)
+    legal = np.array([[c.allows(nd.h100_equivalents, nd.vram_gb) for nd in nodes] for c in caps])
+    tgts = [Target(metric, float(x)) for x in targets]
+    best: dict[tuple[int, int], tuple[tuple, dict]] = {}
+    rows = 0
+    key = np.char.add(cfg["node"].astype(str), np.char.add("|", cfg["h"]))
+    cuts = np.flatnonzero(np.r_[True, key[1:] != key[:-1], True])
+    n_cfg = len(cfg["node"])
+    for b0, b1 in itertools.pairwise(cuts):
+        node_i = int(cfg["node"][b0])
+        if not legal[:, node_i].any():
+            continue
+        ci = np.repeat(np.arange(b0, b1), len(n_grid))
+        n = np.tile(n_grid, b1 - b0)
+        keep = (cfg["group"][ci] == 0) | (n >= 2 * cfg["group"][ci])
+        ci, n = ci[keep], n[keep]
+        if not ci.size:
+            continue
+        rows += ci.size
+        ev = _evaluate(base, space, cfg, ci, n, tgts[0], metric, days_limit, asm, False)
+        ok = ev["ok"]
+        rate = np.where(ok, ev["limit_tokens"] / days_limit, 0.0)
+        for ti, tgt in enumerate(tgts):
+            need = tokens_needed(tgt, ev["params"], ev["fpt"], ev["eta"], ev["mult"], asm)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                days = np.where(ok & (rate > 0), need / np.where(rate > 0, rate, 1.0), np.inf)
+            reaches = ok & (days <= days_limit)
+            idx = np.flatnonzero(reaches)
+            if not idx.size:
+                continue
+            j = idx[np.lexsort((days[idx], ev["cost"][idx]))[0]]
+            k = (float(ev["cost"][j]), float(days[j]))
+            rec = {
+                "config": int(ci[j]),
+                "num_nodes": int(n[j]),
+                "mode": MODE_IDS[int(ev["mode"][j])],
+                "cost_usd": float(ev["cost"][j]),
+                "days": float(days[j]),
+                "tokens_t": float(need[j]) / 1e12,
+                "efficiency": float(ev["eta"][j]),
+                "h_used": float(ev["h_used"][j]),
+            }
+            for c in range(len(caps)):
+                if legal[c, node_i] and ((c, ti) not in best or k < best[(c, ti)][0]):
+                    best[(c, ti)] = (k, rec)
+        if progress is not None:
+            progress(int(b1), n_cfg)
+    all_systems = systems()
+    results = []
+    for c, cap in enumerate(caps):
+        cheapest = {}
+        for ti, x in enumerate(targets):
+            got = best.get((c, ti))
+            cheapest[x] = _describe(got[1], space, cfg) if got else None
+        caught = [s for s in all_systems if not cap.allows(s.h100_equivalents(asm), s.memory_gb)]
+        results.append(CapResult(cap, largest_nodes(cap, asm, gpus), cheapest, caught))
+    return GovernanceResult(
+        caps=results,
+        targets=tuple(targets),
+        metric=metric,
+        days_limit=days_limit,
+        configurations=len(cfg["node"]),
+        rows=rows,
+        seconds=time.perf_counter() - started,
+        space=space,
+        systems=all_systems,
+    )
+
+
+def _describe(rec: dict[str, Any], space: Space, cfg) -> dict[str, Any]:
+    c = rec["config"]
+    node = space.nodes[int(cfg["node"][c])]
+    return {
+        **rec,
+        "node": node.id,
+        "node_name": node.name,
+        "gpu": node.gpu,
+        "gpus_per_node": node.count,
+        "precision": node.precision,
+        "h100_equivalents_per_node": node.h100_equivalents,
+        "memory_gb_per_node": node.vram_gb,
+        "parameters_b": float(cfg["params_b"][c]),
+        "inner_steps": str(cfg["h"][c]),
+        "compression": float(cfg["comp"][c]),
+        "nodes_per_group": int(cfg["group"][c]) or None,
+        "activation_compression": float(cfg["act"][c]),
+        "total_gpus": rec["num_nodes"] * node.count,
+    }
+
+
+__all__ = [
+    "INFEASIBLE",
+    "Cap",
+    "GovernanceResult",
+    "System",
+    "analyse",
+    "candidate_nodes",
+    "largest_count",
+    "largest_nodes",
+    "systems",
+]

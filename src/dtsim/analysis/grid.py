@@ -1,0 +1,302 @@
+"""N-dimensional sweeps: a grid over one or more scenario fields, run by the batch path.
+
+`dtsim sweep --vary num_nodes=8:4096:10:log --vary bandwidth_mbps=10:10000:31:log` builds the
+Cartesian product of the axes, simulates every point with `simulate_batch` (in chunks, so memory stays
+bounded and a progress bar can follow), and returns a tidy table: one row per point, one column per
+input field and per output.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dtsim.engine import BATCH_FIELDS, NUMERIC, OPTIONAL, simulate_batch
+from dtsim.errors import ScenarioError
+from dtsim.schema import INTEGER_FIELDS, Scenario
+
+MAX_GRID = 5_000_000
+CHUNK = 1 << 16
+# Numeric axes may be given as start:stop:num[:log]; these fields take lists only.
+NUMERIC_AXES = (*NUMERIC, *OPTIONAL, "bandwidth_mbps", "inner_steps", "regional_steps")
+VARYABLE = tuple(f for f in BATCH_FIELDS)
+# Batch outputs that are internal codes; the table carries their decoded names instead.
+_CODES = ("mode_code", "bottleneck_code", "reason_code")
+
+
+@dataclass
+class Axis:
+    field: str
+    values: np.ndarray
+    spec: str
+    log: bool = False
+    numeric: bool = True
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def _number(field_name: str, text: str, spec: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise ScenarioError([(field_name, spec, f"{text!r} is not a number")]) from None
+    if not math.isfinite(x):
+        raise ScenarioError([(field_name, spec, f"{text!r} is not a finite number")])
+    return x
+
+
+def parse_vary(spec: str) -> Axis:
+    """`field=start:stop:num[:log]` (numeric fields) or `field=v1,v2,...` (any varyable field)."""
+    if "=" not in spec:
+        raise ScenarioError([("--vary", spec, "write field=start:stop:num[:log] or field=v1,v2,...")])
+    name, _, rhs = spec.partition("=")
+    name, rhs = name.strip(), rhs.strip()
+    if name not in VARYABLE:
+        raise ScenarioError([("--vary", name, f"cannot vary; fields that can: {', '.join(VARYABLE)}")])
+    if not rhs:
+        raise ScenarioError([(name, spec, "empty range: give start:stop:num[:log] or a list v1,v2,...")])
+    if ":" in rhs:
+        parts = rhs.split(":")
+        if name not in NUMERIC_AXES:
+            raise ScenarioError([(name, spec, "is not numeric; give a list of values v1,v2,...")])
+        if len(parts) not in (3, 4) or (len(parts) == 4 and parts[3].strip().lower() not in ("log", "lin")):
+            raise ScenarioError([(name, spec, "write start:stop:num or start:stop:num:log")])
+        start, stop = _number(name, parts[0], spec), _number(name, parts[1], spec)
+        num_f = _number(name, parts[2], spec)
+        if num_f != int(num_f) or num_f < 1:
+            raise ScenarioError([(name, spec, f"empty range: num = {parts[2]} must be an integer ≥ 1")])
+        num = int(num_f)
+        if num > MAX_GRID:
+            raise ScenarioError([(name, spec, f"num must be ≤ {MAX_GRID:,}")])
+        log = len(parts) == 4 and parts[3].strip().lower() == "log"
+        if num > 1 and start == stop:
+            raise ScenarioError(
+                [(name, spec, "empty range: start equals stop; give num = 1 or two different ends")]
+            )
+        if log:
+            if start <= 0 or stop <= 0:
+                raise ScenarioError([(name, spec, "a log range needs start > 0 and stop > 0")])
+            values = np.geomspace(start, stop, num)
+        else:
+            values = np.linspace(start, stop, num)
+        if name in INTEGER_FIELDS or name in ("inner_steps", "regional_steps"):
+            rounded = np.round(values)
+            _, first = np.unique(rounded, return_index=True)
+            values = rounded[np.sort(first)]
+        return Axis(name, values, spec, log=log)
+    items = [v.strip() for v in rhs.split(",")]
+    if any(not v for v in items):
+        raise ScenarioError([(name, spec, "empty value in the list")])
+    if name in NUMERIC_AXES and name not in ("inner_steps", "regional_steps"):
+        return Axis(name, np.asarray([_number(name, v, spec) for v in items]), spec)
+    if name in ("inner_steps", "regional_steps") and all(_is_number(v) for v in items):
+        return Axis(name, np.asarray([float(v) for v in items]), spec)
+    return Axis(name, np.asarray(items, dtype=object), spec, numeric=False)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+@dataclass
+class GridResult:
+    axes: list[Axis]
+    columns: dict[str, np.ndarray]
+    n: int
+    seconds: float
+    constants: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return self.n
+
+
+def grid_size(axes: list[Axis]) -> int:
+    return math.prod(len(a) for a in axes)
+
+
+def run_grid(
+    base: Scenario,
+    axes: list[Axis],
+    progress: Callable[[int, int], None] | None = None,
+    chunk: int = CHUNK,
+) -> GridResult:
+    """Simulate every point of the Cartesian product of `axes` on top of `base`."""
+    if not axes:
+        raise ScenarioError([("--vary", None, "give at least one field to vary")])
+    names = [a.field for a in axes]
+    dupes = {n for n in names if names.count(n) > 1}
+    if dupes:
+        raise ScenarioError([("--vary", sorted(dupes)[0], "is varied twice; give each field once")])
+    if "bandwidth_mbps" in names and ({"bandwidth_up_mbps", "bandwidth_down_mbps"} & set(names)):
+        raise ScenarioError([("--vary", "bandwidth_mbps", "vary either it or bandwidth_up/down_mbps")])
+    n = grid_size(axes)
+    if n > MAX_GRID:
+        raise ScenarioError([("--vary", f"{n:,} points", f"the grid may hold at most {MAX_GRID:,} points")])
+    shape = tuple(len(a) for a in axes)
+    started = time.perf_counter()
+    out: dict[str, np.ndarray] = {}
+    inputs: dict[str, np.ndarray] = {}
+    for a in axes:
+        inputs[a.field] = np.empty(n, dtype=a.values.dtype)
+    for start in range(0, n, chunk):
+        stop = min(n, start + chunk)
+        idx = np.unravel_index(np.arange(start, stop), shape)
+        fields = {a.field: a.values[i] for a, i in zip(axes, idx, strict=True)}
+        for name, vals in fields.items():
+            inputs[name][start:stop] = vals
+        batch = simulate_batch(
+            base, **{k: (v.astype(str) if v.dtype == object else v) for k, v in fields.items()}
+        )
+        part = {k: np.asarray(v) for k, v in batch.columns.items() if k not in _CODES}
+        part["mode"] = batch["mode"]
+        part["bottleneck"] = batch["bottleneck"]
+        if not out:
+            out = {k: np.empty(n, dtype=v.dtype) for k, v in part.items()}
+        for k, v in part.items():
+            out[k][start:stop] = v
+        if progress is not None:
+            progress(stop, n)
+    hidden = set(inputs)
+    if "node" in inputs:
+        hidden |= {"gpu", "gpus_per_node", "pflops_per_node", "vram_per_node_gb", "precision"}
+    if "gpu" in inputs:
+        hidden |= {"node", "pflops_per_node", "vram_per_node_gb"}
+    if "bandwidth_mbps" in inputs:
+        hidden |= {"bandwidth_up_mbps", "bandwidth_down_mbps"}
+    constants = {k: v for k, v in base.to_fields().items() if k not in hidden and not isinstance(v, dict)}
+    columns: dict[str, np.ndarray] = {}
+    for k, v in constants.items():
+        columns[k] = np.broadcast_to(np.asarray(v if not isinstance(v, list) else str(v)), (n,))
+    columns.update(inputs)
+    for k, v in out.items():
+        columns[k if k not in columns else f"out_{k}"] = v
+    return GridResult(axes, columns, n, time.perf_counter() - started, constants)
+
+
+# --- output ----------------------------------------------------------------------------------------------------
+
+
+def write_table(result: GridResult, path: Path) -> None:
+    """CSV or Parquet by the file's extension; Parquet (and fast CSV) use pyarrow (`dtsim[table]`)."""
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".parquet"):
+        raise ScenarioError([("--out", str(path), "must end in .csv or .parquet")])
+    try:
+        import pyarrow as pa
+    except ImportError:
+        pa = None
+    if suffix == ".parquet":
+        if pa is None:
+            raise ScenarioError(
+                [("--out", str(path), "writing Parquet needs pyarrow: pip install 'dtsim[table]'")]
+            )
+        import pyarrow.parquet as pq
+
+        pq.write_table(_arrow_table(result, pa), path)
+        return
+    if pa is not None:
+        import pyarrow.csv as pacsv
+
+        pacsv.write_csv(_arrow_table(result, pa), path)
+        return
+    _write_csv_numpy(result, path)
+
+
+def _arrow_table(result: GridResult, pa):
+    arrays = {}
+    for k, v in result.columns.items():
+        v = np.ascontiguousarray(v)
+        arrays[k] = pa.array(v.astype(str) if v.dtype == object else v)
+    return pa.table(arrays)
+
+
+def _write_csv_numpy(result: GridResult, path: Path) -> None:
+    names = list(result.columns)
+    with path.open("w", encoding="utf-8") as fh:
+        fh.write(",".join(names) + "\n")
+        for start in range(0, result.n, CHUNK):
+            stop = min(result.n, start + CHUNK)
+            cols = []
+            for k in names:
+                v = np.asarray(result.columns[k][start:stop])
+                if v.dtype.kind == "f":
+                    cols.append(np.char.mod("%.12g", v))
+                else:
+                    cols.append(v.astype(str))
+            fh.writelines(",".join(row) + "\n" for row in zip(*cols, strict=True))
+
+
+def metric_names(result: GridResult) -> list[str]:
+    return [
+        k
+        for k, v in result.columns.items()
+        if np.asarray(v).dtype.kind in "fiub" and k not in result.constants
+    ]
+
+
+def plot_grid(result: GridResult, metric: str, path: Path) -> None:
+    """One varied field: the metric against it (log axis for log ranges). Two: a heat map."""
+    if metric not in result.columns or np.asarray(result.columns[metric]).dtype.kind not in "fiub":
+        known = ", ".join(m for m in metric_names(result) if m not in {a.field for a in result.axes})
+        raise ScenarioError([("--metric", metric, f"is not a numeric output; choose one of {known}")])
+    if len(result.axes) > 2:
+        raise ScenarioError(
+            [("--plot", str(path), "plots one or two varied fields; use --out for larger grids")]
+        )
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ScenarioError(
+            [("--plot", str(path), "plotting needs matplotlib: pip install 'dtsim[plot]'")]
+        ) from None
+    z = np.asarray(result.columns[metric], dtype=float)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    if len(result.axes) == 1:
+        a = result.axes[0]
+        x = a.values if a.numeric else np.arange(len(a))
+        ax.plot(x, z, marker="o" if len(a) <= 40 else None)
+        if not a.numeric:
+            ax.set_xticks(x, [str(v) for v in a.values], rotation=30, ha="right")
+        if a.log:
+            ax.set_xscale("log")
+        if np.nanmin(z) > 0 and np.nanmax(z) / max(np.nanmin(z), 1e-300) > 1e3:
+            ax.set_yscale("log")
+        ax.set_xlabel(a.field)
+        ax.set_ylabel(metric)
+    else:
+        a, b = result.axes
+        grid = z.reshape(len(a), len(b))
+        positive = np.isfinite(grid) & (grid > 0)
+        use_log = positive.any() and np.nanmax(grid[positive]) / np.nanmin(grid[positive]) > 1e3
+        shown = np.log10(np.where(positive, grid, np.nan)) if use_log else grid
+        im = ax.imshow(shown, origin="lower", aspect="auto", interpolation="nearest")
+        ax.set_yticks(*_ticks(a))
+        ax.set_xticks(*_ticks(b))
+        ax.set_ylabel(a.field)
+        ax.set_xlabel(b.field)
+        fig.colorbar(im, ax=ax, label=f"log10 {metric}" if use_log else metric)
+    ax.set_title(f"{metric} ({result.n:,} points)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _ticks(a: Axis) -> tuple[np.ndarray, list[str]]:
+    k = max(1, len(a) // 8)
+    pos = np.arange(0, len(a), k)
+    labels = [f"{a.values[i]:.3g}" if a.numeric else str(a.values[i]) for i in pos]
+    return pos, labels

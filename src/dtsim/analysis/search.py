@@ -1,0 +1,688 @@
+"""Target searches: the cheapest or fastest configuration that reaches a target within a time limit.
+
+A *configuration* is a node (preset or capped build), a node count, a model size, H, a compression
+ratio, a hierarchy (flat or regional groups of a given size) and, for models larger than one node, an
+activation-compression ratio. Every configuration is simulated once by the batch path at a probe
+token count; wall-clock time is linear in tokens (`tests/test_search.py` checks it), so each row gives
+its token rate r (tokens/day), efficiency η, replica loss multiplier m and cost, and the time a run
+needs to reach a target follows in closed form:
+
+- local-equivalent compute X = C·η (seed 000 §6): D = X / (η·F), F the model FLOP per token;
+- quality-adjusted compute X = C·η·χ = η·min(C, C*(L(P, D)·m)) (reference README; χ as in
+  `physics.quality`): both C ≥ X/η and C*(L·m) ≥ X/η, the latter
+  L(P, D)·m ≤ L_opt(N_X), N_X = √(X / (η·6·k)), i.e. D ≥ (B / (L_opt/m − E − A·P^−a))^(1/b);
+- a model size and token count: D is given.
+
+The run then takes t = D / r days. The search is exhaustive over the stated grid (`Space.size`);
+for the cheapest objective the winner's node count (and that of every configuration whose grid
+bracket could hold a cheaper run) is refined to the exact smallest integer, so the cost is optimal
+over all integer node counts wherever reaching the target is monotone in N inside a grid step.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dtsim import catalog
+from dtsim.assumptions import Assumptions
+from dtsim.engine import simulate_batch
+from dtsim.errors import ScenarioError
+from dtsim.physics import quality
+from dtsim.physics.memory import PRECISIONS, bytes_per_param
+from dtsim.planner import decision
+from dtsim.schema import BOUNDS, Scenario
+
+PROBE_TOKENS_T = 1.0
+DAYS_PER_YEAR = 365.25
+DEFAULT_DAYS = 1.5 * DAYS_PER_YEAR  # the original governance model's 1.5-year run
+MODE_IDS = decision.MODE_IDS
+INFEASIBLE = MODE_IDS.index("infeasible")
+MODES = tuple(m for m in MODE_IDS if m != "infeasible")
+MODE_LABEL = dict(zip(decision.MODE_IDS, decision.MODE_LABELS, strict=True))
+
+
+# --- the space ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node: `count` accelerators of type `gpu`; peak PFLOP/s at its precision, memory, price."""
+
+    id: str
+    name: str
+    gpu: str
+    count: int
+    pflops: float
+    vram_gb: float
+    precision: str
+    price_usd: float
+    h100_equivalents: float
+
+    @classmethod
+    def from_preset(cls, node_id: str, default_precision: str = "fp16") -> NodeSpec:
+        node = catalog.nodes().get(node_id.strip().lower())
+        if node is None:
+            raise ScenarioError(
+                [("--node", node_id, f"unknown node preset; known: {', '.join(catalog.nodes())}")]
+            )
+        gpu = catalog.gpus()[node.gpu]
+        return cls(
+            id=node.id,
+            name=node.name,
+            gpu=node.gpu,
+            count=node.gpu_count,
+            pflops=node.pflops,
+            vram_gb=node.vram_gb,
+            precision=node.precision or default_precision,
+            price_usd=node.gpu_count * gpu.price_usd,
+            h100_equivalents=node.h100_equivalents
+            if node.h100_equivalents is not None
+            else h100_equivalents(node.gpu, node.gpu_count),
+        )
+
+    @classmethod
+    def build(cls, gpu_id: str, count: int, precision: str = "fp16") -> NodeSpec:
+        """`count` accelerators of a catalog GPU, at their dense peak for `precision`."""
+        gpu = catalog.gpus()[gpu_id]
+        peak = gpu.peak_tflops(precision)
+        if peak is None:
+            raise ScenarioError([("precision", precision, f"gpu {gpu_id} has no datapath for it")])
+        return cls(
+            id=f"{count}x-{gpu_id}",
+            name=f"{count}× {gpu.name}",
+            gpu=gpu_id,
+            count=count,
+            pflops=count * peak / 1000.0,
+            vram_gb=count * gpu.memory_gb,
+            precision=precision,
+            price_usd=count * gpu.price_usd,
+            h100_equivalents=h100_equivalents(gpu_id, count),
+        )
+
+
+def h100_equivalents(gpu_id: str, count: int, asm: Assumptions | None = None) -> float:
+    """Dense FP16 compute in units of one H100 (the threshold unit of the original governance model)."""
+    asm = asm or Assumptions()
+    return count * catalog.gpus()[gpu_id].fp16_tflops / asm.h100_equivalent_tflops
+
+
+def node_count_grid(max_nodes: int = 100_000, dense_to: int = 64, step: float = 1.05) -> np.ndarray:
+    """Every integer to `dense_to`, then geometric steps of `step` up to `max_nodes` (inclusive)."""
+    if max_nodes < 1:
+        raise ScenarioError([("--max-nodes", max_nodes, "must be ≥ 1")])
+    dense = np.arange(1, min(dense_to, max_nodes) + 1, dtype=float)
+    if max_nodes <= dense_to:
+        return dense
+    k = math.ceil(math.log(max_nodes / dense_to) / math.log(step))
+    geo = np.unique(np.round(dense_to * step ** np.arange(1, k + 1)))
+    geo = geo[(geo > dense_to) & (geo < max_nodes)]
+    return np.concatenate([dense, geo, [float(max_nodes)]])
+
+
+@dataclass
+class Space:
+    """The configurations a search visits (every combination; irrelevant ones are pruned)."""
+
+    nodes: list[NodeSpec]
+    node_counts: np.ndarray = field(default_factory=node_count_grid)
+    fractions: Sequence[float] = (1.0, 0.75, 0.5, 0.25)  # of the largest dense model one node holds
+    pipeline_multiples: Sequence[float] = (2, 4, 8, 16, 32)  # models this many nodes deep (modes B/C)
+    inner_steps: Sequence[Any] = ("auto", 4, 16, 64)
+    compressions: Sequence[float] = (1, 4, 16, 100, 150, 500)
+    group_sizes: Sequence[int] = (0, 4, 8, 16, 32)  # 0: flat; else hierarchical with groups this size
+    activation_compressions: Sequence[float] = (1, 2, 4, 10)
+    params_b: float | None = None  # a fixed model size (model-and-tokens targets)
+
+    def __post_init__(self) -> None:
+        if not self.nodes:
+            raise ScenarioError([("--node", None, "the space holds no node")])
+        for name in ("fractions", "pipeline_multiples", "compressions", "activation_compressions"):
+            values = list(getattr(self, name))
+            if any(not (isinstance(v, int | float) and math.isfinite(v) and v > 0) for v in values):
+                raise ScenarioError([(name, values, "must be positive numbers")])
+        if not list(self.compressions) or not list(self.inner_steps) or not list(self.group_sizes):
+            raise ScenarioError(
+                [("space", None, "compressions, inner steps and group sizes need ≥ 1 value each")]
+            )
+
+    def configs(self, asm: Assumptions) -> dict[str, np.ndarray]:
+        """One row per configuration (everything but the node count)."""
+        rows: dict[str, list] = {k: [] for k in ("node", "params_b", "pp", "act", "h", "comp", "group")}
+        for i, node in enumerate(self.nodes):
+            bpp = float(bytes_per_param(PRECISIONS.index(node.precision), asm))
+            max_fit = node.vram_gb / bpp
+            sizes: list[tuple[float, bool]] = []
+            if self.params_b is not None:
+                sizes.append((self.params_b, self.params_b * bpp > node.vram_gb))
+            else:
+                sizes += [(f * max_fit, False) for f in self.fractions if f <= 1]
+                # a hair under m whole nodes, so the stage count is exactly m
+                sizes += [(m * max_fit * (1 - 1e-9), True) for m in self.pipeline_multiples if m > 1]
+            lo, hi = BOUNDS["parameters_b"]["ge"], BOUNDS["parameters_b"]["le"]
+            for h in self.inner_steps:
+                for p, pp in sizes:
+                    if not lo <= p <= hi:
+                        continue
+                    for act in self.activation_compressions if pp else (1.0,):
+                        for c in self.compressions:
+                            for g in self.group_sizes:
+                                rows["node"].append(i)
+                                rows["params_b"].append(p)
+                                rows["pp"].append(pp)
+                                rows["act"].append(act)
+                                rows["h"].append(str(h))
+                                rows["comp"].append(c)
+                                rows["group"].append(g)
+        return {k: np.asarray(v) for k, v in rows.items()}
+
+    def size(self, asm: Assumptions) -> tuple[int, int]:
+        """(configurations, rows evaluated): rows are configuration × node count, less the pruned ones."""
+        cfg = self.configs(asm)
+        n = self.node_counts
+        valid = (cfg["group"][:, None] == 0) | (n[None, :] >= 2 * cfg["group"][:, None])
+        return len(cfg["node"]), int(valid.sum())
+
+
+# --- targets ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    kind: str  # "local" | "quality" | "model"
+    flop: float | None = None
+    params_b: float | None = None
+    tokens_t: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("local", "quality", "model"):
+            raise ScenarioError([("target", self.kind, "must be local, quality or model")])
+        if self.kind == "model":
+            for name in ("params_b", "tokens_t"):
+                v = getattr(self, name)
+                if v is None or not (math.isfinite(v) and v > 0):
+                    raise ScenarioError([(name, v, "a model target needs a positive size and token count")])
+        elif self.flop is None or not (math.isfinite(self.flop) and self.flop > 0):
+            raise ScenarioError([(f"--{self.kind}-flop", self.flop, "must be a positive number of FLOP")])
+
+    def describe(self) -> str:
+        if self.kind == "model":
+            return f"train {self.params_b:g}B parameters on {self.tokens_t:g}T tokens"
+        word = "local-equivalent" if self.kind == "local" else "quality-adjusted"
+        return f"{self.flop:.3g} FLOP {word} compute"
+
+
+def loss_optimal(n, asm: Assumptions):
+    """L_opt(N) = L(N, k·N): the loss of the compute-optimal run with N parameters."""
+    return quality.chinchilla_loss(n, asm.chinchilla_tokens_per_param * np.asarray(n, dtype=float), asm)
+
+
+def tokens_needed(target: Target, params, flop_per_token, eta, mult, asm: Assumptions):
+    """Tokens a run needs to reach `target` (inf where it never can); see the module docstring."""
+    params = np.asarray(params, dtype=float)
+    if target.kind == "model":
+        return np.full(params.shape, target.tokens_t * 1e12)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        need_c = target.flop / (eta * flop_per_token)
+        if target.kind == "local":
+            return need_c
+        n_x = np.sqrt(target.flop / (eta * asm.flops_per_param_token * asm.chinchilla_tokens_per_param))
+        room = (
+            loss_optimal(n_x, asm) / mult
+            - asm.chinchilla_e
+            - asm.chinchilla_a * params ** (-asm.chinchilla_alpha)
+        )
+        d_q = np.where(room > 0, (asm.chinchilla_b / room) ** (1.0 / asm.chinchilla_beta), np.inf)
+        return np.where(eta > 0, np.maximum(need_c, d_q), np.inf)
+
+
+def metric_at(target_kind: str, params, tokens, flop_per_token, eta, mult, asm: Assumptions):
+    """Local-equivalent or quality-adjusted compute of a run of `tokens` tokens."""
+    c = flop_per_token * tokens
+    if target_kind == "local":
+        return c * eta
+    chi = quality.chi(params, tokens, c, mult, asm)
+    return c * eta * chi
+
+
+# --- the evaluation --------------------------------------------------------------------------------------
+
+
+ROW_FIELDS = (
+    "config",
+    "n",
+    "mode",
+    "cost",
+    "days",
+    "reach",
+    "rate",
+    "eta",
+    "mult",
+    "params",
+    "fpt",
+    "h_used",
+)
+
+
+@dataclass
+class Row:
+    """One evaluated configuration at one node count."""
+
+    node: NodeSpec
+    num_nodes: int
+    params_b: float
+    inner_steps: str
+    compression: float
+    group: int
+    activation_compression: float
+    mode: str
+    cost_usd: float
+    days: float  # to reach the target (inf: never)
+    reach: float  # the metric reached within the time limit
+    tokens_t: float  # tokens the run needs (or processes in the limit when it never reaches)
+    efficiency: float
+    h_used: float
+
+    def scenario_fields(self) -> dict[str, Any]:
+        f: dict[str, Any] = {
+            "gpu": self.node.gpu,
+            "gpus_per_node": self.node.count,
+            "pflops_per_node": self.node.pflops,
+            "vram_per_node_gb": self.node.vram_gb,
+            "precision": self.node.precision,
+            "num_nodes": self.num_nodes,
+            "parameters_b": self.params_b,
+            "inner_steps": self.inner_steps if self.inner_steps == "auto" else int(float(self.inner_steps)),
+            "compression": self.compression,
+            "activation_compression": self.activation_compression,
+            "hierarchical": self.group > 0,
+        }
+        if self.group > 0:
+            f["nodes_per_group"] = self.group
+        return f
+
+
+@dataclass
+class SearchResult:
+    target: Target | None
+    objective: str
+    days_limit: float
+    budget: float | None
+    winner: Row | None
+    by_mode: dict[str, Row | None]
+    closest: dict[str, Row | None]
+    configurations: int
+    rows: int
+    refined_rows: int
+    seconds: float
+    space: Space
+    modes_seen: set[str]
+    explanation: dict[str, str] = field(default_factory=dict)
+
+
+class _Best:
+    """Running best row per key under an ordering (smaller key tuple wins)."""
+
+    def __init__(self) -> None:
+        self.key: dict[Any, tuple] = {}
+        self.row: dict[Any, dict] = {}
+
+    def offer(self, group: Any, key: tuple, row: dict) -> None:
+        if group not in self.key or key < self.key[group]:
+            self.key[group] = key
+            self.row[group] = row
+
+
+def _pick(mask: np.ndarray, *keys: np.ndarray) -> int | None:
+    """Index of the lexicographically smallest (keys...) among `mask` rows, or None."""
+    idx = np.flatnonzero(mask)
+    if idx.size == 0:
+        return None
+    order = np.lexsort(tuple(k[idx] for k in reversed(keys)))
+    return int(idx[order[0]])
+
+
+def search(
+    base: Scenario,
+    space: Space,
+    target: Target | None,
+    objective: str = "cost",
+    days_limit: float = DEFAULT_DAYS,
+    budget: float | None = None,
+    reach_metric: str = "quality",
+    progress: Callable[[int, int], None] | None = None,
+    chunk_rows: int = 1 << 17,
+    refine: bool = True,
+    node_filter: Callable[[NodeSpec], bool] | None = None,
+) -> SearchResult:
+    """Search `space` on top of `base` (network, MFU, stragglers, ...).
+
+    objective "cost": cheapest capital cost reaching `target` within `days_limit` (and `budget`);
+    "time": fastest; "reach": no target — the most `reach_metric` compute reachable within
+    `days_limit` for at most `budget`.
+    """
+    if objective not in ("cost", "time", "reach"):
+        raise ScenarioError([("--objective", objective, "must be cost, time or reach")])
+    if objective == "reach" and (budget is None or reach_metric not in ("local", "quality")):
+        raise ScenarioError([("--budget", budget, "the reach query needs a budget in USD and a metric")])
+    if objective != "reach" and target is None:
+        raise ScenarioError(
+            [("target", None, "give a target: --local-flop, --quality-flop or --params-b with --tokens-t")]
+        )
+    if not (math.isfinite(days_limit) and days_limit > 0):
+        raise ScenarioError([("--days", days_limit, "must be a positive number of days")])
+    if budget is not None and not (math.isfinite(budget) and budget > 0):
+        raise ScenarioError([("--budget", budget, "must be a positive amount in USD")])
+    if base.moe:
+        raise ScenarioError([("moe", True, "target searches cover dense models; set moe=false")])
+    started = time.perf_counter()
+    asm = Assumptions(base.assumptions)
+    cfg = space.configs(asm)
+    n_grid = np.asarray(space.node_counts, dtype=float)
+    n_cfg = len(cfg["node"])
+    kind = target.kind if target is not None else reach_metric
+
+    # rows to evaluate: configuration × N, pruned: a hierarchy needs two whole groups. Blocks share a
+    # node and an H, so those enter the batch as scalars.
+    state = _State(n_cfg, days_limit)
+    total_rows = 0
+    key = np.char.add(cfg["node"].astype(str), np.char.add("|", cfg["h"]))
+    cuts = np.flatnonzero(np.r_[True, key[1:] != key[:-1], True])
+    per = max(1, chunk_rows // len(n_grid))
+    for b0, b1 in itertools.pairwise(cuts):
+        node = space.nodes[int(cfg["node"][b0])]
+        if node_filter is not None and not node_filter(node):
+            continue
+        for c0 in range(b0, b1, per):
+            c1 = min(b1, c0 + per)
+            ci = np.repeat(np.arange(c0, c1), len(n_grid))
+            ni = np.tile(np.arange(len(n_grid)), c1 - c0)
+            n = n_grid[ni]
+            keep = (cfg["group"][ci] == 0) | (n >= 2 * cfg["group"][ci])
+            ci, ni, n = ci[keep], ni[keep], n[keep]
+            if ci.size:
+                total_rows += ci.size
+                ev = _evaluate(base, space, cfg, ci, n, target, kind, days_limit, asm, objective == "reach")
+                state.absorb(ev, ci, ni, objective, budget)
+        if progress is not None:
+            progress(int(b1), n_cfg)
+
+    refined = 0
+    if refine and objective == "cost" and state.best is not None:
+        refined = _refine(base, space, cfg, n_grid, state, target, kind, days_limit, asm, budget)
+
+    result = SearchResult(
+        target=target,
+        objective=objective,
+        days_limit=days_limit,
+        budget=budget,
+        winner=None,
+        by_mode={},
+        closest={},
+        configurations=n_cfg,
+        rows=total_rows,
+        refined_rows=refined,
+        seconds=0.0,
+        space=space,
+        modes_seen=set(state.modes_seen),
+    )
+    result.winner = _row(space, cfg, state.best, kind, asm) if state.best is not None else None
+    for mode in MODES:
+        b = state.by_mode.get(mode)
+        result.by_mode[mode] = _row(space, cfg, b, kind, asm) if b is not None else None
+        cl = state.closest.get(mode)
+        result.closest[mode] = _row(space, cfg, cl, kind, asm) if cl is not None else None
+    result.explanation = explain_modes(result)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _evaluate(base, space, cfg, ci, n, target, kind, days_limit, asm, want_reach) -> dict[str, np.ndarray]:
+    """Simulate rows `ci` (configurations of one node and one H) at node counts `n`."""
+    node = space.nodes[int(cfg["node"][ci[0]])]
+    h = str(cfg["h"][ci[0]])
+    scalar = {
+        "node": None,
+        "gpu": node.gpu,
+        "gpus_per_node": node.count,
+        "pflops_per_node": node.pflops,
+        "vram_per_node_gb": node.vram_gb,
+        "precision": node.precision,
+        "inner_steps": h if h in ("auto", "auto-quality") else int(float(h)),
+        "tokens_t": PROBE_TOKENS_T,
+        "regional_steps": "auto",
+    }
+    fields = {
+        "num_nodes": n,
+        "parameters_b": cfg["params_b"][ci],
+        "compression": cfg["comp"][ci].astype(float),
+        "hierarchical": cfg["group"][ci] > 0,
+        "nodes_per_group": np.where(cfg["group"][ci] > 0, cfg["group"][ci], 1).astype(float),
+        "activation_compression": cfg["act"][ci].astype(float),
+    }
+    b = simulate_batch(base.replace(**scalar), **fields)
+    rows = len(ci)
+    mode = np.asarray(b.columns["mode_code"]) * np.ones(rows, dtype=np.int64)
+    wall = np.asarray(b["wall_clock_days"], dtype=float)
+    ok = (mode != INFEASIBLE) & np.isfinite(wall) & (wall > 0)
+    probe = PROBE_TOKENS_T * 1e12
+    rate = np.where(ok, probe / np.where(ok, wall, 1.0), 0.0)  # tokens per day
+    fpt = np.asarray(b["model_flop"], dtype=float) / probe * np.ones(rows)
+    eta = np.asarray(b["efficiency"], dtype=float) * np.ones(rows)
+    mult = np.asarray(b["replica_loss_multiplier"], dtype=float) * np.ones(rows)
+    params = np.asarray(b["parameters"], dtype=float) * np.ones(rows)
+    tokens_limit = rate * days_limit
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if not want_reach:
+            reach = np.full(rows, np.nan)  # computed for the few rows reported
+        elif kind == "model":
+            reach = np.where(ok, tokens_limit, 0.0)
+        else:
+            reach = np.where(
+                ok, metric_at(kind, params, np.maximum(tokens_limit, 1.0), fpt, eta, mult, asm), 0.0
+            )
+        if target is not None:
+            need = tokens_needed(target, params, fpt, eta, mult, asm)
+            days = np.where(ok & (rate > 0), need / np.where(rate > 0, rate, 1.0), np.inf)
+        else:
+            need = tokens_limit
+            days = np.full(rows, days_limit)
+    days = np.where(np.isfinite(days), days, np.inf)
+    return {
+        "ok": ok,
+        "mode": mode,
+        "cost": np.asarray(b["cost_usd"], dtype=float) * np.ones(rows),
+        "days": days,
+        "reach": reach,
+        "tokens": np.where(np.isfinite(need), need, tokens_limit),
+        "limit_tokens": tokens_limit,
+        "eta": eta,
+        "mult": mult,
+        "fpt": fpt,
+        "params": params,
+        "h_used": np.asarray(b["inner_steps_used"], dtype=float) * np.ones(rows),
+        "n": n,
+    }
+
+
+class _State:
+    def __init__(self, n_cfg: int, days_limit: float) -> None:
+        self.limit = days_limit
+        self.best: dict | None = None
+        self.best_key: tuple | None = None
+        self.by_mode: dict[str, dict] = {}
+        self.by_mode_key: dict[str, tuple] = {}
+        self.closest: dict[str, dict] = {}
+        self.closest_key: dict[str, tuple] = {}
+        self.modes_seen: set[str] = set()
+        # cheapest objective: per configuration, the first grid index that reaches the target
+        self.first_ok = np.full(n_cfg, -1, dtype=np.int64)
+
+    def absorb(self, ev, ci, ni, objective, budget) -> None:
+        ok = ev["ok"]
+        modes = np.unique(ev["mode"][ok]).tolist()
+        self.modes_seen |= {MODE_IDS[m] for m in modes}
+        within_budget = np.ones(len(ci), dtype=bool) if budget is None else ev["cost"] <= budget * (1 + 1e-12)
+        reaches = (
+            ok & within_budget & (ev["days"] <= self.limit) if objective != "reach" else ok & within_budget
+        )
+        if objective == "cost":
+            keys = (ev["cost"], ev["days"], ev["n"])
+        elif objective == "time":
+            keys = (ev["days"], ev["cost"], ev["n"])
+        else:
+            keys = (-ev["reach"], ev["cost"], ev["n"])
+        i = _pick(reaches, *keys)
+        if i is not None:
+            key = tuple(float(k[i]) for k in keys)
+            if self.best_key is None or key < self.best_key:
+                self.best_key, self.best = key, _take(ev, ci, ni, i)
+        for code in modes:
+            mode = MODE_IDS[code]
+            in_mode = ev["mode"] == code
+            j = _pick(reaches & in_mode, *keys)
+            if j is not None:
+                key = tuple(float(k[j]) for k in keys)
+                if mode not in self.by_mode_key or key < self.by_mode_key[mode]:
+                    self.by_mode_key[mode], self.by_mode[mode] = key, _take(ev, ci, ni, j)
+            # closest: the fastest run of this mode (within the budget), reported when none reaches
+            j = _pick(ok & within_budget & in_mode, ev["days"], ev["cost"]) if objective != "reach" else None
+            if j is not None:
+                key = (float(ev["days"][j]), float(ev["cost"][j]))
+                if mode not in self.closest_key or key < self.closest_key[mode]:
+                    self.closest_key[mode], self.closest[mode] = key, _take(ev, ci, ni, j)
+        if objective == "cost":
+            hit = np.flatnonzero(reaches)
+            if hit.size:
+                # per configuration, the smallest grid index reaching the target
+                order = np.lexsort((ni[hit], ci[hit]))
+                h = hit[order]
+                first = np.ones(h.size, dtype=bool)
+                first[1:] = ci[h][1:] != ci[h][:-1]
+                for c, g in zip(ci[h][first], ni[h][first], strict=True):
+                    if self.first_ok[c] < 0 or g < self.first_ok[c]:
+                        self.first_ok[c] = g
+
+
+def _take(ev, ci, ni, i) -> dict:
+    return {
+        "config": int(ci[i]),
+        "n_index": int(ni[i]),
+        **{k: (v[i].item() if hasattr(v[i], "item") else v[i]) for k, v in ev.items()},
+    }
+
+
+def _refine(base, space, cfg, n_grid, state: _State, target, kind, days_limit, asm, budget) -> int:
+    """Evaluate every integer node count below each configuration's first reaching grid point, down
+    to the previous grid point, where that could be cheaper than the best found."""
+    best_cost = state.best_key[0]
+    price = np.array([nd.price_usd for nd in space.nodes])[cfg["node"]]
+    cands = []
+    for c in np.flatnonzero(state.first_ok >= 0):
+        g = state.first_ok[c]
+        lo = int(n_grid[g - 1]) + 1 if g > 0 else 1
+        hi = int(n_grid[g]) - 1
+        if hi >= lo and lo * price[c] < best_cost:
+            cands.append((c, lo, hi))
+    if not cands:
+        return 0
+    total = 0
+    for c, lo, hi in cands:
+        n = np.arange(lo, hi + 1, dtype=float)
+        n = n[(cfg["group"][c] == 0) | (n >= 2 * cfg["group"][c])]
+        if not n.size:
+            continue
+        part_c = np.full(n.size, c)
+        ev = _evaluate(base, space, cfg, part_c, n, target, kind, days_limit, asm, False)
+        total += n.size
+        state.absorb(ev, part_c, np.full(n.size, -1), "cost", budget)
+    return total
+
+
+def _row(space: Space, cfg, rec: dict, kind: str, asm: Assumptions) -> Row:
+    c = rec["config"]
+    node = space.nodes[int(cfg["node"][c])]
+    reach = float(rec["reach"])
+    if not math.isfinite(reach):
+        if kind == "model":
+            reach = float(rec["limit_tokens"])
+        else:
+            reach = float(
+                metric_at(
+                    kind,
+                    rec["params"],
+                    max(rec["limit_tokens"], 1.0),
+                    rec["fpt"],
+                    rec["eta"],
+                    rec["mult"],
+                    asm,
+                )
+            )
+    return Row(
+        node=node,
+        num_nodes=int(rec["n"]),
+        params_b=float(cfg["params_b"][c]),
+        inner_steps=str(cfg["h"][c]),
+        compression=float(cfg["comp"][c]),
+        group=int(cfg["group"][c]),
+        activation_compression=float(cfg["act"][c]),
+        mode=MODE_IDS[int(rec["mode"])],
+        cost_usd=float(rec["cost"]),
+        days=float(rec["days"]),
+        reach=reach,
+        tokens_t=float(rec["tokens"]) / 1e12,
+        efficiency=float(rec["eta"]),
+        h_used=float(rec["h_used"]),
+    )
+
+
+def explain_modes(r: SearchResult) -> dict[str, str]:
+    """Why each mode lost (or won): one sentence per mode."""
+    out: dict[str, str] = {}
+    w = r.winner
+    for mode in MODES:
+        b = r.by_mode.get(mode)
+        if w is not None and b is not None and b.mode == w.mode and _same(b, w):
+            out[mode] = "winner"
+            continue
+        if b is not None and w is not None:
+            if r.objective == "cost":
+                out[mode] = f"also reaches it, at {b.cost_usd / w.cost_usd:.2f}× the winner's cost"
+            elif r.objective == "time":
+                out[mode] = f"also reaches it, in {b.days / w.days:.2f}× the winner's time"
+            else:
+                out[mode] = f"reaches {b.reach / w.reach:.1%} of the winner's compute within the budget"
+            continue
+        cl = r.closest.get(mode)
+        if cl is not None and r.target is not None:
+            if r.target.kind == "model":
+                what = f"at most {cl.reach / (r.target.tokens_t * 1e12):.1%} of the tokens"
+            else:
+                what = f"at most {cl.reach / r.target.flop:.1%} of the target"
+            extra = " and budget" if r.budget is not None else ""
+            out[mode] = f"never reaches it: {what} within the time limit{extra}"
+        elif mode not in r.modes_seen:
+            out[mode] = _absent_reason(mode, r)
+        else:
+            out[mode] = "no configuration of this mode fits the budget"
+    return out
+
+
+def _same(a: Row, b: Row) -> bool:
+    return a.scenario_fields() == b.scenario_fields()
+
+
+def _absent_reason(mode: str, r: SearchResult) -> str:
+    if mode == "hierarchical-diloco":
+        return "not in the space: no group size, or no model that fits one node with two whole groups"
+    if mode == "pp-group-diloco":
+        return "not in the space: needs a model larger than one node and at least two whole pipelines"
+    if mode == "pp-over-wan":
+        return "not in the space: pipeline over WAN arises only when fewer than two whole pipelines fit"
+    return "not in the space: needs a model that fits one node"

@@ -1,0 +1,196 @@
+"""`dtsim governance` (issue 8): the original governance model's E1–E14 reproduced (differences named),
+caps and the largest nodes under them, collateral damage, monotonicity, and the CLI."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dtsim.analysis import evasion
+from dtsim.analysis.governance import Cap, analyse, largest_count, systems
+from dtsim.assumptions import Assumptions
+from dtsim.cli import app
+from dtsim.errors import ScenarioError
+from dtsim.schema import load_scenario
+
+runner = CliRunner()
+ASM = Assumptions()
+REFERENCE = (
+    Path(__file__).resolve().parents[2] / "shared" / "reference" / "miri" / "evasion_calculator_vectors.json"
+)
+ROWS = {c.name: c for c in evasion.reproduce()}
+
+
+@pytest.mark.skipif(not REFERENCE.exists(), reason="../shared/reference is not beside this checkout")
+def test_packaged_vectors_equal_the_reference():
+    ref = json.loads(REFERENCE.read_text())
+    ours = evasion.load_vectors()
+    assert ours["scenarios"] == ref["scenarios"] and ours["node_presets"] == ref["node_presets"]
+
+
+def test_all_fourteen_scenarios_are_compared():
+    assert sorted(ROWS, key=lambda n: int(n[1:])) == [f"E{i}" for i in range(1, 15)]
+    assert all(len(c.fields) >= 5 for c in ROWS.values())
+
+
+@pytest.mark.parametrize("name", [f"E{i}" for i in range(1, 15)])
+def test_every_field_agrees_or_is_a_named_difference(name):
+    c = ROWS[name]
+    for key in c.fields:
+        if key in c.differences:
+            assert abs(c.rel(key)) > 1e-6, f"{name}.{key} is listed as different but agrees"
+        else:
+            assert evasion.agrees(c, key), f"{name}.{key}: dtsim {c.fields[key][0]} vs {c.fields[key][1]}"
+    assert set(c.differences) <= set(c.fields)
+    assert bool(c.differences) == bool(c.cause)
+
+
+def test_e4_difference_is_exactly_the_threshold_penalty():
+    c = ROWS["E4"]
+    ours, theirs = c.fields["eta"]
+    assert ours * ASM.threshold_efficiency_penalty == pytest.approx(theirs, rel=1e-12)
+
+
+def test_e9_e10_difference_is_the_stage_share_of_the_sync():
+    """With the payload scaled up S× (compression ÷ S), dtsim's sync equals the original's exactly."""
+    vectors = {v["name"]: v for v in evasion.load_vectors()["scenarios"]}
+    for name, stages in (("E9", 4), ("E10", 6)):
+        f = evasion.scenario_for(vectors[name])
+        f["compression"] = 150 / stages
+        _, r = evasion.time_limited(f)
+        assert r.pp_stages == stages
+        assert r.sync_s == pytest.approx(vectors[name]["result"]["t_sync"], rel=1e-12)
+
+
+def test_e11_difference_is_the_payload_of_total_parameters():
+    vectors = {v["name"]: v for v in evasion.load_vectors()["scenarios"]}
+    _, r = evasion.time_limited(evasion.scenario_for(vectors["E11"]))
+    held = 100e9 + 500e9 / 72  # shared + this node's share of the experts
+    assert r.details["payload_bits"] * 600e9 / held == pytest.approx(600e9 * 16 / 150, rel=1e-12)
+
+
+def test_largest_node_under_caps_by_hand():
+    assert largest_count("a100-80gb", Cap(16), ASM) == 50  # 16 × 990 / 312 = 50.8
+    assert largest_count("h100-sxm", Cap(16), ASM) == 16
+    assert largest_count("a100-80gb", Cap(16, 1280), ASM) == 16  # 1280 GB / 80 GB
+    assert largest_count("b200", Cap(2), ASM) == 0  # 2,250 TFLOPS > 2 × 990
+    assert largest_count("tpu-v5e", Cap(1), ASM) == 5
+
+
+def test_collateral_damage_by_hand():
+    by_id = {s.id: s for s in systems()}
+    dgx_h100 = by_id["dgx-h100"]
+    assert dgx_h100.h100_equivalents(ASM) == pytest.approx(8 * 989.4 / 990)
+    assert dgx_h100.memory_gb == 640
+    assert Cap(8).allows(dgx_h100.h100_equivalents(ASM), 640)
+    assert not Cap(4).allows(dgx_h100.h100_equivalents(ASM), 640)
+    assert not Cap(16, 512).allows(dgx_h100.h100_equivalents(ASM), 640)
+    assert Cap(16, 1024).allows(dgx_h100.h100_equivalents(ASM), 640)
+
+
+SMALL = dict(targets=(1e24, 1e25), gpus=("a100-80gb", "h100-sxm", "tpu-v5e"), max_nodes=20_000)
+
+
+def test_looser_cap_never_raises_the_cheapest_cost():
+    base = load_scenario(preset="governance")
+    caps = (
+        [Cap(c) for c in (16, 8, 4, 2, 1)]
+        + [Cap(16, m) for m in (2048, 1024, 512, 256)]
+        + [Cap(None, 700), Cap(3, 300)]
+    )
+    res = analyse(base, caps, **SMALL)
+    assert res.rows > 0
+    for a, b in itertools.permutations(res.caps, 2):
+        if b.cap.contains(a.cap):
+            for x in res.targets:
+                wa, wb = a.cheapest[x], b.cheapest[x]
+                if wa is not None:
+                    assert wb is not None and wb["cost_usd"] <= wa["cost_usd"], (a.cap, b.cap, x)
+    # caps also catch monotonically: a looser cap never catches more systems
+    for a, b in itertools.permutations(res.caps, 2):
+        if b.cap.contains(a.cap):
+            assert {s.id for s in b.caught} <= {s.id for s in a.caught}
+
+
+def test_every_winner_obeys_its_cap():
+    base = load_scenario(preset="governance")
+    res = analyse(base, [Cap(4), Cap(16, 512)], **SMALL)
+    for cr in res.caps:
+        for w in cr.cheapest.values():
+            if w is not None:
+                assert cr.cap.allows(w["h100_equivalents_per_node"], w["memory_gb_per_node"])
+                assert w["days"] <= res.days_limit
+
+
+def test_analysis_errors():
+    base = load_scenario(preset="governance")
+    with pytest.raises(ScenarioError, match="at least one"):
+        analyse(base, [])
+    with pytest.raises(ScenarioError, match="positive"):
+        Cap(-1)
+    with pytest.raises(ScenarioError, match="unknown accelerator"):
+        analyse(base, [Cap(16)], gpus=("h100-sxm", "rtx-9999"))
+    with pytest.raises(ScenarioError, match="no accelerator fits"):
+        analyse(base, [Cap(0.01)], gpus=("h100-sxm",))
+
+
+def test_cli_governance_json_and_table():
+    args = [
+        "governance",
+        "--compute-cap",
+        "16,4",
+        "--memory-cap",
+        "512",
+        "--targets",
+        "1e24",
+        "--gpu",
+        "h100-sxm",
+        "--gpu",
+        "a100-80gb",
+        "--max-nodes",
+        "5000",
+    ]
+    r = runner.invoke(app, [*args, "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert [c["cap"]["h100_equivalents"] for c in out["caps"]] == [16, 4, 16]
+    assert out["caps"][2]["cap"]["memory_gb"] == 512
+    assert out["search"]["rows_evaluated"] > 0
+    assert "dgx-h100" in out["caps"][1]["caught"] and "dgx-h100" not in out["caps"][0]["caught"]
+    r = runner.invoke(app, args, env={"COLUMNS": "240"})
+    assert r.exit_code == 0, r.output
+    assert (
+        "cheapest way to reach" in r.output
+        and "largest node" in r.output
+        and "systems each cap catches" in r.output
+    )
+
+
+def test_cli_reproduce():
+    r = runner.invoke(app, ["governance", "reproduce", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert len(out) == 14
+    assert all(f["agrees"] for f in out[0]["fields"].values())  # E1 agrees everywhere
+    r = runner.invoke(app, ["governance", "reproduce"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0 and "E14" in r.output
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["governance", "--compute-cap", "0"], "positive"),
+        (["governance", "--targets", "x"], "not a number"),
+        (["governance", "--metric", "speed"], "local or quality"),
+        (["governance", "--precisions", "fp12"], "fp16, bf16, fp8 or fp4"),
+        (["governance", "--compute-cap", "none", "--memory-cap", ""], "at least one"),
+    ],
+)
+def test_cli_bad_input(args, needle):
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2, r.output
+    assert needle in r.output and "Traceback" not in r.output

@@ -1,0 +1,171 @@
+"""`dtsim sweep` (issue 8): N-dimensional grids over the batch path, tidy tables, plots, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import dtsim
+from dtsim.analysis.grid import parse_vary, run_grid
+from dtsim.cli import app
+from dtsim.engine import simulate_batch
+from dtsim.errors import ScenarioError
+
+runner = CliRunner()
+
+
+def test_parse_numeric_ranges():
+    a = parse_vary("bandwidth_mbps=10:1000:3:log")
+    assert np.allclose(a.values, [10, 100, 1000]) and a.log
+    a = parse_vary("mfu=0.2:0.4:3")
+    assert np.allclose(a.values, [0.2, 0.3, 0.4]) and not a.log
+    # integer fields are rounded and de-duplicated, in order
+    a = parse_vary("num_nodes=1:4:10")
+    assert a.values.tolist() == [1, 2, 3, 4]
+    a = parse_vary("compression=1,16,150")
+    assert a.values.tolist() == [1, 16, 150]
+
+
+def test_parse_lists_of_names():
+    a = parse_vary("node=16x-h100-sxm,50x-a100-80gb")
+    assert not a.numeric and a.values.tolist() == ["16x-h100-sxm", "50x-a100-80gb"]
+    a = parse_vary("inner_steps=auto,32")
+    assert a.values.tolist() == ["auto", "32"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "needle"),
+    [
+        ("name=a,b", "cannot vary"),
+        ("assumptions=1:2:2", "cannot vary"),
+        ("num_nodes=", "empty range"),
+        ("num_nodes=8:64:0", "empty range"),
+        ("num_nodes=8:8:5", "empty range"),
+        ("bandwidth_mbps=0:100:5:log", "log range"),
+        ("precision=1:2:3", "not numeric"),
+        ("num_nodes=8:64", "start:stop:num"),
+        ("num_nodes=a:b:3", "not a number"),
+        ("num_nodes", "field=start:stop:num"),
+        ("compression=1,,4", "empty value"),
+    ],
+)
+def test_bad_vary_specs(spec, needle):
+    with pytest.raises(ScenarioError) as exc:
+        parse_vary(spec)
+    assert needle in str(exc.value)
+
+
+def test_grid_rows_equal_scalar_simulations():
+    base = dtsim.Scenario(parameters_b=70)
+    axes = [
+        parse_vary("num_nodes=4:512:5:log"),
+        parse_vary("bandwidth_mbps=10:1000:3:log"),
+        parse_vary("precision=fp16,fp8"),
+    ]
+    g = run_grid(base, axes)
+    assert g.n == 5 * 3 * 2
+    # row order: the last axis varies fastest
+    assert g.columns["precision"][:2].tolist() == ["fp16", "fp8"]
+    rng = np.random.default_rng(7)
+    for i in rng.choice(g.n, 6, replace=False):
+        fields = {a.field: g.columns[a.field][i] for a in axes}
+        fields["num_nodes"] = int(fields["num_nodes"])
+        r = dtsim.simulate(base.replace(**fields))
+        for key in ("wall_clock_days", "quality_adjusted_flop", "cost_usd", "efficiency"):
+            assert g.columns[key][i] == pytest.approx(getattr(r, key), rel=1e-12)
+        assert g.columns["mode"][i] == r.mode
+    # every input is a column (constants too) beside every output
+    for field in ("parameters_b", "tokens_t", "latency_ms", "mfu", "num_nodes", "bandwidth_mbps"):
+        assert field in g.columns
+    assert "bandwidth_up_mbps" not in g.columns  # bandwidth_mbps varies and sets it
+
+
+def test_node_as_a_batch_field_matches_presets():
+    ids = list(dtsim.catalog.nodes())
+    b = simulate_batch(dtsim.Scenario(parameters_b=70), node=np.array(ids))
+    for i, nid in enumerate(ids):
+        r = dtsim.simulate(dtsim.Scenario(parameters_b=70, node=nid))
+        assert b["cost_usd"][i] == r.cost_usd
+        assert b["wall_clock_days"][i] == pytest.approx(r.wall_clock_days, rel=1e-12, nan_ok=True)
+    with pytest.raises(ScenarioError, match="node array sets"):
+        simulate_batch(dtsim.Scenario(), node=np.array(ids[:2]), pflops_per_node=np.array([1.0, 2.0]))
+
+
+def test_cli_writes_csv_parquet_and_plots(tmp_path):
+    csv_path, pq_path = tmp_path / "g.csv", tmp_path / "g.parquet"
+    r = runner.invoke(
+        app,
+        [
+            "sweep",
+            "--vary",
+            "num_nodes=8:64:4",
+            "--vary",
+            "bandwidth_mbps=10,100",
+            "--out",
+            str(csv_path),
+            "--plot",
+            str(tmp_path / "heat.png"),
+            "--metric",
+            "global_mfu",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    lines = csv_path.read_text().splitlines()
+    assert len(lines) == 1 + 8  # header + 4 × 2 points
+    header = [h.strip('"') for h in lines[0].split(",")]
+    assert {"num_nodes", "bandwidth_mbps", "global_mfu", "mode", "parameters_b"} <= set(header)
+    assert (tmp_path / "heat.png").stat().st_size > 5000
+    pytest.importorskip("pyarrow", reason="Parquet needs the table extra (pyarrow)")
+    r = runner.invoke(
+        app, ["sweep", "--vary", "mfu=0.2:0.5:4", "--out", str(pq_path), "--plot", str(tmp_path / "line.png")]
+    )
+    assert r.exit_code == 0, r.output
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(pq_path)
+    assert t.num_rows == 4 and "wall_clock_days" in t.column_names
+    assert (tmp_path / "line.png").stat().st_size > 5000
+
+
+def test_cli_json_records():
+    r = runner.invoke(app, ["sweep", "--vary", "num_nodes=8,16", "--json"])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.output)
+    assert [row["num_nodes"] for row in rows] == [8, 16]
+    assert rows[0]["wall_clock_days"] > rows[1]["wall_clock_days"]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["sweep"], "give at least one"),
+        (["sweep", "--vary", "num_nodes=8:64:0"], "empty range"),
+        (["sweep", "--vary", "name=a,b"], "cannot vary"),
+        (["sweep", "--vary", "num_nodes=0,8"], "num_nodes"),
+        (["sweep", "--vary", "num_nodes=8,16", "--metric", "nonsense"], "not an output"),
+        (["sweep", "--vary", "num_nodes=8,16", "--out", "x.xlsx"], ".csv or .parquet"),
+        (
+            [
+                "sweep",
+                "--vary",
+                "num_nodes=8,16",
+                "--vary",
+                "mfu=0.3,0.4",
+                "--vary",
+                "compression=1,2",
+                "--plot",
+                "x.png",
+            ],
+            "one or two",
+        ),
+        (["sweep", "--vary", "num_nodes=8,16", "--vary", "num_nodes=1,2"], "varied twice"),
+        (["sweep", "--vary", "num_nodes=1:1000000:1000000", "--vary", "mfu=0.1:0.5:10"], "at most"),
+    ],
+)
+def test_cli_bad_input_exits_2(args, needle):
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2, r.output
+    assert needle in r.output and "Traceback" not in r.output
