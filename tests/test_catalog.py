@@ -48,17 +48,8 @@ def test_original_sub_threshold_nodes_match_the_reference_presets():
     from tests.oracle.mapping import MIRI
 
     ref = json.loads((MIRI / "evasion_calculator_vectors.json").read_text())["node_presets"]
-    ids = {
-        "50x A100 80GB": "50x-a100-80gb",
-        "16x GH200": "16x-gh200",
-        "16x H100 SXM": "16x-h100-sxm",
-        "49x Ascend 910B": "49x-ascend-910b",
-        "26x Ascend 910C": "26x-ascend-910c",
-        "57x TPU v4": "57x-tpu-v4",
-        "80x TPU v5e": "80x-tpu-v5e",
-        "34x TPU v5p": "34x-tpu-v5p",
-        "17x TPU v6e": "17x-tpu-v6e",
-    }
+    from dtsim.analysis.evasion import NODE_IDS as ids  # the original's names → dtsim preset ids
+
     for name, row in ref.items():
         node = catalog.nodes()[ids[name]]
         assert (node.pflops, node.vram_gb, node.gpu_count) == (
