@@ -147,6 +147,7 @@ def test_cli_json_records():
         (["sweep", "--vary", "num_nodes=0,8"], "num_nodes"),
         (["sweep", "--vary", "num_nodes=8,16", "--metric", "nonsense"], "not an output"),
         (["sweep", "--vary", "num_nodes=8,16", "--out", "x.xlsx"], ".csv or .parquet"),
+        (["sweep", "--vary", "num_nodes=8,16", "--plot", "x.txt"], ".png, .svg or .pdf"),
         (
             [
                 "sweep",

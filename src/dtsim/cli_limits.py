@@ -109,17 +109,9 @@ def _hardware(names: list[str] | None, bandwidth: str | None, latency: str | Non
 
 
 def _plot_curves(series: list[tuple[str, list[dict]]], path: Path, fractions: bool = False) -> None:
-    if path.suffix.lower() not in (".png", ".svg", ".pdf"):
-        raise ScenarioError([("--plot", str(path), "must end in .png, .svg or .pdf")])
-    try:
-        import matplotlib
+    from dtsim.plotting import pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ScenarioError(
-            [("--plot", str(path), "needs matplotlib: python3 -m pip install 'dtsim[plot]'")]
-        ) from None
+    plt = pyplot(path)
     fig, ax = plt.subplots(figsize=(8, 5))
     if fractions:
         name, pts = series[0]

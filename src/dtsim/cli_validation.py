@@ -43,18 +43,9 @@ def _subset(text: str | None, known: set[str]) -> list[str] | None:
 
 def plot_file(result: dict[str, Any], path: Path) -> Path:
     """Predicted against measured, log-log, one colour per group, the y = x line."""
-    suffix = path.suffix.lower()
-    if suffix not in (".png", ".svg", ".pdf"):
-        raise ScenarioError([("--plot", str(path), "must end in .png, .svg or .pdf")])
-    try:
-        import matplotlib
+    from dtsim.plotting import pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ScenarioError(
-            [("--plot", str(path), "needs matplotlib: python3 -m pip install 'dtsim[plot]'")]
-        ) from None
+    plt = pyplot(path)
     rows = [r for r in result["runs"] if r.get("predicted") is not None]
     if not rows:
         raise ScenarioError([("--plot", str(path), "no predicted runs to plot")])

@@ -254,15 +254,9 @@ def plot_grid(result: GridResult, metric: str, path: Path) -> None:
         raise ScenarioError(
             [("--plot", str(path), "plots one or two varied fields; use --out for larger grids")]
         )
-    try:
-        import matplotlib
+    from dtsim.plotting import pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ScenarioError(
-            [("--plot", str(path), "plotting needs matplotlib: pip install 'dtsim[plot]'")]
-        ) from None
+    plt = pyplot(path)
     z = np.asarray(result.columns[metric], dtype=float)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     if len(result.axes) == 1:
