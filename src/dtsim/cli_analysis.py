@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from dtsim.assumptions import Assumptions
 from dtsim.errors import ScenarioError
 from dtsim.schema import load_scenario, parse_set
 
@@ -65,8 +66,6 @@ def sweep(
         if not axes:
             raise ScenarioError([("--vary", None, "give at least one: --vary field=start:stop:num[:log]")])
         n = grid_size(axes)
-        if metric not in ("wall_clock_days",) and plot is None and not out:
-            pass
         show = not quiet and not as_json and n >= 200_000
         if show:
             from rich.progress import Progress
@@ -526,7 +525,7 @@ def governance(
                 {
                     "id": s.id,
                     "name": s.name,
-                    "h100_equivalents": s.h100_equivalents(Assumptions_()),
+                    "h100_equivalents": s.h100_equivalents(Assumptions()),
                     "memory_gb": s.memory_gb,
                 }
                 for s in res.systems
@@ -569,7 +568,7 @@ def governance(
     t.add_column("GB", justify="right")
     for cr in res.caps:
         t.add_column(cr.cap.label(), justify="center")
-    asm = Assumptions_()
+    asm = Assumptions()
     for s_ in res.systems:
         t.add_row(
             s_.name,
@@ -578,12 +577,6 @@ def governance(
             *["✗" if s_ in cr.caught else "" for cr in res.caps],
         )
     c.print(t)
-
-
-def Assumptions_():
-    from dtsim.assumptions import Assumptions
-
-    return Assumptions()
 
 
 @governance_app.command("reproduce")

@@ -25,7 +25,7 @@ from dtsim.analysis.search import DEFAULT_DAYS, NodeSpec, Space, Target, search
 from dtsim.assumptions import Assumptions
 from dtsim.engine import simulate
 from dtsim.physics import quality
-from dtsim.schema import Scenario, load_scenario
+from dtsim.schema import load_scenario
 
 NODE_IDS = {
     "50x A100 80GB": "50x-a100-80gb",
@@ -258,4 +258,3 @@ def agrees(c: Comparison, key: str, rel: float = 1e-9) -> bool:
 
 
 __all__ = ["DIFFERENCES", "Comparison", "compare", "reproduce", "scenario_for", "time_limited"]
-_ = Scenario

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from dtsim.engine import BATCH_FIELDS, NUMERIC, OPTIONAL, simulate_batch
+from dtsim.engine import BATCH_FIELDS, NODE_SET_FIELDS, NUMERIC, OPTIONAL, simulate_batch
 from dtsim.errors import ScenarioError
 from dtsim.schema import INTEGER_FIELDS, Scenario
 
@@ -25,7 +25,7 @@ MAX_GRID = 5_000_000
 CHUNK = 1 << 16
 # Numeric axes may be given as start:stop:num[:log]; these fields take lists only.
 NUMERIC_AXES = (*NUMERIC, *OPTIONAL, "bandwidth_mbps", "inner_steps", "regional_steps")
-VARYABLE = tuple(f for f in BATCH_FIELDS)
+VARYABLE = BATCH_FIELDS
 # Batch outputs that are internal codes; the table carries their decoded names instead.
 _CODES = ("mode_code", "bottleneck_code", "reason_code")
 
@@ -169,7 +169,7 @@ def run_grid(
             progress(stop, n)
     hidden = set(inputs)
     if "node" in inputs:
-        hidden |= {"gpu", "gpus_per_node", "pflops_per_node", "vram_per_node_gb", "precision"}
+        hidden |= set(NODE_SET_FIELDS)
     if "gpu" in inputs:
         hidden |= {"node", "pflops_per_node", "vram_per_node_gb"}
     if "bandwidth_mbps" in inputs:

@@ -95,8 +95,8 @@ class NodeSpec:
         if peak is None:
             raise ScenarioError([("precision", precision, f"gpu {gpu_id} has no datapath for it")])
         return cls(
-            id=f"{count}x-{gpu_id}",
-            name=f"{count}× {gpu.name}",
+            id=f"{count}x-{gpu_id}-{precision}",
+            name=f"{count}× {gpu.name} ({precision.upper()})",
             gpu=gpu_id,
             count=count,
             pflops=count * peak / 1000.0,
@@ -254,22 +254,6 @@ def metric_at(target_kind: str, params, tokens, flop_per_token, eta, mult, asm: 
 # --- the evaluation --------------------------------------------------------------------------------------
 
 
-ROW_FIELDS = (
-    "config",
-    "n",
-    "mode",
-    "cost",
-    "days",
-    "reach",
-    "rate",
-    "eta",
-    "mult",
-    "params",
-    "fpt",
-    "h_used",
-)
-
-
 @dataclass
 class Row:
     """One evaluated configuration at one node count."""
@@ -324,19 +308,6 @@ class SearchResult:
     space: Space
     modes_seen: set[str]
     explanation: dict[str, str] = field(default_factory=dict)
-
-
-class _Best:
-    """Running best row per key under an ordering (smaller key tuple wins)."""
-
-    def __init__(self) -> None:
-        self.key: dict[Any, tuple] = {}
-        self.row: dict[Any, dict] = {}
-
-    def offer(self, group: Any, key: tuple, row: dict) -> None:
-        if group not in self.key or key < self.key[group]:
-            self.key[group] = key
-            self.row[group] = row
 
 
 def _pick(mask: np.ndarray, *keys: np.ndarray) -> int | None:
@@ -524,7 +495,7 @@ class _State:
         # cheapest objective: per configuration, the first grid index that reaches the target
         self.first_ok = np.full(n_cfg, -1, dtype=np.int64)
 
-    def absorb(self, ev, ci, ni, objective, budget) -> None:
+    def absorb(self, ev, ci, ni, objective, budget, track_grid: bool = True) -> None:
         ok = ev["ok"]
         modes = np.unique(ev["mode"][ok]).tolist()
         self.modes_seen |= {MODE_IDS[m] for m in modes}
@@ -557,7 +528,7 @@ class _State:
                 key = (float(ev["days"][j]), float(ev["cost"][j]))
                 if mode not in self.closest_key or key < self.closest_key[mode]:
                     self.closest_key[mode], self.closest[mode] = key, _take(ev, ci, ni, j)
-        if objective == "cost":
+        if objective == "cost" and track_grid:
             hit = np.flatnonzero(reaches)
             if hit.size:
                 # per configuration, the smallest grid index reaching the target
@@ -601,7 +572,7 @@ def _refine(base, space, cfg, n_grid, state: _State, target, kind, days_limit, a
         part_c = np.full(n.size, c)
         ev = _evaluate(base, space, cfg, part_c, n, target, kind, days_limit, asm, False)
         total += n.size
-        state.absorb(ev, part_c, np.full(n.size, -1), "cost", budget)
+        state.absorb(ev, part_c, np.full(n.size, -1), "cost", budget, track_grid=False)
     return total
 
 

@@ -118,42 +118,17 @@ class Topology:
         return self.slow_links.get(rank, self.bandwidth_mbps)
 
     def _shape(self, ns: str, dev: str, mbps: float | None) -> None:
+        """Root qdisc of `dev`: netem delay with tbf under it when both apply, else whichever applies."""
+
+        def add(*where_and_what: str) -> None:
+            _run(["tc", "-n", ns, "qdisc", "add", "dev", dev, *where_and_what])
+
         if self.latency_ms and self.netem:
-            parent = ["root", "handle", "1:"]
-            _run(
-                [
-                    "tc",
-                    "-n",
-                    ns,
-                    "qdisc",
-                    "add",
-                    "dev",
-                    dev,
-                    *parent,
-                    "netem",
-                    "delay",
-                    f"{self.latency_ms}ms",
-                ]
-            )
+            add("root", "handle", "1:", "netem", "delay", f"{self.latency_ms}ms")
             if mbps:
-                _run(
-                    [
-                        "tc",
-                        "-n",
-                        ns,
-                        "qdisc",
-                        "add",
-                        "dev",
-                        dev,
-                        "parent",
-                        "1:",
-                        "handle",
-                        "2:",
-                        *self._tbf(mbps),
-                    ]
-                )
+                add("parent", "1:", "handle", "2:", *self._tbf(mbps))
         elif mbps:
-            _run(["tc", "-n", ns, "qdisc", "add", "dev", dev, "root", *self._tbf(mbps)])
+            add("root", *self._tbf(mbps))
 
     def _tbf(self, mbps: float) -> list[str]:
         # burst ≥ one 64 KiB GSO segment, so tbf never drops a whole offloaded packet
