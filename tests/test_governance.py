@@ -116,6 +116,16 @@ def test_looser_cap_never_raises_the_cheapest_cost():
             assert {s.id for s in b.caught} <= {s.id for s in a.caught}
 
 
+def test_a_caps_answer_does_not_depend_on_the_other_caps_analysed():
+    base = load_scenario(preset="governance")
+    alone = analyse(base, [Cap(8)], **SMALL).caps[0].cheapest
+    beside = analyse(base, [Cap(16), Cap(8), Cap(16, 300), Cap(1)], **SMALL).caps[1].cheapest
+    for x in SMALL["targets"]:
+        assert (alone[x] is None) == (beside[x] is None)
+        if alone[x] is not None:
+            assert alone[x]["cost_usd"] == beside[x]["cost_usd"]
+
+
 def test_every_winner_obeys_its_cap():
     base = load_scenario(preset="governance")
     res = analyse(base, [Cap(4), Cap(16, 512)], **SMALL)

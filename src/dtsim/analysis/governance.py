@@ -21,7 +21,6 @@ import numpy as np
 from dtsim import catalog
 from dtsim.analysis.search import (
     DEFAULT_DAYS,
-    INFEASIBLE,
     MODE_IDS,
     NodeSpec,
     Space,
@@ -144,31 +143,17 @@ def candidate_nodes(
     precisions: Sequence[str] = ("fp16", "fp8"),
 ) -> list[NodeSpec]:
     """Nodes the search visits, shared by every cap: for each accelerator (and training precision it
-    supports), the largest count each cap allows and the powers of two below the largest."""
+    supports), every count from one to the most the loosest cap allows. A cap's candidates are then
+    exactly the nodes it allows, whichever other caps are analysed beside it."""
     out = []
     for gid in gpus or catalog.gpus():
-        counts = {largest_count(gid, c, asm) for c in caps}
-        top = max(counts)
-        counts |= {2**i for i in range(0, 30) if 2**i < top}
+        top = max(largest_count(gid, c, asm) for c in caps)
         gpu = catalog.gpus()[gid]
         for prec in precisions:
             if gpu.peak_tflops(prec) is None:
                 continue
-            for k in sorted(c for c in counts if c >= 1):
-                spec = NodeSpec.build(gid, k, prec)
-                out.append(
-                    NodeSpec(
-                        id=f"{k}x-{gid}-{prec}",
-                        name=f"{k}× {gpu.name} ({prec.upper()})",
-                        gpu=gid,
-                        count=k,
-                        pflops=spec.pflops,
-                        vram_gb=spec.vram_gb,
-                        precision=prec,
-                        price_usd=spec.price_usd,
-                        h100_equivalents=spec.h100_equivalents,
-                    )
-                )
+            for k in range(1, top + 1):
+                out.append(NodeSpec.build(gid, k, prec))
     return out
 
 
@@ -263,7 +248,7 @@ def analyse(
         if not ci.size:
             continue
         rows += ci.size
-        ev = _evaluate(base, space, cfg, ci, n, tgts[0], metric, days_limit, asm, False)
+        ev = _evaluate(base, space, cfg, ci, n, None, metric, days_limit, asm, False)
         ok = ev["ok"]
         rate = np.where(ok, ev["limit_tokens"] / days_limit, 0.0)
         for ti, tgt in enumerate(tgts):
@@ -335,7 +320,6 @@ def _describe(rec: dict[str, Any], space: Space, cfg) -> dict[str, Any]:
 
 
 __all__ = [
-    "INFEASIBLE",
     "Cap",
     "GovernanceResult",
     "System",
