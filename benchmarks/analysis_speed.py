@@ -27,7 +27,7 @@ from dtsim import catalog
 from dtsim.analysis.governance import DEFAULT_COMPUTE_CAPS, DEFAULT_MEMORY_CAPS, Cap, analyse
 from dtsim.analysis.grid import parse_vary, run_grid, write_table
 from dtsim.analysis.search import NodeSpec, Space, Target, search
-from dtsim.schema import load_scenario
+from dtsim.schema.scenario import load_scenario
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from dtsim.limits import curve, get_hardware
+from dtsim.models.limits import curve, get_hardware
 
 REF = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "epoch" / "reference_runs.json"
 SCENARIO = {
@@ -34,7 +34,7 @@ SCENARIO = {
     "H100 SXM Infinite Network and LL": "h100-sxm-infinite-network-ll",
 }
 COLD = (
-    "import time; t0=time.perf_counter(); from dtsim.limits import curve, get_hardware; t1=time.perf_counter(); "
+    "import time; t0=time.perf_counter(); from dtsim.models.limits import curve, get_hardware; t1=time.perf_counter(); "
     "pts=curve(get_hardware('h100-sxm')); t2=time.perf_counter(); print(t1-t0, t2-t1, len(pts))"
 )
 

@@ -18,9 +18,9 @@ import time
 
 import numpy as np
 
-from dtsim.datacenter import RECOMPUTES, SCHEDULES, Cluster, Layout, Workload, step
-from dtsim.planner.layouts import PlanOptions, enumerate_layouts, plan
-from dtsim.transformer import get_architecture
+from dtsim.models.datacenter.plan import PlanOptions, enumerate_layouts, plan
+from dtsim.models.datacenter.step import RECOMPUTES, SCHEDULES, Cluster, Layout, Workload, step
+from dtsim.physics.transformer import get_architecture
 
 SHAPE = {"name": "gpt-176b", "hidden": 14336, "layers": 70, "heads": 112, "vocab": 250_680, "seq_len": 2048}
 

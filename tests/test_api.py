@@ -10,8 +10,8 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from dtsim import api
-from dtsim.cli import app as cli_app
+from dtsim.interfaces.api import app as api
+from dtsim.interfaces.cli.main import app as cli_app
 
 
 @pytest.fixture(scope="module")

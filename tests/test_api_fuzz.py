@@ -19,7 +19,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from dtsim.api import create_app
+from dtsim.interfaces.api.app import create_app
 
 schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(ui=False))
 CHECKS = [

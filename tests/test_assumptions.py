@@ -52,8 +52,8 @@ def test_table_overrides_are_validated_and_used():
 
 
 def test_docs_table_is_generated_from_the_yaml():
-    from dtsim.docs import assumptions_markdown
+    from dtsim.interfaces.docs import assumptions_markdown
 
     assert DOCS.read_text() == assumptions_markdown(), (
-        "run `python -m dtsim.docs` to regenerate docs/assumptions.md"
+        "run `python -m dtsim.interfaces.docs` to regenerate docs/assumptions.md"
     )

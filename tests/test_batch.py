@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import dtsim
-from dtsim.engine import BATCH_FIELDS, CHUNK_ROWS
+from dtsim.models.decentralized.engine import BATCH_FIELDS, CHUNK_ROWS
 
 
 def _random_fields(n, seed=0):

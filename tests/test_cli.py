@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 import dtsim
 from dtsim import catalog
-from dtsim.cli import app
+from dtsim.interfaces.cli.main import app
 
 runner = CliRunner()
 REQUIRED_KEYS = {

@@ -8,7 +8,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from dtsim.cli import app
+from dtsim.interfaces.cli.main import app
 from dtsim.physics import collectives as coll
 
 runner = CliRunner()

@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 
 from dtsim import catalog
 from dtsim.assumptions import Assumptions
-from dtsim.datacenter import (
+from dtsim.errors import ScenarioError
+from dtsim.models.datacenter.plan import PlanOptions, plan, shapes_near
+from dtsim.models.datacenter.step import (
     Cluster,
     Layout,
     Workload,
@@ -23,13 +25,11 @@ from dtsim.datacenter import (
     resolve_hardware,
     step,
 )
-from dtsim.errors import ScenarioError
 from dtsim.physics import collectives as coll
 from dtsim.physics import dataparallel as dpx
 from dtsim.physics.fabric import plan_fabric
 from dtsim.physics.gemm import gemm_time
-from dtsim.planner.layouts import PlanOptions, plan, shapes_near
-from dtsim.transformer import Architecture, count_params, get_architecture
+from dtsim.physics.transformer import Architecture, count_params, get_architecture
 
 SETTINGS = settings(
     max_examples=int(os.environ.get("DTSIM_HYPOTHESIS_EXAMPLES", "200")),

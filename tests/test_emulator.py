@@ -15,9 +15,9 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-from dtsim.cli import app
 from dtsim.emulator import compress
 from dtsim.errors import ScenarioError
+from dtsim.interfaces.cli.main import app
 
 runner = CliRunner()
 

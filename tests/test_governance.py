@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 from dtsim.analysis import evasion
 from dtsim.analysis.governance import Cap, analyse, largest_count, systems
 from dtsim.assumptions import Assumptions
-from dtsim.cli import app
 from dtsim.errors import ScenarioError
-from dtsim.schema import load_scenario
+from dtsim.interfaces.cli.main import app
+from dtsim.schema.scenario import load_scenario
 
 runner = CliRunner()
 ASM = Assumptions()

@@ -13,12 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from dtsim.cli import app
-from dtsim.limits import closed_form as cf
-from dtsim.limits import curve, get_hardware, linear_scaling_stop, optimal_layout, shape_for
-from dtsim.limits.hardware import custom
-from dtsim.limits.model import bubble_fraction
-from dtsim.limits.scaling import critical_batch_sequences, d_model_grid, layer_count, take_closest
+from dtsim.interfaces.cli.main import app
+from dtsim.models.limits import closed_form as cf
+from dtsim.models.limits import curve, get_hardware, linear_scaling_stop, optimal_layout, shape_for
+from dtsim.models.limits.hardware import custom
+from dtsim.models.limits.model import bubble_fraction
+from dtsim.models.limits.scaling import critical_batch_sequences, d_model_grid, layer_count, take_closest
 from tests.oracle.mapping import REFERENCE
 
 runner = CliRunner()

@@ -7,7 +7,7 @@ import math
 import pytest
 
 import dtsim
-from dtsim.schema import BOUNDS, load_scenario, scenario_json_schema
+from dtsim.schema.scenario import BOUNDS, load_scenario, scenario_json_schema
 
 
 def test_defaults_are_seed_000_section_9():

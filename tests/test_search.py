@@ -21,10 +21,10 @@ from dtsim.analysis.search import (
     tokens_needed,
 )
 from dtsim.assumptions import Assumptions
-from dtsim.cli import app
-from dtsim.engine import simulate_batch
 from dtsim.errors import ScenarioError
-from dtsim.schema import load_scenario
+from dtsim.interfaces.cli.main import app
+from dtsim.models.decentralized.engine import simulate_batch
+from dtsim.schema.scenario import load_scenario
 
 runner = CliRunner()
 ASM = Assumptions()

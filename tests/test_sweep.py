@@ -10,9 +10,9 @@ from typer.testing import CliRunner
 
 import dtsim
 from dtsim.analysis.grid import parse_vary, run_grid
-from dtsim.cli import app
-from dtsim.engine import simulate_batch
 from dtsim.errors import ScenarioError
+from dtsim.interfaces.cli.main import app
+from dtsim.models.decentralized.engine import simulate_batch
 
 runner = CliRunner()
 

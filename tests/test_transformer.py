@@ -7,7 +7,7 @@ import math
 import pytest
 
 from dtsim.errors import ScenarioError
-from dtsim.transformer import (
+from dtsim.physics.transformer import (
     activation_bytes_per_layer,
     architectures,
     attention_flops_per_token,

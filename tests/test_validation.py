@@ -12,7 +12,7 @@ import yaml
 from typer.testing import CliRunner
 
 from dtsim import catalog
-from dtsim.cli import app
+from dtsim.interfaces.cli.main import app
 from dtsim.validation import calibrate, load_dataset, validate
 from dtsim.validation.predict import predict, ring_allreduce_abg_s
 from dtsim.validation.runner import spearman

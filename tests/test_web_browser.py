@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 import dtsim
-from dtsim.web import fmt_days
+from dtsim.interfaces.web.page import fmt_days
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"
@@ -149,7 +149,7 @@ def test_browser_session(server):
         # The page's numbers are `dtsim simulate --json` for the same scenario.
         from typer.testing import CliRunner
 
-        from dtsim.cli import app
+        from dtsim.interfaces.cli.main import app
 
         cli = CliRunner().invoke(
             app,

@@ -10,8 +10,7 @@ import pytest
 
 import dtsim
 from dtsim import catalog
-from dtsim.schema import load_scenario
-from dtsim.web import (
+from dtsim.interfaces.web.page import (
     INPUTS,
     _split_growth,
     default_values,
@@ -21,6 +20,7 @@ from dtsim.web import (
     share_query,
     values_to_fields,
 )
+from dtsim.schema.scenario import load_scenario
 
 
 def test_default_widgets_are_the_default_scenario():

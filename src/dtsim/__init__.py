@@ -7,10 +7,10 @@
 """
 
 from dtsim.assumptions import Assumptions
-from dtsim.engine import BatchResult, simulate, simulate_batch
 from dtsim.errors import ScenarioError
-from dtsim.result import Result
-from dtsim.schema import Scenario, load_scenario
+from dtsim.models.decentralized.engine import BatchResult, simulate, simulate_batch
+from dtsim.models.decentralized.result import Result
+from dtsim.schema.scenario import Scenario, load_scenario
 
 __version__ = "0.1.0"
 __all__ = [

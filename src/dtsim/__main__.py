@@ -1,3 +1,3 @@
-from dtsim.cli import main
+from dtsim.interfaces.cli.main import main
 
 main()

@@ -23,9 +23,9 @@ from typing import Any
 
 from dtsim.analysis.search import DEFAULT_DAYS, NodeSpec, Space, Target, search
 from dtsim.assumptions import Assumptions
-from dtsim.engine import simulate
+from dtsim.models.decentralized.engine import simulate
 from dtsim.physics import quality
-from dtsim.schema import load_scenario
+from dtsim.schema.scenario import load_scenario
 
 NODE_IDS = {
     "50x A100 80GB": "50x-a100-80gb",

@@ -31,7 +31,7 @@ from dtsim.analysis.search import (
 )
 from dtsim.assumptions import Assumptions
 from dtsim.errors import ScenarioError
-from dtsim.schema import Scenario
+from dtsim.schema.scenario import Scenario
 
 DEFAULT_COMPUTE_CAPS = (16.0, 8.0, 4.0, 2.0, 1.0)
 DEFAULT_MEMORY_CAPS = (2048.0, 1280.0, 1024.0, 512.0, 256.0)

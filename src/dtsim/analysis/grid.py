@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from dtsim.engine import BATCH_FIELDS, NODE_SET_FIELDS, NUMERIC, OPTIONAL, simulate_batch
 from dtsim.errors import ScenarioError
-from dtsim.schema import INTEGER_FIELDS, Scenario
+from dtsim.models.decentralized.engine import BATCH_FIELDS, NODE_SET_FIELDS, NUMERIC, OPTIONAL, simulate_batch
+from dtsim.schema.scenario import INTEGER_FIELDS, Scenario
 
 MAX_GRID = 5_000_000
 CHUNK = 1 << 16
@@ -254,7 +254,7 @@ def plot_grid(result: GridResult, metric: str, path: Path) -> None:
         raise ScenarioError(
             [("--plot", str(path), "plots one or two varied fields; use --out for larger grids")]
         )
-    from dtsim.plotting import pyplot
+    from dtsim.interfaces.plotting import pyplot
 
     plt = pyplot(path)
     z = np.asarray(result.columns[metric], dtype=float)

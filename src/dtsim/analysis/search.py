@@ -32,12 +32,12 @@ import numpy as np
 
 from dtsim import catalog
 from dtsim.assumptions import Assumptions
-from dtsim.engine import simulate_batch
 from dtsim.errors import ScenarioError
+from dtsim.models.decentralized import decision
+from dtsim.models.decentralized.engine import simulate_batch
 from dtsim.physics import quality
 from dtsim.physics.memory import PRECISIONS, bytes_per_param
-from dtsim.planner import decision
-from dtsim.schema import BOUNDS, Scenario
+from dtsim.schema.scenario import BOUNDS, Scenario
 
 PROBE_TOKENS_T = 1.0
 DAYS_PER_YEAR = 365.25

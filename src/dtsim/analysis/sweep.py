@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from dtsim.engine import BATCH_FIELDS, BatchResult, simulate_batch
 from dtsim.errors import ScenarioError
-from dtsim.schema import BOUNDS, INTEGER_FIELDS, Scenario
+from dtsim.models.decentralized.engine import BATCH_FIELDS, BatchResult, simulate_batch
+from dtsim.schema.scenario import BOUNDS, INTEGER_FIELDS, Scenario
 
 # Fields a sweep can vary: every numeric batch field (and bandwidth_mbps, which sets both directions).
 SWEEPABLE = tuple(f for f in BATCH_FIELDS if f in BOUNDS and f not in ("max_run_days", "hidden_size"))

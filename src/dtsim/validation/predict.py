@@ -1,6 +1,6 @@
 """Predict a measured-run record with the model that fits it, in the record's own metric and convention.
 
-- datacenter: `dtsim.datacenter.step` (GEMM model, α-β collectives, layouts); TFLOP/s per GPU, MFU or
+- datacenter: `dtsim.models.datacenter.step.step` (GEMM model, α-β collectives, layouts); TFLOP/s per GPU, MFU or
   HFU counted the way the record's source counts them (Megatron 2021, PaLM model FLOPs, hardware FLOPs,
   llm-foundry's MPT formula);
 - collective: NCCL's ring (`physics.collectives.nccl_ring_*`) on the catalog fabrics;
@@ -35,9 +35,9 @@ def _constant(section: str, key: str) -> float | None:
 
 
 def datacenter_workload(rec):
-    from dtsim.cli_datacenter import _build
-    from dtsim.datacenter import Cluster, Layout, Workload
-    from dtsim.transformer import get_architecture
+    from dtsim.interfaces.cli.datacenter import _build
+    from dtsim.models.datacenter.step import Cluster, Layout, Workload
+    from dtsim.physics.transformer import get_architecture
 
     arch = get_architecture(rec.model)
     cluster = _build(Cluster, dict(rec.cluster), "cluster.")
@@ -45,15 +45,15 @@ def datacenter_workload(rec):
     workload = Workload(
         model=arch, seq_len=rec.seq_len, precision=rec.precision, cluster=cluster, layout=layout
     )
-    from dtsim.datacenter import check_layout
+    from dtsim.models.datacenter.step import check_layout
 
     check_layout(arch, layout, cluster, rec.seq_len)
     return workload
 
 
 def predict_datacenter(rec) -> tuple[float, dict[str, Any]]:
-    from dtsim.datacenter import PRECISION_BITS, step
-    from dtsim.transformer import mpt_flops_per_token
+    from dtsim.models.datacenter.step import PRECISION_BITS, step
+    from dtsim.physics.transformer import mpt_flops_per_token
 
     w = datacenter_workload(rec)
     r = step(w)
@@ -113,7 +113,7 @@ def predict_collective(rec) -> tuple[float, dict[str, Any]]:
 
 
 def predict_gemm(rec) -> tuple[float, dict[str, Any]]:
-    from dtsim.datacenter import PRECISION_BITS, calibrated_derate
+    from dtsim.models.datacenter.step import PRECISION_BITS, calibrated_derate
     from dtsim.physics.gemm import gemm_time
 
     micro = catalog.gpus()[rec.gpu].micro
@@ -131,7 +131,7 @@ def predict_gemm(rec) -> tuple[float, dict[str, Any]]:
 
 
 def thesis_gradient_bytes(rec) -> float:
-    from dtsim.transformer import count_params, get_architecture
+    from dtsim.physics.transformer import count_params, get_architecture
 
     return count_params(get_architecture(rec.model)).total * rec.bytes_per_param
 
@@ -168,8 +168,8 @@ def predict_testbed(rec) -> tuple[float, dict[str, Any]]:
 
 def decentralized_inputs(rec, window_bytes: float | None = None) -> dict[str, Any]:
     """The dtsim scenario for a decentralized record, with the link rates and compute it implies."""
-    from dtsim.schema import make_scenario
-    from dtsim.transformer import get_architecture, model_flops_per_token
+    from dtsim.physics.transformer import get_architecture, model_flops_per_token
+    from dtsim.schema.scenario import make_scenario
 
     sc = dict(rec.scenario)
     net = dict(rec.network)

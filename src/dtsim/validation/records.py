@@ -1,5 +1,5 @@
 """Measured-run records: the schema every record must satisfy, and loading from the bundled dataset
-(`dtsim/measured_runs/*.yaml`) and from users' directories.
+(`dtsim/catalog/measured_runs/*.yaml`) and from users' directories.
 
 A file holds `groups:` (shared defaults, description and assumptions) and `records:`. A record takes
 its group's defaults (nested mappings merged), then is validated against the schema of its `kind`:
@@ -329,7 +329,7 @@ def _check_record(rec) -> list[tuple[str, str]]:
                 if v is not None and v not in catalog.fabrics():
                     return [(f, f"{v!r} is not a catalog fabric ({', '.join(catalog.fabrics())})")]
         elif rec.kind == "testbed":
-            from dtsim.transformer import get_architecture
+            from dtsim.physics.transformer import get_architecture
 
             get_architecture(rec.model)
     except ScenarioError as exc:
@@ -340,7 +340,7 @@ def _check_record(rec) -> list[tuple[str, str]]:
 
 
 def bundled_files() -> list[Any]:
-    root = resources.files("dtsim.measured_runs")
+    root = resources.files("dtsim.catalog.measured_runs")
     return sorted((p for p in root.iterdir() if p.name.endswith((".yaml", ".yml"))), key=lambda p: p.name)
 
 
@@ -349,7 +349,7 @@ def load_dataset(runs_dir: str | Path | None = None, bundled: bool = True) -> Da
     data = Dataset()
     if bundled:
         for p in bundled_files():
-            _load_text(p.read_text("utf-8"), f"dtsim/measured_runs/{p.name}", data)
+            _load_text(p.read_text("utf-8"), f"dtsim/catalog/measured_runs/{p.name}", data)
     if runs_dir is not None:
         root = Path(runs_dir)
         if not root.is_dir():

@@ -1,0 +1,629 @@
+"""`dtsim sweep`, `dtsim target` and `dtsim governance`: grids, target searches and the threshold analysis."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from dtsim.assumptions import Assumptions
+from dtsim.errors import ScenarioError
+from dtsim.schema.scenario import load_scenario, parse_set
+
+err = Console(stderr=True)
+_FAIL = None
+
+
+def _fmt(x: Any) -> str:
+    if isinstance(x, str):
+        return x
+    if x is None or (isinstance(x, float) and not np.isfinite(x)):
+        return "—"
+    x = float(x)
+    if x != 0 and (abs(x) >= 1e6 or abs(x) < 1e-3):
+        return f"{x:.3e}"
+    return f"{x:,.4g}"
+
+
+def sweep(
+    file: Annotated[Path | None, typer.Argument(help="Scenario file (YAML or JSON).")] = None,
+    preset: Annotated[str | None, typer.Option("--preset", "-p", help="Start from a preset.")] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", "-s", help="Override a field: --set num_nodes=500.")
+    ] = None,
+    vary: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--vary",
+            "-v",
+            help="field=start:stop:num[:log] or field=v1,v2,... (repeatable: the grid is the product).",
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write the table: .csv or .parquet.")
+    ] = None,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Line plot (1 field) or heat map (2), PNG.")
+    ] = None,
+    metric: Annotated[
+        str, typer.Option("--metric", "-m", help="Output to plot and summarise.")
+    ] = "wall_clock_days",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the table as JSON records.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Simulate a grid over one or more fields (the batch path) and write a tidy table and a plot."""
+    from dtsim.analysis.grid import grid_size, metric_names, parse_vary, plot_grid, run_grid, write_table
+
+    try:
+        scenario = load_scenario(file=file, preset=preset, overrides=parse_set(set_ or []))
+        axes = [parse_vary(v) for v in vary or []]
+        if not axes:
+            raise ScenarioError([("--vary", None, "give at least one: --vary field=start:stop:num[:log]")])
+        n = grid_size(axes)
+        show = not quiet and not as_json and n >= 200_000
+        if show:
+            from rich.progress import Progress
+
+            with Progress(console=err, transient=True) as bar:
+                task = bar.add_task(f"{n:,} points", total=n)
+                result = run_grid(
+                    scenario, axes, progress=lambda done, total: bar.update(task, completed=done)
+                )
+        else:
+            result = run_grid(scenario, axes)
+        if metric not in result.columns:
+            raise ScenarioError(
+                [("--metric", metric, f"is not an output; choose one of {', '.join(metric_names(result))}")]
+            )
+        if out is not None:
+            write_table(result, out)
+        if plot is not None:
+            plot_grid(result, metric, plot)
+    except ScenarioError as exc:
+        _FAIL(exc)
+        return
+    if as_json:
+        names = list(result.columns)
+        cols = [np.asarray(result.columns[k]).tolist() for k in names]
+        records = [dict(zip(names, row, strict=True)) for row in zip(*cols, strict=True)]
+        sys.stdout.write(json.dumps(records, default=_json_default) + "\n")
+        return
+    c = Console()
+    z = np.asarray(result.columns[metric], dtype=float)
+    c.print(
+        f"{result.n:,} points ({' × '.join(f'{a.field} {len(a)}' for a in result.axes)}) "
+        f"in {result.seconds:.2f} s by the batch path"
+    )
+    finite = np.isfinite(z)
+    if finite.any():
+        lo, hi = (
+            int(np.nanargmin(np.where(finite, z, np.nan))),
+            int(np.nanargmax(np.where(finite, z, np.nan))),
+        )
+        t = Table(
+            title=f"{metric}: range over the grid ({int((~finite).sum()):,} points infeasible or undefined)"
+        )
+        t.add_column("")
+        for a in result.axes:
+            t.add_column(a.field, justify="right")
+        t.add_column(metric, justify="right")
+        t.add_column("mode")
+        for label, i in (("lowest", lo), ("highest", hi)):
+            t.add_row(
+                label,
+                *[_fmt(result.columns[a.field][i]) for a in result.axes],
+                _fmt(z[i]),
+                str(result.columns["mode"][i]),
+            )
+        c.print(t)
+    if result.n <= 60:
+        t = Table(title="every point")
+        for a in result.axes:
+            t.add_column(a.field, justify="right")
+        for k in (metric, "mode"):
+            t.add_column(k, justify="right")
+        for i in range(result.n):
+            t.add_row(
+                *[_fmt(result.columns[a.field][i]) for a in result.axes],
+                _fmt(z[i]),
+                str(result.columns["mode"][i]),
+            )
+        c.print(t)
+    if out is not None:
+        c.print(f"table: {out} ({result.n:,} rows × {len(result.columns)} columns)")
+    if plot is not None:
+        c.print(f"plot: {plot}")
+
+
+def _floats(name: str, text: str | None, default: tuple) -> tuple:
+    if text is None:
+        return default
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            raise ScenarioError([(name, text, "empty value in the list")])
+        if part in ("auto", "auto-quality"):
+            out.append(part)
+            continue
+        try:
+            out.append(float(part))
+        except ValueError:
+            raise ScenarioError([(name, text, f"{part!r} is not a number")]) from None
+    return tuple(out)
+
+
+def _space_from_options(
+    nodes: list[str] | None,
+    max_nodes: int,
+    compression: str | None,
+    inner_steps: str | None,
+    group_sizes: str | None,
+    fractions: str | None,
+    pipeline_multiples: str | None,
+    activation_compression: str | None,
+    params_b: float | None,
+    precision: str,
+):
+    from dtsim import catalog
+    from dtsim.analysis.search import NodeSpec, Space, node_count_grid
+
+    ids = nodes or list(catalog.nodes())
+    specs = [NodeSpec.from_preset(i, precision) for i in ids]
+    d = Space(nodes=specs)
+    steps = _floats("--inner-steps", inner_steps, tuple(d.inner_steps))
+    for h in steps:
+        if h != "auto" and not (isinstance(h, int | float) and h == int(h) and 1 <= h <= 100000):
+            raise ScenarioError([("--inner-steps", inner_steps, "integers 1–100000 or auto")])
+    groups = _floats("--group-sizes", group_sizes, tuple(d.group_sizes))
+    for g in groups:
+        if not (isinstance(g, float | int) and g == int(g) and (g == 0 or 2 <= g <= 100000)):
+            raise ScenarioError(
+                [("--group-sizes", group_sizes, "integers: 0 (flat) or 2–100000 nodes per group")]
+            )
+    return Space(
+        nodes=specs,
+        node_counts=node_count_grid(max_nodes),
+        fractions=_floats("--fractions", fractions, tuple(d.fractions)),
+        pipeline_multiples=_floats("--pipeline-multiples", pipeline_multiples, tuple(d.pipeline_multiples)),
+        inner_steps=tuple(h if h == "auto" else int(h) for h in steps),
+        compressions=_floats("--compression", compression, tuple(d.compressions)),
+        group_sizes=tuple(int(g) for g in groups),
+        activation_compressions=_floats(
+            "--activation-compression", activation_compression, tuple(d.activation_compressions)
+        ),
+        params_b=params_b,
+    )
+
+
+def row_dict(row) -> dict[str, Any]:
+    if row is None:
+        return None
+    return {
+        "node": row.node.id,
+        "node_name": row.node.name,
+        "gpus_per_node": row.node.count,
+        "num_nodes": row.num_nodes,
+        "total_gpus": row.num_nodes * row.node.count,
+        "parameters_b": row.params_b,
+        "inner_steps": row.inner_steps,
+        "inner_steps_used": row.h_used,
+        "compression": row.compression,
+        "nodes_per_group": row.group or None,
+        "activation_compression": row.activation_compression,
+        "mode": row.mode,
+        "cost_usd": row.cost_usd,
+        "days": row.days if np.isfinite(row.days) else None,
+        "reach_within_limit": row.reach,
+        "tokens_t": row.tokens_t,
+        "efficiency": row.efficiency,
+    }
+
+
+def _print_search(res, title: str) -> None:
+    from dtsim.analysis.search import MODE_LABEL
+
+    c = Console()
+    c.print(f"[bold]{title}[/bold]")
+    c.print(
+        f"search space: {res.configurations:,} configurations × {len(res.space.node_counts)} node counts "
+        f"(1–{int(res.space.node_counts[-1]):,}) = {res.rows:,} rows evaluated exhaustively"
+        + (f", + {res.refined_rows:,} refined node counts" if res.refined_rows else "")
+        + f"; {res.seconds:.1f} s"
+    )
+    w = res.winner
+    if w is None:
+        c.print("[red]no configuration in the space reaches it[/red]")
+    else:
+        t = Table(title="winner", show_header=False)
+        t.add_column("")
+        t.add_column("", justify="right")
+        for k, v in row_dict(w).items():
+            t.add_row(k, _fmt(v) if not isinstance(v, int) else f"{v:,}")
+        c.print(t)
+    t = Table(title="each mode's best, and why it lost")
+    for col in ("mode", "node × count", "model B", "cost", "days", "verdict"):
+        t.add_column(col)
+    for mode, why in res.explanation.items():
+        b = res.by_mode.get(mode) or res.closest.get(mode)
+        t.add_row(
+            MODE_LABEL[mode],
+            f"{b.num_nodes:,} × {b.node.id}" if b else "—",
+            _fmt(b.params_b) if b else "—",
+            f"${b.cost_usd:,.0f}" if b else "—",
+            _fmt(b.days) if b else "—",
+            why,
+        )
+    c.print(t)
+
+
+def target(
+    file: Annotated[Path | None, typer.Argument(help="Base scenario (network, MFU, stragglers...).")] = None,
+    preset: Annotated[str, typer.Option("--preset", "-p", help="Base preset.")] = "governance",
+    set_: Annotated[list[str] | None, typer.Option("--set", "-s", help="Override a base field.")] = None,
+    local_flop: Annotated[
+        float | None, typer.Option("--local-flop", help="Target: local-equivalent FLOP (C·η).")
+    ] = None,
+    quality_flop: Annotated[
+        float | None, typer.Option("--quality-flop", help="Target: quality-adjusted FLOP (C·η·χ).")
+    ] = None,
+    params_b: Annotated[
+        float | None, typer.Option("--params-b", help="Target: this model size (B)...")
+    ] = None,
+    tokens_t: Annotated[
+        float | None, typer.Option("--tokens-t", help="...trained on this many tokens (T).")
+    ] = None,
+    objective: Annotated[
+        str, typer.Option("--objective", help="cost (cheapest) or time (fastest).")
+    ] = "cost",
+    days: Annotated[float, typer.Option("--days", help="Time limit in days (default 1.5 years).")] = 547.875,
+    budget: Annotated[float | None, typer.Option("--budget", help="Capital budget in USD.")] = None,
+    reach: Annotated[
+        str | None,
+        typer.Option(
+            "--reach", help="Inverse query: the most local|quality compute reachable with --budget."
+        ),
+    ] = None,
+    min_nodes: Annotated[
+        bool,
+        typer.Option("--min-nodes", help="Inverse query: fewest nodes of one --node preset for the target."),
+    ] = False,
+    node: Annotated[
+        list[str] | None, typer.Option("--node", "-n", help="Node presets to search (default: all).")
+    ] = None,
+    max_nodes: Annotated[int, typer.Option("--max-nodes", help="Largest node count searched.")] = 100_000,
+    compression: Annotated[str | None, typer.Option("--compression", help="Ratios, e.g. 1,16,150.")] = None,
+    inner_steps: Annotated[
+        str | None, typer.Option("--inner-steps", help="H values, e.g. auto,16,64.")
+    ] = None,
+    group_sizes: Annotated[
+        str | None, typer.Option("--group-sizes", help="0 (flat) and group sizes.")
+    ] = None,
+    fractions: Annotated[
+        str | None, typer.Option("--fractions", help="Model sizes: fractions of one node.")
+    ] = None,
+    pipeline_multiples: Annotated[
+        str | None,
+        typer.Option("--pipeline-multiples", help="Model sizes: multiples of one node (pipelines)."),
+    ] = None,
+    activation_compression: Annotated[
+        str | None, typer.Option("--activation-compression", help="Activation compression ratios.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """The cheapest or fastest configuration that reaches a target within a time limit (and the inverse
+    queries: fewest nodes of one preset; most compute for a budget)."""
+    from dtsim.analysis.search import Target, search
+
+    try:
+        base = load_scenario(preset=preset, file=file, overrides=parse_set(set_ or []))
+        given = [x is not None for x in (local_flop, quality_flop)] + [
+            params_b is not None or tokens_t is not None
+        ]
+        if reach is not None:
+            if any(given):
+                raise ScenarioError(
+                    [("--reach", reach, "is a query without a target; drop the target options")]
+                )
+            if reach not in ("local", "quality"):
+                raise ScenarioError([("--reach", reach, "must be local or quality")])
+            if budget is None:
+                raise ScenarioError([("--budget", None, "the --reach query needs a budget in USD")])
+            tgt, obj = None, "reach"
+        else:
+            if sum(given) != 1:
+                raise ScenarioError(
+                    [
+                        (
+                            "target",
+                            None,
+                            "give exactly one: --local-flop X, --quality-flop X, or --params-b P --tokens-t D",
+                        )
+                    ]
+                )
+            if local_flop is not None:
+                tgt = Target("local", local_flop)
+            elif quality_flop is not None:
+                tgt = Target("quality", quality_flop)
+            else:
+                tgt = Target("model", params_b=params_b, tokens_t=tokens_t)
+            if objective not in ("cost", "time"):
+                raise ScenarioError([("--objective", objective, "must be cost or time")])
+            obj = objective
+        if min_nodes:
+            if not node or len(node) != 1:
+                raise ScenarioError([("--node", node, "--min-nodes needs exactly one node preset")])
+            if tgt is None:
+                raise ScenarioError([("--min-nodes", True, "needs a target")])
+            obj = "cost"  # one preset: the cheapest run is the one with the fewest nodes
+        space = _space_from_options(
+            node,
+            max_nodes,
+            compression,
+            inner_steps,
+            group_sizes,
+            fractions,
+            pipeline_multiples,
+            activation_compression,
+            tgt.params_b if tgt is not None and tgt.kind == "model" else None,
+            base.precision.value,
+        )
+        res = search(
+            base, space, tgt, objective=obj, days_limit=days, budget=budget, reach_metric=reach or "quality"
+        )
+        if res.winner is None and not as_json:
+            what = tgt.describe() if tgt else f"any run within ${budget:,.0f}"
+            _print_search(res, f"target: {what} within {days:,.1f} days")
+            raise ScenarioError(
+                [
+                    (
+                        "target",
+                        what,
+                        f"no configuration in the space reaches it within {days:,.1f} days"
+                        + (f" and ${budget:,.0f}" if budget else "")
+                        + "; see each mode's best above",
+                    )
+                ]
+            )
+    except ScenarioError as exc:
+        _FAIL(exc)
+        return
+    payload = {
+        "target": tgt.describe() if tgt else None,
+        "objective": obj,
+        "days_limit": days,
+        "budget_usd": budget,
+        "search": {
+            "kind": "exhaustive over the grid; cheapest: node count refined to the smallest integer",
+            "configurations": res.configurations,
+            "node_counts": len(res.space.node_counts),
+            "rows_evaluated": res.rows,
+            "refined_rows": res.refined_rows,
+            "seconds": res.seconds,
+        },
+        "winner": row_dict(res.winner),
+        "modes": {
+            m: {"best": row_dict(res.by_mode.get(m) or res.closest.get(m)), "verdict": why}
+            for m, why in res.explanation.items()
+        },
+    }
+    if min_nodes and res.winner is not None:
+        payload["min_nodes"] = res.winner.num_nodes
+    if as_json:
+        sys.stdout.write(json.dumps(payload, indent=2, default=_json_default) + "\n")
+        if res.winner is None:
+            raise typer.Exit(2)
+        return
+    title = (
+        f"most {reach} compute for ${budget:,.0f} within {days:,.1f} days"
+        if tgt is None
+        else f"{'fewest nodes' if min_nodes else ('cheapest' if obj == 'cost' else 'fastest')}: {tgt.describe()} "
+        f"within {days:,.1f} days" + (f" and ${budget:,.0f}" if budget else "")
+    )
+    _print_search(res, title)
+    if min_nodes:
+        Console().print(f"minimum nodes: {res.winner.num_nodes:,} × {res.winner.node.id}")
+
+
+governance_app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=False,
+    invoke_without_command=True,
+    help="Threshold analysis: per-node compute and memory caps, what they leave an actor, whom they catch.",
+)
+
+
+def _caps(compute: str, memory: str | None, base_compute: float | None):
+    from dtsim.analysis.governance import Cap
+
+    caps = []
+    for v in _floats("--compute-cap", compute, ()) if compute.strip().lower() != "none" else ():
+        caps.append(Cap(h100_equivalents=float(v)))
+    if memory:
+        for v in _floats("--memory-cap", memory, ()):
+            caps.append(Cap(h100_equivalents=base_compute, memory_gb=float(v)))
+    return caps
+
+
+@governance_app.callback()
+def governance(
+    ctx: typer.Context,
+    file: Annotated[Path | None, typer.Option("--file", help="Base scenario file.")] = None,
+    preset: Annotated[
+        str,
+        typer.Option(
+            "--preset", "-p", help="Base preset (network, MFU...), e.g. a miri-* deployment profile."
+        ),
+    ] = "governance",
+    set_: Annotated[list[str] | None, typer.Option("--set", "-s", help="Override a base field.")] = None,
+    compute_cap: Annotated[
+        str, typer.Option("--compute-cap", help="Per-node compute caps, H100-equivalents (or none).")
+    ] = "16,8,4,2,1",
+    memory_cap: Annotated[
+        str | None,
+        typer.Option("--memory-cap", help="Per-node memory caps in GB, applied with --base-compute-cap."),
+    ] = "2048,1280,1024,512,256",
+    base_compute_cap: Annotated[
+        float, typer.Option("--base-compute-cap", help="Compute cap in force beside the memory caps.")
+    ] = 16.0,
+    targets: Annotated[str, typer.Option("--targets", help="Compute targets in FLOP.")] = "1e24,1e25,1e26",
+    metric: Annotated[str, typer.Option("--metric", help="quality (C·η·χ) or local (C·η).")] = "quality",
+    days: Annotated[float, typer.Option("--days", help="Time limit in days.")] = 547.875,
+    gpu: Annotated[
+        list[str] | None, typer.Option("--gpu", help="Accelerators to consider (default: all).")
+    ] = None,
+    precisions: Annotated[
+        str, typer.Option("--precisions", help="Training precisions an actor may use.")
+    ] = "fp16,fp8",
+    max_nodes: Annotated[int, typer.Option("--max-nodes", help="Largest node count searched.")] = 100_000,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the analysis as JSON.")] = False,
+) -> None:
+    """For each cap: the largest node of each accelerator under it, the cheapest way to reach each
+    target with such nodes, and the legitimate systems the cap would catch."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from dtsim.analysis.governance import analyse
+
+    try:
+        base = load_scenario(preset=preset, file=file, overrides=parse_set(set_ or []))
+        caps = _caps(compute_cap, memory_cap, base_compute_cap)
+        tgts = tuple(float(x) for x in _floats("--targets", targets, ()))
+        precs = tuple(p.strip().lower() for p in precisions.split(",") if p.strip())
+        for p in precs:
+            if p not in ("fp16", "bf16", "fp8", "fp4"):
+                raise ScenarioError([("--precisions", precisions, "each must be fp16, bf16, fp8 or fp4")])
+        res = analyse(base, caps, tgts, metric, days, gpus=gpu, precisions=precs, max_nodes=max_nodes)
+    except ScenarioError as exc:
+        _FAIL(exc)
+        return
+    if as_json:
+        payload = {
+            "metric": res.metric,
+            "days_limit": res.days_limit,
+            "search": {
+                "kind": "exhaustive over one grid shared by every cap",
+                "configurations": res.configurations,
+                "rows_evaluated": res.rows,
+                "seconds": res.seconds,
+            },
+            "caps": [
+                {
+                    "cap": {"h100_equivalents": cr.cap.h100_equivalents, "memory_gb": cr.cap.memory_gb},
+                    "largest_nodes": cr.largest,
+                    "cheapest": {f"{k:g}": v for k, v in cr.cheapest.items()},
+                    "caught": [s.id for s in cr.caught],
+                }
+                for cr in res.caps
+            ],
+            "systems": [
+                {
+                    "id": s.id,
+                    "name": s.name,
+                    "h100_equivalents": s.h100_equivalents(Assumptions()),
+                    "memory_gb": s.memory_gb,
+                }
+                for s in res.systems
+            ],
+        }
+        sys.stdout.write(json.dumps(payload, indent=2, default=_json_default) + "\n")
+        return
+    c = Console()
+    c.print(
+        f"[bold]threshold analysis[/bold]: cheapest {res.metric}-adjusted compute within {res.days_limit:,.1f} days; "
+        f"search space {res.configurations:,} configurations, {res.rows:,} rows, exhaustive over one grid "
+        f"shared by every cap; {res.seconds:.1f} s"
+    )
+    t = Table(title="cheapest way to reach each target under the cap")
+    t.add_column("cap")
+    for x in res.targets:
+        t.add_column(f"{x:.0e} FLOP")
+    t.add_column("systems caught", justify="right")
+    for cr in res.caps:
+        cells = []
+        for x in res.targets:
+            w = cr.cheapest[x]
+            cells.append(
+                "not reachable"
+                if w is None
+                else f"${w['cost_usd'] / 1e6:,.1f}M: {w['num_nodes']:,} × {w['node']}, {w['parameters_b']:.0f}B, {w['mode']}"
+            )
+        t.add_row(cr.cap.label(), *cells, f"{len(cr.caught)}/{len(res.systems)}")
+    c.print(t)
+    t = Table(title="largest node of each accelerator under each cap (GPUs per node)")
+    t.add_column("accelerator")
+    for cr in res.caps:
+        t.add_column(cr.cap.label(), justify="right")
+    for i, row in enumerate(res.caps[0].largest):
+        t.add_row(row["gpu"], *[str(cr.largest[i]["count"]) for cr in res.caps])
+    c.print(t)
+    t = Table(title="legitimate systems each cap catches (✗ = caught)")
+    t.add_column("system")
+    t.add_column("H100-eq", justify="right")
+    t.add_column("GB", justify="right")
+    for cr in res.caps:
+        t.add_column(cr.cap.label(), justify="center")
+    asm = Assumptions()
+    for s_ in res.systems:
+        t.add_row(
+            s_.name,
+            f"{s_.h100_equivalents(asm):.2f}",
+            f"{s_.memory_gb:,.0f}",
+            *["✗" if s_ in cr.caught else "" for cr in res.caps],
+        )
+    c.print(t)
+
+
+@governance_app.command("reproduce")
+def governance_reproduce(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+) -> None:
+    """The original governance model's scenarios E1–E14 recomputed by dtsim, with every difference named."""
+    from dtsim.analysis.evasion import agrees, reproduce
+
+    rows = reproduce()
+    if as_json:
+        out = [
+            {
+                "name": c.name,
+                "call": c.description,
+                "fields": {
+                    k: {"dtsim": a, "original": b, "agrees": agrees(c, k)} for k, (a, b) in c.fields.items()
+                },
+                "differences": list(c.differences),
+                "cause": c.cause or None,
+            }
+            for c in rows
+        ]
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        return
+    con = Console()
+    t = Table(title="E1–E14: the original governance model beside dtsim")
+    for col in ("", "call", "agree (1e-9)", "differ", "cause"):
+        t.add_column(col)
+    for c in rows:
+        same = [k for k in c.fields if agrees(c, k)]
+        diff = [f"{k} {c.rel(k):+.1%}" for k in c.fields if not agrees(c, k)]
+        t.add_row(
+            c.name, c.description, f"{len(same)}/{len(c.fields)}", "\n".join(diff) or "—", c.cause or ""
+        )
+    con.print(t)
+
+
+def _json_default(x: Any) -> Any:
+    if isinstance(x, np.generic):
+        return x.item()
+    return str(x)
+
+
+def register(app: typer.Typer, fail) -> None:
+    global _FAIL
+    _FAIL = fail
+    app.command("sweep")(sweep)
+    app.command("target")(target)
+    app.add_typer(governance_app, name="governance")

@@ -1,0 +1,390 @@
+"""`dtsim limits`: the frontier-limits model of seed 002 — closed forms, utilization curves, and the
+cluster and layout for a given training compute."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from dtsim.errors import ScenarioError
+
+limits_app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Frontier limits (seed 002): how large a run fits in a given time before data movement bites.",
+)
+
+GpuOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--gpu", help="Scenario (h100-sxm, h100-sxm-low-latency, …) or catalog GPU; repeat to compare."
+    ),
+]
+MonthsOpt = Annotated[float, typer.Option("--months", help="Training duration limit in months.")]
+ScalingOpt = Annotated[str, typer.Option("--scaling", help="Critical batch law: default | deepseek | fixed.")]
+MemoryOpt = Annotated[
+    str,
+    typer.Option(
+        "--memory",
+        help="Memory check: per-gpu (default) | aggregate (the reference's) | per-gpu-activations.",
+    ),
+]
+
+CSV_FIELDS = (
+    "d_model",
+    "d_ff",
+    "layers",
+    "sparsity",
+    "params",
+    "batch_tokens",
+    "training_flop",
+    "months",
+    "utilization",
+    "n_gpus",
+    "dp",
+    "tp_model",
+    "tp_ff",
+    "pp",
+    "pp_interleaving",
+    "ep",
+    "microbatches",
+    "schedule",
+    "tp_comm_months",
+    "dp_comm_months",
+    "pp_comm_months",
+    "latency_months",
+)
+
+_FAIL = None
+
+
+def _fail(exc: ScenarioError):
+    _FAIL(exc)
+
+
+def _check_common(months: float, scaling: str, memory: str) -> None:
+    problems = []
+    if not (months > 0 and math.isfinite(months)) or months > 1200:
+        problems.append(("months", months, "must be > 0 and ≤ 1200"))
+    if scaling not in ("default", "deepseek", "fixed"):
+        problems.append(("scaling", scaling, "must be default, deepseek or fixed"))
+    if memory not in ("per-gpu", "aggregate", "per-gpu-activations"):
+        problems.append(("memory", memory, "must be per-gpu, aggregate or per-gpu-activations"))
+    if problems:
+        raise ScenarioError(problems)
+
+
+def _hardware(names: list[str] | None, bandwidth: str | None, latency: str | None):
+    from dtsim.models.limits.hardware import custom, get
+
+    out = []
+    for name in names or ["h100-sxm"]:
+        hw = get(name)
+        if bandwidth is not None or latency is not None:
+            try:
+                bws = None if bandwidth is None else [float(x) for x in bandwidth.split(",")]
+                lats = None if latency is None else [float(x) * 1e-6 for x in latency.split(",")]
+            except ValueError:
+                raise ScenarioError(
+                    [
+                        (
+                            "--level-bandwidth/--level-latency-us",
+                            bandwidth or latency,
+                            "comma-separated numbers",
+                        )
+                    ]
+                ) from None
+            hw = custom(hw, bandwidth=bws, latency=lats)
+        out.append(hw)
+    return out
+
+
+def _plot_curves(series: list[tuple[str, list[dict]]], path: Path, fractions: bool = False) -> None:
+    from dtsim.interfaces.plotting import pyplot
+
+    plt = pyplot(path)
+    fig, ax = plt.subplots(figsize=(8, 5))
+    if fractions:
+        name, pts = series[0]
+        x = [p["training_flop"] for p in pts]
+        for key in ("dp", "tp", "pp", "ep"):
+            ax.plot(x, [p["parallelism_fraction"][key] for p in pts], marker="o", ms=3, label=key.upper())
+        ax.set_ylabel("log(N_X) / log(N_GPU)")
+        ax.set_title(f"Parallelism fractions — {name}")
+    else:
+        for name, pts in series:
+            ax.plot(
+                [p["training_flop"] for p in pts],
+                [p["utilization"] for p in pts],
+                marker="o",
+                ms=3,
+                label=name,
+            )
+        ax.set_ylabel("utilization (fraction of peak)")
+        ax.set_title("Utilization of compute-optimal runs within the time limit")
+    ax.set_xscale("log")
+    ax.set_xlabel("training compute (FLOP)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+
+
+@limits_app.command("closed-form")
+def closed_form_cmd(
+    batch_tokens: Annotated[float, typer.Option("--batch-tokens", help="Critical batch b in tokens.")] = 4e6,
+    layers: Annotated[float, typer.Option(help="MLP blocks L.")] = 100,
+    months: MonthsOpt = 3.0,
+    latency_us: Annotated[float, typer.Option("--latency-us", help="Latency timescale t_L in µs.")] = 9.0,
+    sparsity: Annotated[float, typer.Option(help="Sparsity factor E.")] = 1.0,
+    alpha_b: Annotated[float | None, typer.Option("--alpha-b", help="Appendix 8.3: batch exponent.")] = None,
+    alpha_l: Annotated[float | None, typer.Option("--alpha-l", help="Appendix 8.3: layer exponent.")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Seed 002 §5: d′, b′ and T_critical per node type (Table 2), the latency cliff and limit."""
+    from dtsim.models.limits import closed_form as cf
+
+    try:
+        for name, value in (
+            ("batch-tokens", batch_tokens),
+            ("layers", layers),
+            ("latency-us", latency_us),
+            ("sparsity", sparsity),
+        ):
+            if not (value > 0 and math.isfinite(value)):
+                raise ScenarioError([(name, value, "must be a finite number > 0")])
+        _check_common(months, "default", "per-gpu")
+        if (alpha_b is None) != (alpha_l is None):
+            raise ScenarioError([("--alpha-b/--alpha-l", (alpha_b, alpha_l), "give both or neither")])
+        if alpha_b is not None and not alpha_b - alpha_l < 0.5:
+            raise ScenarioError([("--alpha-b", alpha_b, "alpha_b − alpha_l must be < 0.5")])
+        kw = dict(batch_tokens=batch_tokens, layers=layers, months=months, sparsity=sparsity)
+        rows = cf.table2(**kw)
+        t_l = latency_us * 1e-6
+        out: dict[str, Any] = {
+            "inputs": {**kw, "latency_s": t_l},
+            "table2": [r.as_dict() for r in rows],
+            "t_critical_latency_flop": cf.t_critical_latency(t_l, batch_tokens, layers, months, sparsity),
+            "t_limit_flop": cf.t_limit(t_l, batch_tokens, layers, months, sparsity),
+            "params_at_limit": cf.params_at_limit(t_l, batch_tokens, layers, months),
+        }
+        if alpha_b is not None:
+            out["generalized"] = {
+                "alpha_b": alpha_b,
+                "alpha_l": alpha_l,
+                "t_limit_flop": cf.generalized(
+                    "limit",
+                    alpha_b,
+                    alpha_l,
+                    batch_tokens,
+                    layers,
+                    months=months,
+                    sparsity=sparsity,
+                    t_latency=t_l,
+                ),
+                "t_critical_flop": {
+                    r.name: cf.generalized(
+                        "critical",
+                        alpha_b,
+                        alpha_l,
+                        batch_tokens,
+                        layers,
+                        months=months,
+                        sparsity=sparsity,
+                        mac_per_s=r.mac_per_s,
+                        d=r.d_prime,
+                        b=r.b_prime,
+                    )
+                    for r in rows
+                },
+            }
+    except ScenarioError as exc:
+        _fail(exc)
+        return
+    if as_json:
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        return
+    t = Table(
+        title=f"Seed 002 Table 2 (b = {batch_tokens:.3g} tokens, L = {layers:g}, {months:g} months)",
+        title_justify="left",
+    )
+    for col in ("node", "MAC/s", "net words/s", "DRAM words/s", "SRAM words", "d′", "b′", "T_critical FLOP"):
+        t.add_column(col, justify="right")
+    for r in rows:
+        t.add_row(
+            r.name,
+            f"{r.mac_per_s:.3g}",
+            f"{r.net_words_per_s:.2g}",
+            f"{r.dram_words_per_s:.2g}",
+            f"{r.sram_words / 1e6:.0f}M",
+            f"{r.d_prime / 1e3:.1f}k",
+            f"{r.b_prime:.0f}",
+            f"{r.t_critical_flop:.1g}",
+        )
+    c = Console()
+    c.print(t)
+    c.print(f"Latency cliff (eq. 14, t_L = {latency_us:g} µs): {out['t_critical_latency_flop']:.1g} FLOP")
+    c.print(f"Absolute limit (eq. 18): {out['t_limit_flop']:.1g} FLOP, N_p = {out['params_at_limit']:.1g}")
+    if "generalized" in out:
+        c.print(
+            f"Appendix 8.3 (α_b = {alpha_b:g}, α_L = {alpha_l:g}): T_limit {out['generalized']['t_limit_flop']:.2g} FLOP"
+        )
+
+
+@limits_app.command("curve")
+def curve_cmd(
+    gpu: GpuOpt = None,
+    sparse: Annotated[bool, typer.Option("--sparse", help="Sparse (MoE) models: E from the width.")] = False,
+    scaling: ScalingOpt = "default",
+    months: MonthsOpt = 3.0,
+    memory: MemoryOpt = "per-gpu",
+    level_bandwidth: Annotated[
+        str | None,
+        typer.Option("--level-bandwidth", help="Override: bidirectional bytes/s per level, comma-separated."),
+    ] = None,
+    level_latency_us: Annotated[
+        str | None, typer.Option("--level-latency-us", help="Override: µs per level, comma-separated.")
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="A JSON list of points (one list per --gpu when several).")
+    ] = False,
+    csv_path: Annotated[Path | None, typer.Option("--csv", help="Write the points as CSV.")] = None,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Utilization against compute (.png/.svg/.pdf).")
+    ] = None,
+    fractions_plot: Annotated[
+        Path | None, typer.Option("--fractions-plot", help="Parallelism fractions (Figure 7).")
+    ] = None,
+) -> None:
+    """Utilization against training compute for compute-optimal runs within the time limit."""
+    from dtsim.models.limits.curve import curve, linear_scaling_stop
+
+    try:
+        _check_common(months, scaling, memory)
+        hws = _hardware(gpu, level_bandwidth, level_latency_us)
+        series = [
+            (hw.name, curve(hw, sparse=sparse, batch_law=scaling, months=months, memory=memory)) for hw in hws
+        ]
+        if plot is not None:
+            _plot_curves(series, plot)
+        if fractions_plot is not None:
+            _plot_curves(series, fractions_plot, fractions=True)
+        if csv_path is not None:
+            buf = io.StringIO()
+            w = csv.writer(buf)
+            w.writerow(("hardware", *CSV_FIELDS))
+            for name, pts in series:
+                for p in pts:
+                    w.writerow((name, *(p[k] for k in CSV_FIELDS)))
+            csv_path.write_text(buf.getvalue(), encoding="utf-8")
+    except ScenarioError as exc:
+        _fail(exc)
+        return
+    if as_json:
+        payload = series[0][1] if len(series) == 1 else {name: pts for name, pts in series}
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        return
+    c = Console()
+    for hw, (name, pts) in zip(hws, series, strict=True):
+        t = Table(
+            title=f"{name}: {'sparse' if sparse else 'dense'}, {scaling} batch scaling, ≤ {months:g} months",
+            title_justify="left",
+        )
+        for col in ("d_model", "FLOP", "util", "GPUs", "months", "DP×TPm×TPff×PP×EP", "v", "m", "sched"):
+            t.add_column(col, justify="right")
+        for p in pts:
+            t.add_row(
+                str(p["d_model"]),
+                f"{p['training_flop']:.2g}",
+                f"{p['utilization']:.3f}",
+                f"{p['n_gpus']:.3g}",
+                f"{p['months']:.2f}",
+                f"{p['dp']}×{p['tp_model']}×{p['tp_ff']}×{p['pp']}×{p['ep']}",
+                str(p["pp_interleaving"]),
+                str(p["microbatches"]),
+                "ZB" if p["schedule"] == "zero-bubble" else "1F1B",
+            )
+        c.print(t)
+        stop = linear_scaling_stop(pts, hw)
+        if stop:
+            c.print(
+                f"Linear scaling stops (utilization < {stop['threshold_utilization']:.2f}) at {stop['first_point_flop']:.2g} FLOP "
+                f"(crossing ≈ {stop['crossing_flop']:.2g}); the curve ends at {pts[-1]['training_flop']:.2g} FLOP."
+            )
+
+
+@limits_app.command("search")
+def search_cmd(
+    compute: Annotated[float, typer.Option("--compute", help="Training compute in FLOP.")],
+    months: MonthsOpt = 3.0,
+    gpu: Annotated[str, typer.Option("--gpu", help="Scenario or catalog GPU.")] = "h100-sxm",
+    sparse: Annotated[bool, typer.Option("--sparse")] = False,
+    scaling: ScalingOpt = "default",
+    memory: MemoryOpt = "per-gpu",
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """The smallest cluster that trains a compute-optimal run of this compute within the time limit,
+    and its best layout."""
+    from dtsim.models.limits.curve import point_dict, shape_for_compute
+    from dtsim.models.limits.search import cluster_size
+
+    try:
+        _check_common(months, scaling, memory)
+        if not (math.isfinite(compute) and 1e18 <= compute <= 1e40):
+            raise ScenarioError([("compute", compute, "must be between 1e18 and 1e40 FLOP")])
+        (hw,) = _hardware([gpu], None, None)
+        try:
+            shape = shape_for_compute(compute, sparse, scaling)
+        except ValueError as exc:
+            raise ScenarioError([("compute", compute, str(exc))]) from None
+        best = cluster_size(shape, hw, months, memory)
+    except ScenarioError as exc:
+        _fail(exc)
+        return
+    if best is None:
+        out = {
+            "found": False,
+            "d_model": shape.d_model,
+            "training_flop": shape.training_flop,
+            "reason": f"no cluster trains it within {months:g} months (the latency wall)",
+        }
+    else:
+        out = {"found": True, **point_dict(shape, best)}
+    if as_json:
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        return
+    c = Console()
+    if best is None:
+        c.print(f"[red]{out['reason']}[/red] (d_model {shape.d_model}, {shape.training_flop:.2g} FLOP)")
+        return
+    c.print(
+        f"{shape.training_flop:.3g} FLOP run (d_model {shape.d_model}, {shape.layers} layers, E = {shape.sparsity}, "
+        f"batch {shape.batch_tokens:,} tokens) on {hw.name}: [bold]{best.n_gpus:,} GPUs[/bold], "
+        f"{best.months:.2f} months, utilization {best.utilization:.3f}"
+    )
+    L = best.layout
+    c.print(
+        f"Layout DP {L['dp']} × TP {L['tp_model']}×{L['tp_ff']} × PP {L['pp']} (v = {L['pp_interleaving']}, m = {L['microbatches']}, "
+        f"{L['schedule']}) × EP {L['ep']}; per level: "
+        + ", ".join(f"{k.replace('_per_level', '')} {v}" for k, v in best.levels.items())
+    )
+    c.print(
+        f"Per-GPU GEMM {best.gemm_shape[0]}×{best.gemm_shape[1]}×{best.gemm_shape[2]}; memory per GPU {best.memory['model_states_per_gpu_gb']:.1f} GB states, {best.memory['activations_per_gpu_gb']:.1f} GB activations"
+    )
+
+
+def register(app: typer.Typer, fail) -> None:
+    global _FAIL
+    _FAIL = fail
+    app.add_typer(limits_app, name="limits")

@@ -1,0 +1,168 @@
+"""The human-readable report of `dtsim simulate`, rendered with Rich."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from dtsim.models.decentralized.explain import derivation
+from dtsim.models.decentralized.result import Result
+from dtsim.models.decentralized.strategies.base import BREAKDOWN_KEYS
+
+NAMES = {
+    "compute": "compute",
+    "latency": "latency (RTT, EP all-to-all)",
+    "global_sync": "global sync (bandwidth)",
+    "regional_sync": "regional sync (bandwidth)",
+    "pipeline_comm": "pipeline hand-offs",
+    "bubble": "pipeline bubble",
+    "straggler": "straggler wait",
+}
+
+
+def _num(x: float | None, fmt: str = ",.2f", unit: str = "") -> str:
+    if x is None:
+        return "—"
+    return f"{x:{fmt}}{unit}"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    if seconds < 120:
+        return f"{seconds:,.2f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:,.1f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:,.1f} h"
+    return f"{seconds / 86400:,.1f} days"
+
+
+def _table(title: str) -> Table:
+    t = Table(title=title, title_justify="left", show_header=False, box=None, pad_edge=False, expand=False)
+    t.add_column(style="bold", no_wrap=True)
+    t.add_column(justify="right")
+    t.add_column(style="dim")
+    return t
+
+
+def render(r: Result, title: str = "dtsim", explain: bool = False) -> Group:
+    parts = []
+    head = Text()
+    head.append(f"{r.mode_label}", style="bold magenta")
+    head.append(f"\n{r.mode_reason}", style="italic")
+    parts.append(Panel(head, title=title, title_align="left"))
+
+    t = _table("Time")
+    t.add_row("Wall-clock (process D tokens)", _num(r.wall_clock_days, ",.1f", " days"), "D / throughput")
+    t.add_row(
+        "η-adjusted (equivalent quality)",
+        _num(r.effective_days, ",.1f", " days"),
+        "wall-clock / η, seed 000 §4.1",
+    )
+    t.add_row("Maximum useful run length", _num(r.max_days, ",.0f", " days"), "seed 000 §7")
+    t.add_row(
+        "Feasible",
+        "—" if r.feasible is None else ("yes" if r.feasible else "[red]no[/red]"),
+        "η-adjusted time ≤ maximum",
+    )
+    parts.append(t)
+
+    s = _table("Steps")
+    s.add_row("Compute per step (T_comp)", _duration(r.compute_step_s), "whole model, one node")
+    if r.mode in ("pp-group-diloco", "pp-over-wan"):
+        s.add_row("Pipeline step", _duration(r.inner_step_s), f"{r.pp_stages} stages, GPipe")
+    if r.mode != "pp-over-wan":
+        s.add_row("Global sync", _duration(r.sync_s), "WAN, stragglers included")
+    if r.mode == "hierarchical-diloco":
+        s.add_row(
+            "Regional sync", _duration(r.regional_sync_s), f"every H, {r.regional_steps_used} per global"
+        )
+    s.add_row("Outer step", _duration(r.outer_step_s), "")
+    if r.inner_steps_used is not None:
+        s.add_row(
+            "Inner steps H",
+            f"{r.inner_steps_used:,}",
+            f"auto would pick {r.auto_inner_steps:,}" if r.auto_inner_steps else "",
+        )
+    parts.append(s)
+
+    if r.outer_step_s:
+        b = Table(title="One outer step", title_justify="left", box=None, pad_edge=False)
+        b.add_column("part")
+        b.add_column("time", justify="right")
+        b.add_column("share", justify="right")
+        b.add_column("")
+        for key in BREAKDOWN_KEYS:
+            v = r.breakdown_s.get(key) or 0.0
+            if v <= 0:
+                continue
+            share = v / r.outer_step_s
+            bar = "█" * max(1, round(share * 30))
+            style = "bold red" if key == r.bottleneck and key != "compute" else ""
+            b.add_row(NAMES[key], _duration(v), f"{share:.1%}", Text(bar, style=style or "cyan"))
+        if r.hidden_sync_s:
+            b.add_row(
+                "[dim]sync hidden under compute[/dim]", f"[dim]{_duration(r.hidden_sync_s)}[/dim]", "", ""
+            )
+        parts.append(b)
+        parts.append(Text.from_markup(f"Bottleneck: [bold]{NAMES.get(r.bottleneck, r.bottleneck)}[/bold]"))
+
+    e = _table("Efficiency and quality")
+    e.add_row("η_H (inner steps)", _num(r.efficiency_h, ".1%"), "seed 000 §4")
+    e.add_row("η_C (compression)", _num(r.efficiency_compression, ".1%"), "quality table")
+    e.add_row("η_act (activation compression)", _num(r.efficiency_activation, ".1%"), "per pipeline hand-off")
+    e.add_row("η total", _num(r.efficiency, ".1%"), "")
+    e.add_row("Replica loss multiplier", _num(r.replica_loss_multiplier, ".4f"), "in χ")
+    e.add_row("χ (compute-optimal equivalent)", _num(r.chi, ".1%"), "Chinchilla")
+    e.add_row("Global MFU / HFU", f"{_num(r.global_mfu, '.1%')} / {_num(r.global_hfu, '.1%')}", "end to end")
+    e.add_row("Model FLOP (6·P·D)", f"{r.model_flop:.3g}", "")
+    e.add_row("Hardware FLOP (with recompute)", f"{r.hardware_flop:.3g}", "")
+    e.add_row("Quality-adjusted FLOP", _num(r.quality_adjusted_flop, ".3g"), "C · η · χ")
+    parts.append(e)
+
+    m = _table("Memory and layout")
+    m.add_row("Model state per replica", _num(r.model_state_memory_gb, ",.0f", " GB"), "")
+    m.add_row("Model state per node", _num(r.memory_per_node_gb, ",.0f", " GB"), "")
+    m.add_row("Pipeline stages / groups", f"{r.pp_stages} / {r.pp_groups}", "")
+    if r.idle_nodes:
+        m.add_row("Idle nodes", f"{r.idle_nodes:,}", "")
+    parts.append(m)
+
+    c = _table("Cost")
+    c.add_row("GPUs", _num(r.gpu_count, ","), "")
+    c.add_row("GPU-hours", _num(r.gpu_hours, ",.3g"), "wall-clock")
+    c.add_row(
+        "Capital cost",
+        _num(r.cost_usd, ",.0f") if r.cost_usd is None else f"${r.cost_usd:,.0f}",
+        "GPUs × price",
+    )
+    c.add_row("Energy", _num(r.energy_kwh, ",.3g", " kWh"), "board power × PUE")
+    parts.append(c)
+
+    if r.warnings:
+        w = Table(title="Warnings", title_justify="left", show_header=False, box=None, pad_edge=False)
+        w.add_column(style="yellow", no_wrap=True)
+        w.add_column()
+        for item in r.warnings:
+            w.add_row(item.code, item.message)
+        parts.append(w)
+
+    if explain:
+        x = Table(title="Derivation", title_justify="left", box=None, pad_edge=False)
+        x.add_column("quantity", style="bold")
+        x.add_column("formula")
+        x.add_column("value", justify="right")
+        x.add_column("source", style="dim")
+        for step in derivation(r):
+            x.add_row(step.quantity, step.formula, step.value, step.source)
+        parts.append(x)
+    return Group(*parts)
+
+
+def print_report(
+    r: Result, title: str = "dtsim", explain: bool = False, console: Console | None = None
+) -> None:
+    (console or Console()).print(render(r, title=title, explain=explain))

@@ -1,0 +1,284 @@
+"""CLI commands of the validation: `dtsim validate` and `dtsim calibrate`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from dtsim.errors import ScenarioError
+
+RunsOpt = Annotated[
+    Path | None,
+    typer.Option("--runs", help="A directory of your own record files (*.yaml), added to the bundled ones."),
+]
+SubsetOpt = Annotated[
+    str | None, typer.Option("--subset", help="Comma-separated group names or record ids (default: all).")
+]
+
+
+def _subset(text: str | None, known: set[str]) -> list[str] | None:
+    if not text:
+        return None
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ScenarioError(
+            [
+                (
+                    "--subset",
+                    unknown[0],
+                    "not a group or record id; groups: "
+                    + ", ".join(sorted(g for g in known if g.isupper() or "-" in g)[:40]),
+                )
+            ]
+        )
+    return names
+
+
+def plot_file(result: dict[str, Any], path: Path) -> Path:
+    """Predicted against measured, log-log, one colour per group, the y = x line."""
+    from dtsim.interfaces.plotting import pyplot
+
+    plt = pyplot(path)
+    rows = [r for r in result["runs"] if r.get("predicted") is not None]
+    if not rows:
+        raise ScenarioError([("--plot", str(path), "no predicted runs to plot")])
+    fig, ax = plt.subplots(figsize=(8, 7))
+    groups = list(dict.fromkeys(r["group"] for r in rows))
+    cmap = plt.get_cmap("tab20")
+    for i, g in enumerate(groups):
+        sel = [r for r in rows if r["group"] == g]
+        marker = "o" if sel[0]["role"] == "check" else "s"
+        ax.scatter(
+            [r["measured"] for r in sel],
+            [r["predicted"] for r in sel],
+            label=f"{g} ({sel[0]['role']})",
+            color=cmap(i % 20),
+            marker=marker,
+            s=28,
+            alpha=0.85,
+        )
+    lo = min(min(r["measured"], r["predicted"]) for r in rows) / 1.5
+    hi = max(max(r["measured"], r["predicted"]) for r in rows) * 1.5
+    ax.plot([lo, hi], [lo, hi], color="black", lw=1)
+    for f in (0.8, 1.25):
+        ax.plot([lo, hi], [lo * f, hi * f], color="grey", lw=0.6, ls="--")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("measured (each record's own unit)")
+    ax.set_ylabel("predicted by dtsim")
+    ax.set_title("dtsim against measured runs (squares: calibration, circles: predictions; dashed ±25%)")
+    ax.legend(fontsize=7, loc="upper left", ncol=2)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _bound_text(c: dict[str, Any]) -> str:
+    mark = "✓" if c["ok"] else "✗"
+    if c["bound"] == "max_abs_points":
+        return f"{mark}pt≤{c['limit']:g}"
+    short = "med" if c["bound"] == "median_abs_error" else "max"
+    return f"{mark}{short}≤{c['limit']:.0%}"
+
+
+def _ids(ids: list[str]) -> str:
+    if len(ids) <= 2:
+        return ", ".join(ids)
+    return f"{ids[0]} … {ids[-1]} ({len(ids)})"
+
+
+def _fmt(v: float | None, unit: str | None = None) -> str:
+    if v is None:
+        return "—"
+    return f"{v:,.4g}"
+
+
+def register(app: typer.Typer, fail) -> None:
+    @app.command()
+    def validate(
+        runs: RunsOpt = None,
+        subset: SubsetOpt = None,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="One JSON object: runs, summary, calibration.")
+        ] = False,
+        plot: Annotated[
+            Path | None,
+            typer.Option("--plot", help="Write a predicted-vs-measured scatter (.png/.svg/.pdf)."),
+        ] = None,
+        calibration: Annotated[
+            Path | None,
+            typer.Option("--calibration", help="Use this calibration file instead of the catalog's."),
+        ] = None,
+    ) -> None:
+        """Predict every measured run and print the distance from reality (exit 1 if a bound fails or a
+        record is rejected)."""
+        from contextlib import nullcontext
+
+        from dtsim import catalog
+        from dtsim.validation import load_dataset
+        from dtsim.validation import validate as run_validation
+        from dtsim.validation.calibrate import read
+
+        try:
+            ctx = catalog.use_calibration(read(calibration)) if calibration is not None else nullcontext()
+            data = load_dataset(runs)
+            known = set(data.groups) | {r.id for r in data.records}
+            names = _subset(subset, known)
+            with ctx:
+                result = run_validation(data, names)
+            if plot is not None:
+                plot_file(result, plot)
+        except ScenarioError as exc:
+            fail(exc)
+            return
+        err = Console(stderr=True)
+        for p in data.problems:
+            err.print(
+                f"[bold red]rejected:[/bold red] {p.file}: record {p.record}: {p.field}: {p.reason}",
+                highlight=False,
+            )
+        code = 0 if (result["bounds_ok"] and not data.problems) else 1
+        if as_json:
+            sys.stdout.write(json.dumps(result, indent=2, default=str) + "\n")
+            raise typer.Exit(code)
+        console = Console()
+        t = Table(title="Runs", title_justify="left")
+        for col in ("id", "group", "role", "metric", "measured", "predicted", "error"):
+            t.add_column(col, justify="right" if col in ("measured", "predicted", "error") else "left")
+        for r in result["runs"]:
+            if r["role"] == "reference":
+                t.add_row(
+                    r["id"],
+                    r["group"],
+                    "reference",
+                    str(r["metric"]),
+                    r.get("measured_text", "—"),
+                    "—",
+                    "not predicted",
+                )
+                continue
+            err_txt = "—" if r.get("error") is None else f"{r['error']:+.1%}"
+            if "points" in r:
+                err_txt += f" ({r['points']:+.1f} pt)"
+            t.add_row(
+                r["id"],
+                r["group"],
+                r["role"],
+                r["metric"],
+                _fmt(r["measured"]),
+                _fmt(r.get("predicted")),
+                err_txt,
+            )
+        console.print(t)
+        s = Table(title="Groups (|error| as a fraction of the measured value)", title_justify="left")
+        for col in (
+            "group",
+            "roles",
+            "runs",
+            "median |err|",
+            "max |err|",
+            "max |pt|",
+            "rank corr.",
+            "bounds",
+        ):
+            s.add_column(col, no_wrap=col in ("group", "runs", "roles"), overflow="fold")
+        for g, e in result["summary"].items():
+            bounds = " ".join(_bound_text(c) for c in e["bounds"])
+            s.add_row(
+                g,
+                ",".join(e["roles"]),
+                f"{e['predicted']}/{e['runs']}",
+                "—" if "median_abs_error" not in e else f"{e['median_abs_error']:.1%}",
+                "—" if "max_abs_error" not in e else f"{e['max_abs_error']:.1%}",
+                "—" if "max_abs_points" not in e else f"{e['max_abs_points']:.1f}",
+                "—" if e.get("spearman") is None else f"{e['spearman']:.2f}",
+                bounds or "—",
+            )
+        console.print(s)
+        c = Table(
+            title=f"Fitted constants in use (calibration of {result['calibration']['date']})",
+            title_justify="left",
+        )
+        for col in ("section", "name", "constant", "value", "fitted on"):
+            c.add_column(col)
+        for row in result["calibration"]["constants"]:
+            c.add_row(
+                row["section"], row["name"], row["constant"], f"{row['value']:.4g}", _ids(row["fitted_on"])
+            )
+        console.print(c)
+        console.print(
+            f"{len(result['runs'])} records ({sum(1 for r in result['runs'] if r.get('predicted') is not None)} predicted) "
+            f"in {result['seconds']:.1f} s; bounds {'all met' if result['bounds_ok'] else 'NOT all met'}"
+            + (f"; plot written to {plot}" if plot else "")
+        )
+        raise typer.Exit(code)
+
+    @app.command()
+    def calibrate(
+        subset: SubsetOpt = None,
+        runs: RunsOpt = None,
+        output: Annotated[
+            Path | None,
+            typer.Option("--output", help="Write here instead of the catalog's calibration.yaml."),
+        ] = None,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Fit and print; write nothing.")] = False,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="Print the calibration document as JSON.")
+        ] = False,
+    ) -> None:
+        """Fit the documented efficiency constants on the calibration subset and write them, with the
+        records they were fitted on, the date and the residuals."""
+        from dtsim.validation import calibrate as run_calibration
+        from dtsim.validation import load_dataset
+        from dtsim.validation.calibrate import default_path, write
+
+        try:
+            data = load_dataset(runs)
+            known = set(data.groups) | {r.id for r in data.records}
+            names = _subset(subset, known)
+            doc = run_calibration(data, names)
+            target = None
+            if not dry_run:
+                path = output or default_path()
+                try:
+                    target = write(doc, path)
+                except OSError as exc:
+                    raise ScenarioError(
+                        [("--output", str(path), f"cannot be written ({exc.strerror}); pass --output FILE")]
+                    ) from None
+        except ScenarioError as exc:
+            fail(exc)
+            return
+        for p in data.problems:
+            Console(stderr=True).print(f"[bold red]rejected:[/bold red] {p}", highlight=False)
+        if as_json:
+            sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+            return
+        console = Console()
+        t = Table(title=f"Fitted on {', '.join(doc['subset'])} ({doc['date']})", title_justify="left")
+        for col in ("section", "name", "constant", "value", "RMS log err", "fitted on"):
+            t.add_column(col)
+        from dtsim.validation.runner import constants_table
+
+        for row in constants_table(doc):
+            t.add_row(
+                row["section"],
+                row["name"],
+                row["constant"],
+                f"{row['value']:.4g}",
+                "—" if row["rms_log_error"] is None else f"{row['rms_log_error']:.4f}",
+                _ids(row["fitted_on"]),
+            )
+        console.print(t)
+        console.print("written to " + str(target) if target else "dry run: nothing written")

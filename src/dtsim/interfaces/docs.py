@@ -1,0 +1,52 @@
+"""Generated documentation: `python -m dtsim.interfaces.docs` rewrites docs/assumptions.md from the table."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from dtsim.assumptions import table
+
+
+def _value(v) -> str:
+    if isinstance(v, dict):
+        lines = []
+        for key, sub in v.items():
+            if isinstance(sub, dict):
+                lines.append(f"{key}: " + "; ".join(f"{k} {sv}" for k, sv in sub.items()))
+            else:
+                lines.append(f"{key} {sub}")
+        return "<br>".join(lines)
+    return str(v)
+
+
+def assumptions_markdown() -> str:
+    out = [
+        "# Assumptions",
+        "",
+        "Every modelling constant dtsim uses, generated from `src/dtsim/catalog/assumptions.yaml` by",
+        "`python -m dtsim.interfaces.docs` (a test fails when this page is stale). Override any of them per scenario:",
+        "`assumptions: {straggler_coefficient: 0.08}` in a scenario file, or",
+        "`dtsim simulate --set assumptions.straggler_coefficient=0.08`. `range` is what an override may be.",
+        "",
+        "| name | value | unit | range | seed | description | source |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in table():
+        rng = "" if row.range is None else f"{row.range[0]:g} – {row.range[1]:g}"
+        out.append(
+            f"| `{row.name}` | {_value(row.value)} | {row.unit} | {rng} | {row.seed} | {row.description} | {row.source} |"
+        )
+    out.append("")
+    return "\n".join(out)
+
+
+def main(argv: list[str]) -> int:
+    target = Path(argv[1]) if len(argv) > 1 else Path("docs/assumptions.md")
+    target.write_text(assumptions_markdown(), encoding="utf-8")
+    print(f"wrote {target}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main(sys.argv))

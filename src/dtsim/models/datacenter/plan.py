@@ -1,0 +1,232 @@
+"""`dtsim plan`: every valid parallel layout of a model on a cluster, ranked by seconds per iteration.
+
+The search is exhaustive over the grid below (so bounded; its size is printed): tensor, pipeline and
+context parallelism over the divisors allowed, virtual stages, micro-batch sizes, ZeRO stages,
+recomputation, sequence parallelism, schedules and the two placements of the embedding. All
+candidates are evaluated at once by the vectorized step model; those that break a divisibility rule
+or do not fit in GPU memory are counted by reason.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dtsim.assumptions import Assumptions
+from dtsim.models.datacenter.step import BREAKDOWN, RECOMPUTES, SCHEDULES, Cluster, evaluate, resolve_hardware
+from dtsim.physics.transformer import Architecture, count_params
+
+
+@dataclass
+class PlanOptions:
+    gbs: int
+    seq_len: int | None = None
+    precision: str = "bf16"
+    mbs_choices: tuple[int, ...] = (1, 2, 4, 8, 16)
+    max_vpp: int = 8
+    cp_choices: tuple[int, ...] = (1,)
+    dp_multiple: int = 1
+    gbs_multiple: int = 1
+    zero_choices: tuple[int, ...] = (0, 1, 2, 3)
+    recompute_choices: tuple[str, ...] = RECOMPUTES
+    schedule_choices: tuple[str, ...] = SCHEDULES
+    flash_attention: bool = True
+    overlap_grad_reduce: bool = True
+    overlap_tp_comm: bool = False
+    assumptions: dict[str, Any] = field(default_factory=dict)
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def enumerate_layouts(
+    a: Architecture, cluster: Cluster, opt: PlanOptions
+) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+    """All candidate layouts as columns, and the counts of those rejected for divisibility."""
+    n = cluster.n_gpus
+    seq = opt.seq_len or a.seq_len
+    rejected = {
+        "tensor parallel does not divide heads": 0,
+        "pipeline does not divide layers": 0,
+        "batch does not divide": 0,
+        "batch-ramp constraint": 0,
+    }
+    rows: list[tuple] = []
+    ep_choices = [1] if a.moe is None else [e for e in _divisors(a.moe.experts)]
+    # With FlashAttention selective recomputation changes nothing (the scores are never stored).
+    recompute_choices = [r for r in opt.recompute_choices if not (opt.flash_attention and r == "selective")]
+    for tp, cp in itertools.product(_divisors(n), opt.cp_choices):
+        if n % (tp * cp) or (cp > 1 and seq % (2 * cp)):
+            continue
+        if a.heads % tp or a.n_kv % tp:
+            rejected["tensor parallel does not divide heads"] += 1
+            continue
+        for pp in _divisors(n // (tp * cp)):
+            dp = n // (tp * cp * pp)
+            for balanced in (False, True):
+                slots = a.layers + (2 if balanced else 0)
+                if balanced and pp == 1:
+                    continue
+                if slots % pp:
+                    rejected["pipeline does not divide layers"] += 1
+                    continue
+                if dp % opt.dp_multiple or opt.gbs % opt.gbs_multiple:
+                    rejected["batch-ramp constraint"] += 1
+                    continue
+                vpps = [v for v in range(2, opt.max_vpp + 1) if pp > 1 and slots % (pp * v) == 0]
+                for mbs in opt.mbs_choices:
+                    if opt.gbs % (dp * mbs):
+                        rejected["batch does not divide"] += 1
+                        continue
+                    for ep in ep_choices:
+                        if ep > dp * cp:
+                            continue
+                        for sched in opt.schedule_choices:
+                            vs = vpps if sched == "interleaved" else [1]
+                            if sched in ("interleaved", "zero-bubble", "gpipe") and pp == 1:
+                                continue
+                            for v in vs:
+                                for sp in (False, True) if tp > 1 else (False,):
+                                    for zero in opt.zero_choices:
+                                        for rc in recompute_choices:
+                                            rows.append(
+                                                (
+                                                    dp,
+                                                    tp,
+                                                    pp,
+                                                    v,
+                                                    cp,
+                                                    ep,
+                                                    sp,
+                                                    mbs,
+                                                    zero,
+                                                    RECOMPUTES.index(rc),
+                                                    SCHEDULES.index(sched),
+                                                    balanced,
+                                                )
+                                            )
+    cols = np.array(rows, dtype=float).reshape(-1, 12)
+    names = ("dp", "tp", "pp", "vpp", "cp", "ep", "sp", "mbs", "zero", "recompute", "schedule", "balanced")
+    lay = {k: cols[:, i] for i, k in enumerate(names)}
+    for k in ("sp", "balanced"):
+        lay[k] = lay[k].astype(bool)
+    for k in ("zero", "recompute", "schedule"):
+        lay[k] = lay[k].astype(int)
+    lay["gbs"] = np.full(len(cols), float(opt.gbs))
+    lay["overlap_grad"] = np.full(len(cols), opt.overlap_grad_reduce)
+    lay["overlap_tp"] = np.full(len(cols), opt.overlap_tp_comm)
+    lay["flash"] = np.full(len(cols), opt.flash_attention)
+    return lay, rejected
+
+
+@dataclass
+class Plan:
+    model: str
+    params_b: float
+    n_gpus: int
+    gpu: str
+    searched: int
+    rejected: dict[str, int]
+    seconds: float
+    ranked: list[dict[str, Any]]
+
+
+def plan(a: Architecture, cluster: Cluster, opt: PlanOptions, top: int = 10) -> Plan:
+    t0 = time.perf_counter()
+    lay, rejected = enumerate_layouts(a, cluster, opt)
+    n_candidates = len(lay["dp"])
+    seq = opt.seq_len or a.seq_len
+    bits = {"bf16": 16, "fp16": 16, "fp8": 8}[opt.precision]
+    hw = resolve_hardware(cluster, opt.precision)
+    asm = Assumptions(opt.assumptions)
+    ranked: list[dict[str, Any]] = []
+    if n_candidates:
+        out = evaluate(a, hw, lay, asm, seq, bits)
+        fits = np.asarray(out["fits"])
+        rejected["does not fit in GPU memory"] = int((~fits).sum())
+        order = np.argsort(np.where(fits, out["step_time_s"], np.inf), kind="stable")
+        for i in order[: min(top, int(fits.sum()))]:
+            row = {k: (bool(v[i]) if v.dtype == bool else float(v[i])) for k, v in lay.items()}
+            layout = {
+                "dp": int(row["dp"]),
+                "tp": int(row["tp"]),
+                "pp": int(row["pp"]),
+                "vpp": int(row["vpp"]),
+                "cp": int(row["cp"]),
+                "ep": int(row["ep"]),
+                "sequence_parallel": row["sp"],
+                "mbs": int(row["mbs"]),
+                "gbs": opt.gbs,
+                "zero": int(row["zero"]),
+                "recompute": RECOMPUTES[int(row["recompute"])],
+                "schedule": SCHEDULES[int(row["schedule"])],
+                "embedding_stages": "balanced" if row["balanced"] else "first-last",
+            }
+            ranked.append(
+                {
+                    "layout": layout,
+                    "step_time_s": float(out["step_time_s"][i]),
+                    "model_tflops_per_gpu": float(out["model_tflops_per_gpu"][i]),
+                    "hardware_tflops_per_gpu": float(out["hardware_tflops_per_gpu"][i]),
+                    "mfu": float(out["mfu"][i]),
+                    "hfu": float(out["hfu"][i]),
+                    "memory_per_gpu_gb": float(out["memory_per_gpu_gb"][i]),
+                    "fits": True,
+                    "tokens_per_s": float(out["tokens_per_s"][i]),
+                    "bubble_fraction": float(out["bubble_fraction"][i]),
+                    "breakdown_s": {k: float(out[k][i]) for k in BREAKDOWN},
+                }
+            )
+    searched = n_candidates + sum(v for k, v in rejected.items() if k != "does not fit in GPU memory")
+    return Plan(
+        model=a.name,
+        params_b=count_params(a).total / 1e9,
+        n_gpus=cluster.n_gpus,
+        gpu=cluster.gpu,
+        searched=searched,
+        rejected=rejected,
+        seconds=time.perf_counter() - t0,
+        ranked=ranked,
+    )
+
+
+def shapes_near(
+    target_params: float,
+    vocab: int,
+    seq_len: int,
+    tolerance: float = 0.1,
+    head_dim: int = 128,
+    heads_multiple: int = 8,
+    aspect_range: tuple[float, float] = (32.0, 256.0),
+):
+    """GPT shapes near a parameter count: hidden = heads × head_dim with heads a multiple of
+    `heads_multiple` (so tensor parallelism up to 8 divides them), layers a multiple of 4, parameters
+    within ±tolerance of the target, and aspect ratio hidden/layers inside `aspect_range` — Kaplan et al.
+    2020 (§3.1, Fig. 5) find loss depends only weakly on shape within roughly this band, so shapes in it
+    are interchangeable for quality and the planner can rank them by speed."""
+    out = []
+    step = head_dim * heads_multiple
+    for layers in range(4, 257, 4):
+        # l·12h² ≈ P − V·h: solve for h, then scan multiples of the step around it
+        h_guess = (target_params / (12.0 * layers)) ** 0.5
+        base = max(step, round(h_guess / step) * step)
+        for hidden in range(max(step, base - 3 * step), base + 4 * step, step):
+            if not aspect_range[0] <= hidden / layers <= aspect_range[1]:
+                continue
+            arch = Architecture(
+                name=f"h{hidden}-l{layers}",
+                hidden=hidden,
+                layers=layers,
+                heads=hidden // head_dim,
+                vocab=vocab,
+                seq_len=seq_len,
+            )
+            p = count_params(arch).total
+            if abs(p / target_params - 1.0) <= tolerance:
+                out.append(arch)
+    return out

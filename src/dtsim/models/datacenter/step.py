@@ -1,0 +1,623 @@
+"""The datacenter model: step time, throughput, MFU/HFU and memory of a parallel layout.
+
+Given a transformer architecture, a cluster (GPU, nodes × GPUs per node, fabrics) and a layout
+(DP, TP, PP, virtual stages, CP, SP, EP, micro-batch, global batch, ZeRO stage, recomputation,
+pipeline schedule), predict — from the GEMM model of seed 002 §8.1.1, a memory-bandwidth roofline for
+everything else, α-β collectives and the pipeline schedules — the time of one iteration and where it
+goes. `evaluate` is vectorized over layouts (the planner evaluates thousands at once); `step` runs one.
+
+Placement follows Megatron-LM's rank order (tensor innermost, then context, data, pipeline): tensor
+groups stay inside a node when they fit; data-parallel groups span nodes hierarchically; pipeline
+neighbours sit tp·cp·dp ranks apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from dtsim import catalog
+from dtsim.assumptions import Assumptions
+from dtsim.errors import ScenarioError
+from dtsim.physics import collectives as coll
+from dtsim.physics.dataparallel import exposed_bucketed_allreduce
+from dtsim.physics.gemm import gemm_time, memory_bound_time
+from dtsim.physics.transformer import (
+    Architecture,
+    activation_bytes_per_layer,
+    attention_params,
+    count_params,
+    ffn_params,
+    hardware_flops_per_token,
+    megatron2021_flops_per_iteration,
+    model_flops_per_token,
+)
+
+SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero-bubble")
+RECOMPUTES = ("none", "selective", "full")
+PRECISION_BITS = {"bf16": 16, "fp16": 16, "fp8": 8}
+BREAKDOWN = (
+    "forward",
+    "backward",
+    "recompute",
+    "bubble",
+    "tp_comm",
+    "pp_comm",
+    "dp_comm_exposed",
+    "overlap_interference",
+    "optimizer",
+)
+
+
+class Cluster(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    gpu: str = Field("a100-80gb", description="Catalog GPU with micro-architecture constants.")
+    nodes: int = Field(1, ge=1, le=1_000_000)
+    gpus_per_node: int = Field(8, ge=1, le=100_000)
+    intra_fabric: str | None = Field(None, description="Fabric inside a node (default: the GPU's NVLink).")
+    inter_fabric: str | None = Field(None, description="Fabric between nodes (default: the GPU's NIC).")
+    nics_per_gpu: float | None = Field(None, gt=0, le=64, description="NICs per GPU (default: the GPU's).")
+
+    @model_validator(mode="after")
+    def _check(self) -> Cluster:
+        gpu = catalog.gpus().get(self.gpu)
+        if gpu is None or gpu.micro is None:
+            modelled = [k for k, g in catalog.gpus().items() if g.micro is not None]
+            raise ScenarioError(
+                [("gpu", self.gpu, f"needs micro-architecture constants; modelled: {', '.join(modelled)}")]
+            )
+        for field in ("intra_fabric", "inter_fabric"):
+            value = getattr(self, field)
+            if value is not None and value not in catalog.fabrics():
+                raise ScenarioError(
+                    [(field, value, f"unknown fabric; known: {', '.join(catalog.fabrics())}")]
+                )
+        return self
+
+    @property
+    def n_gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+
+class Layout(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    dp: int | None = Field(None, ge=1, description="Data-parallel degree (default: GPUs / (tp·pp·cp)).")
+    tp: int = Field(1, ge=1, le=4096)
+    pp: int = Field(1, ge=1, le=100_000)
+    vpp: int = Field(1, ge=1, le=1000, description="Virtual (interleaved) stages per pipeline stage.")
+    cp: int = Field(1, ge=1, le=4096, description="Context parallelism (splits the sequence).")
+    ep: int = Field(1, ge=1, le=100_000, description="Expert parallelism (MoE).")
+    sequence_parallel: bool = False
+    mbs: int = Field(1, ge=1, le=1_000_000, description="Micro-batch size in sequences.")
+    gbs: int = Field(ge=1, le=1_000_000_000, description="Global batch size in sequences.")
+    zero: int = Field(1, ge=0, le=3, description="ZeRO stage over the data-parallel group.")
+    recompute: Literal["none", "selective", "full"] = "selective"
+    schedule: Literal["gpipe", "1f1b", "interleaved", "zero-bubble"] = "1f1b"
+    overlap_grad_reduce: bool = Field(
+        True, description="Overlap the gradient reduction with the backward pass."
+    )
+    overlap_tp_comm: bool = Field(False, description="Overlap tensor-parallel collectives with GEMMs.")
+    flash_attention: bool = True
+    embedding_stages: Literal["first-last", "balanced"] = Field(
+        "first-last",
+        description="Embedding and output layer on the first/last stages, or as their own slots.",
+    )
+
+
+class Workload(BaseModel):
+    """A model on a cluster with a layout: the input of `dtsim step`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    model: str | Architecture
+    seq_len: int | None = Field(None, ge=1, description="Training sequence length (default: the model's).")
+    precision: Literal["bf16", "fp16", "fp8"] = "bf16"
+    cluster: Cluster = Field(default_factory=Cluster)
+    layout: Layout
+    assumptions: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Hardware:
+    micro: Any
+    clock_derate: float  # sustained-clock derate in use (calibrated for the generation, else catalog)
+    peak_flop_s: float  # datasheet dense peak at the precision (MFU denominator)
+    memory_bytes: float
+    intra_bw: float
+    intra_alpha: float
+    inter_bw: float  # per GPU
+    inter_alpha: float
+    gpus_per_node: int
+    n_gpus: int
+
+
+def calibrated_derate(generation: str) -> float | None:
+    """The sustained-clock derate fitted for a GPU generation (catalog/calibration.yaml), if any."""
+    entry = catalog.calibration().get(generation)
+    return None if entry is None else float(entry["clock_derate"])
+
+
+def resolve_hardware(cluster: Cluster, precision: str, calibrated: bool = True) -> Hardware:
+    gpu = catalog.gpus()[cluster.gpu]
+    m = gpu.micro
+    fabrics = catalog.fabrics()
+    intra = fabrics[cluster.intra_fabric or m.nvlink]
+    inter = fabrics[cluster.inter_fabric or m.nic]
+    nics = cluster.nics_per_gpu if cluster.nics_per_gpu is not None else m.nics_per_gpu
+    peak = gpu.peak_tflops(precision) or gpu.fp16_tflops
+    derate = calibrated_derate(m.generation) if calibrated else None
+    return Hardware(
+        micro=m,
+        clock_derate=m.clock_derate if derate is None else derate,
+        peak_flop_s=peak * 1e12,
+        memory_bytes=gpu.memory_gb * 1e9,
+        intra_bw=intra.bus_bytes_per_s,
+        intra_alpha=intra.latency_s,
+        inter_bw=inter.bus_bytes_per_s * nics,
+        inter_alpha=inter.latency_s,
+        gpus_per_node=cluster.gpus_per_node,
+        n_gpus=cluster.n_gpus,
+    )
+
+
+def _collective_bw(span, hw: Hardware):
+    """(bandwidth, α) for a group whose members are `span` ranks apart in total extent: NVLink when
+    the whole group fits in one node, else the inter-node fabric."""
+    inside = span <= hw.gpus_per_node
+    return np.where(inside, hw.intra_bw, hw.inter_bw), np.where(inside, hw.intra_alpha, hw.inter_alpha)
+
+
+def _layer_gemms(a: Architecture, tp, tokens, moe_layer: bool, ep):
+    """[(d1, d2, b, count)] for the weight GEMMs of one layer on one GPU, forward pass."""
+    h = a.hidden
+    out = []
+    if a.attention == "mla" and a.mla is not None:
+        m = a.mla
+        qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+        out += [
+            (m.q_lora_rank, h, tokens, 1.0),
+            (a.heads * qk / tp, m.q_lora_rank, tokens, 1.0),
+            (m.kv_lora_rank + m.qk_rope_head_dim, h, tokens, 1.0),
+            (a.heads * (m.qk_nope_head_dim + m.v_head_dim) / tp, m.kv_lora_rank, tokens, 1.0),
+            (h, a.heads * m.v_head_dim / tp, tokens, 1.0),
+        ]
+    else:
+        out += [
+            ((a.heads + 2 * a.n_kv) * a.d_head / tp, h, tokens, 1.0),
+            (h, a.heads * a.d_head / tp, tokens, 1.0),
+        ]
+    up = a.ffn_matrices - 1  # 1 (GeLU) or 2 (SwiGLU gate and up) input projections
+    if moe_layer and a.moe is not None:
+        e_ffn = a.moe.expert_ffn or a.ffn_size
+        local_experts = a.moe.experts / ep
+        routed_tokens = tokens * ep * a.moe.top_k / a.moe.experts  # tokens each local expert receives
+        out += [
+            (a.moe.experts, h, tokens, 1.0),  # router
+            (up * e_ffn / tp, h, routed_tokens, local_experts),
+            (h, e_ffn / tp, routed_tokens, local_experts),
+        ]
+        if a.moe.shared_experts:
+            s_ffn = e_ffn * a.moe.shared_experts
+            out += [(up * s_ffn / tp, h, tokens, 1.0), (h, s_ffn / tp, tokens, 1.0)]
+    else:
+        out += [(up * a.ffn_size / tp, h, tokens, 1.0), (h, a.ffn_size / tp, tokens, 1.0)]
+    return out
+
+
+def _gemm_set_time(gemms, micro, bits, derate):
+    fwd = bwd = 0.0
+    for d1, d2, b, count in gemms:
+        f = gemm_time(d1, d2, b, micro, bits, False, derate)
+        w = gemm_time(d1, d2, b, micro, bits, True, derate)
+        fwd = fwd + count * f
+        bwd = bwd + count * (f + w)  # input gradient (same shape) + weight gradient
+    return fwd, bwd
+
+
+def _attention_core(a: Architecture, tp, cp, mbs, s, flash, micro, bits, derate, asm):
+    """Forward and backward time of the score and context matmuls (plus softmax traffic when not
+    using FlashAttention) for one layer and one micro-batch on one GPU."""
+    heads = a.heads / tp
+    if a.attention == "mla" and a.mla is not None:
+        dqk = a.mla.qk_nope_head_dim + a.mla.qk_rope_head_dim
+        dv = a.mla.v_head_dim
+    else:
+        dqk = dv = a.d_head
+    sq = s / cp
+    count = mbs * heads
+    score = gemm_time(sq, dqk, s, micro, bits, False, derate)
+    context = gemm_time(sq, s, dv, micro, bits, False, derate)
+    lat = micro.matmul_latency_s
+    core = count * (score - lat + context - lat) + 2 * lat  # one batched kernel per matmul
+    causal = np.where(flash, asm.causal_skip_fraction, 1.0)
+    fwd = core * causal
+    softmax = np.where(
+        flash, 0.0, memory_bound_time(count * sq * s * asm.softmax_bytes_per_score, micro, asm.hbm_efficiency)
+    )
+    fwd = fwd + softmax
+    bwd = np.where(flash, asm.flash_backward_factor * core * causal, 2.0 * core + 2.0 * softmax)
+    return fwd, bwd
+
+
+def evaluate(
+    a: Architecture,
+    hw: Hardware,
+    lay: dict[str, Any],
+    asm: Assumptions,
+    seq_len: int,
+    bits: int = 16,
+    clock_derate=None,
+) -> dict[str, np.ndarray]:
+    """Step time, throughput and memory for layouts given as arrays (or scalars) in `lay`:
+    dp, tp, pp, vpp, cp, ep, sp, mbs, gbs, zero (0–3), recompute (0 none, 1 selective, 2 full),
+    schedule (index into SCHEDULES), overlap_grad, overlap_tp, flash, balanced (embedding stages)."""
+    f = {k: np.asarray(v) for k, v in lay.items()}
+    dp, tp, pp, vpp, cp, ep = (f[k].astype(float) for k in ("dp", "tp", "pp", "vpp", "cp", "ep"))
+    sp, flash, balanced = f["sp"].astype(bool), f["flash"].astype(bool), f["balanced"].astype(bool)
+    mbs, gbs = f["mbs"].astype(float), f["gbs"].astype(float)
+    zero, recompute, schedule = f["zero"], f["recompute"], f["schedule"]
+    micro = hw.micro
+    if clock_derate is None:
+        clock_derate = hw.clock_derate
+    s = seq_len
+    h = a.hidden
+    tokens = mbs * s / cp
+    m = gbs / (dp * mbs)  # micro-batches per pipeline per step
+    vpp = np.where(schedule == 2, vpp, 1.0)
+
+    # --- one micro-batch through one layer on one GPU --------------------------------------------------
+    def layer_times(moe_layer: bool):
+        fwd, bwd = _gemm_set_time(_layer_gemms(a, tp, tokens, moe_layer, ep), micro, bits, clock_derate)
+        af, ab = _attention_core(a, tp, cp, mbs, s, flash, micro, bits, clock_derate, asm)
+        ffn = (a.moe.expert_ffn or a.ffn_size) * a.moe.top_k if (moe_layer and a.moe) else a.ffn_size
+        replicated = 11.0 * h * np.where(sp, 1.0 / tp, 1.0)  # norms and bias-dropout-residual adds
+        sharded = (a.ffn_matrices + 1.0) * ffn / tp  # activation function read/write
+        elem_fwd = memory_bound_time(2.0 * tokens * (replicated + sharded), micro, asm.hbm_efficiency)
+        return fwd + af + elem_fwd, bwd + ab + 2.0 * elem_fwd, af
+
+    moe_layers = a.moe_layers
+    dense_layers = a.layers - moe_layers
+    d_f, d_b, d_attn = layer_times(False)
+    if moe_layers:
+        m_f, m_b, m_attn = layer_times(True)
+    else:
+        m_f = m_b = m_attn = 0.0
+    mean_f = (dense_layers * d_f + moe_layers * m_f) / a.layers
+    mean_b = (dense_layers * d_b + moe_layers * m_b) / a.layers
+    mean_attn = (dense_layers * d_attn + moe_layers * m_attn) / a.layers
+
+    # tensor-parallel collectives: 2 per layer forward, 2 backward (all-reduce, or reduce-scatter +
+    # all-gather with sequence parallelism: the same bytes); 2 more forward when fully recomputing
+    tp_bw, tp_alpha = _collective_bw(tp, hw)
+    tp_size = tokens * h * 2.0
+    tp_one = coll.ring_allreduce_time(tp, tp_size, tp_bw, tp_alpha)
+    tp_f, tp_b = 2.0 * tp_one, 2.0 * tp_one
+    if moe_layers:
+        ep_bw, ep_alpha = _collective_bw(ep * tp, hw)
+        a2a = coll.all_to_all_time(ep, tokens * h * 2.0 * a.moe.top_k, ep_bw, ep_alpha)
+        tp_f = tp_f + 2.0 * a2a * moe_layers / a.layers
+        tp_b = tp_b + 2.0 * a2a * moe_layers / a.layers
+    overlap_tp = f["overlap_tp"].astype(bool)
+    exp_tp_f = np.where(overlap_tp, np.maximum(0.0, tp_f - 0.5 * mean_f), tp_f)
+    exp_tp_b = np.where(overlap_tp, np.maximum(0.0, tp_b - 0.5 * mean_b), tp_b)
+
+    rc_compute = np.where(
+        recompute == 2, mean_f, np.where(recompute == 1, np.where(flash, 0.0, mean_attn), 0.0)
+    )
+    rc_tp = np.where(recompute == 2, exp_tp_f, 0.0)
+
+    # --- stages: layers per stage, embedding and output layer on the first/last -------------------------
+    slots = np.where(balanced, a.layers + 2.0, float(a.layers))
+    per_stage = slots / pp
+    layers_last = np.where(balanced, per_stage - 1.0, per_stage)
+    logits_f, logits_b = _gemm_set_time([(a.vocab / tp, h, tokens, 1.0)], micro, bits, clock_derate)
+    ce = memory_bound_time(
+        tokens * a.vocab / tp * 4.0 * 3.0, micro, asm.hbm_efficiency
+    )  # fp32 softmax + loss
+    last_f = layers_last * (mean_f + exp_tp_f) + logits_f + ce
+    last_b = layers_last * (mean_b + exp_tp_b) + logits_b + 2.0 * ce
+    mid_f = per_stage * (mean_f + exp_tp_f)
+    mid_b = per_stage * (mean_b + exp_tp_b)
+    t_f = np.maximum(last_f, np.where(pp > 1, mid_f, 0.0))
+    t_b = np.maximum(last_b, np.where(pp > 1, mid_b, 0.0))
+    t_rc = np.where(last_f >= mid_f, layers_last, per_stage) * (rc_compute + rc_tp)
+    compute_f = np.where(last_f >= mid_f, layers_last * mean_f + logits_f + ce, per_stage * mean_f)
+    compute_b = np.where(last_f >= mid_f, layers_last * mean_b + logits_b + 2.0 * ce, per_stage * mean_b)
+    tp_total = t_f - compute_f + t_b - compute_b
+
+    # --- pipeline: p2p hand-offs and the schedule's bubble ------------------------------------------------
+    pp_bw, pp_alpha = _collective_bw(2.0 * tp * cp * dp, hw)
+    handoff = tokens * h * 2.0 / np.where(sp, tp, 1.0)
+    p2p = np.where(
+        pp > 1, 2.0 * coll.p2p_time(handoff, pp_bw, pp_alpha), 0.0
+    )  # activation out, gradient back
+    work = t_f + t_b + t_rc
+    zb_ok = m >= 2.0 * pp - 1.0
+    bubble_slots = np.where((schedule == 3) & zb_ok, 0.0, (pp - 1.0) / vpp)
+    passes = m * vpp + np.where((schedule == 3) & zb_ok, 0.0, pp - 1.0)
+    pipeline = (m + bubble_slots) * work + passes * p2p
+    pp_comm = passes * p2p
+    bubble = bubble_slots * work
+
+    # --- parameters per GPU, data-parallel reduction, optimizer ----------------------------------------------
+    pc = count_params(a)
+    attn_all, _ = attention_params(a)
+    if a.moe is not None:
+        e_all, _ = ffn_params(a, a.moe.expert_ffn or a.ffn_size)
+        moe_ffn_gpu = (a.moe.experts / ep * e_all + a.moe.shared_experts * e_all) / tp + pc.router_per_layer
+    else:
+        moe_ffn_gpu = 0.0
+    dense_ffn_gpu = pc.dense_ffn_per_layer / tp
+    layer_params_gpu = (attn_all / tp + pc.norms_per_layer) * 1.0
+    mean_layer_gpu = layer_params_gpu + (dense_layers * dense_ffn_gpu + moe_layers * moe_ffn_gpu) / a.layers
+    emb_gpu = (pc.embedding + pc.positions) / tp
+    out_gpu = (a.vocab * h) / tp + pc.final_norm
+    first_params = np.where(balanced, per_stage - 1.0, per_stage) * mean_layer_gpu + emb_gpu
+    last_params = layers_last * mean_layer_gpu + out_gpu
+    mid_params = per_stage * mean_layer_gpu
+    stage_params = np.maximum(np.maximum(first_params, last_params), np.where(pp > 2, mid_params, 0.0))
+    # One stage holds everything; tied input and output embeddings are then one matrix.
+    single = (
+        mean_layer_gpu * a.layers + emb_gpu + (0.0 if a.tied_embeddings else a.vocab * h / tp) + pc.final_norm
+    )
+    stage_params = np.where(pp == 1, single, stage_params)
+
+    # Data-parallel reduction of the stage's gradients (ZeRO: Rajbhandari et al. 2020 §5, §7).
+    #   stage 0: all-reduce the accumulated gradients once per step;
+    #   stage 1 (Megatron's distributed optimizer): reduce-scatter them once per step, then all-gather
+    #     the updated weights — half the all-reduce traffic each way;
+    #   stage 2: gradients are sharded, so they cannot accumulate locally: every micro-batch's
+    #     gradients are reduce-scattered during its backward pass;
+    #   stage 3: additionally all-gather the stage's parameters before every micro-batch's forward and
+    #     backward pass.
+    # Once-per-step reductions overlap the last backward pass bucket by bucket (seed 003
+    # "Bucket-Based Overlap"); the weight all-gather overlaps the next step's first forward pass.
+    # Per-micro-batch traffic hides under all micro-batches' compute except its last bucket.
+    # The DP group is one NCCL ring: `in_node` of its ranks per node over `across` nodes. Buckets (DDP)
+    # and layers (ZeRO-3/FSDP units) follow each other through the same channels, so the ring's
+    # latency (its pipeline fill) is paid once per pass, not once per bucket.
+    grad_size = stage_params * asm.grad_bytes
+    weight_size = stage_params * asm.weight_bytes
+    dp_group = dp * cp
+    in_node = np.clip(np.floor(hw.gpus_per_node / (tp * cp)), 1.0, dp_group)
+    across = np.ceil(dp_group / in_node)
+    busbw = coll.nccl_ring_busbw(in_node, across, hw.intra_bw, hw.inter_bw)
+    alpha = np.where(across > 1, hw.inter_alpha, hw.intra_alpha)
+    buckets = np.maximum(np.ceil(grad_size / (asm.ddp_bucket_mb * 1e6)), 1.0)
+    stage_layers = np.maximum(np.where(last_f >= mid_f, layers_last, per_stage), 1.0)
+    allreduce = coll.nccl_ring_time(dp_group, grad_size, busbw, alpha, 2.0)
+    reduce_scatter = coll.nccl_ring_time(dp_group, grad_size, busbw, alpha, 1.0)
+    gather = coll.nccl_ring_time(dp_group, weight_size, busbw, alpha, 1.0)
+    gather_once = gather
+    layer_gather = gather  # ZeRO-3: the stage's parameters, layer by layer
+    layer_rs = reduce_scatter
+    multi = dp_group > 1
+    overlap = f["overlap_grad"].astype(bool)
+    once = np.where(multi & (zero <= 1), np.where(zero == 1, reduce_scatter, allreduce), 0.0)
+    once_gather = np.where(multi & (zero >= 1) & (zero <= 2), gather_once, 0.0)
+    per_mb = np.where(
+        multi & (zero >= 2), np.where(zero >= 3, layer_rs + 2.0 * layer_gather, reduce_scatter), 0.0
+    )
+    units = np.where(zero >= 3, stage_layers, buckets)
+    # All of it competes for one compute budget, the step's m·work: what cannot hide is the larger of
+    # the pieces that never can (the last bucket or layer of each, and what outlasts the one pass it
+    # overlaps) and the excess of the total over the budget. A faster link never makes this larger.
+    overlappable = once + once_gather + m * per_mb
+    tails = (
+        exposed_bucketed_allreduce(once, t_b, buckets)
+        + exposed_bucketed_allreduce(once_gather, t_f, buckets)
+        + per_mb / units
+    )
+    dp_exposed = np.where(overlap, np.maximum(tails, overlappable - m * work), overlappable)
+    # Compute slows while a collective overlaps it (communication kernels hold SMs and HBM bandwidth):
+    # charge `overlap_compute_slowdown` of every second of hidden communication (arXiv 2507.03114).
+    hidden = np.where(overlap, np.maximum(overlappable - dp_exposed, 0.0), 0.0)
+    hidden_tp = m * np.where(overlap_tp, (tp_f - exp_tp_f) + (tp_b - exp_tp_b), 0.0) * per_stage
+    interference = asm.overlap_compute_slowdown * (hidden + hidden_tp)
+    opt_params = np.where(zero >= 1, stage_params / dp_group, stage_params)
+    optimizer = memory_bound_time(opt_params * asm.optimizer_traffic_bytes, micro, asm.hbm_efficiency)
+
+    step = pipeline + dp_exposed + interference + optimizer
+
+    # --- memory per GPU (the peak stage) ---------------------------------------------------------------------------
+    w = stage_params * asm.weight_bytes / np.where(zero >= 3, dp_group, 1.0)
+    g = stage_params * asm.grad_bytes / np.where(zero >= 2, dp_group, 1.0)
+    o = stage_params * asm.optimizer_bytes / np.where(zero >= 1, dp_group, 1.0)
+    # FlashAttention never stores the s×s scores, so its layers keep what selective recomputation keeps.
+    act_layer = np.where(
+        recompute == 2,
+        activation_bytes_per_layer(a, mbs, tp, sp, "full", s) / cp,
+        np.where(
+            (recompute == 1) | flash,
+            activation_bytes_per_layer(a, mbs, tp, sp, "selective", s) / cp,
+            activation_bytes_per_layer(a, mbs, tp, sp, "none", s) / cp,
+        ),
+    )
+    full_layer = activation_bytes_per_layer(a, mbs, tp, sp, "none", s) / cp
+    in_flight = np.where(
+        schedule == 0,
+        m,
+        np.where(
+            schedule == 3,
+            np.minimum(m, 2.0 * pp),
+            np.minimum(m, pp) * (1.0 + (pp - 1.0) / (pp * vpp) * (vpp > 1)),
+        ),
+    )
+    first_layers = np.where(balanced, per_stage - 1.0, per_stage)
+    activations = np.maximum(first_layers, per_stage) * in_flight * act_layer + np.where(
+        recompute == 2, full_layer, 0.0
+    )
+    logits_mem = np.where(pp == 1, 1.0, 0.0) * tokens * a.vocab / tp * 4.0
+    memory = w + g + o + activations + logits_mem + asm.framework_overhead_gb * 1e9
+    last_stage_memory = (
+        last_params
+        * (
+            asm.weight_bytes / np.where(zero >= 3, dp_group, 1.0)
+            + asm.grad_bytes / np.where(zero >= 2, dp_group, 1.0)
+            + asm.optimizer_bytes / np.where(zero >= 1, dp_group, 1.0)
+        )
+        + layers_last * act_layer
+        + tokens * a.vocab / tp * 4.0
+        + asm.framework_overhead_gb * 1e9
+    )
+    memory = np.maximum(memory, last_stage_memory)
+
+    # --- throughput --------------------------------------------------------------------------------------------------
+    n = dp * tp * pp * cp
+    tokens_step = gbs * s
+    model_flop = model_flops_per_token(a, s) * tokens_step
+    rc_name = np.asarray(RECOMPUTES)[recompute]
+    hw_per_token = np.select(
+        [rc_name == r for r in RECOMPUTES], [hardware_flops_per_token(a, r, s) for r in RECOMPUTES]
+    )
+    hardware_flop = hw_per_token * tokens_step
+    out = {
+        "step_time_s": step,
+        "model_flop": model_flop * np.ones_like(step),
+        "hardware_flop": hardware_flop * np.ones_like(step),
+        "megatron2021_flop": megatron2021_flops_per_iteration(a, gbs, s) * np.ones_like(step),
+        "model_tflops_per_gpu": model_flop / (step * n) / 1e12,
+        "hardware_tflops_per_gpu": hardware_flop / (step * n) / 1e12,
+        "mfu": model_flop / (step * n * hw.peak_flop_s),
+        "hfu": hardware_flop / (step * n * hw.peak_flop_s),
+        "memory_per_gpu_gb": memory / 1e9,
+        "fits": memory <= asm.usable_memory_fraction * hw.memory_bytes,
+        "micro_batches": m * np.ones_like(step),
+        "tokens_per_s": tokens_step / step,
+        "forward": m * compute_f,
+        "backward": m * compute_b,
+        "recompute": m * np.where(last_f >= mid_f, layers_last, per_stage) * rc_compute,
+        "bubble": bubble,
+        "bubble_fraction": bubble_slots / (m + bubble_slots),
+        "tp_comm": m * (tp_total + np.where(last_f >= mid_f, layers_last, per_stage) * rc_tp),
+        "pp_comm": pp_comm,
+        "dp_comm_exposed": dp_exposed,
+        "overlap_interference": interference,
+        "optimizer": optimizer,
+    }
+    return {k: np.broadcast_to(v, np.shape(step)) for k, v in out.items()}
+
+
+def layout_arrays(layout: Layout, n_gpus: int) -> dict[str, Any]:
+    """One Layout as the scalar columns `evaluate` reads."""
+    model_par = layout.tp * layout.pp * layout.cp
+    dp = layout.dp if layout.dp is not None else n_gpus // model_par
+    schedule = layout.schedule
+    if layout.vpp > 1 and schedule == "1f1b":
+        schedule = "interleaved"
+    return {
+        "dp": dp,
+        "tp": layout.tp,
+        "pp": layout.pp,
+        "vpp": layout.vpp,
+        "cp": layout.cp,
+        "ep": layout.ep,
+        "sp": layout.sequence_parallel,
+        "mbs": layout.mbs,
+        "gbs": layout.gbs,
+        "zero": layout.zero,
+        "recompute": RECOMPUTES.index(layout.recompute),
+        "schedule": SCHEDULES.index(schedule),
+        "overlap_grad": layout.overlap_grad_reduce,
+        "overlap_tp": layout.overlap_tp_comm,
+        "flash": layout.flash_attention,
+        "balanced": layout.embedding_stages == "balanced",
+    }
+
+
+def check_layout(a: Architecture, layout: Layout, cluster: Cluster, seq_len: int | None = None) -> None:
+    """The divisibility rules of Megatron-LM, with the field, value and rule of the first broken one."""
+    n = cluster.n_gpus
+    col = layout_arrays(layout, n)
+    dp, tp, pp, cp = col["dp"], layout.tp, layout.pp, layout.cp
+    problems = []
+    if dp * tp * pp * cp != n:
+        problems.append(
+            ("layout.dp", dp, f"dp·tp·pp·cp must equal the GPU count {n} (tp={tp}, pp={pp}, cp={cp})")
+        )
+    if a.heads % tp or a.n_kv % tp:
+        problems.append(("layout.tp", tp, f"must divide heads = {a.heads} and kv_heads = {a.n_kv}"))
+    slots = a.layers + (2 if layout.embedding_stages == "balanced" else 0)
+    if slots % (pp * layout.vpp):
+        problems.append(("layout.pp", pp, f"pp·vpp = {pp * layout.vpp} must divide {slots} layer slots"))
+    if layout.vpp > 1 and layout.schedule not in ("interleaved", "1f1b"):
+        problems.append(("layout.vpp", layout.vpp, "virtual stages need the interleaved schedule"))
+    if layout.gbs % (dp * layout.mbs):
+        problems.append(("layout.gbs", layout.gbs, f"must be a multiple of dp·mbs = {dp * layout.mbs}"))
+    if layout.ep > 1 and (a.moe is None or a.moe.experts % layout.ep):
+        problems.append(("layout.ep", layout.ep, "needs an MoE model whose expert count it divides"))
+    if layout.ep > dp * cp:
+        problems.append(
+            (
+                "layout.ep",
+                layout.ep,
+                f"must be ≤ dp·cp = {dp * cp} (experts are sharded over data-parallel ranks)",
+            )
+        )
+    seq = seq_len or a.seq_len
+    if layout.cp > 1 and seq % (2 * layout.cp):
+        problems.append(("layout.cp", layout.cp, f"2·cp must divide the sequence length {seq}"))
+    if problems:
+        raise ScenarioError(problems)
+
+
+class StepResult(BaseModel):
+    step_time_s: float
+    model_tflops_per_gpu: float
+    hardware_tflops_per_gpu: float
+    mfu: float
+    hfu: float
+    memory_per_gpu_gb: float
+    fits: bool
+    tokens_per_s: float
+    micro_batches: float
+    bubble_fraction: float = Field(description="Idle share of the pipeline schedule: slots / (m + slots).")
+    breakdown_s: dict[str, float]
+    layout: dict[str, Any]
+    model: str
+    n_gpus: int
+    gpu: str
+    params_b: float
+    model_flop_per_step: float
+    hardware_flop_per_step: float
+    megatron2021_flop_per_step: float
+
+
+def step(workload: Workload, clock_derate: float | None = None, calibrated: bool = True) -> StepResult:
+    """Evaluate one layout (`dtsim step`). `clock_derate` overrides the sustained-clock derate;
+    `calibrated=False` ignores catalog/calibration.yaml and uses the catalog's derate."""
+    from dtsim.physics.transformer import get_architecture
+
+    a = workload.model if isinstance(workload.model, Architecture) else get_architecture(workload.model)
+    check_layout(a, workload.layout, workload.cluster, workload.seq_len)
+    asm = Assumptions(workload.assumptions)
+    hw = resolve_hardware(workload.cluster, workload.precision, calibrated)
+    col = layout_arrays(workload.layout, workload.cluster.n_gpus)
+    seq = workload.seq_len or a.seq_len
+    out = evaluate(a, hw, col, asm, seq, PRECISION_BITS[workload.precision], clock_derate)
+    v = {k: float(np.asarray(x).reshape(-1)[0]) for k, x in out.items()}
+    layout = workload.layout.model_dump()
+    layout["dp"] = col["dp"]
+    return StepResult(
+        step_time_s=v["step_time_s"],
+        model_tflops_per_gpu=v["model_tflops_per_gpu"],
+        hardware_tflops_per_gpu=v["hardware_tflops_per_gpu"],
+        mfu=v["mfu"],
+        hfu=v["hfu"],
+        memory_per_gpu_gb=v["memory_per_gpu_gb"],
+        fits=bool(v["fits"]),
+        tokens_per_s=v["tokens_per_s"],
+        micro_batches=v["micro_batches"],
+        bubble_fraction=v["bubble_fraction"],
+        breakdown_s={k: v[k] for k in BREAKDOWN},
+        layout=layout,
+        model=a.name,
+        n_gpus=workload.cluster.n_gpus,
+        gpu=workload.cluster.gpu,
+        params_b=count_params(a).total / 1e9,
+        model_flop_per_step=v["model_flop"],
+        hardware_flop_per_step=v["hardware_flop"],
+        megatron2021_flop_per_step=v["megatron2021_flop"],
+    )

@@ -1,0 +1,233 @@
+"""The result of one simulation: the fields of `dtsim simulate --json`, as a pydantic model."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from dtsim import catalog
+from dtsim.models.decentralized import decision
+from dtsim.models.decentralized.engine import FRAME_OUTPUTS
+from dtsim.models.decentralized.strategies.base import BREAKDOWN_KEYS
+from dtsim.models.decentralized.warning_rules import decode
+
+REASON_TEXT = {
+    "fits": "model state {mem} fits one node's {vram} → flat DiLoCo",
+    "ep-fits": "expert parallelism ({ep}, degree {deg}) cut per-node model state from {full} to {mem} ≤ {vram} → DiLoCo",
+    "fits-hierarchical": "model state {mem} fits one node's {vram}; hierarchy on with {groups} groups → hierarchical DiLoCo",
+    "ep-fits-hierarchical": "expert parallelism ({ep}, degree {deg}) cut model state to {mem} ≤ {vram}; "
+    "{groups} groups → hierarchical DiLoCo",
+    "hierarchy-fallback": "model fits, but {nodes} nodes make fewer than 2 whole groups of {group} → flat DiLoCo",
+    "pp-groups": "model state {mem} exceeds {vram}: {stages} stages; ⌊{neff}/{stages}⌋ = {pipes} ≥ 2 pipelines "
+    "→ PP-group DiLoCo",
+    "pp-single-pipeline": "model state {mem} exceeds {vram}: {stages} stages; only one whole pipeline fits in "
+    "{neff} nodes → pure pipeline parallelism over the WAN",
+    "too-few-nodes": "model state {mem} needs {stages} nodes of {vram} but only {neff} are available → infeasible",
+    "pipeline-too-deep": "model state {mem} over {vram} nodes needs {stages} pipeline stages, more than the "
+    "deepest pipeline considered (max_pipeline_stages) → infeasible",
+}
+
+
+class Warning_(BaseModel):
+    code: str
+    message: str
+
+
+class Result(BaseModel):
+    """Everything one simulation produces. Times are null when the mode is 'infeasible'."""
+
+    mode: str = Field(
+        description="flat-diloco | hierarchical-diloco | pp-group-diloco | pp-over-wan | infeasible"
+    )
+    mode_label: str
+    mode_reason: str = Field(
+        description="The branch of the seed 000 Appendix A decision tree, with its numbers."
+    )
+    mode_reason_code: str
+    wall_clock_days: float | None = Field(description="Wall-clock time to process the D tokens.")
+    effective_days: float | None = Field(description="η-adjusted time to equivalent quality: wall-clock / η.")
+    compute_step_s: float = Field(
+        description="T_comp: one step of the whole model on one node (seed 000 §1.2)."
+    )
+    inner_step_s: float | None = Field(
+        description="Wall time of one inner step (a pipeline step in PP modes)."
+    )
+    sync_s: float | None = Field(description="One global (WAN) synchronization, straggler included.")
+    regional_sync_s: float | None = Field(description="One regional synchronization (hierarchical).")
+    outer_step_s: float | None = Field(
+        description="One outer step (global cycle; one pipeline step in mode B)."
+    )
+    inner_steps_used: int | None
+    regional_steps_used: int | None
+    auto_inner_steps: int | None = Field(description="Smallest H that would hide the sync in this mode.")
+    efficiency: float | None = Field(description="η = η_H · η_compression · η_activation.")
+    efficiency_h: float | None
+    efficiency_compression: float
+    efficiency_activation: float
+    replica_loss_multiplier: float | None
+    global_mfu: float | None
+    global_hfu: float | None
+    chi: float | None
+    model_flop: float = Field(description="6 · P_active · D.")
+    hardware_flop: float = Field(description="Model FLOPs plus recomputation: model_flop / (HFU/MFU ratio).")
+    peak_flop_capacity: float | None = Field(description="N · peak FLOP/s · η-adjusted time.")
+    quality_adjusted_flop: float | None = Field(description="6 · P_active · D · η · χ.")
+    bottleneck: str
+    bottleneck_share: float | None
+    breakdown_s: dict[str, float | None] = Field(
+        description="Parts of one outer step; they sum to outer_step_s."
+    )
+    hidden_sync_s: float | None = Field(description="Sync time overlapped with compute per outer step.")
+    pp_stages: int
+    pp_groups: int
+    idle_nodes: int
+    memory_per_node_gb: float
+    model_state_memory_gb: float
+    max_parameters_b: dict[str, float]
+    max_days: float
+    feasible: bool | None
+    gpu_count: int | None
+    gpu_hours: float | None
+    cost_usd: float | None
+    energy_kwh: float | None
+    cost_sources: dict[str, str]
+    warnings: list[Warning_]
+    details: dict[str, Any] = Field(description="Intermediate values, for --explain and the oracle tests.")
+    assumptions_overridden: dict[str, Any]
+    scenario: dict[str, Any] | None
+
+    def to_json(self, **kw: Any) -> str:
+        return self.model_dump_json(**kw)
+
+
+def _f(x: Any) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _i(x: Any) -> int | None:
+    x = float(x)
+    return round(x) if math.isfinite(x) else None
+
+
+def _gb(x: float) -> str:
+    return f"{x:,.0f} GB"
+
+
+def row_values(out: dict, i: int, frame) -> dict[str, Any]:
+    """Every frame column and output of row i as Python scalars (for messages and explain)."""
+    v: dict[str, Any] = {}
+    for key, col in frame.items():
+        if key == "asm":
+            v[key] = col
+            continue
+        arr = np.asarray(col)
+        v[key] = arr.item() if arr.ndim == 0 else arr[i].item()
+    for key, col in out.items():
+        arr = np.asarray(col)
+        v[key] = arr.item() if arr.ndim == 0 else arr[i].item()
+    v["bottleneck"] = (*BREAKDOWN_KEYS, "memory")[v["bottleneck_code"]]
+    v["max_parameters_b_here"] = v["vram_bytes"] / v["bytes_per_param"] / 1e9
+    return v
+
+
+def reason_text(v: dict[str, Any]) -> str:
+    code = decision.REASONS[v["reason_code"]]
+    return REASON_TEXT[code].format(
+        mem=_gb(v["memory_bytes"] / 1e9),
+        vram=_gb(v["vram_bytes"] / 1e9),
+        full=_gb(v["full_memory_bytes"] / 1e9),
+        ep=("none", "regional", "global")[v["ep_mode"]],
+        deg=f"{v['ep_degree']:,.0f}",
+        groups=f"{math.floor(v['num_nodes'] / v['nodes_per_group']):,}",
+        nodes=f"{v['num_nodes']:,.0f}",
+        group=f"{v['nodes_per_group']:,.0f}",
+        stages=f"{v['stages']:,.0f}",
+        neff=f"{v['n_eff']:,.4g}",
+        pipes=f"{math.floor(v['n_eff'] / v['stages']):,}",
+    )
+
+
+DETAIL_KEYS = (
+    *FRAME_OUTPUTS,
+    "node_sustained_flop_s",
+    "h_eff",
+    "alpha",
+    "strategy_penalty",
+    "replicas",
+    "compute_block_s",
+    "pipeline_comm_s",
+    "pipeline_latency_s",
+    "computed_max_days",
+    "ep_saved_memory",
+    "total_s",
+)
+
+
+def build_result(out: dict, i: int, scenario, asm, frame) -> Result:
+    v = row_values(out, i, frame)
+    mode = decision.MODE_IDS[v["mode_code"]]
+    gpu_id = scenario.gpu if scenario is not None else None
+    gpu = catalog.gpus().get(gpu_id) if gpu_id else None
+    sources = {"pue": f"{asm.pue:g} — Uptime Institute Global Data Center Survey 2024"}
+    if gpu is not None:
+        sources["price_usd"] = f"{gpu.price_usd:,.0f} USD per {gpu.id} — {gpu.sources.get('price_usd', '')}"
+        sources["board_power_w"] = (
+            f"{gpu.board_power_w:g} W per {gpu.id} — {gpu.sources.get('board_power_w', '')}"
+        )
+    details = {}
+    for key in DETAIL_KEYS:
+        val = v[key]
+        details[key] = val if isinstance(val, bool) else _f(val)
+    return Result(
+        mode=mode,
+        mode_label=decision.MODE_LABELS[v["mode_code"]],
+        mode_reason=reason_text(v),
+        mode_reason_code=decision.REASONS[v["reason_code"]],
+        wall_clock_days=_f(v["wall_clock_days"]),
+        effective_days=_f(v["effective_days"]),
+        compute_step_s=v["step_s"],
+        inner_step_s=_f(v["inner_step_s"]),
+        sync_s=_f(v["sync_s"]),
+        regional_sync_s=_f(v["regional_sync_s"]),
+        outer_step_s=_f(v["outer_step_s"]),
+        inner_steps_used=_i(v["inner_steps_used"]),
+        regional_steps_used=_i(v["regional_steps_used"]) if v["mode_code"] == 1 else None,
+        auto_inner_steps=_i(v["auto_inner_steps"]),
+        efficiency=_f(v["efficiency"]),
+        efficiency_h=_f(v["efficiency_h"]),
+        efficiency_compression=v["efficiency_compression"],
+        efficiency_activation=v["efficiency_activation"],
+        replica_loss_multiplier=_f(v["replica_loss_multiplier"]),
+        global_mfu=_f(v["global_mfu"]),
+        global_hfu=_f(v["global_hfu"]),
+        chi=_f(v["chi"]),
+        model_flop=v["model_flop"],
+        hardware_flop=v["hardware_flop"],
+        peak_flop_capacity=_f(v["peak_flop_capacity"]),
+        quality_adjusted_flop=_f(v["quality_adjusted_flop"]),
+        bottleneck=v["bottleneck"],
+        bottleneck_share=_f(v["bottleneck_share"]),
+        breakdown_s={k: _f(v[k]) for k in BREAKDOWN_KEYS},
+        hidden_sync_s=_f(v["hidden_sync_s"]),
+        pp_stages=int(v["stages"]),
+        pp_groups=int(v["pp_groups"]),
+        idle_nodes=int(v["idle_nodes"]),
+        memory_per_node_gb=v["memory_per_node_gb"],
+        model_state_memory_gb=v["model_state_memory_gb"],
+        max_parameters_b={p: v[f"max_parameters_b_{p}"] for p in ("fp16", "fp8", "fp4")},
+        max_days=v["max_days"],
+        feasible=None if v["mode_code"] == decision.INFEASIBLE else bool(v["feasible"]),
+        gpu_count=_i(v["gpu_count"]),
+        gpu_hours=_f(v["gpu_hours"]),
+        cost_usd=_f(v["cost_usd"]),
+        energy_kwh=_f(v["energy_kwh"]),
+        cost_sources=sources,
+        warnings=[Warning_(**w) for w in decode(int(v["warning_bits"]), v)],
+        details=details,
+        assumptions_overridden=dict(asm.overridden),
+        scenario=scenario.to_fields() if scenario is not None else None,
+    )

@@ -1,0 +1,54 @@
+"""The strategy interface and helpers shared by the DiLoCo strategies."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from dtsim.models.decentralized.frame import Frame
+from dtsim.physics.numeric import select
+
+# The breakdown of one outer step; every strategy fills every key and they sum to outer_step_s.
+BREAKDOWN_KEYS = (
+    "compute",
+    "latency",
+    "global_sync",
+    "regional_sync",
+    "pipeline_comm",
+    "bubble",
+    "straggler",
+)
+
+
+class Strategy(Protocol):
+    code: int
+    id: str
+    label: str
+
+    def evaluate(self, f: Frame, inner_steps) -> dict[str, np.ndarray]:
+        """Time breakdown for inner steps H (an array broadcasting against the frame's columns)."""
+        ...
+
+    def auto_inner_steps(self, f: Frame) -> np.ndarray:
+        """The smallest H whose compute block hides the synchronization (1 when nothing to hide)."""
+        ...
+
+
+def combine(streaming, compute_block, sync):
+    """Streaming DiLoCo overlaps the sync with the next compute block (max); otherwise they add
+    (seed 000 §3.1 "Effective Outer Step Time")."""
+    return select(streaming, np.maximum(compute_block, sync), compute_block + sync)
+
+
+def smallest_hiding_steps(sync, per_step):
+    """⌈T_sync / T_step⌉, at least 1: the smallest H with H·T_step ≥ T_sync."""
+    return np.maximum(1.0, np.ceil(sync / per_step))
+
+
+def exposed_parts(exposed, bandwidth_part, latency_part, straggler):
+    """Split the exposed (not overlapped) time of a sync whose full duration is
+    (bandwidth_part + latency_part) · straggler into its bandwidth, latency and straggler shares."""
+    unstraggled = bandwidth_part + latency_part  # > 0: every payload has at least one parameter
+    share = exposed / (unstraggled * straggler)
+    return share * bandwidth_part, share * latency_part, share * unstraggled * (straggler - 1.0)

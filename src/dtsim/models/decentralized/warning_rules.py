@@ -1,0 +1,275 @@
+"""Warnings: stable codes, a vectorized condition each, and a message that names the numbers and the
+fix. Batches carry a bit mask per row (`warning_bits`); `decode` turns one row into {code, message}.
+
+Covers every warning of seed 000 (MFU > 60%, PP-over-WAN, the Appendix A advice) and of the original
+app (inefficient run, EP saved memory, PP-group mode, insufficient nodes with the concrete fixes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dtsim.models.decentralized.decision import INFEASIBLE
+
+
+@dataclass(frozen=True)
+class WarningRule:
+    code: str
+    condition: Callable[[Any, dict], np.ndarray]
+    message: Callable[[dict], str]
+
+
+def _gb(x: float) -> str:
+    return f"{x:,.0f} GB"
+
+
+def _fixes_for_memory(v: dict) -> str:
+    """Seed 000 Appendix A: lower precision, a smaller model, MoE + EP, more nodes."""
+    fixes = [
+        "lower precision (largest dense model one node holds: "
+        f"FP16 {v['max_parameters_b_fp16']:,.0f}B, FP8 {v['max_parameters_b_fp8']:,.0f}B, "
+        f"FP4 {v['max_parameters_b_fp4']:,.0f}B)",
+        f"a smaller model (≤ {v['max_parameters_b_here']:,.0f}B at this precision fits one node and runs DiLoCo)",
+    ]
+    if v["moe"] and v["ep_mode"] == 0:
+        fixes.append("expert parallelism (expert_parallelism: regional or global) to shard the experts")
+    elif not v["moe"]:
+        fixes.append("a mixture-of-experts model with expert parallelism to cut per-node memory")
+    return "; ".join(fixes)
+
+
+def _nodes_needed(v: dict) -> str:
+    s = int(v["stages"])
+    spare = 1 + v["asm"].backup_worker_fraction if v["straggler"] == 2 else 1
+    one = int(np.ceil(s * spare))
+    two = int(np.ceil(2 * s * spare))
+    return f"{one} nodes for one pipeline, {two} for PP-group DiLoCo"
+
+
+RULES: tuple[WarningRule, ...] = (
+    WarningRule(
+        "MFU_ABOVE_60",
+        lambda f, o: np.broadcast_to(f.mfu > f.asm.mfu_warning_threshold, o["mode_code"].shape),
+        lambda v: (
+            f"Base MFU {v['mfu']:.0%} is above {v['asm'].mfu_warning_threshold:.0%}, which is rarely achieved in "
+            "practice (PaLM 46.2%, LLaMA-3.1 38–43%; seed 000 §1.3)."
+        ),
+    ),
+    WarningRule(
+        "INEFFICIENT_RUN",
+        lambda f, o: o["global_mfu"] < f.asm.low_global_mfu_threshold,
+        lambda v: (
+            f"End-to-end MFU is {v['global_mfu']:.1%} (below {v['asm'].low_global_mfu_threshold:.0%}): most of the "
+            f"hardware time goes to {v['bottleneck'].replace('_', ' ')} and algorithmic inefficiency."
+        ),
+    ),
+    WarningRule(
+        "EP_SAVED_MEMORY",
+        lambda f, o: o["ep_saved_memory"],
+        lambda v: (
+            f"Expert parallelism ({['none', 'regional', 'global'][v['ep_mode']]}, degree {v['ep_degree']:,.0f}) cut "
+            f"per-node memory from {_gb(v['full_memory_bytes'] / 1e9)} to {_gb(v['memory_bytes'] / 1e9)}, under the "
+            f"node's {_gb(v['vram_bytes'] / 1e9)}: the model trains in DiLoCo mode without pipeline parallelism."
+        ),
+    ),
+    WarningRule(
+        "PP_GROUP_MODE",
+        lambda f, o: o["mode_code"] == 2,
+        lambda v: (
+            f"The model needs {v['stages']:.0f} pipeline stages ({_gb(v['memory_bytes'] / 1e9)} of model state over "
+            f"{_gb(v['vram_bytes'] / 1e9)} nodes): running {v['pp_groups']:.0f} PP groups of {v['stages']:.0f} nodes "
+            f"with DiLoCo between them; every micro-batch crosses {'regional' if v['pp_regional'] else 'WAN'} links. "
+            f"To stay in DiLoCo mode: {_fixes_for_memory(v)}."
+        ),
+    ),
+    WarningRule(
+        "PP_OVER_WAN",
+        lambda f, o: o["mode_code"] == 3,
+        lambda v: (
+            f"Only one pipeline of {v['stages']:.0f} stages fits in {v['num_nodes']:.0f} nodes: pure pipeline "
+            "parallelism over the WAN, extremely slow (every micro-batch pays the link's round trip). "
+            f"Needed: {_nodes_needed(v)}. Or: {_fixes_for_memory(v)}."
+        ),
+    ),
+    WarningRule(
+        "PIPELINE_TOO_DEEP",
+        lambda f, o: o["reason_code"] == 8,
+        lambda v: (
+            f"The model needs {v['stages']:,.0f} pipeline stages ({_gb(v['memory_bytes'] / 1e9)} of model state over "
+            f"{_gb(v['vram_bytes'] / 1e9)} nodes), more than the {v['asm'].max_pipeline_stages:,.0f} any real model "
+            f"has layers for. Use nodes with more memory, or: {_fixes_for_memory(v)}."
+        ),
+    ),
+    WarningRule(
+        "INSUFFICIENT_NODES",
+        lambda f, o: o["reason_code"] == 7,
+        lambda v: (
+            f"The model needs {v['stages']:.0f} nodes per replica ({_gb(v['memory_bytes'] / 1e9)} of model state at "
+            f"{v['bytes_per_param']:g} B/parameter over {_gb(v['vram_bytes'] / 1e9)} nodes) but "
+            f"{v['num_nodes']:.0f} nodes"
+            + (f" ({v['n_eff']:.1f} after backup workers)" if v["straggler"] == 2 else "")
+            + f" are available. Needed: {_nodes_needed(v)}. Or: {_fixes_for_memory(v)}."
+        ),
+    ),
+    WarningRule(
+        "HIERARCHY_FALLBACK",
+        lambda f, o: o["reason_code"] == 4,
+        lambda v: (
+            f"Hierarchical DiLoCo needs at least 2 whole groups of {v['nodes_per_group']:.0f} nodes; "
+            f"{v['num_nodes']:.0f} nodes make {np.floor(v['num_nodes'] / v['nodes_per_group']):.0f}. "
+            "Running flat DiLoCo instead."
+        ),
+    ),
+    WarningRule(
+        "EXCEEDS_MAX_RUN_LENGTH",
+        lambda f, o: o["effective_days"] > o["max_days"],
+        lambda v: (
+            f"The η-adjusted time ({v['effective_days']:,.0f} days) exceeds the maximum useful run length "
+            f"({v['max_days']:,.0f} days, seed 000 §7): starting later on better hardware and algorithms would "
+            "finish sooner."
+        ),
+    ),
+    WarningRule(
+        "SYNC_NOT_HIDDEN",
+        lambda f, o: (
+            np.broadcast_to(f.streaming, o["mode_code"].shape)
+            & np.isin(o["mode_code"], (0, 1, 2))
+            & ((o["global_sync"] + o["regional_sync"]) > 1e-9 * o["outer_step_s"])
+        ),
+        lambda v: (
+            f"Streaming cannot hide the synchronization: it takes longer than the compute it overlaps, so the "
+            f"run is network-bound ({(v['global_sync'] + v['regional_sync']) / v['outer_step_s']:.0%} of each outer "
+            f"step waits on the network). inner_steps ≥ {v['auto_inner_steps']:,.0f} would hide it"
+            + (" (and a larger regional_steps for the global tier)." if v["mode_code"] == 1 else ".")
+        ),
+    ),
+    WarningRule(
+        "EFFICIENCY_FLOOR",
+        lambda f, o: o["efficiency_h"] <= f.asm.efficiency_floor,
+        lambda v: (
+            f"η_H is at its floor of {v['asm'].efficiency_floor:.0%} (seed 000 §4.1): H_eff = {v['h_eff']:,.0f} is "
+            "beyond where the log-decay formula means anything; treat the quality numbers as a bound."
+        ),
+    ),
+    WarningRule(
+        "COMPRESSION_BEYOND_TABLE",
+        lambda f, o: np.broadcast_to(f.compression > f.asm.compression_keys[-1], o["mode_code"].shape),
+        lambda v: (
+            f"Compression {v['compression']:,.0f}× is beyond the quality table's last entry "
+            f"({v['asm'].compression_keys[-1]:,.0f}×): quality is held at that entry's value; there is no evidence "
+            "for ratios this high."
+        ),
+    ),
+    WarningRule(
+        "ACTIVATION_COMPRESSION_BEYOND_TABLE",
+        lambda f, o: (
+            (f.activation_compression > f.asm.activation_keys[-1])
+            & (o["mode_code"] >= 2)
+            & (o["mode_code"] != INFEASIBLE)
+        ),
+        lambda v: (
+            f"Activation compression {v['activation_compression']:,.0f}× is beyond the quality table's last entry "
+            f"({v['asm'].activation_keys[-1]:,.0f}×): quality is held at that entry's value (validated only at 8B, "
+            "MIRI Compression_Quality.md §6)."
+        ),
+    ),
+    WarningRule(
+        "MOE_FIELDS_IGNORED",
+        lambda f, o: np.broadcast_to(
+            ~f.moe
+            & ((f.ep_mode > 0) | (~np.isnan(f.active_parameters) & (f.active_parameters != f.parameters))),
+            o["mode_code"].shape,
+        ),
+        lambda v: (
+            "moe is false: active_parameters_b and expert_parallelism are ignored (a dense model is all active)."
+        ),
+    ),
+    WarningRule(
+        "SMALL_MODEL_FLOPS",
+        lambda f, o: np.broadcast_to(
+            f.parameters < f.asm.small_model_threshold_b * 1e9, o["mode_code"].shape
+        ),
+        lambda v: (
+            f"Below {v['asm'].small_model_threshold_b:g}B parameters attention FLOPs can exceed 10% of compute, so "
+            "C = 6·P·D undercounts them (seed 000 §1.1)."
+        ),
+    ),
+    WarningRule(
+        "STREAMING_MEMORY",
+        lambda f, o: (
+            np.broadcast_to(f.streaming, o["mode_code"].shape)
+            & np.isin(o["mode_code"], (0, 1))
+            & (f.memory_bytes * (1 + f.asm.streaming_memory_overhead) > f.vram_bytes)
+        ),
+        lambda v: (
+            "Streaming DiLoCo keeps the original weights and outer-optimizer state (about "
+            f"{v['asm'].streaming_memory_overhead:.0%} more memory, seed 000 §10 item 2): "
+            f"{_gb(v['memory_bytes'] * (1 + v['asm'].streaming_memory_overhead) / 1e9)} exceeds the node's "
+            f"{_gb(v['vram_bytes'] / 1e9)} unless that state is offloaded to CPU memory."
+        ),
+    ),
+    WarningRule(
+        "HIDDEN_SIZE_ESTIMATED",
+        lambda f, o: (
+            np.broadcast_to(np.isnan(f.hidden_size), o["mode_code"].shape) & np.isin(o["mode_code"], (2, 3))
+        ),
+        lambda v: (
+            f"Pipeline activations use the heuristic hidden size h ≈ {v['asm'].hidden_size_coefficient:g}·√P = "
+            f"{v['hidden']:,.0f} (±20%, seed 000 §3.3); set hidden_size for a known architecture."
+        ),
+    ),
+    WarningRule(
+        "PP_SPANS_REGIONS",
+        lambda f, o: (
+            np.broadcast_to(f.hierarchical & (f.stages > f.nodes_per_group), o["mode_code"].shape)
+            & np.isin(o["mode_code"], (2, 3))
+        ),
+        lambda v: (
+            f"Pipelines of {v['stages']:.0f} stages do not fit in regional groups of {v['nodes_per_group']:.0f} "
+            "nodes, so pipeline hand-offs cross the WAN."
+        ),
+    ),
+    WarningRule(
+        "SINGLE_NODE",
+        lambda f, o: np.broadcast_to(f.num_nodes == 1, o["mode_code"].shape) & (o["mode_code"] == 0),
+        lambda v: (
+            "One node has no data-parallel peers: its sync and the η_H penalty are those of DiLoCo with a single "
+            "worker. Set inner_steps to 1 to model plain synchronous training."
+        ),
+    ),
+    WarningRule(
+        "IDLE_NODES",
+        lambda f, o: o["idle_nodes"] > 0,
+        lambda v: (
+            f"{v['idle_nodes']:,.0f} nodes are idle: the nodes do not divide into pipelines of {v['stages']:.0f} "
+            "stages."
+        ),
+    ),
+    WarningRule(
+        "COST_UNKNOWN",
+        lambda f, o: np.isnan(o["cost_usd"]),
+        lambda v: "No gpu is set, so GPU count, GPU-hours, cost and energy are not computed.",
+    ),
+)
+CODES = tuple(rule.code for rule in RULES)
+
+
+def evaluate_warnings(f, out: dict) -> np.ndarray:
+    """One int64 bit mask per row; bit k set when RULES[k] applies."""
+    bits = np.zeros(out["mode_code"].shape, dtype=np.int64)
+    with np.errstate(invalid="ignore"):
+        for k, rule in enumerate(RULES):
+            cond = np.asarray(rule.condition(f, out), dtype=bool)
+            bits |= np.where(cond, np.int64(1) << k, np.int64(0))
+    return bits
+
+
+def decode(bits: int, values: dict) -> list[dict[str, str]]:
+    """The warnings of one row as [{code, message}]."""
+    return [
+        {"code": rule.code, "message": rule.message(values)} for k, rule in enumerate(RULES) if bits >> k & 1
+    ]

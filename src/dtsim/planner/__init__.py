@@ -1,1 +1,0 @@
-"""Planning logic on top of the strategies: the seed-000 decision tree and the choice of H."""

@@ -1,0 +1,682 @@
+"""The scenario schema: one pydantic model for files, the CLI, the Python API and (later) the HTTP API.
+
+Field names follow seed 000 §9 in snake_case with their units. `BOUNDS` is the single table of
+numeric limits: the pydantic fields are built from it and the vectorized batch validator
+(`dtsim.models.decentralized.engine.validate_columns`) checks the same limits, so the scalar and batch paths reject the
+same inputs with the same words.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import numpy as np
+import yaml
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+    ValidationError,
+    WithJsonSchema,
+    model_validator,
+)
+
+from dtsim import catalog
+from dtsim.errors import ScenarioError, format_problem
+from dtsim.physics.runlength import GROWTH_FORMS, parse_growth
+
+# --- numeric limits (pydantic keywords ge/gt/le), in the units of each field's name ----------------
+# Wide enough for any real or hypothetical run, narrow enough that every output stays finite.
+BOUNDS: dict[str, dict[str, Any]] = {
+    "parameters_b": {"ge": 0.001, "le": 1e5},
+    "active_parameters_b": {"ge": 0.001, "le": 1e5},
+    "tokens_t": {"ge": 1e-6, "le": 1e4},
+    "num_nodes": {"ge": 1, "le": 10_000_000},
+    "gpus_per_node": {"ge": 1, "le": 10_000_000},
+    "pflops_per_node": {"ge": 1e-6, "le": 1e7},
+    "vram_per_node_gb": {"ge": 0.001, "le": 1e9},
+    "bandwidth_mbps": {"ge": 0.001, "le": 1e9},
+    "bandwidth_up_mbps": {"ge": 0.001, "le": 1e9},
+    "bandwidth_down_mbps": {"ge": 0.001, "le": 1e9},
+    "latency_ms": {"ge": 0, "le": 1e6},
+    "mfu": {"ge": 0.001, "le": 1},
+    "inner_steps": {"ge": 1, "le": 10_000_000},
+    "regional_steps": {"ge": 1, "le": 10_000_000},
+    "compression": {"ge": 1, "le": 1e6},
+    "local_batch_tokens": {"ge": 1, "le": 1e10},
+    "micro_batches": {"ge": 1, "le": 1_000_000},
+    "nodes_per_group": {"ge": 1, "le": 10_000_000},
+    "regional_bandwidth_mbps": {"ge": 0.001, "le": 1e9},
+    "regional_latency_ms": {"ge": 0, "le": 1e6},
+    "moe_layers": {"ge": 0, "le": 100_000},
+    "activation_compression": {"ge": 1, "le": 1e6},
+    "hidden_size": {"ge": 1, "le": 10_000_000},
+    "max_run_days": {"gt": 0, "le": 1e7},
+}
+INTEGER_FIELDS = (
+    "num_nodes",
+    "gpus_per_node",
+    "inner_steps",
+    "regional_steps",
+    "local_batch_tokens",
+    "micro_batches",
+    "nodes_per_group",
+    "moe_layers",
+    "hidden_size",
+)
+
+
+def bound_text(name: str) -> str:
+    b = BOUNDS[name]
+    lo = f"≥ {b['ge']:g}" if "ge" in b else f"> {b['gt']:g}"
+    kind = "an integer" if name in INTEGER_FIELDS else "a number"
+    return f"must be {kind} {lo} and ≤ {b['le']:g}"
+
+
+def _lower(value: Any) -> Any:
+    return value.strip().lower().replace("_", "-") if isinstance(value, str) else value
+
+
+class Precision(StrEnum):
+    fp16 = "fp16"
+    bf16 = "bf16"
+    fp8 = "fp8"
+    fp4 = "fp4"
+
+
+class StragglerStrategy(StrEnum):
+    none = "none"
+    threshold = "threshold"
+    backup = "backup"
+    relay = "relay"
+
+
+class ExpertParallelism(StrEnum):
+    none = "none"
+    regional = "regional"
+    global_ = "global"
+
+
+class CompressionScenario(StrEnum):
+    optimistic = "optimistic"
+    expected = "expected"
+    conservative = "conservative"
+
+
+class ReplicaPenalty(StrEnum):
+    none = "none"
+    h_scaled = "h-scaled"
+    fixed = "fixed"
+
+
+STRAGGLER_ALIASES = {"redundancy": "backup", "backup-workers": "backup"}
+
+
+def _straggler(value: Any) -> Any:
+    value = _lower(value)
+    return STRAGGLER_ALIASES.get(value, value) if isinstance(value, str) else value
+
+
+def _steps(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return _lower(value) if isinstance(value, str) else value
+
+
+def _intlike(value: Any) -> Any:
+    """An integral float (72.0) is an integer, as JSON Schema's `integer` says; nothing else converts."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _boolish(value: Any) -> Any:
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return value
+
+
+def ci_pattern(*words: str) -> str:
+    """A JSON Schema pattern matching any of `words` case-insensitively, with '-' or '_' and optional
+    surrounding blanks — exactly what the enum validators accept."""
+
+    def one(word: str) -> str:
+        out = []
+        for ch in word:
+            if ch.isalpha():
+                out.append(f"[{ch.lower()}{ch.upper()}]")
+            elif ch in "-_":
+                out.append("[-_]")
+            else:
+                out.append(re.escape(ch))
+        return "".join(out)
+
+    return r"^\s*(" + "|".join(one(w) for w in words) + r")\s*$"
+
+
+def _enum_schema(values: tuple[str, ...], aliases: tuple[str, ...] = ()) -> WithJsonSchema:
+    return WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "enum": list(values)},
+                {"type": "string", "pattern": ci_pattern(*values, *aliases)},
+            ]
+        }
+    )
+
+
+def _ci_string_schema(values: tuple[str, ...]) -> dict[str, Any]:
+    return {"type": "string", "pattern": ci_pattern(*values)}
+
+
+# Field types: numbers reject strings and booleans; integers take integral floats; booleans take
+# true/false (any case); enums any case. The JSON Schema of each says exactly that.
+Num = Annotated[float, Strict()]
+Int = Annotated[int, BeforeValidator(_intlike), Strict()]
+Bool = Annotated[
+    bool,
+    BeforeValidator(_boolish),
+    Strict(),
+    WithJsonSchema(
+        {"anyOf": [{"type": "boolean"}, {"type": "string", "pattern": ci_pattern("true", "false")}]}
+    ),
+]
+Lower = BeforeValidator(_lower)
+GROWTH_PATTERN = (
+    r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*(%|[xX]|×|[oO][oO][mM])\s*"
+    r"(/\s*([yY][rR]|[yY][eE][aA][rR]|[yY]))?\s*$"
+)
+
+
+def _steps_schema(field: str, words: tuple[str, ...]) -> WithJsonSchema:
+    b = BOUNDS[field]
+    return WithJsonSchema(
+        {"anyOf": [{"type": "integer", "minimum": b["ge"], "maximum": b["le"]}, _ci_string_schema(words)]}
+    )
+
+
+def _num(name: str, description: str, default: Any) -> Any:
+    return Field(default, description=description, **BOUNDS[name])
+
+
+class Scenario(BaseModel):
+    """One training scenario. Defaults are seed 000 §9's (144B dense model, 12T tokens, 72 nodes of
+    16× GH200 at 32 PFLOPS and 2304 GB, 100 Mbps and 100 ms WAN)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_default=False, frozen=True)
+
+    # model and data
+    parameters_b: Num = _num("parameters_b", "Total parameters in billions (MoE: all experts).", 144.0)
+    active_parameters_b: Num | None = Field(
+        None,
+        description="Active parameters per token in billions (MoE only; required when moe is true).",
+        **BOUNDS["active_parameters_b"],
+    )
+    tokens_t: Num = _num("tokens_t", "Training tokens in trillions.", 12.0)
+    moe: Bool = Field(
+        False, description="Mixture-of-experts model (compute uses active, memory total parameters)."
+    )
+    moe_layers: Int = _num("moe_layers", "MoE layers (two all-to-all latencies each per step with EP).", 32)
+    expert_parallelism: Annotated[ExpertParallelism, Lower, _enum_schema(("none", "regional", "global"))] = (
+        Field(
+            ExpertParallelism.none,
+            description="Shard experts over all nodes (global), a regional group, or not at all.",
+        )
+    )
+    hidden_size: Int | None = Field(
+        None,
+        description="Hidden size for pipeline activations; default 0.03·sqrt(P) (seed 000 §3.3).",
+        **BOUNDS["hidden_size"],
+    )
+
+    # hardware
+    num_nodes: Int = _num("num_nodes", "Nodes (geographically distributed training replicas).", 72)
+    node: Annotated[
+        str | None, WithJsonSchema({"anyOf": [_ci_string_schema(tuple(catalog.nodes())), {"type": "null"}]})
+    ] = Field(None, description="Node preset id (sets gpu, gpus_per_node, pflops and VRAM).")
+    gpu: Annotated[
+        str | None, WithJsonSchema({"anyOf": [_ci_string_schema(tuple(catalog.gpus())), {"type": "null"}]})
+    ] = Field("gh200", description="Accelerator id from the catalog (used for cost and energy).")
+    gpus_per_node: Int | None = Field(16, description="Accelerators per node.", **BOUNDS["gpus_per_node"])
+    pflops_per_node: Num = _num(
+        "pflops_per_node", "Peak dense PFLOP/s per node at the training precision.", 32.0
+    )
+    vram_per_node_gb: Num = _num("vram_per_node_gb", "Accelerator memory per node in GB.", 2304.0)
+    mfu: Num = _num("mfu", "Base model FLOP utilization per node (fraction).", 0.4)
+    precision: Annotated[Precision, Lower, _enum_schema(("fp16", "bf16", "fp8", "fp4"))] = Field(
+        Precision.fp16, description="Training precision."
+    )
+
+    # network
+    bandwidth_mbps: Num | None = Field(
+        None,
+        description="Symmetric WAN bandwidth per node; sets both directions.",
+        **BOUNDS["bandwidth_mbps"],
+    )
+    bandwidth_up_mbps: Num = _num("bandwidth_up_mbps", "WAN upload bandwidth per node in Mbit/s.", 100.0)
+    bandwidth_down_mbps: Num = _num(
+        "bandwidth_down_mbps", "WAN download bandwidth per node in Mbit/s.", 100.0
+    )
+    latency_ms: Num = _num("latency_ms", "WAN round-trip time in ms.", 100.0)
+    hierarchical: Bool = Field(
+        False, description="Two-tier DiLoCo: regional groups inside the WAN (mode A′)."
+    )
+    nodes_per_group: Int = _num("nodes_per_group", "Nodes per regional group.", 8)
+    regional_bandwidth_mbps: Num = _num("regional_bandwidth_mbps", "Intra-group bandwidth in Mbit/s.", 1000.0)
+    regional_latency_ms: Num = _num("regional_latency_ms", "Intra-group round-trip time in ms.", 20.0)
+
+    # algorithm
+    inner_steps: Annotated[
+        Int | Literal["auto", "auto-quality"],
+        BeforeValidator(_steps),
+        _steps_schema("inner_steps", ("auto", "auto-quality")),
+    ] = Field(
+        128,
+        description="Local steps between syncs H, or 'auto' (smallest H hiding the sync) or "
+        "'auto-quality' (H maximising quality-adjusted compute per day).",
+    )
+    regional_steps: Annotated[
+        Int | Literal["auto"], BeforeValidator(_steps), _steps_schema("regional_steps", ("auto",))
+    ] = Field(16, description="Regional cycles per global sync (hierarchical), or 'auto'.")
+    compression: Num = _num("compression", "Pseudo-gradient compression ratio on top of precision.", 16.0)
+    compression_scenario: Annotated[
+        CompressionScenario, Lower, _enum_schema(("optimistic", "expected", "conservative"))
+    ] = Field(CompressionScenario.expected, description="Which compression-quality table to use.")
+    error_feedback: Bool = Field(
+        True, description="Compression with error feedback (selects the quality table)."
+    )
+    activation_compression: Num = _num(
+        "activation_compression", "Compression ratio of pipeline activations.", 1.0
+    )
+    local_batch_tokens: Int = _num("local_batch_tokens", "Tokens per local step per replica.", 131072)
+    micro_batches: Int = _num("micro_batches", "Micro-batches per pipeline step.", 8)
+    streaming: Bool = Field(True, description="Overlap sync with the next compute block (Streaming DiLoCo).")
+    pipeline_backward: Bool = Field(
+        True, description="Count backward activation gradients in pipeline hand-offs (seed 000 §10 item 6)."
+    )
+    straggler_strategy: Annotated[
+        StragglerStrategy,
+        BeforeValidator(_straggler),
+        _enum_schema(("none", "threshold", "backup", "relay"), tuple(STRAGGLER_ALIASES)),
+    ] = Field(
+        StragglerStrategy.none,
+        description="Straggler mitigation: none, threshold, backup (workers) or relay.",
+    )
+    replica_penalty: Annotated[ReplicaPenalty, Lower, _enum_schema(("none", "h-scaled", "fixed"))] = Field(
+        ReplicaPenalty.h_scaled,
+        description="Replica-count loss penalty in χ: h-scaled (default), fixed (original web app) or none.",
+    )
+
+    # run length
+    hardware_growth: Annotated[str | float, WithJsonSchema({"type": "string", "pattern": GROWTH_PATTERN})] = (
+        Field("1.37x/yr", description=f"Hardware efficiency growth; {GROWTH_FORMS}.")
+    )
+    software_growth: Annotated[str | float, WithJsonSchema({"type": "string", "pattern": GROWTH_PATTERN})] = (
+        Field("3.0x/yr", description=f"Algorithmic efficiency growth; {GROWTH_FORMS}.")
+    )
+    investment_growth: Annotated[
+        str | float, WithJsonSchema({"type": "string", "pattern": GROWTH_PATTERN})
+    ] = Field("3.5x/yr", description=f"Investment growth; {GROWTH_FORMS}.")
+    max_run_days: Num | None = Field(
+        None, description="Override the computed maximum run length (days).", **BOUNDS["max_run_days"]
+    )
+
+    assumptions: Annotated[
+        dict[str, Any],
+        WithJsonSchema({"type": "object", "propertyNames": {"enum": list(catalog.assumption_rows())}}),
+    ] = Field(default_factory=dict, description="Overrides of the assumptions table (name → value).")
+    name: str | None = Field(None, description="Free-form label.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if data.get("bandwidth_mbps") is not None:
+            if "bandwidth_up_mbps" in data or "bandwidth_down_mbps" in data:
+                raise ScenarioError(
+                    [
+                        (
+                            "bandwidth_mbps",
+                            data["bandwidth_mbps"],
+                            "sets both directions; give either it or bandwidth_up_mbps/bandwidth_down_mbps",
+                        )
+                    ]
+                )
+            data["bandwidth_up_mbps"] = data["bandwidth_down_mbps"] = data["bandwidth_mbps"]
+        for key in ("inner_steps", "regional_steps"):
+            if key in data:
+                data[key] = _steps(data[key])
+        node_id = data.get("node")
+        if node_id is not None:
+            node = catalog.nodes().get(_lower(node_id)) if isinstance(node_id, str) else None
+            if node is None:
+                raise _unknown("node", node_id, catalog.nodes())
+            data["node"] = node.id
+            data.setdefault("gpu", node.gpu)
+            data.setdefault("gpus_per_node", node.gpu_count)
+            data.setdefault("pflops_per_node", node.pflops)
+            data.setdefault("vram_per_node_gb", node.vram_gb)
+            if node.precision is not None:
+                data.setdefault("precision", node.precision)
+        gpu_id = data.get("gpu")
+        if gpu_id is not None:
+            gpu = catalog.gpus().get(_lower(gpu_id)) if isinstance(gpu_id, str) else None
+            if gpu is None:
+                raise _unknown("gpu", gpu_id, catalog.gpus())
+            data["gpu"] = gpu.id
+            count = data.get("gpus_per_node", 16)
+            if node_id is None and isinstance(count, int | float) and not isinstance(count, bool):
+                # A GPU without explicit node figures: derive them from the catalog.
+                if "pflops_per_node" not in data:
+                    precision = _lower(data.get("precision", "fp16"))
+                    peak = gpu.peak_tflops(precision) if isinstance(precision, str) else gpu.fp16_tflops
+                    if peak is None:
+                        raise ScenarioError(
+                            [
+                                (
+                                    "precision",
+                                    precision,
+                                    f"gpu {gpu.id} has no FP8/FP4 datapath; "
+                                    "use fp16/bf16 or set pflops_per_node",
+                                )
+                            ]
+                        )
+                    data["pflops_per_node"] = count * peak / 1000.0
+                data.setdefault("vram_per_node_gb", count * gpu.memory_gb)
+        return data
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> Scenario:
+        problems: list[tuple[str, object, str]] = []
+        if isinstance(self.inner_steps, int) and not (1 <= self.inner_steps <= BOUNDS["inner_steps"]["le"]):
+            problems.append(
+                ("inner_steps", self.inner_steps, bound_text("inner_steps") + ", 'auto' or 'auto-quality'")
+            )
+        if isinstance(self.regional_steps, int) and not (
+            1 <= self.regional_steps <= BOUNDS["regional_steps"]["le"]
+        ):
+            problems.append(
+                ("regional_steps", self.regional_steps, bound_text("regional_steps") + " or 'auto'")
+            )
+        total = 0.0
+        for key in ("hardware_growth", "software_growth", "investment_growth"):
+            try:
+                total += parse_growth(getattr(self, key))
+            except ValueError as exc:
+                problems.append((key, getattr(self, key), str(exc)))
+        if problems:
+            raise ScenarioError(problems)
+        row = {
+            "moe": self.moe,
+            "active_parameters_b": float("nan")
+            if self.active_parameters_b is None
+            else self.active_parameters_b,
+            "parameters_b": self.parameters_b,
+            "hierarchical": self.hierarchical,
+            "regional_ep": self.expert_parallelism == ExpertParallelism.regional,
+            "nodes_per_group": self.nodes_per_group,
+            "num_nodes": self.num_nodes,
+            "growth_oom": total,
+            "max_run_days": float("nan") if self.max_run_days is None else self.max_run_days,
+        }
+        check_cross_fields(row)
+        from dtsim.assumptions import Assumptions
+
+        asm = Assumptions(self.assumptions)  # validates overrides, raises ScenarioError naming the entry
+        check_alpha_domain(self.parameters_b * 1e9, asm)
+        return self
+
+    # --- helpers -----------------------------------------------------------------------------------
+    def to_fields(self) -> dict[str, Any]:
+        """The scenario as plain JSON-able fields (enums as their values, unset optionals dropped)."""
+        data = self.model_dump(mode="json", exclude_none=True)
+        data.pop("bandwidth_mbps", None)
+        if not data.get("assumptions"):
+            data.pop("assumptions", None)
+        return data
+
+    def replace(self, **changes: Any) -> Scenario:
+        return load_scenario(layers=[self.to_fields(), changes])
+
+
+# Rules that involve several fields, written once for a scalar scenario and for a batch: each
+# predicate takes a row mapping whose values are scalars or equal-length arrays and returns where
+# the rule is broken; the message is built from the values of the first broken row.
+CROSS_FIELD_RULES = (
+    (
+        "active_parameters_b",
+        lambda r: r["moe"] & np.isnan(r["active_parameters_b"]),
+        lambda r: "required when moe is true (seed 000 §9 default: 24)",
+    ),
+    (
+        "active_parameters_b",
+        lambda r: r["moe"] & (r["active_parameters_b"] > r["parameters_b"]),
+        lambda r: f"must be ≤ parameters_b = {r['parameters_b']:g} (active parameters are part of the total)",
+    ),
+    (
+        "nodes_per_group",
+        lambda r: r["hierarchical"] & (r["nodes_per_group"] > r["num_nodes"]),
+        lambda r: f"must be ≤ num_nodes = {r['num_nodes']:g} when hierarchical is true",
+    ),
+    (
+        "nodes_per_group",
+        lambda r: r["moe"] & r["regional_ep"] & (r["nodes_per_group"] > r["num_nodes"]),
+        lambda r: f"must be ≤ num_nodes = {r['num_nodes']:g} with regional expert parallelism",
+    ),
+    (
+        "hardware_growth + software_growth + investment_growth",
+        lambda r: (r["growth_oom"] <= 0) & np.isnan(r["max_run_days"]),
+        lambda r: "must be > 0 OOM/yr for a finite maximum run length (or set max_run_days)",
+    ),
+)
+# The row value each rule reports (the field itself, except for the summed growth rates).
+_RULE_VALUE = {"hardware_growth + software_growth + investment_growth": "growth_oom"}
+
+
+def check_cross_fields(row: dict[str, Any], batch: bool = False) -> None:
+    """Raise ScenarioError for the first broken cross-field rule (naming the row in a batch)."""
+    problems = []
+    for field, broken, message in CROSS_FIELD_RULES:
+        bad = np.asarray(broken(row))
+        if not bad.any():
+            continue
+        i = int(np.flatnonzero(np.atleast_1d(bad))[0])
+        at = {k: (np.atleast_1d(v)[i] if np.ndim(v) else v) for k, v in row.items()}
+        value = at[_RULE_VALUE.get(field, field)]
+        value = value.item() if hasattr(value, "item") else value
+        problems.append((f"{field}[{i}]" if batch else field, value, message(at)))
+    if problems:
+        raise ScenarioError(problems)
+
+
+def check_alpha_domain(parameters, asm) -> None:
+    """α = α_base / (1 + log10(P/10⁹)/divisor) is only a sensitivity for models above 10^(9 − divisor)
+    parameters (seed 000 §4.3); below that its denominator turns negative and η_H would exceed 1."""
+    import numpy as np
+
+    p = np.atleast_1d(np.asarray(parameters, dtype=float))
+    bad = 1.0 + np.log10(p / 1e9) / asm.alpha_size_divisor <= 0
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        smallest = 10 ** (9 - asm.alpha_size_divisor) / 1e9
+        raise ScenarioError(
+            [
+                (
+                    "parameters_b",
+                    p[i] / 1e9,
+                    f"must be > {smallest:g} with alpha_size_divisor = "
+                    f"{asm.alpha_size_divisor:g} (seed 000 §4.3's α is undefined below)",
+                )
+            ]
+        )
+
+
+def _unknown(field: str, value: Any, known: Any) -> ScenarioError:
+    close = difflib.get_close_matches(str(value).lower(), list(known), n=3)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    return ScenarioError([(field, value, f"unknown {field}{hint}; known: {', '.join(known)}")])
+
+
+def scenario_json_schema() -> dict[str, Any]:
+    """JSON Schema of a scenario file / request body."""
+    return Scenario.model_json_schema()
+
+
+# --- loading: files, presets, --set overrides -------------------------------------------------------
+
+FIELD_NAMES = tuple(Scenario.model_fields)
+
+
+_NUMBER = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)[eE][-+]?\d+\s*$")
+
+
+def parse_set(assignments: list[str]) -> dict[str, Any]:
+    """`field=value` strings from the CLI into a dict; values are parsed as YAML scalars
+    (`true`, `12`, `1e3`, `auto`), dotted names set nested assumptions (`assumptions.pue=1.2`)."""
+    out: dict[str, Any] = {}
+    for item in assignments:
+        if "=" not in item:
+            raise ScenarioError([(item, item, "expected field=value")])
+        key, raw = item.split("=", 1)
+        key = key.strip()
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else raw
+        except yaml.YAMLError:
+            value = raw
+        if isinstance(value, str) and key != "name" and _NUMBER.match(value):
+            value = float(value)  # YAML 1.1 reads 1e3 as a string
+        if key.startswith("assumptions."):
+            out.setdefault("assumptions", {})[key.split(".", 1)[1]] = value
+        else:
+            out[key] = value
+    return out
+
+
+def read_scenario_file(path: str | Path) -> dict[str, Any]:
+    """Fields from a YAML or JSON scenario file (JSON is YAML, so one parser reads both)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError([("file", str(path), f"cannot read: {exc.strerror or exc}")]) from None
+    try:
+        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise ScenarioError(
+            [("file", str(path), f"malformed {'JSON' if path.suffix == '.json' else 'YAML'}: {first}")]
+        ) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ScenarioError([("file", str(path), "must hold a mapping of scenario fields")])
+    if (
+        "scenario" in data
+        and isinstance(data["scenario"], dict)
+        and set(data) <= {"scenario", "name", "description"}
+    ):
+        data = data["scenario"]
+    return data
+
+
+def load_scenario(
+    file: str | Path | None = None,
+    preset: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    layers: list[dict[str, Any]] | None = None,
+) -> Scenario:
+    """Build a scenario from a preset, then a file, then overrides (later layers win)."""
+    stack: list[dict[str, Any]] = []
+    if preset is not None:
+        key = _lower(preset)
+        if not isinstance(key, str) or key not in catalog.scenario_presets():
+            raise _unknown("preset", preset, catalog.scenario_presets())
+        stack.append(catalog.preset_fields(key))
+    file_fields: dict[str, Any] = {}
+    if file is not None:
+        file_fields = read_scenario_file(file)
+        if "preset" in file_fields:
+            base = file_fields.pop("preset")
+            key = _lower(base)
+            if not isinstance(key, str) or key not in catalog.scenario_presets():
+                raise _unknown("preset", base, catalog.scenario_presets())
+            stack.append(catalog.preset_fields(key))
+        stack.append(file_fields)
+    if layers:
+        stack.extend(layers)
+    if overrides:
+        stack.append(overrides)
+    merged: dict[str, Any] = {}
+    for layer in stack:
+        if "assumptions" in layer and "assumptions" in merged:
+            layer = {**layer, "assumptions": {**merged["assumptions"], **layer["assumptions"]}}
+        merged = catalog.merge_layers(merged, layer)
+    return make_scenario(merged)
+
+
+def make_scenario(fields: dict[str, Any]) -> Scenario:
+    """Scenario(**fields), with pydantic's errors rewritten as 'field = value: what is allowed'."""
+    unknown = [k for k in fields if k not in FIELD_NAMES]
+    if unknown:
+        problems = []
+        for key in unknown:
+            close = difflib.get_close_matches(key, FIELD_NAMES, n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            problems.append((key, fields[key], f"unknown field; {hint}see `dtsim schema` for the fields"))
+        raise ScenarioError(problems)
+    try:
+        return Scenario(**fields)
+    except ScenarioError:
+        raise
+    except ValidationError as exc:
+        raise ScenarioError(_problems(exc, fields)) from None
+
+
+def _problems(exc: ValidationError, fields: dict[str, Any]) -> list[tuple[str, object, str]]:
+    problems = []
+    for err in exc.errors(include_url=False):
+        loc = [str(p) for p in err.get("loc", ()) if not str(p).startswith(("int", "literal", "function"))]
+        field = ".".join(loc[:1]) if loc else "scenario"
+        ctx_err = (err.get("ctx") or {}).get("error")
+        if isinstance(ctx_err, ScenarioError):
+            problems.extend(ctx_err.problems)
+            continue
+        value = fields.get(field, err.get("input")) if loc else err.get("input")
+        msg = err.get("msg", "invalid")
+        if field in ("inner_steps", "regional_steps"):
+            extra = "'auto' or 'auto-quality'" if field == "inner_steps" else "'auto'"
+            msg = f"{bound_text(field)}, or {extra}"
+        elif field in BOUNDS and err.get("type") in (
+            "greater_than_equal",
+            "greater_than",
+            "less_than_equal",
+            "less_than",
+            "finite_number",
+            "int_from_float",
+            "int_parsing",
+            "float_parsing",
+            "int_type",
+            "float_type",
+        ):
+            msg = bound_text(field)
+        elif msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        problems.append((field, value, msg))
+    # one line per field is enough
+    seen, unique = set(), []
+    for p in problems:
+        if p[0] not in seen:
+            seen.add(p[0])
+            unique.append(p)
+    return unique
+
+
+def describe_problems(exc: ScenarioError) -> str:
+    return "\n".join(format_problem(*p) for p in exc.problems)
