@@ -199,3 +199,29 @@ def test_console_script_runs_in_a_subprocess():
         [sys.executable, "-m", "dtsim", "simulate", "--json"], capture_output=True, text=True
     )
     assert proc.returncode == 0 and json.loads(proc.stdout)["mode"] == "flat-diloco"
+
+
+def test_version_prints_the_package_version():
+    res = runner.invoke(app, ["--version"])
+    assert res.exit_code == 0, res.output
+    assert res.output.strip() == f"dtsim {dtsim.__version__}"
+
+
+HEAVY = ("numpy", "pydantic", "yaml", "fastapi", "nicegui", "matplotlib", "torch", "pyarrow", "uvicorn")
+
+
+def _imported_by(code: str) -> list[str]:
+    probe = f"import sys\n{code}\nprint(' '.join(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return out.stderr.split()
+
+
+def test_help_and_import_load_no_heavy_library():
+    """`dtsim --help` and `import dtsim` stay fast: the models, YAML and the web stack load on first use."""
+    help_code = (
+        "from dtsim.interfaces.cli.main import app\ntry:\n    app(['--help'])\nexcept SystemExit:\n    pass"
+    )
+    assert _imported_by(help_code) == []
+    assert _imported_by("import dtsim") == []
+    loaded = _imported_by("import dtsim\ndtsim.simulate(dtsim.Scenario(num_nodes=72))")
+    assert "numpy" in loaded and "fastapi" not in loaded and "nicegui" not in loaded

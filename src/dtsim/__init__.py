@@ -6,13 +6,41 @@
 ('flat-diloco', 433, 491)
 """
 
-from dtsim.assumptions import Assumptions
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from dtsim.errors import ScenarioError
-from dtsim.models.decentralized.engine import BatchResult, simulate, simulate_batch
-from dtsim.models.decentralized.result import Result
-from dtsim.schema.scenario import Scenario, load_scenario
 
 __version__ = "0.1.0"
+
+# Public names resolved on first use (PEP 562), so `import dtsim` and `dtsim --help` stay fast:
+# the models import numpy and pydantic, which a command that never simulates does not need.
+_LAZY: dict[str, str] = {
+    "Assumptions": "dtsim.assumptions",
+    "BatchResult": "dtsim.models.decentralized.engine",
+    "simulate": "dtsim.models.decentralized.engine",
+    "simulate_batch": "dtsim.models.decentralized.engine",
+    "Result": "dtsim.models.decentralized.result",
+    "Scenario": "dtsim.schema.scenario",
+    "load_scenario": "dtsim.schema.scenario",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dtsim' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
+
 __all__ = [
     "Assumptions",
     "BatchResult",

@@ -1,20 +1,16 @@
 """`dtsim sweep`, `dtsim target` and `dtsim governance`: grids, target searches and the threshold analysis."""
 
-from __future__ import annotations
-
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
-import numpy as np
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from dtsim.assumptions import Assumptions
 from dtsim.errors import ScenarioError
-from dtsim.schema.scenario import load_scenario, parse_set
 
 err = Console(stderr=True)
 _FAIL = None
@@ -23,7 +19,7 @@ _FAIL = None
 def _fmt(x: Any) -> str:
     if isinstance(x, str):
         return x
-    if x is None or (isinstance(x, float) and not np.isfinite(x)):
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "—"
     x = float(x)
     if x != 0 and (abs(x) >= 1e6 or abs(x) < 1e-3):
@@ -58,7 +54,12 @@ def sweep(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Simulate a grid over one or more fields (the batch path) and write a tidy table and a plot."""
+    # lazy: numpy, the pydantic scenario model and the YAML catalog load only when the command runs
+    # (fast --help)
+    import numpy as np
+
     from dtsim.analysis.grid import grid_size, metric_names, parse_vary, plot_grid, run_grid, write_table
+    from dtsim.schema.scenario import load_scenario, parse_set
 
     try:
         scenario = load_scenario(file=file, preset=preset, overrides=parse_set(set_ or []))
@@ -219,7 +220,7 @@ def row_dict(row) -> dict[str, Any]:
         "activation_compression": row.activation_compression,
         "mode": row.mode,
         "cost_usd": row.cost_usd,
-        "days": row.days if np.isfinite(row.days) else None,
+        "days": row.days if math.isfinite(row.days) else None,
         "reach_within_limit": row.reach,
         "tokens_t": row.tokens_t,
         "efficiency": row.efficiency,
@@ -319,7 +320,9 @@ def target(
 ) -> None:
     """The cheapest or fastest configuration that reaches a target within a time limit (and the inverse
     queries: fewest nodes of one preset; most compute for a budget)."""
+    # lazy: the pydantic scenario model and the YAML catalog load only when the command runs (fast --help)
     from dtsim.analysis.search import Target, search
+    from dtsim.schema.scenario import load_scenario, parse_set
 
     try:
         base = load_scenario(preset=preset, file=file, overrides=parse_set(set_ or []))
@@ -486,6 +489,10 @@ def governance(
 ) -> None:
     """For each cap: the largest node of each accelerator under it, the cheapest way to reach each
     target with such nodes, and the legitimate systems the cap would catch."""
+    # lazy: the pydantic scenario model and the YAML catalog load only when the command runs (fast --help)
+    from dtsim.assumptions import Assumptions
+    from dtsim.schema.scenario import load_scenario, parse_set
+
     if ctx.invoked_subcommand is not None:
         return
     from dtsim.analysis.governance import analyse
@@ -616,6 +623,8 @@ def governance_reproduce(
 
 
 def _json_default(x: Any) -> Any:
+    import numpy as np  # lazy (fast --help); loaded already whenever a numpy value is serialised
+
     if isinstance(x, np.generic):
         return x.item()
     return str(x)

@@ -8,13 +8,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
 from dtsim import catalog
 from dtsim.errors import ScenarioError
-from dtsim.schema.scenario import _problems, read_scenario_file
 
 ModelOpt = Annotated[
     str | None, typer.Option("--model", "-m", help="Catalog model id or an architecture file.")
@@ -36,6 +34,10 @@ SHAPE_FLAGS = ("hidden", "layers", "heads", "kv_heads", "ffn", "ffn_type", "voca
 
 
 def _build(cls, fields: dict[str, Any], prefix: str = ""):
+    from pydantic import ValidationError  # lazy: pydantic (fast `dtsim --help`)
+
+    from dtsim.schema.scenario import _problems  # lazy: pydantic models (fast `dtsim --help`)
+
     try:
         return cls(**fields)
     except ScenarioError as exc:
@@ -47,6 +49,7 @@ def _build(cls, fields: dict[str, Any], prefix: str = ""):
 def resolve_model(model: str | None, shape: dict[str, Any]):
     """A catalog id, an architecture file, or shape flags."""
     from dtsim.physics.transformer import Architecture, get_architecture
+    from dtsim.schema.scenario import read_scenario_file  # lazy: pydantic models (fast `dtsim --help`)
 
     given = {k: v for k, v in shape.items() if v is not None}
     if model is not None:

@@ -1,7 +1,5 @@
 """`dtsim emulate`: real PyTorch distributed training over shaped links, beside dtsim's prediction."""
 
-from __future__ import annotations
-
 import csv
 import json
 import sys
@@ -12,10 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from dtsim.assumptions import defaults as _asm_defaults
 from dtsim.errors import ScenarioError
-
-_QUEUE_MS = float(_asm_defaults().emulator_tbf_queue_ms)  # assumptions table
 
 emulate_app = typer.Typer(
     add_completion=False,
@@ -168,8 +163,12 @@ def emulate(
     dtype: Annotated[str, typer.Option(help="float32 | float64.")] = "float32",
     bucket_mb: Annotated[float, typer.Option("--bucket-mb", help="DDP gradient bucket size.")] = 25.0,
     queue_ms: Annotated[
-        float, typer.Option("--queue-ms", help="tbf queue limit in milliseconds.")
-    ] = _QUEUE_MS,
+        float | None,
+        typer.Option(
+            "--queue-ms",
+            help="tbf queue limit in milliseconds [default: emulator_tbf_queue_ms in the assumptions table].",
+        ),
+    ] = None,
     timeout: Annotated[float, typer.Option(help="Hard limit on the whole run, seconds.")] = 600.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     report: Annotated[
@@ -186,8 +185,12 @@ def emulate(
         ),
     ] = None,
 ) -> None:
+    # lazy: the assumptions table (numpy + YAML) and the launcher load only when the command runs
+    from dtsim.assumptions import defaults as asm_defaults
     from dtsim.emulator.launcher import EmulateOptions
 
+    if queue_ms is None:
+        queue_ms = float(asm_defaults().emulator_tbf_queue_ms)  # assumptions table
     try:
         slow = _parse_slow(slow_link)
         ctx.obj = EmulateOptions(

@@ -4,8 +4,6 @@ Bad input exits with status 2 and one line per problem (`field = value: what is 
 traceback.
 """
 
-from __future__ import annotations
-
 import json
 import sys
 from pathlib import Path
@@ -15,12 +13,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from dtsim import assumptions as assumptions_mod
-from dtsim import catalog
+import dtsim
 from dtsim.errors import ScenarioError
-from dtsim.interfaces.cli.report import print_report
-from dtsim.models.decentralized.engine import simulate as run_simulation
-from dtsim.schema.scenario import load_scenario, parse_set, scenario_json_schema
+
+# The models, the schema (pydantic) and the catalog (YAML) are imported inside the commands that
+# use them, so that `dtsim --help` and `dtsim --version` start without them (issue 12 item 8).
 
 app = typer.Typer(
     add_completion=False,
@@ -29,6 +26,22 @@ app = typer.Typer(
     help="dtsim: how long a large-model training run takes, what limits it, how to parallelize it.",
 )
 err = Console(stderr=True)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"dtsim {dtsim.__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """dtsim: how long a large-model training run takes, what limits it, how to parallelize it."""
 
 
 def _fail(exc: ScenarioError) -> None:
@@ -56,6 +69,11 @@ def simulate(
     ] = False,
 ) -> None:
     """Simulate one training run and print the report (default scenario: seed 000 §9)."""
+    # lazy: numpy/pydantic models and Rich report only when a command runs (fast --help)
+    from dtsim.interfaces.cli.report import print_report
+    from dtsim.models.decentralized.engine import simulate as run_simulation
+    from dtsim.schema.scenario import load_scenario, parse_set
+
     try:
         overrides = parse_set(set_ or [])
         scenario = load_scenario(file=file, preset=preset, overrides=overrides)
@@ -80,6 +98,8 @@ def presets(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """List scenario presets, node presets and accelerators."""
+    from dtsim import catalog  # lazy: YAML parsing only when a command runs (fast --help)
+
     scen = catalog.scenario_presets()
     nodes = catalog.nodes()
     gpus = catalog.gpus()
@@ -125,6 +145,8 @@ def presets(
 @app.command()
 def schema() -> None:
     """Print the JSON Schema of a scenario."""
+    from dtsim.schema.scenario import scenario_json_schema  # lazy: pydantic (fast --help)
+
     sys.stdout.write(json.dumps(scenario_json_schema(), indent=2) + "\n")
 
 
@@ -133,6 +155,8 @@ def assumptions(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Print the assumptions table: every constant, its value, unit and source."""
+    from dtsim import assumptions as assumptions_mod  # lazy: numpy + YAML (fast --help)
+
     rows = assumptions_mod.table()
     if as_json:
         sys.stdout.write(json.dumps([r.__dict__ for r in rows], indent=2, default=list) + "\n")
