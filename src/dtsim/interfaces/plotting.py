@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
+from dtsim.analysis.grid import Axis, GridResult, metric_names
 from dtsim.errors import ScenarioError
 
 FORMATS = (".png", ".svg", ".pdf")
@@ -24,3 +27,52 @@ def pyplot(path: Path, option: str = "--plot"):
             [(option, str(path), "needs matplotlib: python3 -m pip install 'dtsim[plot]'")]
         ) from None
     return plt
+
+
+def plot_grid(result: GridResult, metric: str, path: Path) -> None:
+    """One varied field: the metric against it (log axis for log ranges). Two: a heat map."""
+    if metric not in result.columns or np.asarray(result.columns[metric]).dtype.kind not in "fiub":
+        known = ", ".join(m for m in metric_names(result) if m not in {a.field for a in result.axes})
+        raise ScenarioError([("--metric", metric, f"is not a numeric output; choose one of {known}")])
+    if len(result.axes) > 2:
+        raise ScenarioError(
+            [("--plot", str(path), "plots one or two varied fields; use --out for larger grids")]
+        )
+    plt = pyplot(path)
+    z = np.asarray(result.columns[metric], dtype=float)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    if len(result.axes) == 1:
+        a = result.axes[0]
+        x = a.values if a.numeric else np.arange(len(a))
+        ax.plot(x, z, marker="o" if len(a) <= 40 else None)
+        if not a.numeric:
+            ax.set_xticks(x, [str(v) for v in a.values], rotation=30, ha="right")
+        if a.log:
+            ax.set_xscale("log")
+        if np.nanmin(z) > 0 and np.nanmax(z) / max(np.nanmin(z), 1e-300) > 1e3:
+            ax.set_yscale("log")
+        ax.set_xlabel(a.field)
+        ax.set_ylabel(metric)
+    else:
+        a, b = result.axes
+        grid = z.reshape(len(a), len(b))
+        positive = np.isfinite(grid) & (grid > 0)
+        use_log = positive.any() and np.nanmax(grid[positive]) / np.nanmin(grid[positive]) > 1e3
+        shown = np.log10(np.where(positive, grid, np.nan)) if use_log else grid
+        im = ax.imshow(shown, origin="lower", aspect="auto", interpolation="nearest")
+        ax.set_yticks(*_ticks(a))
+        ax.set_xticks(*_ticks(b))
+        ax.set_ylabel(a.field)
+        ax.set_xlabel(b.field)
+        fig.colorbar(im, ax=ax, label=f"log10 {metric}" if use_log else metric)
+    ax.set_title(f"{metric} ({result.n:,} points)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _ticks(a: Axis) -> tuple[np.ndarray, list[str]]:
+    k = max(1, len(a) // 8)
+    pos = np.arange(0, len(a), k)
+    labels = [f"{a.values[i]:.3g}" if a.numeric else str(a.values[i]) for i in pos]
+    return pos, labels

@@ -58,7 +58,8 @@ def sweep(
     # (fast --help)
     import numpy as np
 
-    from dtsim.analysis.grid import grid_size, metric_names, parse_vary, plot_grid, run_grid, write_table
+    from dtsim.analysis.grid import grid_size, metric_names, parse_vary, run_grid, write_table
+    from dtsim.interfaces.plotting import plot_grid
     from dtsim.schema.scenario import load_scenario, parse_set
 
     try:
