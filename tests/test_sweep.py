@@ -170,3 +170,17 @@ def test_cli_bad_input_exits_2(args, needle):
     r = runner.invoke(app, args)
     assert r.exit_code == 2, r.output
     assert needle in r.output and "Traceback" not in r.output
+
+
+def test_public_sweep_matches_simulate_row_by_row():
+    """`dtsim.sweep` (the function behind `dtsim sweep`) agrees with `dtsim.simulate` at each point."""
+    res = dtsim.sweep(dtsim.Scenario(), [parse_vary("num_nodes=72,144")])
+    assert res.n == 2
+    for i, n in enumerate((72, 144)):
+        one = dtsim.simulate(dtsim.Scenario(num_nodes=n))
+        assert float(res.columns["wall_clock_days"][i]) == pytest.approx(one.wall_clock_days, rel=1e-12)
+    assert {dtsim.target.__name__, dtsim.governance.__name__, dtsim.emulate.__name__} == {
+        "search",
+        "analyse",
+        "run",
+    }

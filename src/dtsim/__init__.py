@@ -25,6 +25,11 @@ _LAZY: dict[str, str] = {
     "Result": "dtsim.models.decentralized.result",
     "Scenario": "dtsim.schema.scenario",
     "load_scenario": "dtsim.schema.scenario",
+    # one public function per analysis command; "module:attribute" where the names differ
+    "sweep": "dtsim.analysis.grid:run_grid",
+    "target": "dtsim.analysis.search:search",
+    "governance": "dtsim.analysis.governance:analyse",
+    "emulate": "dtsim.emulator.launcher:run",
 }
 
 
@@ -32,7 +37,8 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'dtsim' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    module, _, attribute = module.partition(":")
+    value = getattr(importlib.import_module(module), attribute or name)
     globals()[name] = value
     return value
 
@@ -47,7 +53,11 @@ __all__ = [
     "Result",
     "Scenario",
     "ScenarioError",
+    "emulate",
+    "governance",
     "load_scenario",
     "simulate",
     "simulate_batch",
+    "sweep",
+    "target",
 ]
