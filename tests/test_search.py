@@ -14,12 +14,10 @@ import dtsim
 from dtsim.analysis.search import (
     NodeSpec,
     Space,
-    Target,
-    metric_at,
     node_count_grid,
     search,
-    tokens_needed,
 )
+from dtsim.analysis.targets import Target, metric_at, tokens_needed
 from dtsim.assumptions import Assumptions
 from dtsim.errors import ScenarioError
 from dtsim.interfaces.cli.main import app

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dtsim.analysis.search import DEFAULT_DAYS, NodeSpec, Space, Target, search
+from dtsim.analysis.search import DEFAULT_DAYS, NodeSpec, Space, search
+from dtsim.analysis.targets import Target
 from dtsim.assumptions import Assumptions
 from dtsim.models.decentralized.engine import simulate
 from dtsim.physics import quality

@@ -24,11 +24,10 @@ from dtsim.analysis.search import (
     MODE_IDS,
     NodeSpec,
     Space,
-    Target,
     _evaluate,
     node_count_grid,
-    tokens_needed,
 )
+from dtsim.analysis.targets import Target, tokens_needed
 from dtsim.assumptions import Assumptions
 from dtsim.errors import ScenarioError
 from dtsim.schema.scenario import Scenario

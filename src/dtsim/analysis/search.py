@@ -31,11 +31,11 @@ from typing import Any
 import numpy as np
 
 from dtsim import catalog
+from dtsim.analysis.targets import Target, metric_at, tokens_needed
 from dtsim.assumptions import Assumptions
 from dtsim.errors import ScenarioError
 from dtsim.models.decentralized import decision
 from dtsim.models.decentralized.engine import simulate_batch
-from dtsim.physics import quality
 from dtsim.physics.memory import PRECISIONS, bytes_per_param
 from dtsim.schema.scenario import BOUNDS, Scenario
 
@@ -188,67 +188,6 @@ class Space:
         n = self.node_counts
         valid = (cfg["group"][:, None] == 0) | (n[None, :] >= 2 * cfg["group"][:, None])
         return len(cfg["node"]), int(valid.sum())
-
-
-# --- targets ----------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Target:
-    kind: str  # "local" | "quality" | "model"
-    flop: float | None = None
-    params_b: float | None = None
-    tokens_t: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.kind not in ("local", "quality", "model"):
-            raise ScenarioError([("target", self.kind, "must be local, quality or model")])
-        if self.kind == "model":
-            for name in ("params_b", "tokens_t"):
-                v = getattr(self, name)
-                if v is None or not (math.isfinite(v) and v > 0):
-                    raise ScenarioError([(name, v, "a model target needs a positive size and token count")])
-        elif self.flop is None or not (math.isfinite(self.flop) and self.flop > 0):
-            raise ScenarioError([(f"--{self.kind}-flop", self.flop, "must be a positive number of FLOP")])
-
-    def describe(self) -> str:
-        if self.kind == "model":
-            return f"train {self.params_b:g}B parameters on {self.tokens_t:g}T tokens"
-        word = "local-equivalent" if self.kind == "local" else "quality-adjusted"
-        return f"{self.flop:.3g} FLOP {word} compute"
-
-
-def loss_optimal(n, asm: Assumptions):
-    """L_opt(N) = L(N, k·N): the loss of the compute-optimal run with N parameters."""
-    return quality.chinchilla_loss(n, asm.chinchilla_tokens_per_param * np.asarray(n, dtype=float), asm)
-
-
-def tokens_needed(target: Target, params, flop_per_token, eta, mult, asm: Assumptions):
-    """Tokens a run needs to reach `target` (inf where it never can); see the module docstring."""
-    params = np.asarray(params, dtype=float)
-    if target.kind == "model":
-        return np.full(params.shape, target.tokens_t * 1e12)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        need_c = target.flop / (eta * flop_per_token)
-        if target.kind == "local":
-            return need_c
-        n_x = np.sqrt(target.flop / (eta * asm.flops_per_param_token * asm.chinchilla_tokens_per_param))
-        room = (
-            loss_optimal(n_x, asm) / mult
-            - asm.chinchilla_e
-            - asm.chinchilla_a * params ** (-asm.chinchilla_alpha)
-        )
-        d_q = np.where(room > 0, (asm.chinchilla_b / room) ** (1.0 / asm.chinchilla_beta), np.inf)
-        return np.where(eta > 0, np.maximum(need_c, d_q), np.inf)
-
-
-def metric_at(target_kind: str, params, tokens, flop_per_token, eta, mult, asm: Assumptions):
-    """Local-equivalent or quality-adjusted compute of a run of `tokens` tokens."""
-    c = flop_per_token * tokens
-    if target_kind == "local":
-        return c * eta
-    chi = quality.chi(params, tokens, c, mult, asm)
-    return c * eta * chi
 
 
 # --- the evaluation --------------------------------------------------------------------------------------
