@@ -143,67 +143,6 @@ def sweep(
         c.print(f"plot: {plot}")
 
 
-def _floats(name: str, text: str | None, default: tuple) -> tuple:
-    if text is None:
-        return default
-    out = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            raise ScenarioError([(name, text, "empty value in the list")])
-        if part in ("auto", "auto-quality"):
-            out.append(part)
-            continue
-        try:
-            out.append(float(part))
-        except ValueError:
-            raise ScenarioError([(name, text, f"{part!r} is not a number")]) from None
-    return tuple(out)
-
-
-def _space_from_options(
-    nodes: list[str] | None,
-    max_nodes: int,
-    compression: str | None,
-    inner_steps: str | None,
-    group_sizes: str | None,
-    fractions: str | None,
-    pipeline_multiples: str | None,
-    activation_compression: str | None,
-    params_b: float | None,
-    precision: str,
-):
-    from dtsim import catalog
-    from dtsim.analysis.search import NodeSpec, Space, node_count_grid
-
-    ids = nodes or list(catalog.nodes())
-    specs = [NodeSpec.from_preset(i, precision) for i in ids]
-    d = Space(nodes=specs)
-    steps = _floats("--inner-steps", inner_steps, tuple(d.inner_steps))
-    for h in steps:
-        if h != "auto" and not (isinstance(h, int | float) and h == int(h) and 1 <= h <= 100000):
-            raise ScenarioError([("--inner-steps", inner_steps, "integers 1–100000 or auto")])
-    groups = _floats("--group-sizes", group_sizes, tuple(d.group_sizes))
-    for g in groups:
-        if not (isinstance(g, float | int) and g == int(g) and (g == 0 or 2 <= g <= 100000)):
-            raise ScenarioError(
-                [("--group-sizes", group_sizes, "integers: 0 (flat) or 2–100000 nodes per group")]
-            )
-    return Space(
-        nodes=specs,
-        node_counts=node_count_grid(max_nodes),
-        fractions=_floats("--fractions", fractions, tuple(d.fractions)),
-        pipeline_multiples=_floats("--pipeline-multiples", pipeline_multiples, tuple(d.pipeline_multiples)),
-        inner_steps=tuple(h if h == "auto" else int(h) for h in steps),
-        compressions=_floats("--compression", compression, tuple(d.compressions)),
-        group_sizes=tuple(int(g) for g in groups),
-        activation_compressions=_floats(
-            "--activation-compression", activation_compression, tuple(d.activation_compressions)
-        ),
-        params_b=params_b,
-    )
-
-
 def row_dict(row) -> dict[str, Any]:
     if row is None:
         return None
@@ -323,6 +262,7 @@ def target(
     queries: fewest nodes of one preset; most compute for a budget)."""
     # lazy: the pydantic scenario model and the YAML catalog load only when the command runs (fast --help)
     from dtsim.analysis.search import Target, search
+    from dtsim.analysis.space_options import space_from_options
     from dtsim.schema.scenario import load_scenario, parse_set
 
     try:
@@ -366,7 +306,7 @@ def target(
             if tgt is None:
                 raise ScenarioError([("--min-nodes", True, "needs a target")])
             obj = "cost"  # one preset: the cheapest run is the one with the fewest nodes
-        space = _space_from_options(
+        space = space_from_options(
             node,
             max_nodes,
             compression,
@@ -443,18 +383,6 @@ governance_app = typer.Typer(
 )
 
 
-def _caps(compute: str, memory: str | None, base_compute: float | None):
-    from dtsim.analysis.governance import Cap
-
-    caps = []
-    for v in _floats("--compute-cap", compute, ()) if compute.strip().lower() != "none" else ():
-        caps.append(Cap(h100_equivalents=float(v)))
-    if memory:
-        for v in _floats("--memory-cap", memory, ()):
-            caps.append(Cap(h100_equivalents=base_compute, memory_gb=float(v)))
-    return caps
-
-
 @governance_app.callback()
 def governance(
     ctx: typer.Context,
@@ -497,11 +425,12 @@ def governance(
     if ctx.invoked_subcommand is not None:
         return
     from dtsim.analysis.governance import analyse
+    from dtsim.analysis.space_options import caps_from_options, parse_values
 
     try:
         base = load_scenario(preset=preset, file=file, overrides=parse_set(set_ or []))
-        caps = _caps(compute_cap, memory_cap, base_compute_cap)
-        tgts = tuple(float(x) for x in _floats("--targets", targets, ()))
+        caps = caps_from_options(compute_cap, memory_cap, base_compute_cap)
+        tgts = tuple(float(x) for x in parse_values("--targets", targets, ()))
         precs = tuple(p.strip().lower() for p in precisions.split(",") if p.strip())
         for p in precs:
             if p not in ("fp16", "bf16", "fp8", "fp4"):

@@ -1,0 +1,84 @@
+"""Search spaces from option values: the rules for which inner steps, group sizes, compressions and
+node lists a target search or a governance analysis may range over (shared by the CLI and the API)."""
+
+from __future__ import annotations
+
+from dtsim import catalog
+from dtsim.analysis.governance import Cap
+from dtsim.analysis.search import NodeSpec, Space, node_count_grid
+from dtsim.errors import ScenarioError
+
+
+def parse_values(name: str, text: str | None, default: tuple) -> tuple:
+    """A comma-separated list of numbers (or `auto`, `auto-quality`); `default` when not given."""
+    if text is None:
+        return default
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            raise ScenarioError([(name, text, "empty value in the list")])
+        if part in ("auto", "auto-quality"):
+            out.append(part)
+            continue
+        try:
+            out.append(float(part))
+        except ValueError:
+            raise ScenarioError([(name, text, f"{part!r} is not a number")]) from None
+    return tuple(out)
+
+
+def space_from_options(
+    nodes: list[str] | None,
+    max_nodes: int,
+    compression: str | None,
+    inner_steps: str | None,
+    group_sizes: str | None,
+    fractions: str | None,
+    pipeline_multiples: str | None,
+    activation_compression: str | None,
+    params_b: float | None,
+    precision: str,
+):
+    """The search space of `dtsim target`/`governance` from comma-separated option values; a value not
+    given keeps `Space`'s default."""
+    ids = nodes or list(catalog.nodes())
+    specs = [NodeSpec.from_preset(i, precision) for i in ids]
+    d = Space(nodes=specs)
+    steps = parse_values("--inner-steps", inner_steps, tuple(d.inner_steps))
+    for h in steps:
+        if h != "auto" and not (isinstance(h, int | float) and h == int(h) and 1 <= h <= 100000):
+            raise ScenarioError([("--inner-steps", inner_steps, "integers 1–100000 or auto")])
+    groups = parse_values("--group-sizes", group_sizes, tuple(d.group_sizes))
+    for g in groups:
+        if not (isinstance(g, float | int) and g == int(g) and (g == 0 or 2 <= g <= 100000)):
+            raise ScenarioError(
+                [("--group-sizes", group_sizes, "integers: 0 (flat) or 2–100000 nodes per group")]
+            )
+    return Space(
+        nodes=specs,
+        node_counts=node_count_grid(max_nodes),
+        fractions=parse_values("--fractions", fractions, tuple(d.fractions)),
+        pipeline_multiples=parse_values(
+            "--pipeline-multiples", pipeline_multiples, tuple(d.pipeline_multiples)
+        ),
+        inner_steps=tuple(h if h == "auto" else int(h) for h in steps),
+        compressions=parse_values("--compression", compression, tuple(d.compressions)),
+        group_sizes=tuple(int(g) for g in groups),
+        activation_compressions=parse_values(
+            "--activation-compression", activation_compression, tuple(d.activation_compressions)
+        ),
+        params_b=params_b,
+    )
+
+
+def caps_from_options(compute: str, memory: str | None, base_compute: float | None) -> list[Cap]:
+    """Governance caps from `--compute-cap` (H100-equivalents per node, `none` for no compute cap) and
+    `--memory-cap` (GB per node, at the compute cap `base_compute`)."""
+    caps = []
+    for v in parse_values("--compute-cap", compute, ()) if compute.strip().lower() != "none" else ():
+        caps.append(Cap(h100_equivalents=float(v)))
+    if memory:
+        for v in parse_values("--memory-cap", memory, ()):
+            caps.append(Cap(h100_equivalents=base_compute, memory_gb=float(v)))
+    return caps
