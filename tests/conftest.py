@@ -1,4 +1,4 @@
-"""Shared fixtures. The oracle data lives in ../shared/reference beside the checkout (CI provides it)."""
+"""Shared fixtures. The oracle data is vendored under tests/data (see tests/data/README.md)."""
 
 from __future__ import annotations
 
@@ -10,5 +10,5 @@ from tests.oracle.mapping import MIRI, REFERENCE
 def pytest_configure(config):
     if not MIRI.is_dir():
         raise pytest.UsageError(
-            f"reference data not found at {REFERENCE}: the oracle tests need ../shared/reference beside the checkout"
+            f"reference data not found at {REFERENCE}: the oracle tests need the vendored tests/data"
         )

@@ -7,7 +7,9 @@ from pathlib import Path
 
 from tests.oracle.reference_model import original_mode_id
 
-REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference"
+REFERENCE = (
+    Path(__file__).resolve().parents[1] / "data"
+)  # vendored copy of ../shared/reference (tests/data/README.md)
 MIRI = REFERENCE / "miri"
 
 
