@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import dtsim
-from dtsim.models.decentralized.engine import BATCH_FIELDS, CHUNK_ROWS
+from dtsim.models.decentralized.encode import BATCH_FIELDS
+from dtsim.models.decentralized.engine import CHUNK_ROWS
 
 
 def _random_fields(n, seed=0):

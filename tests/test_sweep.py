@@ -90,8 +90,25 @@ def test_node_as_a_batch_field_matches_presets():
         r = dtsim.simulate(dtsim.Scenario(parameters_b=70, node=nid))
         assert b["cost_usd"][i] == r.cost_usd
         assert b["wall_clock_days"][i] == pytest.approx(r.wall_clock_days, rel=1e-12, nan_ok=True)
-    with pytest.raises(ScenarioError, match="node array sets"):
-        simulate_batch(dtsim.Scenario(), node=np.array(ids[:2]), pflops_per_node=np.array([1.0, 2.0]))
+    # A node and its peak varied together: the given peak wins, as `--set node=… --set pflops_per_node=…`.
+    b = simulate_batch(dtsim.Scenario(), node=np.array(ids[:2]), pflops_per_node=np.array([1.0, 2.0]))
+    for i, (nid, peak) in enumerate(zip(ids[:2], (1.0, 2.0), strict=True)):
+        r = dtsim.simulate(dtsim.load_scenario(overrides={"node": nid, "pflops_per_node": peak}))
+        assert r.wall_clock_days == b["wall_clock_days"][i]
+        assert b["node_sustained_flop_s"][i] == peak * 1e15 * r.scenario["mfu"]
+
+
+@pytest.mark.parametrize("gpu", ["h100-sxm", "v100", "a100-80gb"])
+def test_sweep_over_gpu_matches_simulate_with_that_gpu(gpu):
+    """Issue 12's reproducer: `sweep --preset default --vary gpu=…` changed only price and power."""
+    r = runner.invoke(
+        app, ["sweep", "--preset", "default", "--vary", "gpu=h100-sxm,v100,a100-80gb", "--json"]
+    )
+    assert r.exit_code == 0, r.output
+    row = next(x for x in json.loads(r.output) if x["gpu"] == gpu)
+    s = runner.invoke(app, ["simulate", "--preset", "default", "--set", f"gpu={gpu}", "--json"])
+    assert s.exit_code == 0, s.output
+    assert row["wall_clock_days"] == json.loads(s.output)["wall_clock_days"]
 
 
 def test_cli_writes_csv_parquet_and_plots(tmp_path):

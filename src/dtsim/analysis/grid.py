@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from dtsim.errors import ScenarioError
-from dtsim.models.decentralized.engine import BATCH_FIELDS, NODE_SET_FIELDS, NUMERIC, OPTIONAL, simulate_batch
+from dtsim.models.decentralized.encode import BATCH_FIELDS, NODE_SET_FIELDS, NUMERIC, OPTIONAL
+from dtsim.models.decentralized.engine import simulate_batch
 from dtsim.schema.scenario import INTEGER_FIELDS, Scenario
 
 MAX_GRID = 5_000_000

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from dtsim.errors import ScenarioError
-from dtsim.models.decentralized.engine import BATCH_FIELDS, BatchResult, simulate_batch
+from dtsim.models.decentralized.encode import BATCH_FIELDS
+from dtsim.models.decentralized.engine import BatchResult, simulate_batch
 from dtsim.schema.scenario import BOUNDS, INTEGER_FIELDS, Scenario
 
 # Fields a sweep can vary: every numeric batch field (and bandwidth_mbps, which sets both directions).

@@ -217,8 +217,9 @@ BANDWIDTH_PAIR = ("bandwidth_up_mbps", "bandwidth_down_mbps")
 def merge_layers(lower: dict[str, Any], upper: dict[str, Any]) -> dict[str, Any]:
     """Overlay scenario field dicts: `upper` wins; hardware and bandwidth groups replace as a unit.
 
-    - `bandwidth_mbps` in `upper` drops `bandwidth_up_mbps`/`bandwidth_down_mbps` from `lower` (and
-      vice versa), because a single bandwidth sets both directions.
+    - `bandwidth_mbps` in `upper` drops `bandwidth_up_mbps`/`bandwidth_down_mbps` from `lower`, because a
+      single bandwidth sets both directions; one direction in `upper` over a `bandwidth_mbps` in `lower`
+      replaces that direction only (the other keeps the symmetric value).
     - `node` or `gpu` in `upper` drops every hardware field from `lower` that `upper` does not set
       (and the precision, when the node preset fixes one, e.g. the FP8 node variants).
     """
@@ -226,8 +227,11 @@ def merge_layers(lower: dict[str, Any], upper: dict[str, Any]) -> dict[str, Any]
     if "bandwidth_mbps" in upper:
         for key in BANDWIDTH_PAIR:
             merged.pop(key, None)
-    if any(key in upper for key in BANDWIDTH_PAIR):
-        merged.pop("bandwidth_mbps", None)
+    if any(key in upper for key in BANDWIDTH_PAIR) and "bandwidth_mbps" in merged:
+        symmetric = merged.pop("bandwidth_mbps")
+        if symmetric is not None:  # the direction `upper` leaves alone keeps the symmetric value
+            for key in BANDWIDTH_PAIR:
+                merged.setdefault(key, symmetric)
     if "node" in upper or "gpu" in upper:
         for key in HARDWARE_FIELDS:
             if key not in upper:

@@ -22,6 +22,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PrivateAttr,
     Strict,
     ValidationError,
     WithJsonSchema,
@@ -332,6 +333,9 @@ class Scenario(BaseModel):
     ] = Field(default_factory=dict, description="Overrides of the assumptions table (name → value).")
     name: str | None = Field(None, description="Free-form label.")
 
+    # The fields as given, before node/gpu presets filled in the rest (None: built another way).
+    _given: dict[str, Any] | None = PrivateAttr(default=None)
+
     @model_validator(mode="before")
     @classmethod
     def _resolve(cls, data: Any) -> Any:
@@ -433,7 +437,26 @@ class Scenario(BaseModel):
         check_alpha_domain(self.parameters_b * 1e9, asm)
         return self
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_given(cls, data: Any, handler: Any) -> Scenario:
+        scenario = handler(data)
+        if isinstance(data, dict) and scenario._given is None:
+            scenario._given = dict(data)
+        return scenario
+
+    def __eq__(self, other: object) -> bool:  # equal when the fields are, however they were given
+        return isinstance(other, Scenario) and self.__dict__ == other.__dict__
+
+    def __hash__(self) -> int:
+        return hash(self.model_dump_json())
+
     # --- helpers -----------------------------------------------------------------------------------
+    def given_fields(self) -> dict[str, Any]:
+        """The fields as the user gave them (a derived field such as the peak of a named gpu is left
+        out, so that changing the gpu derives it again), or all fields when that is not known."""
+        return dict(self._given) if self._given is not None else self.to_fields()
+
     def to_fields(self) -> dict[str, Any]:
         """The scenario as plain JSON-able fields (enums as their values, unset optionals dropped)."""
         data = self.model_dump(mode="json", exclude_none=True)
@@ -443,7 +466,8 @@ class Scenario(BaseModel):
         return data
 
     def replace(self, **changes: Any) -> Scenario:
-        return load_scenario(layers=[self.to_fields(), changes])
+        """A new scenario: these fields over the given ones, layered as `--set` layers over a file."""
+        return load_scenario(layers=[self.given_fields(), changes])
 
 
 # Rules that involve several fields, written once for a scalar scenario and for a batch: each

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from dtsim import catalog
 from dtsim.assumptions import Assumptions
 from dtsim.errors import ScenarioError
 from dtsim.models.decentralized import decision
+from dtsim.models.decentralized.encode import encode_batch, encode_scenario
 from dtsim.models.decentralized.frame import Frame, scatter
 from dtsim.models.decentralized.inner_steps import AUTO, AUTO_QUALITY, best_quality_steps
 from dtsim.models.decentralized.strategies import REGISTRY
@@ -35,61 +35,11 @@ from dtsim.physics import (
 )
 from dtsim.physics.numeric import select
 from dtsim.schema.scenario import (
-    BOUNDS,
-    INTEGER_FIELDS,
     Scenario,
-    bound_text,
     check_alpha_domain,
-    check_cross_fields,
     make_scenario,
 )
 
-# --- encoding -----------------------------------------------------------------------------------------
-
-# Plain numeric fields: scenario field → (column, factor to SI).
-NUMERIC = {
-    "parameters_b": ("parameters", 1e9),
-    "tokens_t": ("tokens", 1e12),
-    "num_nodes": ("num_nodes", 1.0),
-    "pflops_per_node": ("peak_flop_s", 1e15),
-    "vram_per_node_gb": ("vram_bytes", 1e9),
-    "bandwidth_up_mbps": ("up_bps", 1e6),
-    "bandwidth_down_mbps": ("down_bps", 1e6),
-    "latency_ms": ("latency_s", 1e-3),
-    "mfu": ("mfu", 1.0),
-    "compression": ("compression", 1.0),
-    "activation_compression": ("activation_compression", 1.0),
-    "local_batch_tokens": ("batch_tokens", 1.0),
-    "micro_batches": ("micro_batches", 1.0),
-    "nodes_per_group": ("nodes_per_group", 1.0),
-    "regional_bandwidth_mbps": ("regional_bps", 1e6),
-    "regional_latency_ms": ("regional_latency_s", 1e-3),
-    "moe_layers": ("moe_layers", 1.0),
-}
-# Optional numeric fields: missing → NaN column.
-OPTIONAL = {
-    "active_parameters_b": ("active_parameters", 1e9),
-    "hidden_size": ("hidden_size", 1.0),
-    "max_run_days": ("max_run_days_in", 1.0),
-    "gpus_per_node": ("gpus_per_node", 1.0),
-}
-ENUMS = {
-    "precision": ("precision", memory.PRECISIONS),
-    "straggler_strategy": ("straggler", stragglers.STRATEGIES),
-    "expert_parallelism": ("ep_mode", memory.EP_MODES),
-    "compression_scenario": ("compression_scenario", efficiency.COMPRESSION_SCENARIOS),
-    "replica_penalty": ("replica_penalty", efficiency.REPLICA_PENALTIES),
-}
-BOOLS = {
-    "moe": "moe",
-    "streaming": "streaming",
-    "hierarchical": "hierarchical",
-    "error_feedback": "error_feedback",
-    "pipeline_backward": "pipeline_backward",
-}
-GROWTH = ("hardware_growth", "software_growth", "investment_growth")
-STEP_CODES = {"auto": AUTO, "auto-quality": AUTO_QUALITY}
-# Derived per-scenario quantities that are returned with the outputs (as `details` in a Result).
 FRAME_OUTPUTS = (
     "parameters",
     "compute_parameters",
@@ -112,208 +62,6 @@ FRAME_OUTPUTS = (
     "bytes_per_value",
     "growth_oom",
 )
-BATCH_FIELDS = (
-    *NUMERIC,
-    *OPTIONAL,
-    *ENUMS,
-    *BOOLS,
-    *GROWTH,
-    "inner_steps",
-    "regional_steps",
-    "gpu",
-    "node",
-    "bandwidth_mbps",
-)
-# Fields a `node` array sets itself; varying them beside it would be ambiguous.
-NODE_SET_FIELDS = ("gpu", "gpus_per_node", "pflops_per_node", "vram_per_node_gb", "precision")
-
-
-def _enum_value(x: Any) -> str:
-    return x.value if hasattr(x, "value") else x
-
-
-def encode_scenario(s: Scenario) -> dict[str, Any]:
-    """One scenario as scalar columns in SI units and integer codes."""
-    cols: dict[str, Any] = {}
-    for field, (col, factor) in NUMERIC.items():
-        cols[col] = float(getattr(s, field)) * factor
-    for field, (col, factor) in OPTIONAL.items():
-        value = getattr(s, field)
-        cols[col] = np.nan if value is None else float(value) * factor
-    for field, (col, names) in ENUMS.items():
-        cols[col] = names.index(_enum_value(getattr(s, field)))
-    for field, col in BOOLS.items():
-        cols[col] = bool(getattr(s, field))
-    cols["inner_steps_in"] = float(STEP_CODES.get(s.inner_steps, s.inner_steps))  # type: ignore[arg-type]
-    cols["regional_steps"] = float(STEP_CODES.get(s.regional_steps, s.regional_steps))  # type: ignore[arg-type]
-    cols["growth_oom"] = sum(runlength.parse_growth(getattr(s, g)) for g in GROWTH)
-    gpu = catalog.gpus().get(s.gpu) if s.gpu else None
-    cols["gpu_price_usd"] = gpu.price_usd if gpu else np.nan
-    cols["gpu_power_w"] = gpu.board_power_w if gpu else np.nan
-    if gpu is None:
-        cols["gpus_per_node"] = np.nan
-    return cols
-
-
-def _first_bad(field: str, values: np.ndarray, bad: np.ndarray, message: str) -> ScenarioError:
-    i = int(np.flatnonzero(bad)[0])
-    return ScenarioError(
-        [(f"{field}[{i}]", values.flat[i].item() if values.ndim else values.item(), message)]
-    )
-
-
-def _map_strings(field: str, arr: np.ndarray, mapper) -> np.ndarray:
-    """Apply a scalar mapper to each distinct value (fast for the few distinct values of enums)."""
-    uniq, inverse = np.unique(arr.astype(str) if arr.dtype.kind in "OUS" else arr, return_inverse=True)
-    mapped = []
-    for i, u in enumerate(uniq):
-        try:
-            mapped.append(mapper(u.item() if hasattr(u, "item") else u))
-        except ValueError as exc:
-            raise _first_bad(field, arr, inverse == i, str(exc)) from None
-    return np.asarray(mapped)[inverse]
-
-
-def encode_array(field: str, values: Any, cols: dict[str, Any]) -> None:
-    """Validate one batch field (an array) and write its columns into `cols`."""
-    arr = np.asarray(values)
-    if arr.ndim != 1:
-        raise ScenarioError(
-            [(field, f"array of shape {arr.shape}", "batch fields must be 1-D arrays or scalars")]
-        )
-    if field == "bandwidth_mbps":
-        encode_array("bandwidth_up_mbps", arr, cols)
-        encode_array("bandwidth_down_mbps", arr, cols)
-        return
-    if field in NUMERIC or field in OPTIONAL:
-        col, factor = NUMERIC.get(field) or OPTIONAL[field]
-        if arr.dtype.kind not in "iuf":
-            raise ScenarioError([(field, f"array of {arr.dtype}", "must be numbers")])
-        x = arr.astype(float)
-        b = BOUNDS[field]
-        ok = np.isfinite(x)
-        if field in OPTIONAL:
-            ok |= np.isnan(x)
-        lo_ok = (x >= b["ge"]) if "ge" in b else (x > b["gt"])
-        in_range = lo_ok & (x <= b["le"])
-        if field in INTEGER_FIELDS:
-            in_range &= x == np.floor(x)
-        bad = ~(ok & (in_range | (np.isnan(x) & (field in OPTIONAL))))
-        if bad.any():
-            raise _first_bad(field, x, bad, bound_text(field))
-        cols[col] = x * factor
-    elif field in ENUMS:
-        col, names = ENUMS[field]
-        allowed = ", ".join(names)
-
-        def to_code(v: Any) -> int:
-            try:
-                value = make_scenario({field: v}).__getattribute__(field)
-            except ScenarioError:
-                raise ValueError(f"must be one of {allowed}") from None
-            return names.index(_enum_value(value))
-
-        cols[col] = _map_strings(field, arr, to_code).astype(np.int8)
-    elif field in BOOLS:
-        if arr.dtype == bool:
-            cols[BOOLS[field]] = arr
-        else:
-            cols[BOOLS[field]] = _map_strings(field, arr, _to_bool)
-    elif field in ("inner_steps", "regional_steps"):
-        extra = "'auto' or 'auto-quality'" if field == "inner_steps" else "'auto'"
-
-        def to_steps(v: Any) -> float:
-            if (
-                isinstance(v, str)
-                and v.strip().lower() in STEP_CODES
-                and (field == "inner_steps" or v.strip().lower() == "auto")
-            ):
-                return STEP_CODES[v.strip().lower()]
-            try:
-                x = float(v)
-            except (TypeError, ValueError):
-                raise ValueError(f"{bound_text(field)}, or {extra}") from None
-            if not (x == np.floor(x) and 1 <= x <= BOUNDS[field]["le"]):
-                raise ValueError(f"{bound_text(field)}, or {extra}")
-            return x
-
-        if arr.dtype.kind in "iuf":
-            x = arr.astype(float)
-            bad = ~(np.isfinite(x) & (x >= 1) & (x <= BOUNDS[field]["le"]) & (x == np.floor(x)))
-            if bad.any():
-                raise _first_bad(field, x, bad, f"{bound_text(field)}, or {extra}")
-        else:
-            x = _map_strings(field, arr, to_steps).astype(float)
-        cols["inner_steps_in" if field == "inner_steps" else "regional_steps"] = x
-    elif field in GROWTH:
-        oom = _map_strings(field, arr, runlength.parse_growth).astype(float)
-        cols.setdefault("_growth_parts", {})[field] = oom
-    elif field == "node":
-
-        def node_row(v: Any) -> tuple[float, ...]:
-            node = catalog.nodes().get(str(v).strip().lower())
-            if node is None:
-                raise ValueError(f"unknown node preset; known: {', '.join(catalog.nodes())}")
-            gpu = catalog.gpus()[node.gpu]
-            prec = memory.PRECISIONS.index(node.precision) if node.precision else -1
-            return (
-                gpu.price_usd,
-                gpu.board_power_w,
-                node.gpu_count,
-                node.pflops * 1e15,
-                node.vram_gb * 1e9,
-                prec,
-            )
-
-        rows = _map_strings(field, arr, node_row)
-        cols["gpu_price_usd"] = rows[:, 0].astype(float)
-        cols["gpu_power_w"] = rows[:, 1].astype(float)
-        cols["gpus_per_node"] = rows[:, 2].astype(float)
-        cols["peak_flop_s"] = rows[:, 3].astype(float)
-        cols["vram_bytes"] = rows[:, 4].astype(float)
-        prec = rows[:, 5].astype(int)
-        cols["precision"] = np.where(prec >= 0, prec, cols["precision"]).astype(np.int8)
-    elif field == "gpu":
-
-        def lookup(v: Any) -> tuple[float, float]:
-            gpu = catalog.gpus().get(str(v).strip().lower())
-            if gpu is None:
-                raise ValueError(f"unknown gpu; known: {', '.join(catalog.gpus())}")
-            return (gpu.price_usd, gpu.board_power_w)
-
-        pairs = _map_strings(field, arr, lookup)
-        cols["gpu_price_usd"] = pairs[:, 0].astype(float)
-        cols["gpu_power_w"] = pairs[:, 1].astype(float)
-    else:
-        raise ScenarioError(
-            [(field, "array", f"cannot vary in a batch; batch fields: {', '.join(BATCH_FIELDS)}")]
-        )
-
-
-def _to_bool(v: Any) -> bool:
-    if isinstance(v, bool | np.bool_):
-        return bool(v)
-    text = str(v).strip().lower()
-    if text in ("true", "1", "yes", "on"):
-        return True
-    if text in ("false", "0", "no", "off"):
-        return False
-    raise ValueError("must be true or false")
-
-
-def _cross_field_row(f: Frame) -> dict[str, Any]:
-    """The columns the cross-field rules read, in the units of the scenario fields."""
-    return {
-        "moe": f.moe,
-        "active_parameters_b": f.active_parameters / 1e9,
-        "parameters_b": f.parameters / 1e9,
-        "hierarchical": f.hierarchical,
-        "regional_ep": f.ep_mode == 1,
-        "nodes_per_group": f.nodes_per_group,
-        "num_nodes": f.num_nodes,
-        "growth_oom": f.growth_oom,
-        "max_run_days": f.max_run_days_in,
-    }
 
 
 # --- the run ------------------------------------------------------------------------------------------
@@ -594,39 +342,7 @@ def simulate_batch(base: Scenario | Mapping[str, Any] | None = None, **fields: A
     n = next(iter(lengths.values()), 1)
     if n == 0:
         raise ScenarioError([("batch", 0, "arrays must not be empty")])
-    cols: dict[str, Any] = encode_scenario(s)
-    for key in ("bandwidth_up_mbps", "bandwidth_down_mbps"):
-        if key in arrays and "bandwidth_mbps" in arrays:
-            raise ScenarioError([(key, "array", "give either bandwidth_mbps or the up/down pair")])
-    if "node" in arrays:
-        clash = [f for f in NODE_SET_FIELDS if f in arrays]
-        if clash:
-            raise ScenarioError(
-                [
-                    (
-                        clash[0],
-                        "array",
-                        "a node array sets gpu, gpus_per_node, pflops, VRAM and precision; vary one or the other",
-                    )
-                ]
-            )
-    for field, values in arrays.items():
-        if field not in BATCH_FIELDS:
-            raise ScenarioError(
-                [(field, "array", f"not a batch field; batch fields: {', '.join(BATCH_FIELDS)}")]
-            )
-        encode_array(field, values, cols)
-    parts = cols.pop("_growth_parts", None)
-    if parts:
-        cols["growth_oom"] = sum(
-            parts.get(g, np.full(n, runlength.parse_growth(getattr(s, g)))) for g in GROWTH
-        )
-    if "gpu" in arrays and "gpus_per_node" not in arrays:
-        if s.gpus_per_node is None:
-            raise ScenarioError([("gpus_per_node", None, "required when gpu varies in a batch")])
-        cols["gpus_per_node"] = float(s.gpus_per_node)
-    frame = Frame({k: np.asarray(v) for k, v in cols.items()}, n=n)
-    check_cross_fields(_cross_field_row(frame), batch=True)
+    frame = encode_batch(s, arrays, n)
     asm = Assumptions(s.assumptions)
     check_alpha_domain(frame.parameters, asm)
     return BatchResult(run_chunked(frame, asm), n, asm, frame)

@@ -1,0 +1,340 @@
+"""Scenario fields → engine columns (SI units, integer codes), for one scenario or a batch.
+
+`encode_scenario` encodes a validated scenario; `encode_batch` encodes a base scenario plus arrays of
+any batch field, validating the arrays with the same bounds and words as the schema. Every field is
+read the same way on both paths: the hardware fields (node, gpu, count, precision, peak, VRAM) are
+resolved per distinct combination by the schema itself, so a batch row equals `simulate` of the same
+fields (a property test draws every field to check it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dtsim import catalog
+from dtsim.errors import ScenarioError
+from dtsim.models.decentralized.frame import Frame
+from dtsim.models.decentralized.inner_steps import AUTO, AUTO_QUALITY
+from dtsim.physics import efficiency, memory, runlength, stragglers
+from dtsim.schema.scenario import (
+    BOUNDS,
+    INTEGER_FIELDS,
+    Scenario,
+    bound_text,
+    check_cross_fields,
+    make_scenario,
+)
+
+# --- encoding -----------------------------------------------------------------------------------------
+
+# Plain numeric fields: scenario field → (column, factor to SI).
+NUMERIC = {
+    "parameters_b": ("parameters", 1e9),
+    "tokens_t": ("tokens", 1e12),
+    "num_nodes": ("num_nodes", 1.0),
+    "pflops_per_node": ("peak_flop_s", 1e15),
+    "vram_per_node_gb": ("vram_bytes", 1e9),
+    "bandwidth_up_mbps": ("up_bps", 1e6),
+    "bandwidth_down_mbps": ("down_bps", 1e6),
+    "latency_ms": ("latency_s", 1e-3),
+    "mfu": ("mfu", 1.0),
+    "compression": ("compression", 1.0),
+    "activation_compression": ("activation_compression", 1.0),
+    "local_batch_tokens": ("batch_tokens", 1.0),
+    "micro_batches": ("micro_batches", 1.0),
+    "nodes_per_group": ("nodes_per_group", 1.0),
+    "regional_bandwidth_mbps": ("regional_bps", 1e6),
+    "regional_latency_ms": ("regional_latency_s", 1e-3),
+    "moe_layers": ("moe_layers", 1.0),
+}
+# Optional numeric fields: missing → NaN column.
+OPTIONAL = {
+    "active_parameters_b": ("active_parameters", 1e9),
+    "hidden_size": ("hidden_size", 1.0),
+    "max_run_days": ("max_run_days_in", 1.0),
+    "gpus_per_node": ("gpus_per_node", 1.0),
+}
+ENUMS = {
+    "precision": ("precision", memory.PRECISIONS),
+    "straggler_strategy": ("straggler", stragglers.STRATEGIES),
+    "expert_parallelism": ("ep_mode", memory.EP_MODES),
+    "compression_scenario": ("compression_scenario", efficiency.COMPRESSION_SCENARIOS),
+    "replica_penalty": ("replica_penalty", efficiency.REPLICA_PENALTIES),
+}
+BOOLS = {
+    "moe": "moe",
+    "streaming": "streaming",
+    "hierarchical": "hierarchical",
+    "error_feedback": "error_feedback",
+    "pipeline_backward": "pipeline_backward",
+}
+GROWTH = ("hardware_growth", "software_growth", "investment_growth")
+STEP_CODES = {"auto": AUTO, "auto-quality": AUTO_QUALITY}
+# Derived per-scenario quantities that are returned with the outputs (as `details` in a Result).
+BATCH_FIELDS = (
+    *NUMERIC,
+    *OPTIONAL,
+    *ENUMS,
+    *BOOLS,
+    *GROWTH,
+    "inner_steps",
+    "regional_steps",
+    "gpu",
+    "node",
+    "bandwidth_mbps",
+)
+# Fields a `node` preset sets (unless given): a grid hides their constant columns when node varies.
+NODE_SET_FIELDS = ("gpu", "gpus_per_node", "pflops_per_node", "vram_per_node_gb", "precision")
+# The hardware fields, resolved together as the scalar path resolves them (schema `_resolve`): a node
+# preset fills gpu/count/peak/VRAM/precision; an explicit gpu fills peak and VRAM from its count and
+# precision. A batch resolves each distinct combination of the varied ones with the same code.
+HARDWARE_FIELDS = ("node", "gpu", "gpus_per_node", "precision", "pflops_per_node", "vram_per_node_gb")
+HARDWARE_COLUMNS = ("gpu_price_usd", "gpu_power_w", "gpus_per_node", "peak_flop_s", "vram_bytes", "precision")
+
+
+def _enum_value(x: Any) -> str:
+    return x.value if hasattr(x, "value") else x
+
+
+def encode_scenario(s: Scenario) -> dict[str, Any]:
+    """One scenario as scalar columns in SI units and integer codes."""
+    cols: dict[str, Any] = {}
+    for field, (col, factor) in NUMERIC.items():
+        cols[col] = float(getattr(s, field)) * factor
+    for field, (col, factor) in OPTIONAL.items():
+        value = getattr(s, field)
+        cols[col] = np.nan if value is None else float(value) * factor
+    for field, (col, names) in ENUMS.items():
+        cols[col] = names.index(_enum_value(getattr(s, field)))
+    for field, col in BOOLS.items():
+        cols[col] = bool(getattr(s, field))
+    cols["inner_steps_in"] = float(STEP_CODES.get(s.inner_steps, s.inner_steps))  # type: ignore[arg-type]
+    cols["regional_steps"] = float(STEP_CODES.get(s.regional_steps, s.regional_steps))  # type: ignore[arg-type]
+    cols["growth_oom"] = sum(runlength.parse_growth(getattr(s, g)) for g in GROWTH)
+    gpu = catalog.gpus().get(s.gpu) if s.gpu else None
+    cols["gpu_price_usd"] = gpu.price_usd if gpu else np.nan
+    cols["gpu_power_w"] = gpu.board_power_w if gpu else np.nan
+    if gpu is None:
+        cols["gpus_per_node"] = np.nan
+    return cols
+
+
+def _first_bad(field: str, values: np.ndarray, bad: np.ndarray, message: str) -> ScenarioError:
+    i = int(np.flatnonzero(bad)[0])
+    return ScenarioError(
+        [(f"{field}[{i}]", values.flat[i].item() if values.ndim else values.item(), message)]
+    )
+
+
+def _map_strings(field: str, arr: np.ndarray, mapper) -> np.ndarray:
+    """Apply a scalar mapper to each distinct value (fast for the few distinct values of enums)."""
+    uniq, inverse = np.unique(arr.astype(str) if arr.dtype.kind in "OUS" else arr, return_inverse=True)
+    mapped = []
+    for i, u in enumerate(uniq):
+        try:
+            mapped.append(mapper(u.item() if hasattr(u, "item") else u))
+        except ValueError as exc:
+            raise _first_bad(field, arr, inverse == i, str(exc)) from None
+    return np.asarray(mapped)[inverse]
+
+
+def encode_array(field: str, values: Any, cols: dict[str, Any]) -> None:
+    """Validate one batch field (an array) and write its columns into `cols`."""
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise ScenarioError(
+            [(field, f"array of shape {arr.shape}", "batch fields must be 1-D arrays or scalars")]
+        )
+    if field == "bandwidth_mbps":
+        encode_array("bandwidth_up_mbps", arr, cols)
+        encode_array("bandwidth_down_mbps", arr, cols)
+        return
+    if field in NUMERIC or field in OPTIONAL:
+        col, factor = NUMERIC.get(field) or OPTIONAL[field]
+        if arr.dtype.kind not in "iuf":
+            raise ScenarioError([(field, f"array of {arr.dtype}", "must be numbers")])
+        x = arr.astype(float)
+        b = BOUNDS[field]
+        ok = np.isfinite(x)
+        if field in OPTIONAL:
+            ok |= np.isnan(x)
+        lo_ok = (x >= b["ge"]) if "ge" in b else (x > b["gt"])
+        in_range = lo_ok & (x <= b["le"])
+        if field in INTEGER_FIELDS:
+            in_range &= x == np.floor(x)
+        bad = ~(ok & (in_range | (np.isnan(x) & (field in OPTIONAL))))
+        if bad.any():
+            raise _first_bad(field, x, bad, bound_text(field))
+        cols[col] = x * factor
+    elif field in ENUMS:
+        col, names = ENUMS[field]
+        allowed = ", ".join(names)
+
+        def to_code(v: Any) -> int:
+            try:
+                value = make_scenario({field: v}).__getattribute__(field)
+            except ScenarioError:
+                raise ValueError(f"must be one of {allowed}") from None
+            return names.index(_enum_value(value))
+
+        cols[col] = _map_strings(field, arr, to_code).astype(np.int8)
+    elif field in BOOLS:
+        if arr.dtype == bool:
+            cols[BOOLS[field]] = arr
+        else:
+            cols[BOOLS[field]] = _map_strings(field, arr, _to_bool)
+    elif field in ("inner_steps", "regional_steps"):
+        extra = "'auto' or 'auto-quality'" if field == "inner_steps" else "'auto'"
+
+        def to_steps(v: Any) -> float:
+            if (
+                isinstance(v, str)
+                and v.strip().lower() in STEP_CODES
+                and (field == "inner_steps" or v.strip().lower() == "auto")
+            ):
+                return STEP_CODES[v.strip().lower()]
+            try:
+                x = float(v)
+            except (TypeError, ValueError):
+                raise ValueError(f"{bound_text(field)}, or {extra}") from None
+            if not (x == np.floor(x) and 1 <= x <= BOUNDS[field]["le"]):
+                raise ValueError(f"{bound_text(field)}, or {extra}")
+            return x
+
+        if arr.dtype.kind in "iuf":
+            x = arr.astype(float)
+            bad = ~(np.isfinite(x) & (x >= 1) & (x <= BOUNDS[field]["le"]) & (x == np.floor(x)))
+            if bad.any():
+                raise _first_bad(field, x, bad, f"{bound_text(field)}, or {extra}")
+        else:
+            x = _map_strings(field, arr, to_steps).astype(float)
+        cols["inner_steps_in" if field == "inner_steps" else "regional_steps"] = x
+    elif field in GROWTH:
+        oom = _map_strings(field, arr, runlength.parse_growth).astype(float)
+        cols.setdefault("_growth_parts", {})[field] = oom
+    else:
+        raise ScenarioError(
+            [(field, "array", f"cannot vary in a batch; batch fields: {', '.join(BATCH_FIELDS)}")]
+        )
+
+
+def _to_bool(v: Any) -> bool:
+    if isinstance(v, bool | np.bool_):
+        return bool(v)
+    text = str(v).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise ValueError("must be true or false")
+
+
+def _cross_field_row(f: Frame) -> dict[str, Any]:
+    """The columns the cross-field rules read, in the units of the scenario fields."""
+    return {
+        "moe": f.moe,
+        "active_parameters_b": f.active_parameters / 1e9,
+        "parameters_b": f.parameters / 1e9,
+        "hierarchical": f.hierarchical,
+        "regional_ep": f.ep_mode == 1,
+        "nodes_per_group": f.nodes_per_group,
+        "num_nodes": f.num_nodes,
+        "growth_oom": f.growth_oom,
+        "max_run_days": f.max_run_days_in,
+    }
+
+
+def _factorize(field: str, arr: np.ndarray) -> tuple[list[Any], np.ndarray]:
+    """Distinct values (as Python scalars; NaN → None for optional numbers) and each row's index."""
+    if arr.dtype.kind in "iufb":
+        uniq, inverse = np.unique(arr, return_inverse=True)
+        values = [None if (isinstance(v, float) and np.isnan(v)) else v for v in uniq.tolist()]
+        return values, inverse.reshape(-1)
+    seen: dict[Any, int] = {}
+    inverse = np.fromiter(
+        (seen.setdefault(v, len(seen)) for v in arr.tolist()), dtype=np.int64, count=arr.size
+    )
+    return list(seen), inverse
+
+
+def hardware_interacts(given: dict[str, Any], varied: list[str]) -> bool:
+    """Whether the varied hardware fields change other hardware columns (so rows need resolving)."""
+    if "node" in varied or "gpu" in varied:
+        return True
+    explicit = given.get("node") is not None or given.get("gpu") is not None
+    return explicit and ("gpus_per_node" in varied or "precision" in varied)
+
+
+def encode_hardware(
+    given: dict[str, Any], arrays: dict[str, Any], cols: dict[str, Any], stand_in: dict[str, Any]
+) -> None:
+    """Resolve each distinct combination of the varied hardware fields exactly as the scalar path does
+    (`load_scenario(layers=[given, row])`) and write the hardware columns for every row."""
+    names = list(arrays)
+    values, codes = [], []
+    for name in names:
+        arr = np.asarray(arrays[name])
+        if arr.ndim != 1:
+            raise ScenarioError(
+                [(name, f"array of shape {arr.shape}", "batch fields must be 1-D arrays or scalars")]
+            )
+        v, c = _factorize(name, arr)
+        values.append(v)
+        codes.append(c)
+    combos, inverse = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    table = np.empty((len(combos), len(HARDWARE_COLUMNS)))
+    for j, combo in enumerate(combos):
+        row = {name: values[k][c] for k, (name, c) in enumerate(zip(names, combo, strict=True))}
+        try:
+            s = make_scenario(catalog.merge_layers(given, {**row, **stand_in}))
+        except ScenarioError as exc:
+            i = int(np.flatnonzero(inverse == j)[0])
+            raise ScenarioError(
+                [(f"{f}[{i}]" if f in row else f, v, m) for f, v, m in exc.problems]
+            ) from None
+        enc = encode_scenario(s)
+        table[j] = [enc[c] for c in HARDWARE_COLUMNS]
+    for k, col in enumerate(HARDWARE_COLUMNS):
+        cols[col] = table[inverse, k]
+    cols["precision"] = cols["precision"].astype(np.int8)
+
+
+def encode_batch(s: Scenario, arrays: dict[str, Any], n: int) -> Frame:
+    """The frame of a batch: `s` (the shared fields) with each array field varied row by row.
+
+    Row i equals the scalar scenario `load_scenario(layers=[s.given_fields(), row_i])`."""
+    cols: dict[str, Any] = encode_scenario(s)
+    given = s.given_fields()
+    if "bandwidth_mbps" in arrays:
+        pair = [k for k in ("bandwidth_up_mbps", "bandwidth_down_mbps") if k in arrays]
+        if pair:
+            raise ScenarioError([(pair[0], "array", "give either bandwidth_mbps or the up/down pair")])
+    varied_hw = [f for f in HARDWARE_FIELDS if f in arrays]
+    if varied_hw and hardware_interacts(given, varied_hw):
+        # Peak and VRAM given row by row always win over what a node or gpu would derive, so they
+        # are encoded directly; a valid value of each stands in while the other fields resolve.
+        direct = {f: arrays[f] for f in ("pflops_per_node", "vram_per_node_gb") if f in arrays}
+        checked: dict[str, Any] = {}
+        for field, values in direct.items():
+            encode_array(field, values, checked)
+        stand_in = {f: float(np.asarray(v).flat[0]) for f, v in direct.items()}
+        encode_hardware(given, {f: arrays[f] for f in varied_hw if f not in direct}, cols, stand_in)
+        cols.update(checked)
+        arrays = {k: v for k, v in arrays.items() if k not in varied_hw}
+    for field, values in arrays.items():
+        if field not in BATCH_FIELDS:
+            raise ScenarioError(
+                [(field, "array", f"not a batch field; batch fields: {', '.join(BATCH_FIELDS)}")]
+            )
+        encode_array(field, values, cols)
+    parts = cols.pop("_growth_parts", None)
+    if parts:
+        cols["growth_oom"] = sum(
+            parts.get(g, np.full(n, runlength.parse_growth(getattr(s, g)))) for g in GROWTH
+        )
+    frame = Frame({k: np.asarray(v) for k, v in cols.items()}, n=n)
+    check_cross_fields(_cross_field_row(frame), batch=True)
+    return frame
