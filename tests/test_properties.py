@@ -222,3 +222,121 @@ def test_batch_path_equals_scalar_path(fields):
         col = batch[key]
         value = getattr(scalar, key)
         assert np.isnan(col[0]) if value is None else col[0] == value, key
+
+
+# --- every batch field: a batch row equals `simulate` of the same fields ----------------------------
+
+from dtsim import catalog  # noqa: E402
+from dtsim.errors import ScenarioError  # noqa: E402
+from dtsim.models.decentralized.encode import BATCH_FIELDS, ENUMS, OPTIONAL  # noqa: E402
+
+_GROWTH_TEXT = st.one_of(
+    st.floats(-50, 300).map(lambda v: f"{v:.3g}%/yr"),
+    st.floats(0.5, 5).map(lambda v: f"{v:.3g}x/yr"),
+    st.floats(-0.3, 1.5).map(lambda v: f"{v:.3g} OOM/yr"),
+)
+
+
+def _value(field):
+    """Values one batch row may give `field`: (scalar value, array element). Optional numbers are
+    None on the scalar path and NaN in an array."""
+    if field in ("node", "gpu"):
+        ids = sorted(catalog.nodes() if field == "node" else catalog.gpus())
+        return st.one_of(st.none(), st.sampled_from(ids))
+    if field in ENUMS:
+        return st.sampled_from(list(ENUMS[field][1]))
+    if field in ("moe", "streaming", "hierarchical", "error_feedback", "pipeline_backward"):
+        return st.booleans()
+    if field.endswith("_growth"):
+        return _GROWTH_TEXT
+    if field == "inner_steps":
+        return st.one_of(log_int("inner_steps"), st.sampled_from(["auto", "auto-quality"]))
+    if field == "regional_steps":
+        return st.one_of(log_int("regional_steps", hi=10_000), st.just("auto"))
+    if field == "bandwidth_mbps":
+        return log_range("bandwidth_up_mbps")
+    if field in ("latency_ms", "regional_latency_ms"):
+        return st.one_of(st.just(0.0), log_range(field, lo=1e-3))
+    if field == "moe_layers":
+        return st.integers(0, 200)
+    if field == "nodes_per_group":
+        return st.integers(1, 10_000)
+    if field == "gpus_per_node":
+        inner = st.integers(1, 1000)
+    elif field == "hidden_size":
+        inner = log_int("hidden_size")
+    elif field == "mfu":
+        inner = st.floats(0.001, 1.0)
+    elif field in ("num_nodes", "local_batch_tokens", "micro_batches"):
+        inner = log_int(field)
+    else:
+        inner = log_range(field)
+    return st.one_of(st.none(), inner) if field in OPTIONAL else inner
+
+
+def _array(field, values):
+    if field in OPTIONAL:
+        return np.array([np.nan if v is None else v for v in values], dtype=float)
+    if field in ("node", "gpu") or any(isinstance(v, str) for v in values):
+        return np.array(values, dtype=object)
+    return np.array(values)
+
+
+@st.composite
+def batches(draw):
+    base = draw(scenarios())
+    if draw(st.booleans()):  # a base on a node preset half the time
+        base["node"] = draw(st.sampled_from(sorted(catalog.nodes())))
+    k = draw(st.integers(1, 3))
+    varied = draw(st.lists(st.sampled_from(BATCH_FIELDS), min_size=1, max_size=4, unique=True))
+    if "bandwidth_mbps" in varied:
+        varied = [f for f in varied if f not in ("bandwidth_up_mbps", "bandwidth_down_mbps")]
+    rows = {f: draw(st.lists(_value(f), min_size=k, max_size=k)) for f in varied}
+    return base, rows, k
+
+
+def _same(a, b):
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[key], b[key]) for key in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b
+
+
+@SETTINGS
+@given(batches())
+def test_every_batch_field_matches_the_scalar_path(case):
+    """Any subset of the batch fields, varied over 1–3 rows on any valid base (node presets, explicit
+    GPUs, optional fields unset or set): the batch raises exactly when some row's scalar scenario is
+    invalid, and otherwise row i is `simulate(load_scenario(layers=[base, row_i]))`, field for field."""
+    base, rows, k = case
+    try:
+        scenario = dtsim.load_scenario(layers=[base])
+    except ScenarioError:
+        assume(False)
+    expected, invalid = [], False
+    for i in range(k):
+        try:
+            row = {f: v[i] for f, v in rows.items()}
+            expected.append(dtsim.simulate(dtsim.load_scenario(layers=[base, row])))
+        except ScenarioError:
+            invalid = True
+    try:
+        batch = dtsim.simulate_batch(scenario, **{f: _array(f, v) for f, v in rows.items()})
+    except ScenarioError as exc:
+        assert invalid, f"batch refused rows every scalar run accepts: {exc}"
+        return
+    assert not invalid, "batch accepted a row the scalar path refuses"
+    for i, scalar in enumerate(expected):
+        got = batch.result(i).model_dump(exclude={"scenario", "cost_sources"})
+        want = scalar.model_dump(exclude={"scenario", "cost_sources"})
+        assert _same(got, want), (
+            i,
+            {key: (got[key], want[key]) for key in got if not _same(got[key], want.get(key))},
+        )
+        for key in ("wall_clock_days", "chi", "sync_s", "global_mfu"):
+            value = getattr(scalar, key)
+            col = batch[key][i]
+            assert np.isnan(col) if value is None else col == value, key

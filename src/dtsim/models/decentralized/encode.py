@@ -261,10 +261,10 @@ def _factorize(field: str, arr: np.ndarray) -> tuple[list[Any], np.ndarray]:
 
 def hardware_interacts(given: dict[str, Any], varied: list[str]) -> bool:
     """Whether the varied hardware fields change other hardware columns (so rows need resolving)."""
-    if "node" in varied or "gpu" in varied:
-        return True
+    if "node" in varied or "gpu" in varied or "gpus_per_node" in varied:
+        return True  # (a GPU count without a GPU is not used: resolving decides)
     explicit = given.get("node") is not None or given.get("gpu") is not None
-    return explicit and ("gpus_per_node" in varied or "precision" in varied)
+    return explicit and "precision" in varied
 
 
 def encode_hardware(
