@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from dtsim.errors import ScenarioError
+from dtsim.errors import ScenarioError, validation_problems
 
 
 class MoE(BaseModel):
@@ -320,8 +320,6 @@ def get_architecture(name_or_fields: str | dict[str, Any]) -> Architecture:
     """A catalog architecture by id, or an Architecture from fields (with field-named errors)."""
     from pydantic import ValidationError
 
-    from dtsim.schema.scenario import _problems
-
     if isinstance(name_or_fields, str):
         key = name_or_fields.strip().lower()
         catalog = architectures()
@@ -339,7 +337,7 @@ def get_architecture(name_or_fields: str | dict[str, Any]) -> Architecture:
     except ScenarioError:
         raise
     except ValidationError as exc:
-        raise ScenarioError(_problems(exc, name_or_fields)) from None
+        raise ScenarioError(validation_problems(exc, name_or_fields)) from None
 
 
 ArchitectureLike = Annotated[str | Architecture, "a catalog id or an Architecture"]

@@ -30,7 +30,7 @@ from pydantic import (
 )
 
 from dtsim import catalog
-from dtsim.errors import ScenarioError, format_problem
+from dtsim.errors import ScenarioError, format_problem, validation_problems
 from dtsim.physics.runlength import GROWTH_FORMS, parse_growth
 
 # --- numeric limits (pydantic keywords ge/gt/le), in the units of each field's name ----------------
@@ -660,46 +660,33 @@ def make_scenario(fields: dict[str, Any]) -> Scenario:
     except ScenarioError:
         raise
     except ValidationError as exc:
-        raise ScenarioError(_problems(exc, fields)) from None
+        raise ScenarioError(validation_problems(exc, fields, field_message)) from None
 
 
-def _problems(exc: ValidationError, fields: dict[str, Any]) -> list[tuple[str, object, str]]:
-    problems = []
-    for err in exc.errors(include_url=False):
-        loc = [str(p) for p in err.get("loc", ()) if not str(p).startswith(("int", "literal", "function"))]
-        field = ".".join(loc[:1]) if loc else "scenario"
-        ctx_err = (err.get("ctx") or {}).get("error")
-        if isinstance(ctx_err, ScenarioError):
-            problems.extend(ctx_err.problems)
-            continue
-        value = fields.get(field, err.get("input")) if loc else err.get("input")
-        msg = err.get("msg", "invalid")
-        if field in ("inner_steps", "regional_steps"):
-            extra = "'auto' or 'auto-quality'" if field == "inner_steps" else "'auto'"
-            msg = f"{bound_text(field)}, or {extra}"
-        elif field in BOUNDS and err.get("type") in (
-            "greater_than_equal",
-            "greater_than",
-            "less_than_equal",
-            "less_than",
-            "finite_number",
-            "int_from_float",
-            "int_parsing",
-            "float_parsing",
-            "int_type",
-            "float_type",
-        ):
-            msg = bound_text(field)
-        elif msg.startswith("Value error, "):
-            msg = msg[len("Value error, ") :]
-        problems.append((field, value, msg))
-    # one line per field is enough
-    seen, unique = set(), []
-    for p in problems:
-        if p[0] not in seen:
-            seen.add(p[0])
-            unique.append(p)
-    return unique
+_BOUND_ERRORS = frozenset(
+    {
+        "greater_than_equal",
+        "greater_than",
+        "less_than_equal",
+        "less_than",
+        "finite_number",
+        "int_from_float",
+        "int_parsing",
+        "float_parsing",
+        "int_type",
+        "float_type",
+    }
+)
+
+
+def field_message(field: str, error_type: str) -> str | None:
+    """What is allowed for a scenario field, in place of pydantic's wording (None: keep pydantic's)."""
+    if field in ("inner_steps", "regional_steps"):
+        extra = "'auto' or 'auto-quality'" if field == "inner_steps" else "'auto'"
+        return f"{bound_text(field)}, or {extra}"
+    if field in BOUNDS and error_type in _BOUND_ERRORS:
+        return bound_text(field)
+    return None
 
 
 def describe_problems(exc: ScenarioError) -> str:

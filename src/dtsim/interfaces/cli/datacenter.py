@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dtsim import catalog
-from dtsim.errors import ScenarioError
+from dtsim.errors import ScenarioError, validation_problems
 
 ModelOpt = Annotated[
     str | None, typer.Option("--model", "-m", help="Catalog model id or an architecture file.")
@@ -36,14 +36,16 @@ SHAPE_FLAGS = ("hidden", "layers", "heads", "kv_heads", "ffn", "ffn_type", "voca
 def _build(cls, fields: dict[str, Any], prefix: str = ""):
     from pydantic import ValidationError  # lazy: pydantic (fast `dtsim --help`)
 
-    from dtsim.schema.scenario import _problems  # lazy: pydantic models (fast `dtsim --help`)
+    from dtsim.schema.scenario import field_message  # lazy: pydantic models (fast `dtsim --help`)
 
     try:
         return cls(**fields)
     except ScenarioError as exc:
         raise ScenarioError([(prefix + f, v, m) for f, v, m in exc.problems]) from None
     except ValidationError as exc:
-        raise ScenarioError([(prefix + f, v, m) for f, v, m in _problems(exc, fields)]) from None
+        raise ScenarioError(
+            [(prefix + f, v, m) for f, v, m in validation_problems(exc, fields, field_message)]
+        ) from None
 
 
 def resolve_model(model: str | None, shape: dict[str, Any]):
