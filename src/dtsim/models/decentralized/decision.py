@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 
-MODE_IDS = ("flat-diloco", "hierarchical-diloco", "pp-group-diloco", "pp-over-wan", "infeasible")
-MODE_LABELS = (
-    "A: flat DiLoCo",
-    "A′: hierarchical DiLoCo",
-    "C: PP-group DiLoCo",
-    "B: pipeline parallel over WAN",
-    "infeasible",
-)
-INFEASIBLE = 4
+from dtsim.models.decentralized.strategies import BY_ID, INFEASIBLE, MODE_IDS, MODE_LABELS
+
+FLAT = BY_ID["flat-diloco"].code
+HIERARCHICAL = BY_ID["hierarchical-diloco"].code
+PP_GROUPS = BY_ID["pp-group-diloco"].code
+PP_OVER_WAN = BY_ID["pp-over-wan"].code
+__all__ = ["INFEASIBLE", "MODE_IDS", "MODE_LABELS", "REASONS", "decide"]
 
 # Reason codes: the branch of the tree each row took.
 REASONS = (
@@ -49,8 +47,8 @@ def decide(f):
 
     mode = np.where(
         fits,
-        np.where(hier_ok, 1, 0),
-        np.where(pipelines >= 2, 2, np.where(pipelines >= 1, 3, INFEASIBLE)),
+        np.where(hier_ok, HIERARCHICAL, FLAT),
+        np.where(pipelines >= 2, PP_GROUPS, np.where(pipelines >= 1, PP_OVER_WAN, INFEASIBLE)),
     ).astype(np.int8)
     reason = np.where(
         fits,

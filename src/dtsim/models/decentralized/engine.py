@@ -20,7 +20,7 @@ from dtsim.models.decentralized import decision
 from dtsim.models.decentralized.encode import encode_batch, encode_scenario
 from dtsim.models.decentralized.frame import Frame, scatter
 from dtsim.models.decentralized.inner_steps import AUTO, AUTO_QUALITY, best_quality_steps
-from dtsim.models.decentralized.strategies import REGISTRY
+from dtsim.models.decentralized.strategies import REGISTRY, has_trait
 from dtsim.models.decentralized.strategies.base import BREAKDOWN_KEYS
 from dtsim.physics import (
     collectives,
@@ -160,6 +160,8 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
     }
     inner = np.broadcast_to(np.asarray(f.inner_steps_in, dtype=float), (n,)).copy()
     auto_h = np.full(n, np.nan)
+    pipelines = np.zeros(n)  # infeasible rows: no pipelines and no nodes in use (none idle either)
+    used = np.broadcast_to(np.floor(f.n_eff), (n,)).copy()
     for code, strategy in REGISTRY.items():
         idx = np.flatnonzero(mode == code)
         if idx.size == 0:
@@ -167,7 +169,8 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
         sub = f.take(idx)
         hide = strategy.auto_inner_steps(sub)
         auto_h[idx] = hide
-        if code == 3:  # pure PP has no DiLoCo loop, so no H
+        pipelines[idx], used[idx] = strategy.nodes_used(sub)
+        if not strategy.diloco:  # no DiLoCo loop, so no H
             h = np.full(idx.size, np.nan)
         else:
             h = np.where(inner[idx] == AUTO, hide, inner[idx])
@@ -195,7 +198,7 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
     ):
         if key not in out:
             out[key] = np.full(n, np.nan)
-    diloco_only = (mode == 0) | (mode == 1)
+    diloco_only = has_trait(mode, "diloco") & ~has_trait(mode, "pipelined")
     for key in ("pipeline_comm_s", "pipeline_latency_s"):
         if key not in out:
             out[key] = np.asarray(0.0) if diloco_only.all() else np.where(diloco_only, 0.0, np.nan)
@@ -221,11 +224,8 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
     out["max_days"] = select(np.isnan(f.max_run_days_in), computed_max, f.max_run_days_in)
     out["feasible"] = out["effective_days"] <= out["max_days"]
 
-    stages = np.broadcast_to(f.stages, (n,))
-    pipelines = np.floor(f.n_eff / f.stages)
-    out["pp_groups"] = np.where(mode == 2, pipelines, np.where(mode == 3, 1.0, 0.0))
-    used = np.where(mode == 2, pipelines * stages, np.where(mode == 3, stages, np.floor(f.n_eff)))
-    out["idle_nodes"] = np.where(mode == decision.INFEASIBLE, 0.0, np.maximum(0.0, np.floor(f.n_eff) - used))
+    out["pp_groups"] = pipelines
+    out["idle_nodes"] = np.maximum(0.0, np.floor(f.n_eff) - used)
     out["memory_per_node_gb"] = np.asarray(f.memory_bytes / f.stages / 1e9)
     out["model_state_memory_gb"] = np.asarray(f.memory_bytes / 1e9)
     for prec, col in (

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from dtsim import catalog
 from dtsim.models.decentralized import decision
 from dtsim.models.decentralized.engine import FRAME_OUTPUTS
+from dtsim.models.decentralized.strategies import has_trait
 from dtsim.models.decentralized.strategies.base import BREAKDOWN_KEYS
 from dtsim.models.decentralized.warning_rules import decode
 
@@ -195,7 +196,9 @@ def build_result(out: dict, i: int, scenario, asm, frame) -> Result:
         regional_sync_s=_f(v["regional_sync_s"]),
         outer_step_s=_f(v["outer_step_s"]),
         inner_steps_used=_i(v["inner_steps_used"]),
-        regional_steps_used=_i(v["regional_steps_used"]) if v["mode_code"] == 1 else None,
+        regional_steps_used=_i(v["regional_steps_used"])
+        if has_trait(v["mode_code"], "regional_tier")
+        else None,
         auto_inner_steps=_i(v["auto_inner_steps"]),
         efficiency=_f(v["efficiency"]),
         efficiency_h=_f(v["efficiency_h"]),

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from dtsim.models.decentralized.decision import INFEASIBLE
+from dtsim.models.decentralized.strategies import has_trait, is_mode
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ RULES: tuple[WarningRule, ...] = (
     ),
     WarningRule(
         "PP_GROUP_MODE",
-        lambda f, o: o["mode_code"] == 2,
+        lambda f, o: is_mode(o["mode_code"], "pp-group-diloco"),
         lambda v: (
             f"The model needs {v['stages']:.0f} pipeline stages ({_gb(v['memory_bytes'] / 1e9)} of model state over "
             f"{_gb(v['vram_bytes'] / 1e9)} nodes): running {v['pp_groups']:.0f} PP groups of {v['stages']:.0f} nodes "
@@ -88,7 +88,7 @@ RULES: tuple[WarningRule, ...] = (
     ),
     WarningRule(
         "PP_OVER_WAN",
-        lambda f, o: o["mode_code"] == 3,
+        lambda f, o: is_mode(o["mode_code"], "pp-over-wan"),
         lambda v: (
             f"Only one pipeline of {v['stages']:.0f} stages fits in {v['num_nodes']:.0f} nodes: pure pipeline "
             "parallelism over the WAN, extremely slow (every micro-batch pays the link's round trip). "
@@ -137,14 +137,18 @@ RULES: tuple[WarningRule, ...] = (
         "SYNC_NOT_HIDDEN",
         lambda f, o: (
             np.broadcast_to(f.streaming, o["mode_code"].shape)
-            & np.isin(o["mode_code"], (0, 1, 2))
+            & has_trait(o["mode_code"], "diloco")
             & ((o["global_sync"] + o["regional_sync"]) > 1e-9 * o["outer_step_s"])
         ),
         lambda v: (
             f"Streaming cannot hide the synchronization: it takes longer than the compute it overlaps, so the "
             f"run is network-bound ({(v['global_sync'] + v['regional_sync']) / v['outer_step_s']:.0%} of each outer "
             f"step waits on the network). inner_steps ≥ {v['auto_inner_steps']:,.0f} would hide it"
-            + (" (and a larger regional_steps for the global tier)." if v["mode_code"] == 1 else ".")
+            + (
+                " (and a larger regional_steps for the global tier)."
+                if has_trait(v["mode_code"], "regional_tier")
+                else "."
+            )
         ),
     ),
     WarningRule(
@@ -167,9 +171,7 @@ RULES: tuple[WarningRule, ...] = (
     WarningRule(
         "ACTIVATION_COMPRESSION_BEYOND_TABLE",
         lambda f, o: (
-            (f.activation_compression > f.asm.activation_keys[-1])
-            & (o["mode_code"] >= 2)
-            & (o["mode_code"] != INFEASIBLE)
+            (f.activation_compression > f.asm.activation_keys[-1]) & has_trait(o["mode_code"], "pipelined")
         ),
         lambda v: (
             f"Activation compression {v['activation_compression']:,.0f}× is beyond the quality table's last entry "
@@ -202,7 +204,8 @@ RULES: tuple[WarningRule, ...] = (
         "STREAMING_MEMORY",
         lambda f, o: (
             np.broadcast_to(f.streaming, o["mode_code"].shape)
-            & np.isin(o["mode_code"], (0, 1))
+            & has_trait(o["mode_code"], "diloco")
+            & ~has_trait(o["mode_code"], "pipelined")
             & (f.memory_bytes * (1 + f.asm.streaming_memory_overhead) > f.vram_bytes)
         ),
         lambda v: (
@@ -215,7 +218,8 @@ RULES: tuple[WarningRule, ...] = (
     WarningRule(
         "HIDDEN_SIZE_ESTIMATED",
         lambda f, o: (
-            np.broadcast_to(np.isnan(f.hidden_size), o["mode_code"].shape) & np.isin(o["mode_code"], (2, 3))
+            np.broadcast_to(np.isnan(f.hidden_size), o["mode_code"].shape)
+            & has_trait(o["mode_code"], "pipelined")
         ),
         lambda v: (
             f"Pipeline activations use the heuristic hidden size h ≈ {v['asm'].hidden_size_coefficient:g}·√P = "
@@ -226,7 +230,7 @@ RULES: tuple[WarningRule, ...] = (
         "PP_SPANS_REGIONS",
         lambda f, o: (
             np.broadcast_to(f.hierarchical & (f.stages > f.nodes_per_group), o["mode_code"].shape)
-            & np.isin(o["mode_code"], (2, 3))
+            & has_trait(o["mode_code"], "pipelined")
         ),
         lambda v: (
             f"Pipelines of {v['stages']:.0f} stages do not fit in regional groups of {v['nodes_per_group']:.0f} "
@@ -235,7 +239,9 @@ RULES: tuple[WarningRule, ...] = (
     ),
     WarningRule(
         "SINGLE_NODE",
-        lambda f, o: np.broadcast_to(f.num_nodes == 1, o["mode_code"].shape) & (o["mode_code"] == 0),
+        lambda f, o: (
+            np.broadcast_to(f.num_nodes == 1, o["mode_code"].shape) & is_mode(o["mode_code"], "flat-diloco")
+        ),
         lambda v: (
             "One node has no data-parallel peers: its sync and the η_H penalty are those of DiLoCo with a single "
             "worker. Set inner_steps to 1 to model plain synchronous training."

@@ -22,9 +22,16 @@ BREAKDOWN_KEYS = (
 
 
 class Strategy(Protocol):
-    code: int
+    code: int  # the row's mode code in a batch (decision tree output)
     id: str
     label: str
+    diloco: bool  # has an outer DiLoCo loop every H inner steps (else H is undefined)
+    pipelined: bool  # splits the model into pipeline stages
+    regional_tier: bool  # syncs regionally every H steps and globally every H_regional cycles
+
+    def nodes_used(self, f: Frame) -> tuple[np.ndarray | float, np.ndarray | float]:
+        """(pipelines, nodes that train) for the frame's rows; the rest of N_eff idles."""
+        ...
 
     def evaluate(self, f: Frame, inner_steps) -> dict[str, np.ndarray]:
         """Time breakdown for inner steps H (an array broadcasting against the frame's columns)."""

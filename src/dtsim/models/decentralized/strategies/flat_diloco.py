@@ -15,6 +15,13 @@ class FlatDiLoCo:
     code = 0
     id = "flat-diloco"
     label = "A: flat DiLoCo"
+    diloco = True  # an outer loop every H inner steps
+    pipelined = False
+    regional_tier = False
+
+    def nodes_used(self, f: Frame):
+        """(pipelines, nodes used): every whole node is a replica."""
+        return 0.0, np.floor(f.n_eff)
 
     def sync(self, f: Frame):
         """T_sync = (V/BW_up + V/BW_down + RTT) · f(N_eff) (seed 000 §3.1, asymmetric per reference README)."""

@@ -17,6 +17,13 @@ class HierarchicalDiLoCo:
     code = 1
     id = "hierarchical-diloco"
     label = "A′: hierarchical DiLoCo"
+    diloco = True
+    pipelined = False
+    regional_tier = True  # a regional sync every H steps, the WAN every H_regional regional cycles
+
+    def nodes_used(self, f: Frame):
+        """(pipelines, nodes used): every whole node is a replica."""
+        return 0.0, np.floor(f.n_eff)
 
     def syncs(self, f: Frame):
         # Groups are whole: G = ⌊N / N_group⌋; leftover nodes join groups, so the largest group has

@@ -16,6 +16,14 @@ class PPGroupDiLoCo:
     code = 2
     id = "pp-group-diloco"
     label = "C: PP-group DiLoCo"
+    diloco = True
+    pipelined = True
+    regional_tier = False
+
+    def nodes_used(self, f: Frame):
+        """(pipelines, nodes used): G = ⌊N_eff / S⌋ whole pipelines of S nodes."""
+        pipelines = np.floor(f.n_eff / f.stages)
+        return pipelines, pipelines * f.stages
 
     def sync(self, f: Frame):
         """Stage s of every pipeline syncs with stage s of the others over its own WAN link, so each

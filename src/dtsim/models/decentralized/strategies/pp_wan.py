@@ -13,6 +13,13 @@ class PPOverWAN:
     code = 3
     id = "pp-over-wan"
     label = "B: pipeline parallel over WAN"
+    diloco = False  # one synchronous pipeline: no inner steps H, no outer sync
+    pipelined = True
+    regional_tier = False
+
+    def nodes_used(self, f: Frame):
+        """(pipelines, nodes used): one pipeline of S nodes."""
+        return 1.0, f.stages
 
     def auto_inner_steps(self, f: Frame):
         return np.ones(np.shape(f.step_s))
