@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import dtsim
-from dtsim.schema.scenario import BOUNDS
+from dtsim.schema.fields import BOUNDS
 
 SETTINGS = settings(
     max_examples=int(os.environ.get("DTSIM_HYPOTHESIS_EXAMPLES", "200")),

@@ -7,7 +7,8 @@ import math
 import pytest
 
 import dtsim
-from dtsim.schema.scenario import BOUNDS, load_scenario, scenario_json_schema
+from dtsim.schema.fields import BOUNDS
+from dtsim.schema.scenario import load_scenario, scenario_json_schema
 
 
 def test_defaults_are_seed_000_section_9():

@@ -20,7 +20,8 @@ import numpy as np
 from dtsim.errors import ScenarioError
 from dtsim.models.decentralized.encode import BATCH_FIELDS, NODE_SET_FIELDS, NUMERIC, OPTIONAL
 from dtsim.models.decentralized.engine import simulate_batch
-from dtsim.schema.scenario import INTEGER_FIELDS, Scenario
+from dtsim.schema.fields import INTEGER_FIELDS
+from dtsim.schema.scenario import Scenario
 
 MAX_GRID = 5_000_000
 CHUNK = 1 << 16

@@ -37,7 +37,8 @@ from dtsim.errors import ScenarioError
 from dtsim.models.decentralized import decision
 from dtsim.models.decentralized.engine import simulate_batch
 from dtsim.physics.memory import PRECISIONS, bytes_per_param
-from dtsim.schema.scenario import BOUNDS, Scenario
+from dtsim.schema.fields import BOUNDS
+from dtsim.schema.scenario import Scenario
 
 PROBE_TOKENS_T = 1.0
 DAYS_PER_YEAR = 365.25

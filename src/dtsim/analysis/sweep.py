@@ -10,7 +10,8 @@ import numpy as np
 from dtsim.errors import ScenarioError
 from dtsim.models.decentralized.encode import BATCH_FIELDS
 from dtsim.models.decentralized.engine import BatchResult, simulate_batch
-from dtsim.schema.scenario import BOUNDS, INTEGER_FIELDS, Scenario
+from dtsim.schema.fields import BOUNDS, INTEGER_FIELDS
+from dtsim.schema.scenario import Scenario
 
 # Fields a sweep can vary: every numeric batch field (and bandwidth_mbps, which sets both directions).
 SWEEPABLE = tuple(f for f in BATCH_FIELDS if f in BOUNDS and f not in ("max_run_days", "hidden_size"))

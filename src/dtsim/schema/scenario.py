@@ -11,7 +11,6 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -23,7 +22,6 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
-    Strict,
     ValidationError,
     WithJsonSchema,
     model_validator,
@@ -32,177 +30,29 @@ from pydantic import (
 from dtsim import catalog
 from dtsim.errors import ScenarioError, format_problem, validation_problems
 from dtsim.physics.runlength import GROWTH_FORMS, parse_growth
-
-# --- numeric limits (pydantic keywords ge/gt/le), in the units of each field's name ----------------
-# Wide enough for any real or hypothetical run, narrow enough that every output stays finite.
-BOUNDS: dict[str, dict[str, Any]] = {
-    "parameters_b": {"ge": 0.001, "le": 1e5},
-    "active_parameters_b": {"ge": 0.001, "le": 1e5},
-    "tokens_t": {"ge": 1e-6, "le": 1e4},
-    "num_nodes": {"ge": 1, "le": 10_000_000},
-    "gpus_per_node": {"ge": 1, "le": 10_000_000},
-    "pflops_per_node": {"ge": 1e-6, "le": 1e7},
-    "vram_per_node_gb": {"ge": 0.001, "le": 1e9},
-    "bandwidth_mbps": {"ge": 0.001, "le": 1e9},
-    "bandwidth_up_mbps": {"ge": 0.001, "le": 1e9},
-    "bandwidth_down_mbps": {"ge": 0.001, "le": 1e9},
-    "latency_ms": {"ge": 0, "le": 1e6},
-    "mfu": {"ge": 0.001, "le": 1},
-    "inner_steps": {"ge": 1, "le": 10_000_000},
-    "regional_steps": {"ge": 1, "le": 10_000_000},
-    "compression": {"ge": 1, "le": 1e6},
-    "local_batch_tokens": {"ge": 1, "le": 1e10},
-    "micro_batches": {"ge": 1, "le": 1_000_000},
-    "nodes_per_group": {"ge": 1, "le": 10_000_000},
-    "regional_bandwidth_mbps": {"ge": 0.001, "le": 1e9},
-    "regional_latency_ms": {"ge": 0, "le": 1e6},
-    "moe_layers": {"ge": 0, "le": 100_000},
-    "activation_compression": {"ge": 1, "le": 1e6},
-    "hidden_size": {"ge": 1, "le": 10_000_000},
-    "max_run_days": {"gt": 0, "le": 1e7},
-}
-INTEGER_FIELDS = (
-    "num_nodes",
-    "gpus_per_node",
-    "inner_steps",
-    "regional_steps",
-    "local_batch_tokens",
-    "micro_batches",
-    "nodes_per_group",
-    "moe_layers",
-    "hidden_size",
+from dtsim.schema.fields import (
+    BOUNDS,
+    GROWTH_PATTERN,
+    STRAGGLER_ALIASES,
+    Bool,
+    CompressionScenario,
+    ExpertParallelism,
+    Int,
+    Lower,
+    Num,
+    Precision,
+    ReplicaPenalty,
+    StragglerStrategy,
+    bound_text,
+    ci_string_schema,
+    enum_schema,
+    lower_word,
+    num_field,
+    steps_schema,
+    steps_value,
+    straggler_word,
+    words,
 )
-
-
-def bound_text(name: str) -> str:
-    b = BOUNDS[name]
-    lo = f"≥ {b['ge']:g}" if "ge" in b else f"> {b['gt']:g}"
-    kind = "an integer" if name in INTEGER_FIELDS else "a number"
-    return f"must be {kind} {lo} and ≤ {b['le']:g}"
-
-
-def _lower(value: Any) -> Any:
-    return value.strip().lower().replace("_", "-") if isinstance(value, str) else value
-
-
-class Precision(StrEnum):
-    fp16 = "fp16"
-    bf16 = "bf16"
-    fp8 = "fp8"
-    fp4 = "fp4"
-
-
-class StragglerStrategy(StrEnum):
-    none = "none"
-    threshold = "threshold"
-    backup = "backup"
-    relay = "relay"
-
-
-class ExpertParallelism(StrEnum):
-    none = "none"
-    regional = "regional"
-    global_ = "global"
-
-
-class CompressionScenario(StrEnum):
-    optimistic = "optimistic"
-    expected = "expected"
-    conservative = "conservative"
-
-
-class ReplicaPenalty(StrEnum):
-    none = "none"
-    h_scaled = "h-scaled"
-    fixed = "fixed"
-
-
-STRAGGLER_ALIASES = {"redundancy": "backup", "backup-workers": "backup"}
-
-
-def _straggler(value: Any) -> Any:
-    value = _lower(value)
-    return STRAGGLER_ALIASES.get(value, value) if isinstance(value, str) else value
-
-
-def _steps(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return _lower(value) if isinstance(value, str) else value
-
-
-def _intlike(value: Any) -> Any:
-    """An integral float (72.0) is an integer, as JSON Schema's `integer` says; nothing else converts."""
-    return int(value) if isinstance(value, float) and value.is_integer() else value
-
-
-def _boolish(value: Any) -> Any:
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    return value
-
-
-def ci_pattern(*words: str) -> str:
-    """A JSON Schema pattern matching any of `words` case-insensitively, with '-' or '_' and optional
-    surrounding blanks — exactly what the enum validators accept."""
-
-    def one(word: str) -> str:
-        out = []
-        for ch in word:
-            if ch.isalpha():
-                out.append(f"[{ch.lower()}{ch.upper()}]")
-            elif ch in "-_":
-                out.append("[-_]")
-            else:
-                out.append(re.escape(ch))
-        return "".join(out)
-
-    return r"^\s*(" + "|".join(one(w) for w in words) + r")\s*$"
-
-
-def _enum_schema(values: tuple[str, ...], aliases: tuple[str, ...] = ()) -> WithJsonSchema:
-    return WithJsonSchema(
-        {
-            "anyOf": [
-                {"type": "string", "enum": list(values)},
-                {"type": "string", "pattern": ci_pattern(*values, *aliases)},
-            ]
-        }
-    )
-
-
-def _ci_string_schema(values: tuple[str, ...]) -> dict[str, Any]:
-    return {"type": "string", "pattern": ci_pattern(*values)}
-
-
-# Field types: numbers reject strings and booleans; integers take integral floats; booleans take
-# true/false (any case); enums any case. The JSON Schema of each says exactly that.
-Num = Annotated[float, Strict()]
-Int = Annotated[int, BeforeValidator(_intlike), Strict()]
-Bool = Annotated[
-    bool,
-    BeforeValidator(_boolish),
-    Strict(),
-    WithJsonSchema(
-        {"anyOf": [{"type": "boolean"}, {"type": "string", "pattern": ci_pattern("true", "false")}]}
-    ),
-]
-Lower = BeforeValidator(_lower)
-GROWTH_PATTERN = (
-    r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*(%|[xX]|×|[oO][oO][mM])\s*"
-    r"(/\s*([yY][rR]|[yY][eE][aA][rR]|[yY]))?\s*$"
-)
-
-
-def _steps_schema(field: str, words: tuple[str, ...]) -> WithJsonSchema:
-    b = BOUNDS[field]
-    return WithJsonSchema(
-        {"anyOf": [{"type": "integer", "minimum": b["ge"], "maximum": b["le"]}, _ci_string_schema(words)]}
-    )
-
-
-def _num(name: str, description: str, default: Any) -> Any:
-    return Field(default, description=description, **BOUNDS[name])
 
 
 class Scenario(BaseModel):
@@ -212,22 +62,22 @@ class Scenario(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_default=False, frozen=True)
 
     # model and data
-    parameters_b: Num = _num("parameters_b", "Total parameters in billions (MoE: all experts).", 144.0)
+    parameters_b: Num = num_field("parameters_b", "Total parameters in billions (MoE: all experts).", 144.0)
     active_parameters_b: Num | None = Field(
         None,
         description="Active parameters per token in billions (MoE only; required when moe is true).",
         **BOUNDS["active_parameters_b"],
     )
-    tokens_t: Num = _num("tokens_t", "Training tokens in trillions.", 12.0)
+    tokens_t: Num = num_field("tokens_t", "Training tokens in trillions.", 12.0)
     moe: Bool = Field(
         False, description="Mixture-of-experts model (compute uses active, memory total parameters)."
     )
-    moe_layers: Int = _num("moe_layers", "MoE layers (two all-to-all latencies each per step with EP).", 32)
-    expert_parallelism: Annotated[ExpertParallelism, Lower, _enum_schema(("none", "regional", "global"))] = (
-        Field(
-            ExpertParallelism.none,
-            description="Shard experts over all nodes (global), a regional group, or not at all.",
-        )
+    moe_layers: Int = num_field(
+        "moe_layers", "MoE layers (two all-to-all latencies each per step with EP).", 32
+    )
+    expert_parallelism: Annotated[ExpertParallelism, Lower, enum_schema(words(ExpertParallelism))] = Field(
+        ExpertParallelism.none,
+        description="Shard experts over all nodes (global), a regional group, or not at all.",
     )
     hidden_size: Int | None = Field(
         None,
@@ -236,20 +86,20 @@ class Scenario(BaseModel):
     )
 
     # hardware
-    num_nodes: Int = _num("num_nodes", "Nodes (geographically distributed training replicas).", 72)
+    num_nodes: Int = num_field("num_nodes", "Nodes (geographically distributed training replicas).", 72)
     node: Annotated[
-        str | None, WithJsonSchema({"anyOf": [_ci_string_schema(tuple(catalog.nodes())), {"type": "null"}]})
+        str | None, WithJsonSchema({"anyOf": [ci_string_schema(tuple(catalog.nodes())), {"type": "null"}]})
     ] = Field(None, description="Node preset id (sets gpu, gpus_per_node, pflops and VRAM).")
     gpu: Annotated[
-        str | None, WithJsonSchema({"anyOf": [_ci_string_schema(tuple(catalog.gpus())), {"type": "null"}]})
+        str | None, WithJsonSchema({"anyOf": [ci_string_schema(tuple(catalog.gpus())), {"type": "null"}]})
     ] = Field("gh200", description="Accelerator id from the catalog (used for cost and energy).")
     gpus_per_node: Int | None = Field(16, description="Accelerators per node.", **BOUNDS["gpus_per_node"])
-    pflops_per_node: Num = _num(
+    pflops_per_node: Num = num_field(
         "pflops_per_node", "Peak dense PFLOP/s per node at the training precision.", 32.0
     )
-    vram_per_node_gb: Num = _num("vram_per_node_gb", "Accelerator memory per node in GB.", 2304.0)
-    mfu: Num = _num("mfu", "Base model FLOP utilization per node (fraction).", 0.4)
-    precision: Annotated[Precision, Lower, _enum_schema(("fp16", "bf16", "fp8", "fp4"))] = Field(
+    vram_per_node_gb: Num = num_field("vram_per_node_gb", "Accelerator memory per node in GB.", 2304.0)
+    mfu: Num = num_field("mfu", "Base model FLOP utilization per node (fraction).", 0.4)
+    precision: Annotated[Precision, Lower, enum_schema(words(Precision))] = Field(
         Precision.fp16, description="Training precision."
     )
 
@@ -259,56 +109,60 @@ class Scenario(BaseModel):
         description="Symmetric WAN bandwidth per node; sets both directions.",
         **BOUNDS["bandwidth_mbps"],
     )
-    bandwidth_up_mbps: Num = _num("bandwidth_up_mbps", "WAN upload bandwidth per node in Mbit/s.", 100.0)
-    bandwidth_down_mbps: Num = _num(
+    bandwidth_up_mbps: Num = num_field("bandwidth_up_mbps", "WAN upload bandwidth per node in Mbit/s.", 100.0)
+    bandwidth_down_mbps: Num = num_field(
         "bandwidth_down_mbps", "WAN download bandwidth per node in Mbit/s.", 100.0
     )
-    latency_ms: Num = _num("latency_ms", "WAN round-trip time in ms.", 100.0)
+    latency_ms: Num = num_field("latency_ms", "WAN round-trip time in ms.", 100.0)
     hierarchical: Bool = Field(
         False, description="Two-tier DiLoCo: regional groups inside the WAN (mode A′)."
     )
-    nodes_per_group: Int = _num("nodes_per_group", "Nodes per regional group.", 8)
-    regional_bandwidth_mbps: Num = _num("regional_bandwidth_mbps", "Intra-group bandwidth in Mbit/s.", 1000.0)
-    regional_latency_ms: Num = _num("regional_latency_ms", "Intra-group round-trip time in ms.", 20.0)
+    nodes_per_group: Int = num_field("nodes_per_group", "Nodes per regional group.", 8)
+    regional_bandwidth_mbps: Num = num_field(
+        "regional_bandwidth_mbps", "Intra-group bandwidth in Mbit/s.", 1000.0
+    )
+    regional_latency_ms: Num = num_field("regional_latency_ms", "Intra-group round-trip time in ms.", 20.0)
 
     # algorithm
     inner_steps: Annotated[
         Int | Literal["auto", "auto-quality"],
-        BeforeValidator(_steps),
-        _steps_schema("inner_steps", ("auto", "auto-quality")),
+        BeforeValidator(steps_value),
+        steps_schema("inner_steps", ("auto", "auto-quality")),
     ] = Field(
         128,
         description="Local steps between syncs H, or 'auto' (smallest H hiding the sync) or "
         "'auto-quality' (H maximising quality-adjusted compute per day).",
     )
     regional_steps: Annotated[
-        Int | Literal["auto"], BeforeValidator(_steps), _steps_schema("regional_steps", ("auto",))
+        Int | Literal["auto"], BeforeValidator(steps_value), steps_schema("regional_steps", ("auto",))
     ] = Field(16, description="Regional cycles per global sync (hierarchical), or 'auto'.")
-    compression: Num = _num("compression", "Pseudo-gradient compression ratio on top of precision.", 16.0)
-    compression_scenario: Annotated[
-        CompressionScenario, Lower, _enum_schema(("optimistic", "expected", "conservative"))
-    ] = Field(CompressionScenario.expected, description="Which compression-quality table to use.")
+    compression: Num = num_field(
+        "compression", "Pseudo-gradient compression ratio on top of precision.", 16.0
+    )
+    compression_scenario: Annotated[CompressionScenario, Lower, enum_schema(words(CompressionScenario))] = (
+        Field(CompressionScenario.expected, description="Which compression-quality table to use.")
+    )
     error_feedback: Bool = Field(
         True, description="Compression with error feedback (selects the quality table)."
     )
-    activation_compression: Num = _num(
+    activation_compression: Num = num_field(
         "activation_compression", "Compression ratio of pipeline activations.", 1.0
     )
-    local_batch_tokens: Int = _num("local_batch_tokens", "Tokens per local step per replica.", 131072)
-    micro_batches: Int = _num("micro_batches", "Micro-batches per pipeline step.", 8)
+    local_batch_tokens: Int = num_field("local_batch_tokens", "Tokens per local step per replica.", 131072)
+    micro_batches: Int = num_field("micro_batches", "Micro-batches per pipeline step.", 8)
     streaming: Bool = Field(True, description="Overlap sync with the next compute block (Streaming DiLoCo).")
     pipeline_backward: Bool = Field(
         True, description="Count backward activation gradients in pipeline hand-offs (seed 000 §10 item 6)."
     )
     straggler_strategy: Annotated[
         StragglerStrategy,
-        BeforeValidator(_straggler),
-        _enum_schema(("none", "threshold", "backup", "relay"), tuple(STRAGGLER_ALIASES)),
+        BeforeValidator(straggler_word),
+        enum_schema(words(StragglerStrategy), tuple(STRAGGLER_ALIASES)),
     ] = Field(
         StragglerStrategy.none,
         description="Straggler mitigation: none, threshold, backup (workers) or relay.",
     )
-    replica_penalty: Annotated[ReplicaPenalty, Lower, _enum_schema(("none", "h-scaled", "fixed"))] = Field(
+    replica_penalty: Annotated[ReplicaPenalty, Lower, enum_schema(words(ReplicaPenalty))] = Field(
         ReplicaPenalty.h_scaled,
         description="Replica-count loss penalty in χ: h-scaled (default), fixed (original web app) or none.",
     )
@@ -356,10 +210,10 @@ class Scenario(BaseModel):
             data["bandwidth_up_mbps"] = data["bandwidth_down_mbps"] = data["bandwidth_mbps"]
         for key in ("inner_steps", "regional_steps"):
             if key in data:
-                data[key] = _steps(data[key])
+                data[key] = steps_value(data[key])
         node_id = data.get("node")
         if node_id is not None:
-            node = catalog.nodes().get(_lower(node_id)) if isinstance(node_id, str) else None
+            node = catalog.nodes().get(lower_word(node_id)) if isinstance(node_id, str) else None
             if node is None:
                 raise _unknown("node", node_id, catalog.nodes())
             data["node"] = node.id
@@ -371,7 +225,7 @@ class Scenario(BaseModel):
                 data.setdefault("precision", node.precision)
         gpu_id = data.get("gpu")
         if gpu_id is not None:
-            gpu = catalog.gpus().get(_lower(gpu_id)) if isinstance(gpu_id, str) else None
+            gpu = catalog.gpus().get(lower_word(gpu_id)) if isinstance(gpu_id, str) else None
             if gpu is None:
                 raise _unknown("gpu", gpu_id, catalog.gpus())
             data["gpu"] = gpu.id
@@ -379,7 +233,7 @@ class Scenario(BaseModel):
             if node_id is None and isinstance(count, int | float) and not isinstance(count, bool):
                 # A GPU without explicit node figures: derive them from the catalog.
                 if "pflops_per_node" not in data:
-                    precision = _lower(data.get("precision", "fp16"))
+                    precision = lower_word(data.get("precision", "fp16"))
                     peak = gpu.peak_tflops(precision) if isinstance(precision, str) else gpu.fp16_tflops
                     if peak is None:
                         raise ScenarioError(
@@ -619,7 +473,7 @@ def load_scenario(
     """Build a scenario from a preset, then a file, then overrides (later layers win)."""
     stack: list[dict[str, Any]] = []
     if preset is not None:
-        key = _lower(preset)
+        key = lower_word(preset)
         if not isinstance(key, str) or key not in catalog.scenario_presets():
             raise _unknown("preset", preset, catalog.scenario_presets())
         stack.append(catalog.preset_fields(key))
@@ -628,7 +482,7 @@ def load_scenario(
         file_fields = read_scenario_file(file)
         if "preset" in file_fields:
             base = file_fields.pop("preset")
-            key = _lower(base)
+            key = lower_word(base)
             if not isinstance(key, str) or key not in catalog.scenario_presets():
                 raise _unknown("preset", base, catalog.scenario_presets())
             stack.append(catalog.preset_fields(key))

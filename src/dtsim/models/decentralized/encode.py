@@ -18,14 +18,8 @@ from dtsim.errors import ScenarioError
 from dtsim.models.decentralized.frame import Frame
 from dtsim.models.decentralized.inner_steps import AUTO, AUTO_QUALITY
 from dtsim.physics import efficiency, memory, runlength, stragglers
-from dtsim.schema.scenario import (
-    BOUNDS,
-    INTEGER_FIELDS,
-    Scenario,
-    bound_text,
-    check_cross_fields,
-    make_scenario,
-)
+from dtsim.schema.fields import BOUNDS, INTEGER_FIELDS, bound_text
+from dtsim.schema.scenario import Scenario, check_cross_fields, make_scenario
 
 # --- encoding -----------------------------------------------------------------------------------------
 
