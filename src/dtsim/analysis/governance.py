@@ -90,7 +90,7 @@ class System:
 
 def systems() -> list[System]:
     out = []
-    for sid, row in catalog._load("systems.yaml").items():
+    for sid, row in catalog.load_table("systems.yaml").items():
         count = int(row["count"])
         if "gpu" in row:
             gpu = catalog.gpus()[row["gpu"]]

@@ -13,7 +13,8 @@ from types import MappingProxyType
 from typing import Any
 
 
-def _load(name: str) -> dict[str, Any]:
+def load_table(name: str) -> dict[str, Any]:
+    """One catalog YAML file (a mapping of id → row) as shipped in the package."""
     text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
     import yaml  # lazy: only commands that read the catalog pay for it (fast `dtsim --help`)
 
@@ -114,7 +115,7 @@ class ScenarioPreset:
 def gpus() -> MappingProxyType:
     """All accelerators by id (`h100-sxm`, `tpu-v5p`, ...)."""
     out = {}
-    for gid, row in _load("gpus.yaml").items():
+    for gid, row in load_table("gpus.yaml").items():
         micro = row.get("micro")
         if micro is not None:
             # PyYAML reads 1.41e9 (no exponent sign) as a string, so numbers are converted here.
@@ -148,7 +149,7 @@ def fabrics() -> MappingProxyType:
     calibrate` (calibration.yaml `fabrics:`) replace the values of fabrics.yaml."""
     fitted = calibration_document().get("fabrics") or {}
     out = {}
-    for fid, row in _load("fabrics.yaml").items():
+    for fid, row in load_table("fabrics.yaml").items():
         row = dict(row)
         for key in ("efficiency", "latency_s"):
             if key in (fitted.get(fid) or {}):
@@ -163,7 +164,7 @@ def fabrics() -> MappingProxyType:
 def nodes() -> MappingProxyType:
     """All node presets by id."""
     out = {}
-    for nid, row in _load("nodes.yaml").items():
+    for nid, row in load_table("nodes.yaml").items():
         node = NodePreset(id=nid, **row)
         if node.gpu not in gpus():  # pragma: no cover - guards the shipped files
             raise RuntimeError(f"node preset {nid} names unknown gpu {node.gpu}")
@@ -175,7 +176,7 @@ def nodes() -> MappingProxyType:
 def scenario_presets() -> MappingProxyType:
     """All scenario presets by id."""
     out = {}
-    for pid, row in _load("presets.yaml").items():
+    for pid, row in load_table("presets.yaml").items():
         out[pid] = ScenarioPreset(
             id=pid,
             description=row["description"],
@@ -205,7 +206,7 @@ def preset_fields(preset_id: str) -> dict[str, Any]:
 @cache
 def assumption_rows() -> MappingProxyType:
     """The raw assumptions table (name → {value, unit, range, description, source, seed})."""
-    return MappingProxyType(_load("assumptions.yaml"))
+    return MappingProxyType(load_table("assumptions.yaml"))
 
 
 # Fields that describe the node hardware. A layer that names a node preset or a GPU replaces these
@@ -291,7 +292,7 @@ def calibration_document() -> dict[str, Any]:
     if _CALIBRATION_OVERRIDE:
         return _CALIBRATION_OVERRIDE[-1]
     try:
-        data = _load("calibration.yaml")
+        data = load_table("calibration.yaml")
     except FileNotFoundError:
         return {}
     return data if isinstance(data, dict) else {}

@@ -311,9 +311,9 @@ def activation_bytes_per_layer(
 
 @cache
 def architectures() -> dict[str, Architecture]:
-    from dtsim.catalog import _load
+    from dtsim.catalog import load_table
 
-    return {k: Architecture(**v) for k, v in _load("architectures.yaml").items()}
+    return {k: Architecture(**v) for k, v in load_table("architectures.yaml").items()}
 
 
 def get_architecture(name_or_fields: str | dict[str, Any]) -> Architecture:

@@ -92,7 +92,7 @@ def _check(hw: LimitsHardware) -> LimitsHardware:
 @cache
 def scenarios() -> dict[str, LimitsHardware]:
     out = {}
-    for sid, row in catalog._load("limits.yaml").items():
+    for sid, row in catalog.load_table("limits.yaml").items():
         gpu = catalog.gpus()[row["gpu"]]
         micro = gpu.micro
         out[sid] = _check(
