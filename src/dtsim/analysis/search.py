@@ -32,7 +32,7 @@ import numpy as np
 
 from dtsim import catalog
 from dtsim.analysis.targets import Target, metric_at, tokens_needed
-from dtsim.assumptions import Assumptions
+from dtsim.assumptions import Assumptions, defaults
 from dtsim.errors import ScenarioError
 from dtsim.models.decentralized import decision
 from dtsim.models.decentralized.engine import simulate_batch
@@ -41,8 +41,7 @@ from dtsim.schema.fields import BOUNDS
 from dtsim.schema.scenario import Scenario
 
 PROBE_TOKENS_T = 1.0
-DAYS_PER_YEAR = 365.25
-DEFAULT_DAYS = 1.5 * DAYS_PER_YEAR  # the original governance model's 1.5-year run
+DEFAULT_DAYS = defaults().governance_run_days  # the original governance model's 1.5-year run
 MODE_IDS = decision.MODE_IDS
 INFEASIBLE = MODE_IDS.index("infeasible")
 MODES = tuple(m for m in MODE_IDS if m != "infeasible")

@@ -14,6 +14,9 @@ from dtsim.errors import ScenarioError
 
 err = Console(stderr=True)
 _FAIL = None
+DAYS_HELP = (
+    "Time limit in days (default: governance_run_days of the assumptions table, 547.875 = 1.5 × 365.25)."
+)
 
 
 def _fmt(x: Any) -> str:
@@ -223,7 +226,7 @@ def target(
     objective: Annotated[
         str, typer.Option("--objective", help="cost (cheapest) or time (fastest).")
     ] = "cost",
-    days: Annotated[float, typer.Option("--days", help="Time limit in days (default 1.5 years).")] = 547.875,
+    days: Annotated[float | None, typer.Option("--days", help=DAYS_HELP)] = None,
     budget: Annotated[float | None, typer.Option("--budget", help="Capital budget in USD.")] = None,
     reach: Annotated[
         str | None,
@@ -261,10 +264,11 @@ def target(
     """The cheapest or fastest configuration that reaches a target within a time limit (and the inverse
     queries: fewest nodes of one preset; most compute for a budget)."""
     # lazy: the pydantic scenario model and the YAML catalog load only when the command runs (fast --help)
-    from dtsim.analysis.search import Target, search
+    from dtsim.analysis.search import DEFAULT_DAYS, Target, search
     from dtsim.analysis.space_options import space_from_options
     from dtsim.schema.scenario import load_scenario, parse_set
 
+    days = DEFAULT_DAYS if days is None else days
     try:
         base = load_scenario(preset=preset, file=file, overrides=parse_set(set_ or []))
         given = [x is not None for x in (local_flop, quality_flop)] + [
@@ -406,7 +410,7 @@ def governance(
     ] = 16.0,
     targets: Annotated[str, typer.Option("--targets", help="Compute targets in FLOP.")] = "1e24,1e25,1e26",
     metric: Annotated[str, typer.Option("--metric", help="quality (C·η·χ) or local (C·η).")] = "quality",
-    days: Annotated[float, typer.Option("--days", help="Time limit in days.")] = 547.875,
+    days: Annotated[float | None, typer.Option("--days", help=DAYS_HELP)] = None,
     gpu: Annotated[
         list[str] | None, typer.Option("--gpu", help="Accelerators to consider (default: all).")
     ] = None,
@@ -425,16 +429,27 @@ def governance(
     if ctx.invoked_subcommand is not None:
         return
     from dtsim.analysis.governance import analyse
+    from dtsim.analysis.search import DEFAULT_DAYS
     from dtsim.analysis.space_options import caps_from_options, parse_values
+    from dtsim.physics.memory import PRECISIONS
 
+    days = DEFAULT_DAYS if days is None else days
     try:
         base = load_scenario(preset=preset, file=file, overrides=parse_set(set_ or []))
         caps = caps_from_options(compute_cap, memory_cap, base_compute_cap)
         tgts = tuple(float(x) for x in parse_values("--targets", targets, ()))
         precs = tuple(p.strip().lower() for p in precisions.split(",") if p.strip())
         for p in precs:
-            if p not in ("fp16", "bf16", "fp8", "fp4"):
-                raise ScenarioError([("--precisions", precisions, "each must be fp16, bf16, fp8 or fp4")])
+            if p not in PRECISIONS:
+                raise ScenarioError(
+                    [
+                        (
+                            "--precisions",
+                            precisions,
+                            f"each must be {', '.join(PRECISIONS[:-1])} or {PRECISIONS[-1]}",
+                        )
+                    ]
+                )
         res = analyse(base, caps, tgts, metric, days, gpus=gpu, precisions=precs, max_nodes=max_nodes)
     except ScenarioError as exc:
         _FAIL(exc)
