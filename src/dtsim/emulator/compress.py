@@ -17,6 +17,7 @@ import torch
 import torch.distributed as dist
 
 from dtsim.errors import ScenarioError
+from dtsim.physics.collectives import allreduce_bytes_per_rank
 
 
 def parse(spec: str) -> tuple[str, float]:
@@ -40,12 +41,12 @@ def expected_bytes_per_rank(kind: str, ratio: float, numel: int, world: int, val
     if n <= 1:
         return 0.0
     if kind == "none":
-        return 2 * (n - 1) / n * numel * value_bytes
+        return float(allreduce_bytes_per_rank(n, numel * value_bytes))
     if kind == "fp16":
-        return 2 * (n - 1) / n * numel * 2
-    if kind == "int8":
+        return float(allreduce_bytes_per_rank(n, numel * 2))
+    if kind == "int8":  # values (one byte each, padded to whole chunks) + one fp32 scale per chunk each way
         padded = math.ceil(numel / n) * n
-        return 2 * (n - 1) / n * padded + 2 * (n - 1) * 4  # values + one fp32 scale per chunk each way
+        return float(allreduce_bytes_per_rank(n, padded)) + 2 * (n - 1) * 4
     k = math.ceil(numel / ratio)
     return (n - 1) * k * 8
 
