@@ -30,6 +30,10 @@ _LAZY: dict[str, str] = {
     "target": "dtsim.analysis.search:search",
     "governance": "dtsim.analysis.governance:analyse",
     "emulate": "dtsim.emulator.launcher:run",
+    # the network commands; `dtsim.limits` is the limits model's package (limits.curve, limits.search)
+    "collective": "dtsim.models.network",
+    "fabric": "dtsim.models.network",
+    "limits": "dtsim.models.limits:",
 }
 
 
@@ -37,8 +41,9 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'dtsim' has no attribute {name!r}")
-    module, _, attribute = module.partition(":")
-    value = getattr(importlib.import_module(module), attribute or name)
+    module, colon, attribute = module.partition(":")
+    imported = importlib.import_module(module)
+    value = imported if colon and not attribute else getattr(imported, attribute or name)
     globals()[name] = value
     return value
 
@@ -53,6 +58,9 @@ __all__ = [
     "Result",
     "Scenario",
     "ScenarioError",
+    "collective",
+    "fabric",
+    "limits",
     "emulate",
     "governance",
     "load_scenario",

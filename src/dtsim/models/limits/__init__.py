@@ -9,6 +9,8 @@ from dtsim.models.limits.hardware import scenarios
 from dtsim.models.limits.scaling import shape_for
 from dtsim.models.limits.search import cluster_size, optimal_layout
 
+search = cluster_size  # `dtsim limits search`: the smallest cluster that trains a shape in time
+
 __all__ = [
     "cluster_size",
     "curve",
@@ -16,6 +18,7 @@ __all__ = [
     "linear_scaling_stop",
     "optimal_layout",
     "scenarios",
+    "search",
     "shape_for",
     "shape_for_compute",
 ]

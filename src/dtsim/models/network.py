@@ -1,0 +1,182 @@
+"""Network questions on their own: the time of one collective, and the scale-across fabric a cluster
+spread over datacenters needs. `dtsim.collective` and `dtsim.fabric` (and the `dtsim collective` /
+`dtsim fabric` commands, which only format these results) check their inputs and return typed results
+with units in the field names.
+
+Collectives: α-β forms of dtsim.physics.collectives (seed 003 "data-parallel theory"; seed 001 §3.5).
+Fabric: seed 001 ch. 3 (dtsim.physics.fabric.plan_fabric); a GB200 NVL72 rack has 18 compute trays of
+4 ConnectX-7 ports at 400 Gbit/s (seed 001 §3.4, eq. 3.15).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from dtsim import catalog
+from dtsim.errors import ScenarioError
+from dtsim.physics import collectives as coll
+from dtsim.physics.fabric import FabricPlan, plan_fabric
+
+OPS = ("allreduce", "reduce-scatter", "all-gather", "broadcast", "p2p", "all-to-all")
+ALLREDUCE_ALGORITHMS = ("ring", "ring-bidirectional", "tree")
+DEFAULT_FABRIC = "nvlink3"  # the fabric whose bandwidth and latency apply when none is given
+# GB200 NVL72 rack (seed 001 §3.4, eq. 3.15): trays per rack, ConnectX-7 ports per tray, bit/s per port.
+NVL72_TRAYS_PER_RACK = 18
+NVL72_PORTS_PER_TRAY = 4
+NVL72_PORT_BITS_S = 400e9
+
+
+@dataclass(frozen=True)
+class CollectiveResult:
+    op: str
+    algorithm: str
+    ranks: int
+    size_bytes: float
+    time_s: float
+    bytes_sent_per_rank: float
+    algbw_gb_s: float | None  # size / time
+    bus_bandwidth_gb_s: float
+    latency_s: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _words(values: tuple[str, ...]) -> str:
+    return ", ".join(values[:-1]) + " or " + values[-1]
+
+
+def collective(
+    op: str = "allreduce",
+    ranks: int = 8,
+    size_bytes: float = 1e9,
+    algorithm: str = "ring",
+    fabric: str | None = None,
+    bandwidth_bytes_s: float | None = None,
+    latency_s: float | None = None,
+) -> CollectiveResult:
+    """α-β time of one collective over `ranks` ranks of `size_bytes` each.
+
+    The bus bandwidth and per-step latency come from `fabric` (a catalog id), or from
+    `bandwidth_bytes_s` / `latency_s`, each defaulting to the DEFAULT_FABRIC's."""
+    if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
+        raise ScenarioError([("ranks", ranks, "must be an integer ≥ 1")])
+    if not (isinstance(size_bytes, int | float) and math.isfinite(size_bytes) and size_bytes > 0):
+        raise ScenarioError([("size_bytes", size_bytes, "must be a finite number > 0")])
+    fabrics = catalog.fabrics()
+    if fabric is not None:
+        fab = fabrics.get(fabric)
+        if fab is None:
+            raise ScenarioError([("fabric", fabric, f"unknown fabric; known: {', '.join(fabrics)}")])
+        bw, alpha = fab.bus_bytes_per_s, fab.latency_s
+    else:
+        fab = fabrics[DEFAULT_FABRIC]
+        bw = fab.bus_bytes_per_s if bandwidth_bytes_s is None else bandwidth_bytes_s
+        alpha = fab.latency_s if latency_s is None else latency_s
+    if not (math.isfinite(bw) and bw > 0) or not (math.isfinite(alpha) and alpha >= 0):
+        raise ScenarioError(
+            [("bandwidth_bytes_s/latency_s", (bandwidth_bytes_s, latency_s), "must be finite, > 0 and ≥ 0")]
+        )
+    size = float(size_bytes)
+    others = {
+        "reduce-scatter": coll.reduce_scatter_time,
+        "all-gather": coll.all_gather_time,
+        "all-to-all": coll.all_to_all_time,
+        "broadcast": coll.broadcast_time,
+    }
+    if op == "allreduce":
+        if algorithm not in ALLREDUCE_ALGORITHMS:
+            raise ScenarioError([("algorithm", algorithm, f"must be {_words(ALLREDUCE_ALGORITHMS)}")])
+        t = (
+            coll.tree_allreduce_time(ranks, size, bw, alpha)
+            if algorithm == "tree"
+            else coll.ring_allreduce_time(ranks, size, bw, alpha, algorithm == "ring-bidirectional")
+        )
+        per_rank = float(coll.allreduce_bytes_per_rank(ranks, size))
+    elif op == "p2p":
+        t, per_rank = coll.p2p_time(size, bw, alpha), size
+    elif op in others:
+        t = others[op](ranks, size, bw, alpha)
+        per_rank = (ranks - 1) / ranks * size if op != "broadcast" else size
+    else:
+        raise ScenarioError([("op", op, f"must be {_words(OPS)}")])
+    t = float(t)
+    return CollectiveResult(
+        op=op,
+        algorithm=algorithm,
+        ranks=ranks,
+        size_bytes=size,
+        time_s=t,
+        bytes_sent_per_rank=float(per_rank),
+        algbw_gb_s=size / t / 1e9 if t > 0 else None,
+        bus_bandwidth_gb_s=bw / 1e9,
+        latency_s=alpha,
+    )
+
+
+def fabric(
+    cluster_power_w: float = 10e9,
+    datacenters: int = 23,
+    pod_power_w: float = 200e3,
+    pod_peak_flop_s: float = 360e15,
+    parameters: float = 72e12,
+    tokens: float = 2000e12,
+    bits_per_param: float = 16.0,
+    train_days: float = 100.0,
+    network_fraction: float = 0.05,
+    sync_budget_s: float | None = 0.25,
+    ring_km: float = 4800.0,
+    hop_latency_s: float = 28e-6,
+    critical_batch_k: float = 25.27,
+) -> FabricPlan:
+    """Scale-across fabric dimensioning (seed 001 ch. 3); the defaults are its 10 GW, 23-datacenter
+    scenario (the thesis rounds its sync budget, 0.05 × 4.9 s, to 250 ms)."""
+    positive = {
+        "cluster_power_w": cluster_power_w,
+        "datacenters": datacenters,
+        "pod_power_w": pod_power_w,
+        "pod_peak_flop_s": pod_peak_flop_s,
+        "parameters": parameters,
+        "tokens": tokens,
+        "bits_per_param": bits_per_param,
+        "train_days": train_days,
+        "critical_batch_k": critical_batch_k,
+    }
+    problems = [
+        (k, v, "must be a finite number > 0") for k, v in positive.items() if not _finite(v, 0, False)
+    ]
+    if not (_finite(network_fraction, 0, False) and network_fraction <= 1):
+        problems.append(("network_fraction", network_fraction, "must be in (0, 1]"))
+    for k, v in (("ring_km", ring_km), ("hop_latency_s", hop_latency_s)):
+        if not _finite(v, 0, True):
+            problems.append((k, v, "must be a finite number ≥ 0"))
+    if sync_budget_s is not None and not _finite(sync_budget_s, 0, False):
+        problems.append(("sync_budget_s", sync_budget_s, "must be a finite number > 0"))
+    if problems:
+        raise ScenarioError(problems)
+    return plan_fabric(
+        cluster_power_w,
+        datacenters,
+        pod_power_w,
+        pod_peak_flop_s,
+        parameters,
+        tokens,
+        bits_per_param,
+        train_days,
+        network_fraction,
+        ring_km,
+        hop_latency_s,
+        critical_batch_k,
+        NVL72_TRAYS_PER_RACK,
+        NVL72_PORTS_PER_TRAY,
+        NVL72_PORT_BITS_S,
+        sync_budget_s,
+    )
+
+
+def _finite(x: Any, lo: float, closed: bool) -> bool:
+    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
+        return False
+    return x >= lo if closed else x > lo
