@@ -30,8 +30,14 @@ MODE_LABELS = (*(REGISTRY[c].label for c in sorted(REGISTRY)), "infeasible")
 def has_trait(mode_code, trait: str) -> np.ndarray:
     """Whether each row's strategy has `trait` (`diloco`, `pipelined`, `regional_tier`); False for
     infeasible rows."""
-    table = np.array([bool(getattr(REGISTRY[c], trait)) for c in sorted(REGISTRY)] + [False])
-    return table[np.asarray(mode_code)]
+    return _TRAITS[trait][mode_code]
+
+
+# trait → a lookup table indexed by mode code (the infeasible code last, False)
+_TRAITS = {
+    trait: np.array([bool(getattr(REGISTRY[c], trait)) for c in sorted(REGISTRY)] + [False])
+    for trait in ("diloco", "pipelined", "regional_tier")
+}
 
 
 def is_mode(mode_code, strategy_id: str) -> np.ndarray:
