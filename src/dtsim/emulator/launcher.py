@@ -157,7 +157,7 @@ def predict(
         size = params * value_bytes
         sync = float(coll.ring_allreduce_time(n, size, bw, alpha))
         if opts.latency_mode == "app" and opts.latency_ms:
-            app_delay = buckets * 2 * (n - 1) * opts.latency_ms * 1e-3
+            app_delay = buckets * float(coll.ring_allreduce_steps(n)) * opts.latency_ms * 1e-3
             sync += app_delay
         exposed = float(exposed_bucketed_allreduce(sync, compute["backward_s"], max(buckets, 1)))
         step = step_compute + exposed
@@ -180,7 +180,7 @@ def predict(
         k = -(-params // int(ratio))
         sync = 2 * float(coll.all_gather_time(n, n * k * 4, bw, alpha))  # indices, then values
     if opts.latency_mode == "app" and opts.latency_ms:
-        app_delay = 2 * (n - 1) * opts.latency_ms * 1e-3
+        app_delay = float(coll.ring_allreduce_steps(n)) * opts.latency_ms * 1e-3
         sync += app_delay
     outer = opts.inner_steps * step_compute + sync
     return {

@@ -37,6 +37,7 @@ import torch.distributed as dist
 from dtsim.emulator.compress import Averager
 from dtsim.emulator.data import BigramLanguage
 from dtsim.emulator.model import GPT, config_for, param_count
+from dtsim.physics.collectives import ring_allreduce_steps
 
 
 def iface_counters(iface: str | None) -> dict[str, int]:
@@ -132,7 +133,7 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
 
         def hook(state, bucket):
             if latency_s:
-                time.sleep(2 * (world - 1) * latency_s)  # --latency-mode app: per ring step
+                time.sleep(float(ring_allreduce_steps(world)) * latency_s)  # --latency-mode app: per ring step
             start = time.perf_counter()
             fut = dist.all_reduce(bucket.buffer(), async_op=True).get_future()
 
@@ -211,7 +212,7 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
             c0 = iface_counters(iface)
             s0 = time.perf_counter()
             if latency_s:
-                time.sleep(2 * (world - 1) * latency_s)
+                time.sleep(float(ring_allreduce_steps(world)) * latency_s)
             pseudo = global_flat - flat_params(model)
             avg = averager(pseudo)
             s1 = time.perf_counter()

@@ -99,7 +99,7 @@ def collective(
         t, per_rank = coll.p2p_time(size, bw, alpha), size
     elif op in others:
         t = others[op](ranks, size, bw, alpha)
-        per_rank = (ranks - 1) / ranks * size if op != "broadcast" else size
+        per_rank = coll.shard_exchange_bytes_per_rank(ranks, size) if op != "broadcast" else size
     else:
         raise ScenarioError([("op", op, f"must be {_words(OPS)}")])
     t = float(t)

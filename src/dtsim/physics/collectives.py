@@ -118,6 +118,17 @@ def nccl_ring_time(n, size, busbw, alpha, steps_factor=2.0):
     )
 
 
+def ring_allreduce_steps(n):
+    """Latency steps of a ring all-reduce: 2(n−1) (n−1 reduce-scatter, n−1 all-gather; seed 003)."""
+    return 2.0 * (np.asarray(n, dtype=float) - 1.0)
+
+
+def shard_exchange_bytes_per_rank(n, size):
+    """Bytes one rank sends in a ring reduce-scatter, all-gather or all-to-all of S bytes: (n−1)/n·S."""
+    n = np.asarray(n, dtype=float)
+    return (n - 1.0) / n * np.asarray(size, dtype=float)
+
+
 def allreduce_bytes_per_rank(n, size):
     """Bytes one rank sends in a ring all-reduce: 2(n−1)/n·S (seed 001 eq. 3.12 usage)."""
     n = np.asarray(n, dtype=float)
