@@ -93,6 +93,17 @@ def hierarchical_allreduce_time(size, levels):
     return total
 
 
+def hierarchical_ring_words(per_level):
+    """Seed 002's named variant (§8.1.2) of a hierarchical ring all-reduce, in words moved per word
+    reduced: level h moves 2(p_h − 1) per word for each replica of the levels above, 2(p_h − 1)·∏_{k>h} p_k
+    (the levels' bandwidth phases overlap; the caller divides by each level's aggregate bandwidth).
+    `per_level` has shape (..., H): the participants at each level, lowest first."""
+    p = np.asarray(per_level, dtype=float)
+    above = np.cumprod(p[..., ::-1], axis=-1)[..., ::-1]
+    above = np.concatenate([above[..., 1:], np.ones((*p.shape[:-1], 1))], axis=-1)
+    return 2.0 * (p - 1.0) * above
+
+
 def nccl_ring_busbw(per_node, nodes, intra_bw, nic_bw_per_gpu):
     """Bus bandwidth of NCCL's ring over ranks spread `per_node` to a node across `nodes` nodes.
 

@@ -44,3 +44,26 @@ def gpipe_step(micro_batches, stages, t_micro_compute, t_micro_transfer, latency
         "latency": slots * latency_s,
         "straggler": slots * comm * (straggler - 1.0),
     }
+
+
+def interleaved_bubble_slots(stages, virtual_stages):
+    """Idle micro-batch slots of a 1F1B schedule with v interleaved chunks per stage: (S − 1)/v
+    (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters"); the
+    bubble fraction is slots / (m + slots) = (S − 1)/(S − 1 + v·m). Zero-bubble schedules (ZB-H2)
+    have none once m ≥ 2S − 1."""
+    return (np.asarray(stages, dtype=float) - 1.0) / np.asarray(virtual_stages, dtype=float)
+
+
+def bubble_fraction_seed002(stages, micro_batches, virtual_stages, zero_bubble):
+    """Seed 002's named variant (§8.1.3, eq. 22) of the interleaved bubble: with fewer micro-batches
+    than stages the interleaving cannot fill the pipeline, adding z = (v − 1)·max(0, S − m) slots:
+
+        f_b = (S − 1 + z) / (S − 1 + z + v·m);  0 for ZB-H2.
+
+    With z = 0 it is slots / (m + slots) of `interleaved_bubble_slots`."""
+    s = np.asarray(stages, dtype=float)
+    m = np.asarray(micro_batches, dtype=float)
+    v = np.asarray(virtual_stages, dtype=float)
+    z = (v - 1.0) * np.maximum(0.0, s - m)
+    fb = (s - 1.0 + z) / (s - 1.0 + z + v * m)
+    return np.where(zero_bubble, 0.0, fb)

@@ -35,7 +35,11 @@ import numpy as np
 
 from dtsim.models.limits.hardware import LimitsHardware
 from dtsim.models.limits.scaling import Shape
+from dtsim.physics.collectives import hierarchical_ring_words
 from dtsim.physics.gemm import gemm_time
+from dtsim.physics.pipeline import bubble_fraction_seed002 as bubble_fraction
+
+__all__ = ["bubble_fraction", "communication", "gemm_time_per_step", "step_time", "utilization"]
 
 LIMITS_CHUNK = 8  # seed 002 §5.1.2: tensor-core inputs in multiples of 8
 
@@ -87,15 +91,12 @@ def communication(shape: Shape, hw: LimitsHardware, n_gpus, levels: dict[str, np
     L = float(shape.layers)
     dpl, tpm, tpf, ppl, epl = (levels[k].astype(float) for k in ("dp", "tp_model", "tp_ff", "pp", "ep"))
 
-    dp_bw = 2.0 * (dpl - 1.0) * shape.params * _suffix_products(dpl) * by / agg
+    dp_bw = hierarchical_ring_words(dpl) * shape.params * by / agg
     dp_comm = dp_bw.max(axis=-1)
     dp_lat = (2.0 * lat * (dpl > 1)).sum(axis=-1)
 
     tp_bw = (
-        (
-            2.0 * (tpm - 1.0) * shape.d_ff * _suffix_products(tpm)
-            + 2.0 * (tpf - 1.0) * shape.d_model * _suffix_products(tpf)
-        )
+        (hierarchical_ring_words(tpm) * shape.d_ff + hierarchical_ring_words(tpf) * shape.d_model)
         * 2.0
         * L
         * B
@@ -139,15 +140,6 @@ def communication(shape: Shape, hw: LimitsHardware, n_gpus, levels: dict[str, np
         "pp_comm": pp_comm,
         "pp_lat": pp_lat,
     }
-
-
-def bubble_fraction(pp, m, v, zero_bubble):
-    pp = np.asarray(pp, dtype=float)
-    m = np.asarray(m, dtype=float)
-    v = np.asarray(v, dtype=float)
-    z = (v - 1.0) * np.maximum(0.0, pp - m)
-    fb = (pp - 1.0 + z) / (pp - 1.0 + z + v * m)
-    return np.where(zero_bubble, 0.0, fb)
 
 
 def step_time(gemm_s, comm: dict[str, np.ndarray], fb, zero_bubble):
