@@ -133,7 +133,8 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
 
         def hook(state, bucket):
             if latency_s:
-                time.sleep(float(ring_allreduce_steps(world)) * latency_s)  # --latency-mode app: per ring step
+                # --latency-mode app: per ring step
+                time.sleep(float(ring_allreduce_steps(world)) * latency_s)
             start = time.perf_counter()
             fut = dist.all_reduce(bucket.buffer(), async_op=True).get_future()
 

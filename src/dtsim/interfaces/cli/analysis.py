@@ -11,9 +11,9 @@ from rich.console import Console
 from rich.table import Table
 
 from dtsim.errors import ScenarioError
+from dtsim.interfaces.cli.common import fail
 
 err = Console(stderr=True)
-_FAIL = None
 DAYS_HELP = (
     "Time limit in days (default: governance_run_days of the assumptions table, 547.875 = 1.5 × 365.25)."
 )
@@ -91,7 +91,7 @@ def sweep(
         if plot is not None:
             plot_grid(result, metric, plot)
     except ScenarioError as exc:
-        _FAIL(exc)
+        fail(exc)
         return
     if as_json:
         names = list(result.columns)
@@ -340,7 +340,7 @@ def target(
                 ]
             )
     except ScenarioError as exc:
-        _FAIL(exc)
+        fail(exc)
         return
     payload = {
         "target": tgt.describe() if tgt else None,
@@ -452,7 +452,7 @@ def governance(
                 )
         res = analyse(base, caps, tgts, metric, days, gpus=gpu, precisions=precs, max_nodes=max_nodes)
     except ScenarioError as exc:
-        _FAIL(exc)
+        fail(exc)
         return
     if as_json:
         payload = {
@@ -575,9 +575,5 @@ def _json_default(x: Any) -> Any:
     return str(x)
 
 
-def register(app: typer.Typer, fail) -> None:
-    global _FAIL
-    _FAIL = fail
-    app.command("sweep")(sweep)
-    app.command("target")(target)
-    app.add_typer(governance_app, name="governance")
+COMMANDS = {"sweep": sweep, "target": target}
+GROUPS = {"governance": governance_app}

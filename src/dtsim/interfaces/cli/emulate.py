@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dtsim.errors import ScenarioError
+from dtsim.interfaces.cli.common import fail
 
 emulate_app = typer.Typer(
     add_completion=False,
@@ -18,7 +19,6 @@ emulate_app = typer.Typer(
     help="Run real distributed training (torch.distributed, gloo) between network namespaces joined by "
     "tc-shaped links, and compare with dtsim's prediction. Needs root and the `emulator` extra.",
 )
-_FAIL = None
 
 SUMMARY_KEYS = (
     "algorithm",
@@ -243,7 +243,7 @@ def emulate(
             Console(stderr=True).print("interrupted: the run's namespaces and processes were removed")
             raise typer.Exit(130) from None
     except ScenarioError as exc:
-        _FAIL(exc)
+        fail(exc)
         return
     if report is not None:
         _write_report(report, summary)
@@ -279,7 +279,7 @@ def thesis_cmd(
         err = Console(stderr=True)
         out = thesis(model, steps, progress=lambda name: err.print(f"running {name} …"))
     except ScenarioError as exc:
-        _FAIL(exc)
+        fail(exc)
         return
     if as_json:
         sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
@@ -356,7 +356,7 @@ def diloco_efficiency_cmd(
             progress=lambda n: err.print(f"running {n} …"),
         )
     except ScenarioError as exc:
-        _FAIL(exc)
+        fail(exc)
         return
     if as_json:
         sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
@@ -379,7 +379,5 @@ def diloco_efficiency_cmd(
     )
 
 
-def register(app: typer.Typer, fail) -> None:
-    global _FAIL
-    _FAIL = fail
-    app.add_typer(emulate_app, name="emulate")
+COMMANDS: dict = {}
+GROUPS = {"emulate": emulate_app}

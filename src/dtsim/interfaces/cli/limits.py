@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dtsim.errors import ScenarioError
+from dtsim.interfaces.cli.common import fail
 
 limits_app = typer.Typer(
     add_completion=False,
@@ -63,12 +64,6 @@ CSV_FIELDS = (
     "pp_comm_months",
     "latency_months",
 )
-
-_FAIL = None
-
-
-def _fail(exc: ScenarioError):
-    _FAIL(exc)
 
 
 def _check_common(months: float, scaling: str, memory: str) -> None:
@@ -210,7 +205,7 @@ def closed_form_cmd(
                 },
             }
     except ScenarioError as exc:
-        _fail(exc)
+        fail(exc)
         return
     if as_json:
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
@@ -289,7 +284,7 @@ def curve_cmd(
                     w.writerow((name, *(p[k] for k in CSV_FIELDS)))
             csv_path.write_text(buf.getvalue(), encoding="utf-8")
     except ScenarioError as exc:
-        _fail(exc)
+        fail(exc)
         return
     if as_json:
         payload = series[0][1] if len(series) == 1 else {name: pts for name, pts in series}
@@ -350,7 +345,7 @@ def search_cmd(
             raise ScenarioError([("compute", compute, str(exc))]) from None
         best = cluster_size(shape, hw, months, memory)
     except ScenarioError as exc:
-        _fail(exc)
+        fail(exc)
         return
     if best is None:
         out = {
@@ -384,7 +379,5 @@ def search_cmd(
     )
 
 
-def register(app: typer.Typer, fail) -> None:
-    global _FAIL
-    _FAIL = fail
-    app.add_typer(limits_app, name="limits")
+COMMANDS: dict = {}
+GROUPS = {"limits": limits_app}

@@ -1,0 +1,158 @@
+"""The scenario commands: `simulate`, `presets`, `schema`, `assumptions`, `serve`."""
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from dtsim.errors import ScenarioError
+from dtsim.interfaces.cli.common import err, fail
+
+# The models, the schema (pydantic) and the catalog (YAML) are imported inside the commands that
+# use them, so that `dtsim --help` and `dtsim --version` start without them (issue 12 item 8).
+
+
+def simulate(
+    file: Annotated[Path | None, typer.Argument(help="Scenario file (YAML or JSON).")] = None,
+    preset: Annotated[
+        str | None, typer.Option("--preset", "-p", help="Start from a preset (see `dtsim presets`).")
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", "-s", help="Override a field: --set num_nodes=500 (repeatable)."),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object instead of the report.")
+    ] = False,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Show every formula with its numbers and source.")
+    ] = False,
+) -> None:
+    """Simulate one training run and print the report (default scenario: seed 000 §9)."""
+    # lazy: numpy/pydantic models and Rich report only when a command runs (fast --help)
+    from dtsim.interfaces.cli.report import print_report
+    from dtsim.models.decentralized.engine import simulate as run_simulation
+    from dtsim.schema.scenario import load_scenario, parse_set
+
+    try:
+        overrides = parse_set(set_ or [])
+        scenario = load_scenario(file=file, preset=preset, overrides=overrides)
+        result = run_simulation(scenario)
+    except ScenarioError as exc:
+        fail(exc)
+        return
+    if as_json:
+        payload = result.model_dump(mode="json")
+        if explain:
+            from dtsim.models.decentralized.explain import derivation
+
+            payload["explain"] = [step.__dict__ for step in derivation(result)]
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        return
+    title = f"dtsim — {scenario.name or preset or (file.name if file else 'default scenario')}"
+    print_report(result, title=title, explain=explain)
+
+
+def presets(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """List scenario presets, node presets and accelerators."""
+    from dtsim import catalog  # lazy: YAML parsing only when a command runs (fast --help)
+
+    scen = catalog.scenario_presets()
+    nodes = catalog.nodes()
+    gpus = catalog.gpus()
+    if as_json:
+        data = catalog.catalog_payload()
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        return
+    console = Console()
+    t = Table(title="Scenario presets (--preset NAME)", title_justify="left")
+    t.add_column("name", style="bold")
+    t.add_column("description")
+    for k, p in scen.items():
+        t.add_row(k, p.description)
+    console.print(t)
+    t = Table(title="Node presets (--set node=NAME)", title_justify="left")
+    for col in ("name", "node", "PFLOPS", "VRAM GB", "kind"):
+        t.add_column(col, justify="right" if col in ("PFLOPS", "VRAM GB") else "left")
+    for k, n in nodes.items():
+        t.add_row(
+            k,
+            n.name + (f" ({n.precision})" if n.precision else ""),
+            f"{n.pflops:g}",
+            f"{n.vram_gb:,.0f}",
+            n.kind,
+        )
+    console.print(t)
+    t = Table(title="Accelerators (--set gpu=NAME)", title_justify="left")
+    for col in ("id", "name", "FP16 TFLOPS", "FP8 TFLOPS", "GB", "W", "USD"):
+        t.add_column(col, justify="left" if col in ("id", "name") else "right")
+    for k, g in gpus.items():
+        t.add_row(
+            k,
+            g.name,
+            f"{g.fp16_tflops:g}",
+            "—" if g.fp8_tflops is None else f"{g.fp8_tflops:g}",
+            f"{g.memory_gb:g}",
+            f"{g.board_power_w:g}",
+            f"{g.price_usd:,.0f}",
+        )
+    console.print(t)
+
+
+def schema() -> None:
+    """Print the JSON Schema of a scenario."""
+    from dtsim.schema.scenario import scenario_json_schema  # lazy: pydantic (fast --help)
+
+    sys.stdout.write(json.dumps(scenario_json_schema(), indent=2) + "\n")
+
+
+def assumptions(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Print the assumptions table: every constant, its value, unit and source."""
+    from dtsim import assumptions as assumptions_mod  # lazy: numpy + YAML (fast --help)
+
+    rows = assumptions_mod.table()
+    if as_json:
+        sys.stdout.write(json.dumps([r.__dict__ for r in rows], indent=2, default=list) + "\n")
+        return
+    t = Table(title="Assumptions (override with --set assumptions.NAME=VALUE)", title_justify="left")
+    for col in ("name", "value", "unit", "seed", "source"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        value = r.value if not isinstance(r.value, dict) else "table"
+        t.add_row(r.name, str(value), r.unit, r.seed, r.source)
+    Console().print(t)
+
+
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to bind (localhost by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+) -> None:
+    """Serve the web UI at / and the JSON API under /api (OpenAPI at /openapi.json, docs at /docs)."""
+    try:
+        import uvicorn
+
+        from dtsim.interfaces.api.app import create_app
+    except ImportError as exc:
+        err.print(
+            f"[bold red]error:[/bold red] dtsim serve needs the web extra: pip install 'dtsim[web]' ({exc.name})"
+        )
+        raise typer.Exit(code=2) from None
+    uvicorn.run(create_app(), host=host, port=port, log_level="warning")
+
+
+COMMANDS = {
+    "simulate": simulate,
+    "presets": presets,
+    "schema": schema,
+    "assumptions": assumptions,
+    "serve": serve,
+}
+GROUPS: dict[str, typer.Typer] = {}
