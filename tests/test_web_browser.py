@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 import dtsim
-from dtsim.interfaces.web.page import fmt_days
+from dtsim.interfaces.web.results import fmt_days
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"

@@ -10,17 +10,22 @@ import pytest
 
 import dtsim
 from dtsim import catalog
-from dtsim.interfaces.web.page import (
+from dtsim.interfaces.web.fields import (
+    GROUPS,
     INPUTS,
-    _split_growth,
     default_values,
+    join_growth,
     parse_query,
-    result_csv,
     scenario_to_values,
     share_query,
+    split_growth,
+    unit,
     values_to_fields,
 )
-from dtsim.schema.scenario import load_scenario
+from dtsim.interfaces.web.results import result_csv
+from dtsim.interfaces.web.widgets import InputWidgets, make_widget
+from dtsim.schema.fields import BOUNDS
+from dtsim.schema.scenario import Scenario, load_scenario, scenario_json_schema
 
 
 def test_default_widgets_are_the_default_scenario():
@@ -59,7 +64,9 @@ def test_every_scenario_field_a_user_sets_has_a_widget():
     [("1.37x/yr", (1.37, "x/yr")), ("37%/yr", (37.0, "%/yr")), ("0.137 OOM/yr", (0.137, "OOM/yr"))],
 )
 def test_growth_split(text, expected):
-    assert _split_growth(text) == expected
+    assert split_growth(text) == expected
+    number, unit_name = expected
+    assert split_growth(join_growth(number, unit_name)) == expected
 
 
 def test_result_csv():
@@ -68,3 +75,120 @@ def test_result_csv():
     assert float(rows["wall_clock_days"]) == r.wall_clock_days
     assert rows["mode"] == "flat-diloco"
     assert any(k.startswith("warning.") for k in rows)
+
+
+# --- the inputs agree with the schema ------------------------------------------------------------------
+
+NUMERIC = ("number", "int", "optional", "steps")
+
+
+def _field_limits(name: str) -> tuple[float | None, float | None]:
+    """The limits the pydantic field validates (its Ge/Gt/Le metadata), else the published JSON Schema's
+    integer branch (the step fields, whose limits the schema checks after the 'auto' words)."""
+    lo = hi = None
+    for m in Scenario.model_fields[name].metadata:
+        lo = getattr(m, "ge", getattr(m, "gt", lo))
+        hi = getattr(m, "le", hi)
+    if lo is None and hi is None:
+        prop = scenario_json_schema()["properties"][name]
+        (branch,) = [b for b in prop.get("anyOf", [prop]) if b.get("type") == "integer"]
+        lo, hi = branch["minimum"], branch["maximum"]
+    return lo, hi
+
+
+def test_every_numeric_input_has_the_schema_limits():
+    numeric = [
+        spec for spec in INPUTS.values() if spec.kind in NUMERIC and spec.name in Scenario.model_fields
+    ]
+    assert len(numeric) >= 20
+    for spec in numeric:
+        bounds = BOUNDS[spec.name]
+        assert (spec.min, spec.max) == (bounds.get("ge", bounds.get("gt")), bounds["le"]), spec.name
+        assert (spec.min, spec.max) == _field_limits(spec.name), spec.name
+        schema_type = "integer" if spec.kind in ("int", "steps") else None
+        if schema_type:
+            prop = scenario_json_schema()["properties"][spec.name]
+            assert schema_type in {b.get("type") for b in prop.get("anyOf", [prop])}, spec.name
+
+
+def test_every_choice_input_offers_what_the_schema_accepts():
+    props = scenario_json_schema()["properties"]
+    selects = [spec for spec in INPUTS.values() if spec.kind == "select"]
+    assert {s.name for s in selects} >= {"precision", "straggler_strategy", "replica_penalty", "gpu"}
+    for spec in selects:
+        enums = [b["enum"] for b in props[spec.name].get("anyOf", []) if "enum" in b]
+        expected = enums[0] if enums else list(catalog.gpus())
+        assert list(spec.options) == expected, spec.name
+    for spec in (s for s in INPUTS.values() if s.kind == "steps"):
+        assert spec.options[0] == "fixed"
+        for word in spec.options[1:]:
+            assert getattr(load_scenario(layers=[{spec.name: word}]), spec.name) == word
+        with pytest.raises(dtsim.ScenarioError):
+            load_scenario(layers=[{spec.name: "fixed"}])
+    for spec in (s for s in INPUTS.values() if s.kind == "switch"):
+        assert isinstance(getattr(Scenario(), spec.name), bool), spec.name
+
+
+def test_labels_carry_the_unit_of_the_field_name():
+    assert INPUTS["bandwidth_up_mbps"].label == "Upload (Mbit/s)"
+    assert INPUTS["max_run_days"].label == "Maximum run (days; blank: computed)"
+    for spec in INPUTS.values():
+        if unit(spec.name):
+            assert f"({unit(spec.name)}" in spec.label, spec.name
+    assert [title for title, _ in GROUPS][:3] == ["Model and data", "Infrastructure", "Network"]
+
+
+class _FakeControl:
+    """Stands in for a NiceGUI element: records its constructor arguments, chains like one."""
+
+    def __init__(self, kind: str, *args, **kwargs):
+        self.kind, self.args, self.kwargs = kind, args, kwargs
+        self.value = kwargs.get("value")
+        self.enabled = True
+        self.handlers = []
+
+    def props(self, *_a):
+        return self
+
+    classes = style = tooltip = props
+
+    def on_value_change(self, handler):
+        self.handlers.append(handler)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_exc):
+        return False
+
+
+class _FakeUI:
+    def __init__(self):
+        self.made: list[_FakeControl] = []
+
+    def __getattr__(self, kind):
+        def make(*args, **kwargs):
+            control = _FakeControl(kind, *args, **kwargs)
+            self.made.append(control)
+            return control
+
+        return make
+
+
+def test_widgets_get_the_schema_limits_and_choices():
+    ui, widgets, changes = _FakeUI(), InputWidgets(), []
+    values = default_values()
+    for spec in INPUTS.values():
+        make_widget(ui, spec, values.get(spec.name), widgets, lambda name, v: changes.append((name, v)))
+    for name, w in widgets.main.items():
+        spec = INPUTS[name]
+        if spec.kind in NUMERIC:
+            assert (w.kwargs["min"], w.kwargs["max"]) == (spec.min, spec.max), name
+        if spec.kind == "select":
+            assert w.args[0] == list(spec.options), name
+    for name, mode in widgets.mode.items():
+        assert mode.args[0] == list(INPUTS[name].options)
+    # A change flows back as a field value of the right type.
+    num = widgets.main["num_nodes"]
+    num.kwargs["on_change"](type("E", (), {"value": 500.0})())
+    assert changes[-1] == ("num_nodes", 500) and isinstance(changes[-1][1], int)

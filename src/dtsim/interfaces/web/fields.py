@@ -1,0 +1,446 @@
+"""The page's inputs: which group each scenario field sits in, in what order, with which label and
+tooltip — and nothing the schema already says. A widget's kind, its limits, its choices and its
+default come from the `Scenario` model (its annotations, `BOUNDS` and defaults); the unit in a label
+comes from the field's name. Also the conversions between widget values, scenario fields and share
+links.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+from urllib.parse import urlencode
+
+from pydantic import WithJsonSchema
+from pydantic.fields import FieldInfo
+
+from dtsim import catalog
+from dtsim.assumptions import Assumptions
+from dtsim.physics.runlength import parse_growth
+from dtsim.schema.fields import BOUNDS, GROWTH_PATTERN
+from dtsim.schema.scenario import Scenario, parse_set
+
+ASSUMPTION_PREFIX = "assumptions."
+GROWTH_UNITS = ("x/yr", "%/yr", "OOM/yr")
+# The unit a field's name ends in (seed 000 §9 names carry their units), as a label shows it.
+UNIT_SUFFIXES = {
+    "_b": "B",
+    "_t": "T",
+    "_gb": "GB",
+    "_mbps": "Mbit/s",
+    "_ms": "ms",
+    "_days": "days",
+    "_tokens": "tokens",
+}
+
+
+@dataclass(frozen=True)
+class Hint:
+    """The web-only facts about one input: its label (without the unit), its tooltip, and widget hints."""
+
+    name: str
+    label: str
+    tip: str
+    step: float | None = None  # the number widget's arrow step, when not 1 (integers) or free
+    blank: str | None = None  # what an empty optional field means, shown in the label
+    choices: Callable[[], Any] | None = None  # catalog-backed choices of a free-text field
+
+
+@dataclass(frozen=True)
+class Input:
+    """One widget, as the page builds it."""
+
+    name: str
+    label: str
+    kind: str  # number | int | optional | select | switch | steps | growth
+    tip: str
+    options: tuple = ()
+    step: float | None = None
+    min: float | None = None
+    max: float | None = None
+
+
+HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
+    (
+        "Model and data",
+        (
+            Hint(
+                "parameters_b",
+                "Parameters",
+                "Total parameters P, all experts for MoE. Model-state memory M = P·β with β = 16/14/13 bytes "
+                "for FP16/FP8/FP4 (seed 000 §2.1; ZeRO, Rajbhandari et al. 2019).",
+            ),
+            Hint(
+                "tokens_t",
+                "Tokens",
+                "Training tokens D. Compute C = 6·P_active·D (seed 000 §1.1; Kaplan et al. 2020).",
+            ),
+            Hint(
+                "moe",
+                "Mixture of experts",
+                "MoE: compute uses active parameters, memory total parameters (seed 000 §1.4, §2.3).",
+            ),
+            Hint(
+                "active_parameters_b",
+                "Active parameters",
+                "Parameters active per token (MoE). Also the shared parameters of the EP memory model "
+                "(seed 000 §2.4).",
+            ),
+            Hint(
+                "moe_layers",
+                "MoE layers",
+                "Each MoE layer costs two latency-bound all-to-alls per step with EP: T_EP = 2·RTT·L_MoE "
+                "(seed 000 §1.5; GShard, Tutel).",
+            ),
+            Hint(
+                "expert_parallelism",
+                "Expert parallelism",
+                "Shard experts over all nodes (global) or a regional group: M_node = (P_shared + "
+                "P_experts/N_EP)·β (seed 000 §2.4; SPES, GShard, DeepSeek-V2).",
+            ),
+            Hint(
+                "hidden_size",
+                "Hidden size",
+                "Hidden size h for pipeline activations; default h ≈ 0.03·√P_active, within ~20% of "
+                "LLaMA-2 70B, GPT-3 and LLaMA-3.1 405B (seed 000 §3.3).",
+                blank="0.03·√P",
+            ),
+        ),
+    ),
+    (
+        "Infrastructure",
+        (
+            Hint(
+                "num_nodes",
+                "Nodes",
+                "Geographically distributed nodes, each a training replica (seed 000 §9).",
+            ),
+            Hint(
+                "pflops_per_node",
+                "Peak PFLOPS per node",
+                "Dense peak at the training precision, e.g. 16×GH200 (seed 000 §9); catalog/gpus.yaml cites "
+                "every accelerator's datasheet.",
+            ),
+            Hint(
+                "vram_per_node_gb",
+                "VRAM per node",
+                "Accelerator memory per node; the model is pipelined over S = ⌈M/VRAM⌉ nodes when it does not "
+                "fit (seed 000 §2.2).",
+            ),
+            Hint(
+                "mfu",
+                "Base MFU",
+                "Model FLOP utilization per node: PaLM 46%, LLaMA-3.1 38–43%, INTELLECT-1 36–43% "
+                "(seed 000 §1.3). Warning above 60%.",
+                step=0.01,
+            ),
+            Hint(
+                "precision",
+                "Precision",
+                "Sets β (16/14/13 B per parameter) and bytes per communicated value (2/1/0.5) "
+                "(seed 000 §2.1, §8.1).",
+            ),
+            Hint(
+                "gpu",
+                "Accelerator (cost, energy)",
+                "Catalog accelerator for price and board power (catalog/gpus.yaml, a source per number).",
+                choices=catalog.gpus,
+            ),
+            Hint("gpus_per_node", "Accelerators per node", "GPUs per node: GPU count = nodes × this."),
+        ),
+    ),
+    (
+        "Network",
+        (
+            Hint(
+                "bandwidth_up_mbps",
+                "Upload",
+                "Per-node WAN upload. A sync takes V/BW_up + V/BW_down + RTT (seed 000 §3.1; asymmetric "
+                "links per the original's later model).",
+            ),
+            Hint("bandwidth_down_mbps", "Download", "Per-node WAN download."),
+            Hint(
+                "latency_ms",
+                "RTT",
+                "WAN round trip, paid once per sync and once per pipeline micro-batch slot (seed 000 §3.1, "
+                "§3.3; SWARM).",
+            ),
+        ),
+    ),
+    (
+        "Hierarchy",
+        (
+            Hint(
+                "hierarchical",
+                "Hierarchical DiLoCo",
+                "Regional groups sync every H steps, group leaders over the WAN every H·H_regional; "
+                "H_eff = H·H_regional^0.5 (seed 000 §3.2, §4.4; SPES, INTELLECT-1).",
+            ),
+            Hint(
+                "nodes_per_group",
+                "Nodes per group",
+                "Regional group size; groups are whole (⌊N/N_group⌋), fewer than two fall back to flat.",
+            ),
+            Hint("regional_bandwidth_mbps", "Regional bandwidth", "Intra-group bandwidth."),
+            Hint("regional_latency_ms", "Regional RTT", "Intra-group round trip."),
+            Hint(
+                "regional_steps",
+                "Regional cycles per global sync",
+                "H_regional, or auto: the smallest that hides the global sync.",
+            ),
+        ),
+    ),
+    (
+        "Algorithm",
+        (
+            Hint(
+                "inner_steps",
+                "Inner steps H",
+                "Local steps between syncs. auto: the smallest H whose compute hides the sync; auto-quality: "
+                "the H maximising quality-adjusted compute per day. η_H = max(0.4, 1 − α·log10 H) "
+                "(seed 000 §4; Douillard et al. 2023, Charles et al. 2025).",
+            ),
+            Hint(
+                "compression",
+                "Pseudo-gradient compression (×)",
+                "On top of precision; quality from the table by ratio (original simulator; Streaming DiLoCo, "
+                "MuLoCo, SparseLoCo, INTELLECT-1).",
+            ),
+            Hint(
+                "compression_scenario",
+                "Compression quality table",
+                "Optimistic, expected or conservative quality factors (MIRI Compression_Quality.md).",
+            ),
+            Hint(
+                "error_feedback",
+                "Error feedback",
+                "Selects the with/without error-feedback table (Karimireddy et al. 2019).",
+            ),
+            Hint(
+                "activation_compression",
+                "Activation compression (×)",
+                "Pipeline hand-offs; quality q^(2·(S−1)) (original simulator; COAT, SWARM, TAH-Quant).",
+            ),
+            Hint(
+                "local_batch_tokens",
+                "Local batch",
+                "Tokens per local step per replica = sequences × sequence length (seed 000 §3.3).",
+            ),
+            Hint(
+                "micro_batches",
+                "Micro-batches",
+                "GPipe step (M + S − 1)·(T/(M·S) + (A/BW + RTT)·f(S)) (seed 000 §3.3; Huang et al. 2019).",
+            ),
+            Hint(
+                "streaming",
+                "Streaming (overlap sync)",
+                "Outer step = max(H·T, T_sync) with streaming, else the sum (seed 000 §3.1; Streaming DiLoCo).",
+            ),
+            Hint(
+                "pipeline_backward",
+                "Count backward activation gradients",
+                "Forward-only undercounts pipeline traffic about 2× (seed 000 §10 item 6).",
+            ),
+            Hint(
+                "replica_penalty",
+                "Replica penalty",
+                "Loss multiplier M^β in χ, β = 1.0923·P^−0.2342: scaled by ln H/ln 30 (h-scaled), unscaled "
+                "(fixed, the original web app) or none.",
+            ),
+            Hint(
+                "straggler_strategy",
+                "Straggler mitigation",
+                "none: f(n) = 1 + 0.05·log2 n; threshold: no wait, η/1.15; backup: 10% extra nodes, 70% less "
+                "delay; relay: 1 + 0.02·log2 n (seed 000 §5).",
+            ),
+        ),
+    ),
+    (
+        "Run length and assumptions",
+        (
+            Hint(
+                "hardware_growth",
+                "Hardware growth",
+                "Maximum useful run L = 1/((g_H + g_S + g_I)·ln 10) years (seed 000 §7; Epoch AI, The Longest "
+                "Training Run).",
+            ),
+            Hint("software_growth", "Software growth", "Algorithmic efficiency growth (seed 000 §7.2)."),
+            Hint("investment_growth", "Investment growth", "Spending growth (seed 000 §7.2)."),
+            Hint("max_run_days", "Maximum run", "Override L.", blank="computed"),
+            Hint(
+                ASSUMPTION_PREFIX + "hfu_mfu_ratio",
+                "HFU/MFU ratio",
+                "MFU as a fraction of HFU: 0.8 with selective recomputation (PaLM 46.2%/57.8%), 1.0 without, "
+                "~0.67 with full recomputation (seed 000 §6.2).",
+                step=0.01,
+            ),
+        ),
+    ),
+)
+
+
+# --- what the schema says about a field --------------------------------------------------------------
+
+
+def _strip(t: Any) -> Any:
+    """The type inside `Annotated[...]`."""
+    while typing.get_origin(t) is typing.Annotated:
+        t = typing.get_args(t)[0]
+    return t
+
+
+def _members(t: Any) -> tuple[Any, ...]:
+    """The members of a union (a plain type is a union of one)."""
+    if typing.get_origin(t) in (typing.Union, types.UnionType):
+        return tuple(_strip(a) for a in typing.get_args(t))
+    return (_strip(t),)
+
+
+def _is_growth(info: FieldInfo) -> bool:
+    return any(
+        isinstance(m, WithJsonSchema) and m.json_schema.get("pattern") == GROWTH_PATTERN
+        for m in info.metadata
+    )
+
+
+def unit(name: str) -> str | None:
+    """The unit a field's name ends in ('latency_ms' → 'ms'), or None."""
+    return next((u for suffix, u in UNIT_SUFFIXES.items() if name.endswith(suffix)), None)
+
+
+def _label(hint: Hint) -> str:
+    parts = [p for p in (unit(hint.name), hint.blank and f"blank: {hint.blank}") if p]
+    return f"{hint.label} ({'; '.join(parts)})" if parts else hint.label
+
+
+def _limits(name: str) -> tuple[float | None, float | None]:
+    """A number widget's limits: the schema's BOUNDS (an exclusive lower limit shows as the minimum)."""
+    b = BOUNDS.get(name, {})
+    return b.get("ge", b.get("gt")), b.get("le")
+
+
+def _kind(name: str, info: FieldInfo, hint: Hint) -> tuple[str, tuple]:
+    """The widget kind and choices of a scenario field, from its annotation, metadata and default."""
+    members = _members(info.annotation)
+    nullable = type(None) in members
+    members = tuple(m for m in members if m is not type(None))
+    literals = tuple(a for m in members if typing.get_origin(m) is typing.Literal for a in typing.get_args(m))
+    if literals:
+        return "steps", ("fixed", *literals)
+    if _is_growth(info):
+        return "growth", ()
+    (base,) = members
+    if isinstance(base, type) and issubclass(base, StrEnum):
+        return "select", tuple(m.value for m in base)
+    if base is str and hint.choices is not None:
+        return "select", tuple(hint.choices())
+    if base is bool:
+        return "switch", ()
+    if base in (int, float):
+        if nullable and info.default is None:
+            return "optional", ()
+        return ("int" if base is int else "number"), ()
+    raise TypeError(f"no widget for scenario field {name} of type {info.annotation}")
+
+
+def make_input(hint: Hint) -> Input:
+    """One widget's spec: the hint's words, the schema's kind, choices and limits."""
+    if hint.name.startswith(ASSUMPTION_PREFIX):
+        return Input(hint.name, _label(hint), "number", hint.tip, step=hint.step)
+    kind, options = _kind(hint.name, Scenario.model_fields[hint.name], hint)
+    lo, hi = _limits(hint.name) if kind in ("number", "int", "optional", "steps") else (None, None)
+    step = hint.step or (1 if kind in ("int", "steps") else None)
+    return Input(hint.name, _label(hint), kind, hint.tip, options, step, lo, hi)
+
+
+GROUPS: tuple[tuple[str, tuple[Input, ...]], ...] = tuple(
+    (title, tuple(make_input(h) for h in hints)) for title, hints in HINTS
+)
+INPUTS = {i.name: i for _, group in GROUPS for i in group}
+
+
+# --- widget values ↔ scenario fields ↔ share links -----------------------------------------------------
+
+
+def default_values() -> dict[str, Any]:
+    """Widget values for the default scenario."""
+    return scenario_to_values(Scenario())
+
+
+def scenario_to_values(s: Scenario) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name in INPUTS:
+        if name.startswith(ASSUMPTION_PREFIX):
+            values[name] = Assumptions(s.assumptions).as_dict()[name.removeprefix(ASSUMPTION_PREFIX)]
+            continue
+        v = getattr(s, name)
+        values[name] = v.value if hasattr(v, "value") else v
+    return values
+
+
+def values_to_fields(values: dict[str, Any]) -> dict[str, Any]:
+    """Widget values → scenario fields (None means 'not set')."""
+    fields: dict[str, Any] = {}
+    for name, value in values.items():
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        if name.startswith(ASSUMPTION_PREFIX):
+            key = name.removeprefix(ASSUMPTION_PREFIX)
+            if value != catalog.assumption_rows()[key]["value"]:  # only real overrides
+                fields.setdefault("assumptions", {})[key] = value
+        else:
+            fields[name] = value
+    return fields
+
+
+def _query_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float) and v == int(v) and abs(v) < 1e15:
+        return str(int(v))
+    return str(v)
+
+
+def share_query(values: dict[str, Any]) -> str:
+    """The query string of a scenario: only fields that differ from the defaults (order fixed)."""
+    defaults = default_values()
+    pairs = [(k, _query_value(v)) for k, v in values.items() if v != defaults.get(k) and v is not None]
+    return urlencode(pairs)
+
+
+def parse_query(params: dict[str, str]) -> dict[str, Any]:
+    """A share URL's query parameters → scenario fields (parsed as `--set` values are)."""
+    return parse_set([f"{k}={v}" for k, v in params.items()])
+
+
+def split_growth(text: Any) -> tuple[float, str]:
+    """'1.37x/yr' → (1.37, 'x/yr'); other forms keep their own unit."""
+    t = str(text).strip()
+    for unit_name, suffixes in (
+        ("%/yr", ("%/yr", "%")),
+        ("OOM/yr", ("oom/yr", "oom")),
+        ("x/yr", ("x/yr", "×/yr", "x")),
+    ):
+        for suffix in suffixes:
+            if t.lower().endswith(suffix):
+                return float(t[: -len(suffix)].strip()), unit_name
+    return 10 ** parse_growth(t), "x/yr"
+
+
+def join_growth(number: float, unit_name: str) -> str:
+    """A growth widget's number and unit → the scenario's growth text."""
+    return f"{number:g}{unit_name}" if unit_name != "OOM/yr" else f"{number:g} OOM/yr"
+
+
+def to_number(value: Any, kind: str) -> Any:
+    """A number widget's value → the field value (integers stay integers)."""
+    if value is None:
+        return None
+    if kind == "int" and float(value) == int(value):
+        return int(value)
+    return float(value)
