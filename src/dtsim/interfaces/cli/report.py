@@ -7,6 +7,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from dtsim.interfaces.formats import duration as _duration
 from dtsim.models.decentralized.explain import derivation
 from dtsim.models.decentralized.result import Result
 from dtsim.models.decentralized.strategies.base import BREAKDOWN_KEYS
@@ -26,18 +27,6 @@ def _num(x: float | None, fmt: str = ",.2f", unit: str = "") -> str:
     if x is None:
         return "—"
     return f"{x:{fmt}}{unit}"
-
-
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "—"
-    if seconds < 120:
-        return f"{seconds:,.2f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:,.1f} min"
-    if seconds < 172800:
-        return f"{seconds / 3600:,.1f} h"
-    return f"{seconds / 86400:,.1f} days"
 
 
 def _table(title: str) -> Table:

@@ -7,6 +7,7 @@ import csv
 import io
 from typing import Any
 
+from dtsim.interfaces.formats import duration
 from dtsim.models.decentralized.result import Result
 
 OUTPUT_NAMES = {
@@ -45,18 +46,6 @@ def fmt_days(x: float | None) -> str:
     return "—" if x is None else f"{x:,.1f} days"
 
 
-def fmt_seconds(x: float | None) -> str:
-    if x is None:
-        return "—"
-    if x < 120:
-        return f"{x:,.2f} s"
-    if x < 7200:
-        return f"{x / 60:,.1f} min"
-    if x < 172800:
-        return f"{x / 3600:,.1f} h"
-    return f"{x / 86400:,.1f} days"
-
-
 def fmt_pct(x: float | None) -> str:
     return "—" if x is None else f"{x:.1%}"
 
@@ -92,11 +81,11 @@ RESULT_ROWS: tuple[tuple[str, tuple[tuple[str, str, Any], ...]], ...] = (
     (
         "Steps",
         (
-            ("compute_step_s", "Compute per step", fmt_seconds),
-            ("inner_step_s", "Inner step", fmt_seconds),
-            ("sync_s", "Global sync", fmt_seconds),
-            ("regional_sync_s", "Regional sync", fmt_seconds),
-            ("outer_step_s", "Outer step", fmt_seconds),
+            ("compute_step_s", "Compute per step", duration),
+            ("inner_step_s", "Inner step", duration),
+            ("sync_s", "Global sync", duration),
+            ("regional_sync_s", "Regional sync", duration),
+            ("outer_step_s", "Outer step", duration),
             ("inner_steps_used", "H used", fmt_int),
             ("auto_inner_steps", "H that hides the sync", fmt_int),
         ),
