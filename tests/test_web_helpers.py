@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import string
 from urllib.parse import parse_qsl
 
 import pytest
@@ -192,3 +193,23 @@ def test_widgets_get_the_schema_limits_and_choices():
     num = widgets.main["num_nodes"]
     num.kwargs["on_change"](type("E", (), {"value": 500.0})())
     assert changes[-1] == ("num_nodes", 500) and isinstance(changes[-1][1], int)
+
+
+def test_tooltips_quote_the_assumptions_table():
+    from dtsim.interfaces.web.fields import HINTS, tip_text, tip_values
+
+    quoted = {
+        name
+        for _, hints in HINTS
+        for h in hints
+        for text in (h.tip, h.blank or "")
+        for _, name, _, _ in string.Formatter().parse(text)
+        if name
+    }
+    assert {"hidden_size_coefficient", "straggler_coefficient", "bytes_per_param_fp16"} <= quoted
+    assert quoted <= set(tip_values())
+    assert "0.03·√P" in INPUTS["hidden_size"].label
+    values = tip_values() | {"straggler_coefficient": 0.07, "replica_beta_exponent": -0.25}
+    assert tip_text("1 + {straggler_coefficient}·log2 n, P^{replica_beta_exponent}", values) == (
+        "1 + 0.07·log2 n, P^−0.25"
+    )

@@ -8,6 +8,7 @@ links.
 from __future__ import annotations
 
 import math
+import string
 import types
 import typing
 from collections.abc import Callable
@@ -39,9 +40,31 @@ UNIT_SUFFIXES = {
 }
 
 
+class _TipFormatter(string.Formatter):
+    """Fills a tooltip's `{name}` places with the assumptions table's values (`g` unless a spec is
+    given, a minus written as −), so a tooltip quotes the number the model uses."""
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        return super().format_field(value, format_spec or "g").replace("-", "−")
+
+
+def tip_values() -> dict[str, Any]:
+    """The numbers a tooltip may quote: the assumptions table's values, and the share of the straggler
+    delay that backup workers remove (1 − the residual the model keeps)."""
+    values = {k: row["value"] for k, row in catalog.assumption_rows().items()}
+    values["backup_delay_removed"] = 1 - values["backup_straggler_residual"]
+    return values
+
+
+def tip_text(template: str, values: dict[str, Any] | None = None) -> str:
+    """A tooltip or label template with its `{assumption}` places filled in."""
+    return _TipFormatter().vformat(template, (), tip_values() if values is None else values)
+
+
 @dataclass(frozen=True)
 class Hint:
-    """The web-only facts about one input: its label (without the unit), its tooltip, and widget hints."""
+    """The web-only facts about one input: its label (without the unit), its tooltip, and widget hints.
+    `tip` and `blank` may quote an assumption as `{name}` (see `tip_text`)."""
 
     name: str
     label: str
@@ -72,13 +95,13 @@ HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
             Hint(
                 "parameters_b",
                 "Parameters",
-                "Total parameters P, all experts for MoE. Model-state memory M = P·β with β = 16/14/13 bytes "
+                "Total parameters P, all experts for MoE. Model-state memory M = P·β with β = {bytes_per_param_fp16}/{bytes_per_param_fp8}/{bytes_per_param_fp4} bytes "
                 "for FP16/FP8/FP4 (seed 000 §2.1; ZeRO, Rajbhandari et al. 2019).",
             ),
             Hint(
                 "tokens_t",
                 "Tokens",
-                "Training tokens D. Compute C = 6·P_active·D (seed 000 §1.1; Kaplan et al. 2020).",
+                "Training tokens D. Compute C = {flops_per_param_token}·P_active·D (seed 000 §1.1; Kaplan et al. 2020).",
             ),
             Hint(
                 "moe",
@@ -94,7 +117,7 @@ HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
             Hint(
                 "moe_layers",
                 "MoE layers",
-                "Each MoE layer costs two latency-bound all-to-alls per step with EP: T_EP = 2·RTT·L_MoE "
+                "Each MoE layer costs two latency-bound all-to-alls per step with EP: T_EP = {ep_all_to_all_per_layer}·RTT·L_MoE "
                 "(seed 000 §1.5; GShard, Tutel).",
             ),
             Hint(
@@ -106,9 +129,9 @@ HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
             Hint(
                 "hidden_size",
                 "Hidden size",
-                "Hidden size h for pipeline activations; default h ≈ 0.03·√P_active, within ~20% of "
+                "Hidden size h for pipeline activations; default h ≈ {hidden_size_coefficient}·√P_active, within ~20% of "
                 "LLaMA-2 70B, GPT-3 and LLaMA-3.1 405B (seed 000 §3.3).",
-                blank="0.03·√P",
+                blank="{hidden_size_coefficient}·√P",
             ),
         ),
     ),
@@ -136,13 +159,14 @@ HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
                 "mfu",
                 "Base MFU",
                 "Model FLOP utilization per node: PaLM 46%, LLaMA-3.1 38–43%, INTELLECT-1 36–43% "
-                "(seed 000 §1.3). Warning above 60%.",
+                "(seed 000 §1.3). Warning above {mfu_warning_threshold:.0%}.",
                 step=0.01,
             ),
             Hint(
                 "precision",
                 "Precision",
-                "Sets β (16/14/13 B per parameter) and bytes per communicated value (2/1/0.5) "
+                "Sets β ({bytes_per_param_fp16}/{bytes_per_param_fp8}/{bytes_per_param_fp4} B per parameter) and bytes per "
+                "communicated value ({bytes_per_value_fp16}/{bytes_per_value_fp8}/{bytes_per_value_fp4}) "
                 "(seed 000 §2.1, §8.1).",
             ),
             Hint(
@@ -179,7 +203,7 @@ HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
                 "hierarchical",
                 "Hierarchical DiLoCo",
                 "Regional groups sync every H steps, group leaders over the WAN every H·H_regional; "
-                "H_eff = H·H_regional^0.5 (seed 000 §3.2, §4.4; SPES, INTELLECT-1).",
+                "H_eff = H·H_regional^{hierarchical_h_exponent} (seed 000 §3.2, §4.4; SPES, INTELLECT-1).",
             ),
             Hint(
                 "nodes_per_group",
@@ -202,7 +226,7 @@ HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
                 "inner_steps",
                 "Inner steps H",
                 "Local steps between syncs. auto: the smallest H whose compute hides the sync; auto-quality: "
-                "the H maximising quality-adjusted compute per day. η_H = max(0.4, 1 − α·log10 H) "
+                "the H maximising quality-adjusted compute per day. η_H = max({efficiency_floor}, 1 − α·log10 H) "
                 "(seed 000 §4; Douillard et al. 2023, Charles et al. 2025).",
             ),
             Hint(
@@ -249,14 +273,15 @@ HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
             Hint(
                 "replica_penalty",
                 "Replica penalty",
-                "Loss multiplier M^β in χ, β = 1.0923·P^−0.2342: scaled by ln H/ln 30 (h-scaled), unscaled "
+                "Loss multiplier M^β in χ, β = {replica_beta_coefficient}·P^{replica_beta_exponent}: scaled by ln H/ln {replica_h_reference} (h-scaled), unscaled "
                 "(fixed, the original web app) or none.",
             ),
             Hint(
                 "straggler_strategy",
                 "Straggler mitigation",
-                "none: f(n) = 1 + 0.05·log2 n; threshold: no wait, η/1.15; backup: 10% extra nodes, 70% less "
-                "delay; relay: 1 + 0.02·log2 n (seed 000 §5).",
+                "none: f(n) = 1 + {straggler_coefficient}·log2 n; threshold: no wait, η/{threshold_efficiency_penalty}; "
+                "backup: {backup_worker_fraction:.0%} extra nodes, {backup_delay_removed:.0%} less "
+                "delay; relay: 1 + {relay_straggler_coefficient}·log2 n (seed 000 §5).",
             ),
         ),
     ),
@@ -275,7 +300,7 @@ HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
             Hint(
                 ASSUMPTION_PREFIX + "hfu_mfu_ratio",
                 "HFU/MFU ratio",
-                "MFU as a fraction of HFU: 0.8 with selective recomputation (PaLM 46.2%/57.8%), 1.0 without, "
+                "MFU as a fraction of HFU: {hfu_mfu_ratio} with selective recomputation (PaLM 46.2%/57.8%), 1.0 without, "
                 "~0.67 with full recomputation (seed 000 §6.2).",
                 step=0.01,
             ),
@@ -314,7 +339,7 @@ def unit(name: str) -> str | None:
 
 
 def _label(hint: Hint) -> str:
-    parts = [p for p in (unit(hint.name), hint.blank and f"blank: {hint.blank}") if p]
+    parts = [p for p in (unit(hint.name), hint.blank and f"blank: {tip_text(hint.blank)}") if p]
     return f"{hint.label} ({'; '.join(parts)})" if parts else hint.label
 
 
@@ -350,12 +375,13 @@ def _kind(name: str, info: FieldInfo, hint: Hint) -> tuple[str, tuple]:
 
 def make_input(hint: Hint) -> Input:
     """One widget's spec: the hint's words, the schema's kind, choices and limits."""
+    tip = tip_text(hint.tip)
     if hint.name.startswith(ASSUMPTION_PREFIX):
-        return Input(hint.name, _label(hint), "number", hint.tip, step=hint.step)
+        return Input(hint.name, _label(hint), "number", tip, step=hint.step)
     kind, options = _kind(hint.name, Scenario.model_fields[hint.name], hint)
     lo, hi = _limits(hint.name) if kind in ("number", "int", "optional", "steps") else (None, None)
     step = hint.step or (1 if kind in ("int", "steps") else None)
-    return Input(hint.name, _label(hint), kind, hint.tip, options, step, lo, hi)
+    return Input(hint.name, _label(hint), kind, tip, options, step, lo, hi)
 
 
 GROUPS: tuple[tuple[str, tuple[Input, ...]], ...] = tuple(

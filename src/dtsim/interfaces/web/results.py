@@ -8,6 +8,7 @@ import io
 from typing import Any
 
 from dtsim.interfaces.formats import duration
+from dtsim.interfaces.web.fields import tip_text
 from dtsim.models.decentralized.result import Result
 
 OUTPUT_NAMES = {
@@ -105,7 +106,7 @@ RESULT_ROWS: tuple[tuple[str, tuple[tuple[str, str, Any], ...]], ...] = (
             ("chi", "χ (compute-optimal equivalent)", fmt_pct),
             ("global_mfu", "Global MFU", fmt_pct),
             ("global_hfu", "Global HFU", fmt_pct),
-            ("model_flop", "Model FLOP (6·P·D)", fmt_sci),
+            ("model_flop", tip_text("Model FLOP ({flops_per_param_token}·P·D)"), fmt_sci),
             ("hardware_flop", "Hardware FLOP", fmt_sci),
             ("quality_adjusted_flop", "Quality-adjusted FLOP", fmt_sci),
         ),
