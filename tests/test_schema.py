@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -128,3 +129,19 @@ def test_replace_and_round_trip():
     s = dtsim.Scenario(num_nodes=9, node="16x-h100-sxm")
     assert s.replace(num_nodes=10).num_nodes == 10
     assert load_scenario(layers=[s.to_fields()]) == s
+
+
+def test_json_schema_states_every_bound_as_minimum_maximum():
+    """Every bounded field publishes its BOUNDS limits as JSON Schema keywords (inside `anyOf` for the
+    optional ones), never as pydantic's own `ge`/`le`, which validators would ignore."""
+    schema = scenario_json_schema()
+    text = json.dumps(schema)
+    assert '"ge":' not in text and '"le":' not in text
+    for name, b in BOUNDS.items():
+        prop = schema["properties"].get(name)
+        if prop is None:
+            continue
+        numeric = [p for p in prop.get("anyOf", [prop]) if p.get("type") in ("integer", "number")]
+        assert numeric, name
+        low = numeric[0].get("minimum", numeric[0].get("exclusiveMinimum"))
+        assert (low, numeric[0]["maximum"]) == (b.get("ge", b.get("gt")), b["le"]), name

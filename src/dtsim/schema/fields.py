@@ -148,6 +148,14 @@ def ci_string_schema(values: tuple[str, ...]) -> dict[str, Any]:
 # true/false (any case); enums any case. The JSON Schema of each says exactly that.
 Num = Annotated[float, Strict()]
 Int = Annotated[int, BeforeValidator(_intlike), Strict()]
+
+
+def bounded_int(name: str) -> Any:
+    """An integer field with the limits of BOUNDS[name], written so that the JSON Schema shows them as
+    minimum/maximum also inside `int | None` (constraints before the lenient validator)."""
+    return Annotated[int, Field(**BOUNDS[name]), BeforeValidator(_intlike), Strict()]
+
+
 Bool = Annotated[
     bool,
     BeforeValidator(_boolish),

@@ -44,6 +44,7 @@ from dtsim.schema.fields import (
     ReplicaPenalty,
     StragglerStrategy,
     bound_text,
+    bounded_int,
     ci_string_schema,
     enum_schema,
     lower_word,
@@ -79,10 +80,8 @@ class Scenario(BaseModel):
         ExpertParallelism.none,
         description="Shard experts over all nodes (global), a regional group, or not at all.",
     )
-    hidden_size: Int | None = Field(
-        None,
-        description="Hidden size for pipeline activations; default 0.03·sqrt(P) (seed 000 §3.3).",
-        **BOUNDS["hidden_size"],
+    hidden_size: bounded_int("hidden_size") | None = Field(
+        None, description="Hidden size for pipeline activations; default 0.03·sqrt(P) (seed 000 §3.3)."
     )
 
     # hardware
@@ -93,7 +92,7 @@ class Scenario(BaseModel):
     gpu: Annotated[
         str | None, WithJsonSchema({"anyOf": [ci_string_schema(tuple(catalog.gpus())), {"type": "null"}]})
     ] = Field("gh200", description="Accelerator id from the catalog (used for cost and energy).")
-    gpus_per_node: Int | None = Field(16, description="Accelerators per node.", **BOUNDS["gpus_per_node"])
+    gpus_per_node: bounded_int("gpus_per_node") | None = Field(16, description="Accelerators per node.")
     pflops_per_node: Num = num_field(
         "pflops_per_node", "Peak dense PFLOP/s per node at the training precision.", 32.0
     )
