@@ -35,18 +35,15 @@ def _constant(section: str, key: str) -> float | None:
 
 
 def datacenter_workload(rec):
-    from dtsim.interfaces.cli.datacenter import _build
-    from dtsim.models.datacenter.step import Cluster, Layout, Workload
+    from dtsim.models.datacenter.workload import Cluster, Layout, Workload, build, check_layout
     from dtsim.physics.transformer import get_architecture
 
     arch = get_architecture(rec.model)
-    cluster = _build(Cluster, dict(rec.cluster), "cluster.")
-    layout = _build(Layout, dict(rec.layout), "layout.")
+    cluster = build(Cluster, dict(rec.cluster), "cluster.")
+    layout = build(Layout, dict(rec.layout), "layout.")
     workload = Workload(
         model=arch, seq_len=rec.seq_len, precision=rec.precision, cluster=cluster, layout=layout
     )
-    from dtsim.models.datacenter.step import check_layout
-
     check_layout(arch, layout, cluster, rec.seq_len)
     return workload
 
@@ -92,11 +89,8 @@ def _collective_setup(rec):
     intra_bw = intra.bus_bytes_per_s if intra else math.inf
     nics = rec.nics_per_node if rec.nics_per_node is not None else per_node
     nic_bw = inter.bus_bytes_per_s if inter else 0.0
-    if nodes > 1:
-        busbw = min(intra_bw, nics * nic_bw)
-        alpha = inter.latency_s
-    else:
-        busbw, alpha = intra_bw, intra.latency_s
+    busbw = float(coll.nccl_ring_busbw(nics, nodes, intra_bw, nic_bw))
+    alpha = inter.latency_s if nodes > 1 else intra.latency_s
     return busbw, alpha
 
 
@@ -104,7 +98,8 @@ def predict_collective(rec) -> tuple[float, dict[str, Any]]:
     busbw, alpha = _collective_setup(rec)
     t = float(coll.nccl_ring_time(rec.ranks, rec.size_bytes, busbw, alpha, 2.0))
     if rec.metric == "busbw_gb_s":
-        value = rec.size_bytes / t * 2.0 * (rec.ranks - 1) / rec.ranks / 1e9
+        # nccl-tests' bus bandwidth: algbw·2(n−1)/n, the bytes each rank sends per second
+        value = float(coll.allreduce_bytes_per_rank(rec.ranks, rec.size_bytes)) / t / 1e9
     elif rec.metric == "time_us":
         value = t * 1e6
     else:
@@ -145,7 +140,7 @@ def ring_allreduce_abg_s(rec, host_rate_bit_s: float) -> float:
     rtt = rec.added_delay_ms / 1e3  # netem delays one direction; the ACKs come back undelayed
     if rtt > 0:  # a TCP stream cannot outrun its window over the delayed link
         per_byte = max(per_byte, 8.0 / host_rate_bit_s + rtt / window)
-    return 2.0 * (n - 1) * (rec.added_delay_ms / 1e3) + 2.0 * (n - 1) / n * size * per_byte
+    return float(coll.ring_allreduce_time(n, size, 1.0 / per_byte, rec.added_delay_ms / 1e3))
 
 
 def predict_testbed(rec) -> tuple[float, dict[str, Any]]:

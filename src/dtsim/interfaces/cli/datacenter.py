@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dtsim import catalog
-from dtsim.errors import ScenarioError, validation_problems
+from dtsim.errors import ScenarioError
 
 ModelOpt = Annotated[
     str | None, typer.Option("--model", "-m", help="Catalog model id or an architecture file.")
@@ -33,34 +33,20 @@ GpusPerNodeOpt = Annotated[int, typer.Option("--gpus-per-node", help="GPUs per n
 SHAPE_FLAGS = ("hidden", "layers", "heads", "kv_heads", "ffn", "ffn_type", "vocab", "seq_len")
 
 
-def _build(cls, fields: dict[str, Any], prefix: str = ""):
-    from pydantic import ValidationError  # lazy: pydantic (fast `dtsim --help`)
-
-    from dtsim.schema.scenario import field_message  # lazy: pydantic models (fast `dtsim --help`)
-
-    try:
-        return cls(**fields)
-    except ScenarioError as exc:
-        raise ScenarioError([(prefix + f, v, m) for f, v, m in exc.problems]) from None
-    except ValidationError as exc:
-        raise ScenarioError(
-            [(prefix + f, v, m) for f, v, m in validation_problems(exc, fields, field_message)]
-        ) from None
-
-
 def resolve_model(model: str | None, shape: dict[str, Any]):
     """A catalog id, an architecture file, or shape flags."""
+    from dtsim.models.datacenter.workload import build  # lazy: pydantic models (fast `dtsim --help`)
     from dtsim.physics.transformer import Architecture, get_architecture
-    from dtsim.schema.scenario import read_scenario_file  # lazy: pydantic models (fast `dtsim --help`)
+    from dtsim.schema.scenario import read_scenario_file
 
     given = {k: v for k, v in shape.items() if v is not None}
     if model is not None:
         if Path(model).suffix.lower() in (".yaml", ".yml", ".json") or Path(model).exists():
             fields = read_scenario_file(model)
-            return _build(Architecture, {**fields, **given}, "model.")
+            return build(Architecture, {**fields, **given}, "model.")
         arch = get_architecture(model)
         if given:
-            return _build(Architecture, {**arch.model_dump(exclude_none=True), **given}, "model.")
+            return build(Architecture, {**arch.model_dump(exclude_none=True), **given}, "model.")
         return arch
     missing = [k for k in ("hidden", "layers", "heads", "vocab", "seq_len") if k not in given]
     if missing:
@@ -74,7 +60,7 @@ def resolve_model(model: str | None, shape: dict[str, Any]):
                 )
             ]
         )
-    return _build(Architecture, {"name": "custom", **given}, "model.")
+    return build(Architecture, {"name": "custom", **given}, "model.")
 
 
 def layout_label(lay: dict[str, Any]) -> str:
@@ -138,15 +124,13 @@ def register(app: typer.Typer, fail) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
     ) -> None:
         """Step time, TFLOP/s per GPU, MFU/HFU and memory of one parallel layout."""
-        from dtsim.models.datacenter.step import Cluster, Layout, Workload
         from dtsim.models.datacenter.step import step as run_step
+        from dtsim.models.datacenter.workload import Cluster, Layout, Workload, build
 
         try:
             arch = resolve_model(model, {k: v for k, v in locals().items() if k in SHAPE_FLAGS})
-            cluster = _build(
-                Cluster, {"gpu": gpu, "nodes": nodes, "gpus_per_node": gpus_per_node}, "cluster."
-            )
-            layout = _build(
+            cluster = build(Cluster, {"gpu": gpu, "nodes": nodes, "gpus_per_node": gpus_per_node}, "cluster.")
+            layout = build(
                 Layout,
                 {
                     "dp": dp,
@@ -168,7 +152,7 @@ def register(app: typer.Typer, fail) -> None:
                 },
                 "layout.",
             )
-            workload = _build(
+            workload = build(
                 Workload, {"model": arch, "cluster": cluster, "layout": layout, "precision": precision}
             )
             result = run_step(workload)
@@ -240,12 +224,10 @@ def register(app: typer.Typer, fail) -> None:
         """Rank every valid layout of a model on a cluster by seconds per iteration."""
         from dtsim.models.datacenter.plan import PlanOptions, shapes_near
         from dtsim.models.datacenter.plan import plan as run_plan
-        from dtsim.models.datacenter.step import Cluster
+        from dtsim.models.datacenter.workload import Cluster, build
 
         try:
-            cluster = _build(
-                Cluster, {"gpu": gpu, "nodes": nodes, "gpus_per_node": gpus_per_node}, "cluster."
-            )
+            cluster = build(Cluster, {"gpu": gpu, "nodes": nodes, "gpus_per_node": gpus_per_node}, "cluster.")
             if gbs < 1 or top < 1 or dp_multiple < 1 or gbs_multiple < 1:
                 raise ScenarioError(
                     [

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from dtsim.assumptions import Assumptions
-from dtsim.models.datacenter.step import BREAKDOWN, RECOMPUTES, SCHEDULES, Cluster, evaluate, resolve_hardware
+from dtsim.models.datacenter.step import BREAKDOWN, evaluate, resolve_hardware
+from dtsim.models.datacenter.workload import RECOMPUTES, SCHEDULES, Cluster
 from dtsim.physics.transformer import Architecture, count_params
 
 

@@ -1,0 +1,162 @@
+"""The inputs of the datacenter model: a cluster, a parallel layout and the workload that joins them
+with a model, the columns `evaluate` reads from a layout, Megatron-LM's divisibility rules, and `build`,
+which turns a field mapping into one of these inputs with field-named errors (used by the CLI and by
+validation alike)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from dtsim import catalog
+from dtsim.errors import ScenarioError, validation_problems
+from dtsim.physics.transformer import Architecture
+from dtsim.schema.scenario import field_message
+
+SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero-bubble")
+RECOMPUTES = ("none", "selective", "full")
+PRECISION_BITS = {"bf16": 16, "fp16": 16, "fp8": 8}
+
+
+class Cluster(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    gpu: str = Field("a100-80gb", description="Catalog GPU with micro-architecture constants.")
+    nodes: int = Field(1, ge=1, le=1_000_000)
+    gpus_per_node: int = Field(8, ge=1, le=100_000)
+    intra_fabric: str | None = Field(None, description="Fabric inside a node (default: the GPU's NVLink).")
+    inter_fabric: str | None = Field(None, description="Fabric between nodes (default: the GPU's NIC).")
+    nics_per_gpu: float | None = Field(None, gt=0, le=64, description="NICs per GPU (default: the GPU's).")
+
+    @model_validator(mode="after")
+    def _check(self) -> Cluster:
+        gpu = catalog.gpus().get(self.gpu)
+        if gpu is None or gpu.micro is None:
+            modelled = [k for k, g in catalog.gpus().items() if g.micro is not None]
+            raise ScenarioError(
+                [("gpu", self.gpu, f"needs micro-architecture constants; modelled: {', '.join(modelled)}")]
+            )
+        for field in ("intra_fabric", "inter_fabric"):
+            value = getattr(self, field)
+            if value is not None and value not in catalog.fabrics():
+                raise ScenarioError(
+                    [(field, value, f"unknown fabric; known: {', '.join(catalog.fabrics())}")]
+                )
+        return self
+
+    @property
+    def n_gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+
+class Layout(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    dp: int | None = Field(None, ge=1, description="Data-parallel degree (default: GPUs / (tp·pp·cp)).")
+    tp: int = Field(1, ge=1, le=4096)
+    pp: int = Field(1, ge=1, le=100_000)
+    vpp: int = Field(1, ge=1, le=1000, description="Virtual (interleaved) stages per pipeline stage.")
+    cp: int = Field(1, ge=1, le=4096, description="Context parallelism (splits the sequence).")
+    ep: int = Field(1, ge=1, le=100_000, description="Expert parallelism (MoE).")
+    sequence_parallel: bool = False
+    mbs: int = Field(1, ge=1, le=1_000_000, description="Micro-batch size in sequences.")
+    gbs: int = Field(ge=1, le=1_000_000_000, description="Global batch size in sequences.")
+    zero: int = Field(1, ge=0, le=3, description="ZeRO stage over the data-parallel group.")
+    recompute: Literal["none", "selective", "full"] = "selective"
+    schedule: Literal["gpipe", "1f1b", "interleaved", "zero-bubble"] = "1f1b"
+    overlap_grad_reduce: bool = Field(
+        True, description="Overlap the gradient reduction with the backward pass."
+    )
+    overlap_tp_comm: bool = Field(False, description="Overlap tensor-parallel collectives with GEMMs.")
+    flash_attention: bool = True
+    embedding_stages: Literal["first-last", "balanced"] = Field(
+        "first-last",
+        description="Embedding and output layer on the first/last stages, or as their own slots.",
+    )
+
+
+class Workload(BaseModel):
+    """A model on a cluster with a layout: the input of `dtsim step`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    model: str | Architecture
+    seq_len: int | None = Field(None, ge=1, description="Training sequence length (default: the model's).")
+    precision: Literal["bf16", "fp16", "fp8"] = "bf16"
+    cluster: Cluster = Field(default_factory=Cluster)
+    layout: Layout
+    assumptions: dict[str, Any] = Field(default_factory=dict)
+
+
+def layout_arrays(layout: Layout, n_gpus: int) -> dict[str, Any]:
+    """One Layout as the scalar columns `evaluate` reads."""
+    model_par = layout.tp * layout.pp * layout.cp
+    dp = layout.dp if layout.dp is not None else n_gpus // model_par
+    schedule = layout.schedule
+    if layout.vpp > 1 and schedule == "1f1b":
+        schedule = "interleaved"
+    return {
+        "dp": dp,
+        "tp": layout.tp,
+        "pp": layout.pp,
+        "vpp": layout.vpp,
+        "cp": layout.cp,
+        "ep": layout.ep,
+        "sp": layout.sequence_parallel,
+        "mbs": layout.mbs,
+        "gbs": layout.gbs,
+        "zero": layout.zero,
+        "recompute": RECOMPUTES.index(layout.recompute),
+        "schedule": SCHEDULES.index(schedule),
+        "overlap_grad": layout.overlap_grad_reduce,
+        "overlap_tp": layout.overlap_tp_comm,
+        "flash": layout.flash_attention,
+        "balanced": layout.embedding_stages == "balanced",
+    }
+
+
+def check_layout(a: Architecture, layout: Layout, cluster: Cluster, seq_len: int | None = None) -> None:
+    """The divisibility rules of Megatron-LM, with the field, value and rule of the first broken one."""
+    n = cluster.n_gpus
+    col = layout_arrays(layout, n)
+    dp, tp, pp, cp = col["dp"], layout.tp, layout.pp, layout.cp
+    problems = []
+    if dp * tp * pp * cp != n:
+        problems.append(
+            ("layout.dp", dp, f"dp·tp·pp·cp must equal the GPU count {n} (tp={tp}, pp={pp}, cp={cp})")
+        )
+    if a.heads % tp or a.n_kv % tp:
+        problems.append(("layout.tp", tp, f"must divide heads = {a.heads} and kv_heads = {a.n_kv}"))
+    slots = a.layers + (2 if layout.embedding_stages == "balanced" else 0)
+    if slots % (pp * layout.vpp):
+        problems.append(("layout.pp", pp, f"pp·vpp = {pp * layout.vpp} must divide {slots} layer slots"))
+    if layout.vpp > 1 and layout.schedule not in ("interleaved", "1f1b"):
+        problems.append(("layout.vpp", layout.vpp, "virtual stages need the interleaved schedule"))
+    if layout.gbs % (dp * layout.mbs):
+        problems.append(("layout.gbs", layout.gbs, f"must be a multiple of dp·mbs = {dp * layout.mbs}"))
+    if layout.ep > 1 and (a.moe is None or a.moe.experts % layout.ep):
+        problems.append(("layout.ep", layout.ep, "needs an MoE model whose expert count it divides"))
+    if layout.ep > dp * cp:
+        problems.append(
+            (
+                "layout.ep",
+                layout.ep,
+                f"must be ≤ dp·cp = {dp * cp} (experts are sharded over data-parallel ranks)",
+            )
+        )
+    seq = seq_len or a.seq_len
+    if layout.cp > 1 and seq % (2 * layout.cp):
+        problems.append(("layout.cp", layout.cp, f"2·cp must divide the sequence length {seq}"))
+    if problems:
+        raise ScenarioError(problems)
+
+
+def build(cls, fields: dict[str, Any], prefix: str = ""):
+    """`cls(**fields)` (a Cluster, Layout, Workload or Architecture), with every problem reported as a
+    ScenarioError whose field names carry `prefix` ("cluster.", "layout.", "model.")."""
+    try:
+        return cls(**fields)
+    except ScenarioError as exc:
+        raise ScenarioError([(prefix + f, v, m) for f, v, m in exc.problems]) from None
+    except ValidationError as exc:
+        raise ScenarioError(
+            [(prefix + f, v, m) for f, v, m in validation_problems(exc, fields, field_message)]
+        ) from None
