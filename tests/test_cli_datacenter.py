@@ -233,3 +233,94 @@ def test_fabric_thesis_defaults():
 )
 def test_fabric_bad_input(args, needles):
     _bad(["fabric", *args], *needles)
+
+
+# --- --calibration FILE (issue 12 item 7) ----------------------------------------------------------------
+
+STEP_ARGS = ["step", "--model", "megatron-1.7b", "--gpu", "a100-80gb", "--tp", "2", "--gbs", "64", "--json"]
+
+
+def _packaged_calibration() -> tuple[bytes, dict]:
+    from importlib import resources
+
+    import yaml
+
+    raw = resources.files("dtsim.catalog").joinpath("calibration.yaml").read_bytes()
+    return raw, yaml.safe_load(raw)
+
+
+def _step_time(*extra: str) -> float:
+    r = runner.invoke(app, [*STEP_ARGS, *extra])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)["step_time_s"]
+
+
+def test_calibrate_writes_out_file_never_the_package(tmp_path, monkeypatch):
+    before, _ = _packaged_calibration()
+    out = tmp_path / "fitted.yaml"
+    r = runner.invoke(app, ["calibrate", "--subset", "MEG21", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    import yaml
+
+    assert yaml.safe_load(out.read_text())["subset"] == ["MEG21"]
+    # without --out: ./calibration.yaml in the working directory
+    monkeypatch.chdir(tmp_path)
+    r = runner.invoke(app, ["calibrate", "--subset", "MEG21"])
+    assert r.exit_code == 0, r.output
+    assert yaml.safe_load((tmp_path / "calibration.yaml").read_text())["subset"] == ["MEG21"]
+    assert _packaged_calibration()[0] == before
+
+
+def test_calibration_file_changes_step_and_plan(tmp_path):
+    import yaml
+
+    import dtsim
+    from dtsim.models.datacenter.step import Cluster, Layout, Workload
+    from dtsim.models.datacenter.step import step as run_step
+
+    raw, doc = _packaged_calibration()
+    same = tmp_path / "same.yaml"
+    same.write_bytes(raw)
+    slower = dict(doc, generations={"ampere": dict(doc["generations"]["ampere"], clock_derate=0.5)})
+    changed = tmp_path / "slower.yaml"
+    changed.write_text(yaml.safe_dump(slower))
+    default = _step_time()
+    assert _step_time("--calibration", str(same)) == default
+    assert _step_time("--calibration", str(changed)) > default * 1.2
+    assert _step_time() == default  # the file was in use only for that call
+    # the Python function behind the command takes the same file, or its document
+    w = Workload(model="megatron-1.7b", cluster=Cluster(), layout=Layout(tp=2, gbs=64))
+    assert run_step(w).step_time_s == default
+    assert run_step(w, calibration=changed).step_time_s == _step_time("--calibration", str(changed))
+    assert run_step(w, calibration=slower).step_time_s == run_step(w, calibration=str(changed)).step_time_s
+    assert dtsim.step is run_step
+    # plan ranks with the file too
+    plan = ["plan", "--model", "megatron-1.7b", "--gbs", "64", "--top", "1", "--json"]
+    best = [
+        json.loads(runner.invoke(app, plan + x).stdout)["layouts"][0]["step_time_s"]
+        for x in ([], ["--calibration", str(same)], ["--calibration", str(changed)])
+    ]
+    assert best[0] == best[1] < best[2]
+
+
+@pytest.mark.parametrize(
+    "content, needle",
+    [
+        ("generations: {}\nbogus: 1\n", "unknown section 'bogus'"),
+        ("generations:\n  ampere: {clock_derate: 1.7}\n", "generations.ampere.clock_derate = 1.7"),
+        ("fabrics:\n  nvlink3: {efficiency: 0}\n", "fabrics.nvlink3.efficiency = 0"),
+        ("generations: [1, 2\n", "is not valid YAML"),
+        (None, "cannot be read"),
+    ],
+)
+@pytest.mark.parametrize("command", [STEP_ARGS, ["plan", "--model", "megatron-1.7b"], ["validate"]])
+def test_bad_calibration_file(tmp_path, content, needle, command):
+    path = tmp_path / "cal.yaml"
+    if content is not None:
+        path.write_text(content)
+    r = runner.invoke(app, [*command, "--calibration", str(path)])
+    squeeze = "".join  # the console wraps long lines: compare without whitespace
+    text = squeeze(r.output.split())
+    assert r.exit_code == 2, r.output
+    assert all(squeeze(s.split()) in text for s in ("error: --calibration", str(path), needle))
+    assert "Traceback" not in text

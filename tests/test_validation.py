@@ -354,7 +354,7 @@ def test_runs_dir_must_exist(tmp_path):
 
 def test_calibrate_cli_writes_with_provenance(tmp_path):
     out = tmp_path / "cal.yaml"
-    r = runner.invoke(app, ["calibrate", "--subset", "MEG21,KOR22", "--output", str(out)])
+    r = runner.invoke(app, ["calibrate", "--subset", "MEG21,KOR22", "--out", str(out)])
     assert r.exit_code == 0, r.output
     doc = yaml.safe_load(out.read_text())
     entry = doc["generations"]["ampere"]

@@ -30,6 +30,10 @@ _LAZY: dict[str, str] = {
     "target": "dtsim.analysis.search:search",
     "governance": "dtsim.analysis.governance:analyse",
     "emulate": "dtsim.emulator.launcher:run",
+    # the datacenter model and the validation; each takes calibration= (a `dtsim calibrate --out` file)
+    "step": "dtsim.models.datacenter.step",
+    "plan": "dtsim.models.datacenter.plan",
+    "validate": "dtsim.validation.runner",
     # the network commands; `dtsim.limits` is the limits model's package (limits.curve, limits.search)
     "collective": "dtsim.models.network",
     "fabric": "dtsim.models.network",
@@ -64,8 +68,11 @@ __all__ = [
     "governance",
     "limits",
     "load_scenario",
+    "plan",
     "simulate",
     "simulate_batch",
+    "step",
     "sweep",
     "target",
+    "validate",
 ]

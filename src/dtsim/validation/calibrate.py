@@ -21,7 +21,6 @@ import copy
 import datetime as _dt
 import math
 from collections.abc import Callable
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from dtsim import catalog
 from dtsim.validation.predict import predict
 from dtsim.validation.records import Dataset
 
+DEFAULT_OUT = Path("calibration.yaml")  # the working directory, never the package
 METHOD = "golden-section search of Σ log²(predicted/measured) over the records listed in fitted_on"
 
 
@@ -194,27 +194,9 @@ def calibrate(dataset: Dataset, subset: list[str] | None = None) -> dict[str, An
     return doc
 
 
-def default_path() -> Path:
-    return Path(str(resources.files("dtsim.catalog").joinpath("calibration.yaml")))
-
-
-def write(doc: dict[str, Any], path: str | Path | None = None) -> Path:
-    target = Path(path) if path is not None else default_path()
+def write(doc: dict[str, Any], path: str | Path = DEFAULT_OUT) -> Path:
+    """Write a calibration document to `path` (default ./calibration.yaml), never into the installed
+    package; `--calibration FILE` (or `dtsim.step(..., calibration=FILE)`) puts it in use."""
+    target = Path(path)
     target.write_text(yaml.safe_dump(doc, sort_keys=False, width=110, allow_unicode=True), encoding="utf-8")
-    catalog._clear_calibrated_caches()
     return target
-
-
-def read(path: str | Path) -> dict[str, Any]:
-    from dtsim.errors import ScenarioError
-
-    p = Path(path)
-    try:
-        doc = yaml.safe_load(p.read_text("utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ScenarioError([("--calibration", str(p), f"cannot be read: {exc}".splitlines()[0])]) from None
-    if not isinstance(doc, dict):
-        raise ScenarioError(
-            [("--calibration", str(p), "must be a mapping (a file written by dtsim calibrate)")]
-        )
-    return doc

@@ -11,11 +11,13 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from dtsim import catalog
+from dtsim.catalog.calibration_file import calibration_in_use
 from dtsim.errors import ScenarioError
 from dtsim.validation.predict import predict
 from dtsim.validation.records import Dataset
@@ -168,8 +170,18 @@ def summarise(rows: list[dict[str, Any]], groups: dict) -> dict[str, dict[str, A
     return out
 
 
-def validate(dataset: Dataset, subset: list[str] | None = None) -> dict[str, Any]:
-    """Predict every record (or those of the named groups / ids) and summarise."""
+def validate(
+    dataset: Dataset,
+    subset: list[str] | None = None,
+    calibration: str | Path | dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Predict every record (or those of the named groups / ids) and summarise; `calibration` (a file
+    written by `dtsim calibrate --out`, or its document) replaces catalog/calibration.yaml."""
+    with calibration_in_use(calibration):
+        return _validate(dataset, subset)
+
+
+def _validate(dataset: Dataset, subset: list[str] | None) -> dict[str, Any]:
     t0 = time.perf_counter()
     records = dataset.subset(subset)
     rows = run_records(records, dataset.groups)

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dtsim import catalog
+from dtsim.catalog.calibration_file import calibration_in_use, read_calibration
 from dtsim.errors import ScenarioError
 
 ModelOpt = Annotated[
@@ -30,7 +31,20 @@ SeqLenOpt = Annotated[int | None, typer.Option("--seq-len", help="Sequence lengt
 GpuOpt = Annotated[str, typer.Option(help="GPU id (catalog with micro-architecture constants).")]
 NodesOpt = Annotated[int, typer.Option(help="Nodes.")]
 GpusPerNodeOpt = Annotated[int, typer.Option("--gpus-per-node", help="GPUs per node.")]
+CalibrationOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--calibration",
+        help="Use this calibration file (written by `dtsim calibrate --out`) instead of the packaged one.",
+    ),
+]
 SHAPE_FLAGS = ("hidden", "layers", "heads", "kv_heads", "ffn", "ffn_type", "vocab", "seq_len")
+
+
+def calibration_option(path: Path | None) -> dict[str, Any] | None:
+    """The checked document of `--calibration FILE` (None: the packaged calibration); a ScenarioError
+    naming the option, the path and the problem otherwise."""
+    return None if path is None else read_calibration(path, "--calibration")
 
 
 def resolve_model(model: str | None, shape: dict[str, Any]):
@@ -121,6 +135,7 @@ def register(app: typer.Typer, fail) -> None:
             bool, typer.Option("--overlap-tp-comm", help="Overlap TP collectives.")
         ] = False,
         precision: Annotated[str, typer.Option(help="bf16 | fp16 | fp8.")] = "bf16",
+        calibration: CalibrationOpt = None,
         as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
     ) -> None:
         """Step time, TFLOP/s per GPU, MFU/HFU and memory of one parallel layout."""
@@ -128,6 +143,7 @@ def register(app: typer.Typer, fail) -> None:
         from dtsim.models.datacenter.workload import Cluster, Layout, Workload, build
 
         try:
+            doc = calibration_option(calibration)
             arch = resolve_model(model, {k: v for k, v in locals().items() if k in SHAPE_FLAGS})
             cluster = build(Cluster, {"gpu": gpu, "nodes": nodes, "gpus_per_node": gpus_per_node}, "cluster.")
             layout = build(
@@ -155,7 +171,7 @@ def register(app: typer.Typer, fail) -> None:
             workload = build(
                 Workload, {"model": arch, "cluster": cluster, "layout": layout, "precision": precision}
             )
-            result = run_step(workload)
+            result = run_step(workload, calibration=doc)
         except ScenarioError as exc:
             fail(exc)
             return
@@ -219,6 +235,7 @@ def register(app: typer.Typer, fail) -> None:
             ),
         ] = None,
         precision: Annotated[str, typer.Option(help="bf16 | fp16 | fp8.")] = "bf16",
+        calibration: CalibrationOpt = None,
         as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
     ) -> None:
         """Rank every valid layout of a model on a cluster by seconds per iteration."""
@@ -227,6 +244,7 @@ def register(app: typer.Typer, fail) -> None:
         from dtsim.models.datacenter.workload import Cluster, build
 
         try:
+            doc = calibration_option(calibration)
             cluster = build(Cluster, {"gpu": gpu, "nodes": nodes, "gpus_per_node": gpus_per_node}, "cluster.")
             if gbs < 1 or top < 1 or dp_multiple < 1 or gbs_multiple < 1:
                 raise ScenarioError(
@@ -256,8 +274,9 @@ def register(app: typer.Typer, fail) -> None:
                     )
                 shapes = shapes_near(target_params_b * 1e9, vocab or 50257, seq_len or 2048)
                 rows = []
-                for arch in shapes:
-                    p = run_plan(arch, cluster, opt, top=1)
+                with calibration_in_use(doc):  # once for the whole search, not once per shape
+                    plans = [(arch, run_plan(arch, cluster, opt, top=1)) for arch in shapes]
+                for arch, p in plans:
                     if p.ranked:
                         best = p.ranked[0]
                         rows.append(
@@ -299,7 +318,7 @@ def register(app: typer.Typer, fail) -> None:
                 Console().print(t)
                 return
             arch = resolve_model(model, {k: v for k, v in locals().items() if k in SHAPE_FLAGS})
-            result = run_plan(arch, cluster, opt, top=top)
+            result = run_plan(arch, cluster, opt, top=top, calibration=doc)
         except ScenarioError as exc:
             fail(exc)
             return

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dtsim.errors import ScenarioError
+from dtsim.interfaces.cli.datacenter import CalibrationOpt, calibration_option
 
 RunsOpt = Annotated[
     Path | None,
@@ -116,27 +117,19 @@ def register(app: typer.Typer, fail) -> None:
             Path | None,
             typer.Option("--plot", help="Write a predicted-vs-measured scatter (.png/.svg/.pdf)."),
         ] = None,
-        calibration: Annotated[
-            Path | None,
-            typer.Option("--calibration", help="Use this calibration file instead of the catalog's."),
-        ] = None,
+        calibration: CalibrationOpt = None,
     ) -> None:
         """Predict every measured run and print the distance from reality (exit 1 if a bound fails or a
         record is rejected)."""
-        from contextlib import nullcontext
-
-        from dtsim import catalog
         from dtsim.validation import load_dataset
         from dtsim.validation import validate as run_validation
-        from dtsim.validation.calibrate import read
 
         try:
-            ctx = catalog.use_calibration(read(calibration)) if calibration is not None else nullcontext()
+            doc = calibration_option(calibration)
             data = load_dataset(runs)
             known = set(data.groups) | {r.id for r in data.records}
             names = _subset(subset, known)
-            with ctx:
-                result = run_validation(data, names)
+            result = run_validation(data, names, calibration=doc)
             if plot is not None:
                 plot_file(result, plot)
         except ScenarioError as exc:
@@ -228,10 +221,14 @@ def register(app: typer.Typer, fail) -> None:
     def calibrate(
         subset: SubsetOpt = None,
         runs: RunsOpt = None,
-        output: Annotated[
-            Path | None,
-            typer.Option("--output", help="Write here instead of the catalog's calibration.yaml."),
-        ] = None,
+        out: Annotated[
+            Path,
+            typer.Option(
+                "--out",
+                help="Write the fitted constants here (never into the installed package); use the file "
+                "with --calibration FILE.",
+            ),
+        ] = Path("calibration.yaml"),
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Fit and print; write nothing.")] = False,
         as_json: Annotated[
             bool, typer.Option("--json", help="Print the calibration document as JSON.")
@@ -241,7 +238,7 @@ def register(app: typer.Typer, fail) -> None:
         records they were fitted on, the date and the residuals."""
         from dtsim.validation import calibrate as run_calibration
         from dtsim.validation import load_dataset
-        from dtsim.validation.calibrate import default_path, write
+        from dtsim.validation.calibrate import write
 
         try:
             data = load_dataset(runs)
@@ -250,12 +247,11 @@ def register(app: typer.Typer, fail) -> None:
             doc = run_calibration(data, names)
             target = None
             if not dry_run:
-                path = output or default_path()
                 try:
-                    target = write(doc, path)
+                    target = write(doc, out)
                 except OSError as exc:
                     raise ScenarioError(
-                        [("--output", str(path), f"cannot be written ({exc.strerror}); pass --output FILE")]
+                        [("--out", str(out), f"cannot be written ({exc.strerror}); pass --out FILE")]
                     ) from None
         except ScenarioError as exc:
             fail(exc)

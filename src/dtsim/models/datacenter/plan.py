@@ -12,13 +12,15 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from dtsim.assumptions import Assumptions
+from dtsim.catalog.calibration_file import calibration_in_use
 from dtsim.models.datacenter.step import BREAKDOWN, evaluate, resolve_hardware
-from dtsim.models.datacenter.workload import RECOMPUTES, SCHEDULES, Cluster
+from dtsim.models.datacenter.workload import PRECISION_BITS, RECOMPUTES, SCHEDULES, Cluster
 from dtsim.physics.transformer import Architecture, count_params
 
 
@@ -137,12 +139,25 @@ class Plan:
     ranked: list[dict[str, Any]]
 
 
-def plan(a: Architecture, cluster: Cluster, opt: PlanOptions, top: int = 10) -> Plan:
+def plan(
+    a: Architecture,
+    cluster: Cluster,
+    opt: PlanOptions,
+    top: int = 10,
+    calibration: str | Path | dict[str, Any] | None = None,
+) -> Plan:
+    """Rank every valid layout of `a` on `cluster` by step time (`dtsim plan`); `calibration` (a file
+    written by `dtsim calibrate --out`, or its document) replaces catalog/calibration.yaml."""
+    with calibration_in_use(calibration):
+        return _plan(a, cluster, opt, top)
+
+
+def _plan(a: Architecture, cluster: Cluster, opt: PlanOptions, top: int) -> Plan:
     t0 = time.perf_counter()
     lay, rejected = enumerate_layouts(a, cluster, opt)
     n_candidates = len(lay["dp"])
     seq = opt.seq_len or a.seq_len
-    bits = {"bf16": 16, "fp16": 16, "fp8": 8}[opt.precision]
+    bits = PRECISION_BITS[opt.precision]
     hw = resolve_hardware(cluster, opt.precision)
     asm = Assumptions(opt.assumptions)
     ranked: list[dict[str, Any]] = []

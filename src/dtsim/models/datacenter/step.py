@@ -14,6 +14,7 @@ neighbours sit tp·cp·dp ranks apart.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from dtsim import catalog
 from dtsim.assumptions import Assumptions
+from dtsim.catalog.calibration_file import calibration_in_use
 
 # The inputs live in workload.py; they are re-exported here so that `from dtsim.models.datacenter.step
 # import Cluster, Layout, Workload, step` reads the whole model from one place.
@@ -482,9 +484,20 @@ class StepResult(BaseModel):
     megatron2021_flop_per_step: float
 
 
-def step(workload: Workload, clock_derate: float | None = None, calibrated: bool = True) -> StepResult:
+def step(
+    workload: Workload,
+    clock_derate: float | None = None,
+    calibrated: bool = True,
+    calibration: str | Path | dict[str, Any] | None = None,
+) -> StepResult:
     """Evaluate one layout (`dtsim step`). `clock_derate` overrides the sustained-clock derate;
-    `calibrated=False` ignores catalog/calibration.yaml and uses the catalog's derate."""
+    `calibrated=False` ignores the calibration and uses the catalog's derate; `calibration` (a file
+    written by `dtsim calibrate --out`, or its document) replaces catalog/calibration.yaml."""
+    with calibration_in_use(calibration):
+        return _step(workload, clock_derate, calibrated)
+
+
+def _step(workload: Workload, clock_derate: float | None, calibrated: bool) -> StepResult:
     from dtsim.physics.transformer import get_architecture
 
     a = workload.model if isinstance(workload.model, Architecture) else get_architecture(workload.model)

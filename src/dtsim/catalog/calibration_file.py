@@ -1,0 +1,125 @@
+"""A user's calibration file (what `dtsim calibrate --out FILE` writes), read and checked.
+
+The packaged catalog/calibration.yaml is the default; `dtsim step|plan|validate --calibration FILE` and
+`dtsim.step(..., calibration=FILE)` use a file like this instead. Every fitted constant is checked
+against what the models accept, so a typo fails loudly (option, path, key and what is allowed) instead
+of being ignored.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+from dtsim import catalog
+from dtsim.errors import ScenarioError
+
+SECTIONS = ("about", "subset", "date", "method", "generations", "fabrics", "testbed", "wan")
+# section → {constant: (lowest, highest, whether the lowest is allowed)}
+_ENTRY_CONSTANTS = {
+    "generations": {"clock_derate": (0.0, 1.0, False)},
+    "fabrics": {"efficiency": (0.0, 1.0, False), "latency_s": (0.0, 1.0, True)},
+}
+_VALUE_CONSTANTS = {
+    "testbed": {"host_rate_bit_s": (0.0, math.inf, False)},
+    "wan": {"tcp_window_bytes": (0.0, math.inf, False)},
+}
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _range_text(lo: float, hi: float, closed_lo: bool) -> str:
+    left = "[" if closed_lo else "("
+    return f"a number in {left}{lo:g}, {hi:g}]" if math.isfinite(hi) else f"a number > {lo:g}"
+
+
+def check_calibration(doc: Any, known_generations: set[str], known_fabrics: set[str]) -> list[str]:
+    """What is wrong with a calibration document, one line per problem (empty when it is usable)."""
+    if not isinstance(doc, dict):
+        return ["must be a mapping (a file written by `dtsim calibrate`)"]
+    problems = [
+        f"unknown section {key!r}; allowed: {', '.join(SECTIONS)}" for key in doc if key not in SECTIONS
+    ]
+    known = {"generations": known_generations, "fabrics": known_fabrics}
+    for section, constants in {**_ENTRY_CONSTANTS, **_VALUE_CONSTANTS}.items():
+        entries = doc.get(section)
+        if entries is None:
+            continue
+        if not isinstance(entries, dict):
+            problems.append(f"{section}: must be a mapping, not {type(entries).__name__}")
+            continue
+        for name, entry in entries.items():
+            where = f"{section}.{name}"
+            if section in known:
+                if name not in known[section]:
+                    problems.append(f"{where}: unknown; known: {', '.join(sorted(known[section]))}")
+                    continue
+                if not isinstance(entry, dict):
+                    problems.append(f"{where}: must be a mapping of constants")
+                    continue
+                values = {k: entry[k] for k in constants if k in entry}
+            else:
+                if name not in constants:
+                    problems.append(f"{where}: unknown; allowed: {', '.join(constants)}")
+                    continue
+                values = {name: entry.get("value") if isinstance(entry, dict) else entry}
+                where = section
+            for key, raw in values.items():
+                lo, hi, closed_lo = constants[key]
+                x = _number(raw)
+                if x is None or x > hi or x < lo or (x == lo and not closed_lo):
+                    problems.append(f"{where}.{key} = {raw!r}: must be {_range_text(lo, hi, closed_lo)}")
+    return problems
+
+
+def _known_ids() -> tuple[set[str], set[str]]:
+    """The GPU generations and fabric ids a calibration may name."""
+    return {g.micro.generation for g in catalog.gpus().values() if g.micro is not None}, set(
+        catalog.fabrics()
+    )
+
+
+def read_calibration(path: str | Path, option: str = "calibration") -> dict[str, Any]:
+    """The calibration document in `path`, checked; a ScenarioError naming `option`, the path and what
+    is wrong otherwise."""
+    import yaml  # lazy: only commands that read a calibration pay for it (fast `dtsim --help`)
+
+    p = Path(path)
+    try:
+        doc = yaml.safe_load(p.read_text("utf-8"))
+    except OSError as exc:
+        raise ScenarioError([(option, str(p), f"cannot be read ({exc.strerror or exc})")]) from None
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        what = getattr(exc, "problem", None) or (str(exc).splitlines() or [type(exc).__name__])[0]
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        raise ScenarioError([(option, str(p), f"is not valid YAML: {what}{where}")]) from None
+    problems = check_calibration(doc, *_known_ids())
+    if problems:
+        raise ScenarioError([(option, str(p), problem) for problem in problems])
+    return doc
+
+
+def calibration_in_use(calibration: str | Path | dict[str, Any] | None, option: str = "calibration"):
+    """A context in which the models use `calibration` (a file or a document; None: the packaged
+    catalog/calibration.yaml, unchanged)."""
+    if calibration is None:
+        return nullcontext()
+    if isinstance(calibration, dict):
+        problems = check_calibration(calibration, *_known_ids())
+        if problems:
+            raise ScenarioError([(option, "<document>", problem) for problem in problems])
+        doc = calibration
+    else:
+        doc = read_calibration(calibration, option)
+    return catalog.use_calibration(doc)
