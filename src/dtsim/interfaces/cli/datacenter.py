@@ -11,7 +11,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from dtsim import catalog
 from dtsim.catalog.calibration_file import calibration_in_use, read_calibration
 from dtsim.errors import ScenarioError
 
@@ -377,80 +376,34 @@ def register(app: typer.Typer, fail) -> None:
         ] = None,
         as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
     ) -> None:
-        """α-β time of a collective (seed 003; seed 001 §3.5)."""
-        from dtsim.physics import collectives as coll
+        """α-β time of a collective (seed 003; seed 001 §3.5); formats `dtsim.collective`."""
+        from dtsim.models.network import collective as run_collective
 
         try:
-            if ranks < 1:
-                raise ScenarioError([("ranks", ranks, "must be ≥ 1")])
             if not size_mb > 0:
                 raise ScenarioError([("size-mb", size_mb, "must be > 0")])
-            if fabric is not None:
-                fab = catalog.fabrics().get(fabric)
-                if fab is None:
-                    raise ScenarioError(
-                        [("fabric", fabric, f"unknown fabric; known: {', '.join(catalog.fabrics())}")]
-                    )
-                bw, alpha = fab.bus_bytes_per_s, fab.latency_s
-            else:
-                fab = catalog.fabrics()["nvlink3"]
-                bw = fab.bus_bytes_per_s if bandwidth_gbs is None else bandwidth_gbs * 1e9
-                alpha = fab.latency_s if latency_us is None else latency_us * 1e-6
-            if not bw > 0 or not alpha >= 0:
+            if (bandwidth_gbs is not None and not bandwidth_gbs > 0) or (
+                latency_us is not None and not latency_us >= 0
+            ):
                 raise ScenarioError(
                     [("bandwidth-gbs/latency-us", (bandwidth_gbs, latency_us), "must be > 0 and ≥ 0")]
                 )
-            size = size_mb * 1e6
-            funcs = {
-                "reduce-scatter": coll.reduce_scatter_time,
-                "all-gather": coll.all_gather_time,
-                "all-to-all": coll.all_to_all_time,
-                "broadcast": coll.broadcast_time,
-            }
-            if op == "allreduce":
-                if algorithm not in ("ring", "ring-bidirectional", "tree"):
-                    raise ScenarioError(
-                        [("algorithm", algorithm, "must be ring, ring-bidirectional or tree")]
-                    )
-                t = (
-                    coll.tree_allreduce_time(ranks, size, bw, alpha)
-                    if algorithm == "tree"
-                    else coll.ring_allreduce_time(ranks, size, bw, alpha, algorithm == "ring-bidirectional")
-                )
-                per_rank = float(coll.allreduce_bytes_per_rank(ranks, size))
-            elif op == "p2p":
-                t, per_rank = coll.p2p_time(size, bw, alpha), size
-            elif op in funcs:
-                t = funcs[op](ranks, size, bw, alpha)
-                per_rank = (ranks - 1) / ranks * size if op != "broadcast" else size
-            else:
-                raise ScenarioError(
-                    [
-                        (
-                            "op",
-                            op,
-                            "must be allreduce, reduce-scatter, all-gather, broadcast, p2p or all-to-all",
-                        )
-                    ]
-                )
+            r = run_collective(
+                op,
+                ranks,
+                size_mb * 1e6,
+                algorithm,
+                fabric,
+                None if bandwidth_gbs is None else bandwidth_gbs * 1e9,
+                None if latency_us is None else latency_us * 1e-6,
+            )
         except ScenarioError as exc:
             fail(exc)
             return
-        t = float(t)
-        out = {
-            "op": op,
-            "algorithm": algorithm,
-            "ranks": ranks,
-            "size_bytes": size,
-            "time_s": t,
-            "bytes_sent_per_rank": per_rank,
-            "algbw_gb_s": size / t / 1e9 if t > 0 else None,
-            "bus_bandwidth_gb_s": bw / 1e9,
-            "latency_s": alpha,
-        }
         if as_json:
-            sys.stdout.write(json.dumps(out, indent=2) + "\n")
+            sys.stdout.write(json.dumps(r.as_dict(), indent=2) + "\n")
             return
+        t, per_rank = r.time_s, r.bytes_sent_per_rank
         Console().print(
             f"{op} ({algorithm}) of {size_mb:g} MB over {ranks} ranks: [bold]{t * 1e3:,.3f} ms[/bold]; "
             f"each rank sends {per_rank / 1e6:,.1f} MB"
