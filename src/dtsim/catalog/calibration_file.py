@@ -22,6 +22,10 @@ _ENTRY_CONSTANTS = {
     "generations": {"clock_derate": (0.0, 1.0, False)},
     "fabrics": {"efficiency": (0.0, 1.0, False), "latency_s": (0.0, 1.0, True)},
 }
+# what the models read from each entry without fail (catalog/calibration.yaml always has it)
+_REQUIRED = {"generations": "clock_derate"}
+# what `dtsim calibrate` records beside a fitted constant (provenance, read by `dtsim validate`)
+_METADATA = ("fitted_on", "rms_log_error", "residuals", "method", "unit")
 _VALUE_CONSTANTS = {
     "testbed": {"host_rate_bit_s": (0.0, math.inf, False)},
     "wan": {"tcp_window_bytes": (0.0, math.inf, False)},
@@ -67,12 +71,25 @@ def check_calibration(doc: Any, known_generations: set[str], known_fabrics: set[
                 if not isinstance(entry, dict):
                     problems.append(f"{where}: must be a mapping of constants")
                     continue
+                allowed = (*constants, *_METADATA)
+                required = _REQUIRED.get(section)
+                if required is not None and required not in entry:
+                    problems.append(f"{where}: missing {required}")
                 values = {k: entry[k] for k in constants if k in entry}
             else:
                 if name not in constants:
                     problems.append(f"{where}: unknown; allowed: {', '.join(constants)}")
                     continue
+                allowed = ("value", *_METADATA)
                 values = {name: entry.get("value") if isinstance(entry, dict) else entry}
+            if isinstance(entry, dict):
+                problems += [
+                    f"{where}.{k}: unknown; allowed: {', '.join(allowed)}" for k in entry if k not in allowed
+                ]
+                fitted_on = entry.get("fitted_on", [])
+                if not isinstance(fitted_on, list) or not all(isinstance(i, str) for i in fitted_on):
+                    problems.append(f"{where}.fitted_on = {fitted_on!r}: must be a list of record ids")
+            if section not in known:
                 where = section
             for key, raw in values.items():
                 lo, hi, closed_lo = constants[key]
