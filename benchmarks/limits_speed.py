@@ -64,7 +64,8 @@ def main() -> None:
                 times.append(time.perf_counter() - t0)
             med = statistics.median(times)
             print(
-                f"  {group:12s} {c['setting']:34s} {len(pts):3d} points  dtsim {med:5.2f} s  reference {c['seconds']:6.2f} s  {c['seconds'] / med:6.1f}×"
+                f"  {group:12s} {c['setting']:34s} {len(pts):3d} points to {pts[-1].training_flop:7.1e} FLOP  "
+                f"dtsim {med:5.2f} s  reference {c['seconds']:6.2f} s  {c['seconds'] / med:6.1f}×"
             )
 
 

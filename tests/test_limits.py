@@ -15,7 +15,15 @@ from typer.testing import CliRunner
 
 from dtsim.interfaces.cli.main import app
 from dtsim.models.limits import closed_form as cf
-from dtsim.models.limits import curve, get_hardware, linear_scaling_stop, optimal_layout, shape_for
+from dtsim.models.limits import (
+    curve,
+    get_hardware,
+    linear_scaling_stop,
+    optimal_layout,
+    shape_for,
+    shape_for_compute,
+)
+from dtsim.models.limits.curve import LimitsPoint, LinearScalingStop, limits_point, parallelism_fractions
 from dtsim.models.limits.hardware import custom
 from dtsim.models.limits.model import bubble_fraction
 from dtsim.models.limits.scaling import critical_batch_sequences, d_model_grid, layer_count, take_closest
@@ -126,7 +134,7 @@ def _curves(group):
     for c in REF["groups"][group]:
         hw = get_hardware(SCENARIO[c["gpu"]])
         pts = curve(hw, sparse="sparse" in group, batch_law=BATCH_LAW.get(c["setting"], "default"))
-        out.append((c, {p["d_model"]: p for p in pts}))
+        out.append((c, {p.d_model: p for p in pts}))
     return out
 
 
@@ -142,13 +150,13 @@ def test_every_reference_point(group_curves):
         for p in c["points"]:
             mine = ours.get(p["d_model"])
             assert mine is not None, (group, c["setting"], p["d_model"], "dtsim finds no cluster")
-            ratio = mine["n_gpus"] / p["n_gpus"]
-            du = mine["utilization"] - p["utilization"]
+            ratio = mine.n_gpus / p["n_gpus"]
+            du = mine.utilization - p["utilization"]
             if (c["setting"], p["d_model"]) in KNIFE_EDGE:
                 assert ratio == 2  # the documented exception: one doubling more
                 continue
-            assert abs(du) <= 0.03, (group, c["setting"], p["d_model"], mine["utilization"], p["utilization"])
-            assert 0.5 <= ratio <= 2, (group, c["setting"], p["d_model"], mine["n_gpus"], p["n_gpus"])
+            assert abs(du) <= 0.03, (group, c["setting"], p["d_model"], mine.utilization, p["utilization"])
+            assert 0.5 <= ratio <= 2, (group, c["setting"], p["d_model"], mine.n_gpus, p["n_gpus"])
             checked += 1
         # the curves end at the same width (the latency wall)
         assert max(ours) == c["points"][-1]["d_model"], (group, c["setting"])
@@ -186,15 +194,15 @@ def test_linear_scaling_stops_tables_3_and_4(group_curves):
             continue
         hw = get_hardware(SCENARIO[c["gpu"]])
         stop = linear_scaling_stop([ours[d] for d in sorted(ours)], hw)
-        off = abs(math.log10(stop["first_point_flop"] / paper))
+        off = abs(math.log10(stop.first_point_flop / paper))
         if (c["setting"], 53248) in KNIFE_EDGE:
             # the knife-edge point falls below the threshold here; the next point is the paper's value
             nxt = [
                 ours[d]
                 for d in sorted(ours)
-                if d > 53248 and ours[d]["utilization"] >= stop["threshold_utilization"]
+                if d > 53248 and ours[d].utilization >= stop.threshold_utilization
             ]
-            assert nxt and abs(math.log10(nxt[0]["training_flop"] / paper)) <= 0.5
+            assert nxt and abs(math.log10(nxt[0].training_flop / paper)) <= 0.5
             continue
         assert off <= 0.5, (group, c["setting"], stop, paper)
 
@@ -335,3 +343,61 @@ def test_cli_bad_input(args, needle):
     r = runner.invoke(app, args)
     assert r.exit_code == 2, r.output
     assert needle in r.output and "Traceback" not in r.output
+
+
+# --- typed results (issue 12 item 5) --------------------------------------------------------------------------
+
+# the flat JSON of `dtsim limits curve --json`, in order (dense: one factor per network level and degree)
+JSON_KEYS = (  # noqa: SIM905 (the wire format, pinned as one string)
+    "d_model d_ff params layers sparsity batch_tokens training_flop months utilization n_gpus dp tp_model tp_ff pp "
+    "pp_interleaving ep microbatches schedule bubble_fraction dp_per_level tp_model_per_level tp_ff_per_level "
+    "pp_per_level ep_per_level parallelism_fraction step_s gemm_months tp_comm_months dp_comm_months "
+    "pp_comm_months latency_months gemm_shape_per_gpu memory layouts_searched"
+).split()
+
+
+def test_curve_returns_typed_points_whose_dicts_are_the_cli_json():
+    import dataclasses
+
+    import dtsim
+
+    hw = dtsim.limits.get_hardware("h100-sxm")
+    pts = dtsim.limits.curve(hw)
+    assert pts and all(isinstance(p, LimitsPoint) for p in pts)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        pts[0].n_gpus = 1
+    r = runner.invoke(app, ["limits", "curve", "--gpu", "h100-sxm", "--json"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout == json.dumps([p.as_dict() for p in pts], indent=2) + "\n"
+    assert list(json.loads(r.stdout)[0]) == JSON_KEYS
+    p = pts[len(pts) // 2]
+    d = p.as_dict()
+    assert (d["n_gpus"], d["utilization"], d["dp_per_level"]) == (
+        p.n_gpus,
+        p.utilization,
+        p.levels["dp_per_level"],
+    )
+    assert d["gemm_shape_per_gpu"] == list(p.gemm_shape_per_gpu)
+    d["memory"]["check_used"] = "changed"  # as_dict hands out copies, the point stays as it was
+    assert p.memory["check_used"] == "per-gpu"
+    # the degrees multiply to the cluster, so the parallelism fractions sum to one (Figure 7)
+    assert p.dp * p.tp_model * p.tp_ff * p.pp * p.ep == p.n_gpus
+    fr = parallelism_fractions(pts)
+    assert set(fr) == {"dp", "tp", "pp", "ep"} and len(fr["dp"]) == len(pts)
+    assert np.allclose(sum(fr.values()), 1.0, rtol=1e-12)
+    stop = linear_scaling_stop(pts, hw)
+    assert isinstance(stop, LinearScalingStop)
+    assert stop.threshold_utilization < pts[0].utilization
+    first = next(q for q in pts if q.utilization < stop.threshold_utilization)
+    assert stop.first_point_flop == first.training_flop
+    assert pts[pts.index(first) - 1].training_flop <= stop.crossing_flop <= first.training_flop
+
+
+def test_search_point_as_dict_is_the_cli_json():
+    import dtsim
+
+    shape = shape_for_compute(1e27)
+    best = dtsim.limits.search(shape, get_hardware("h100-sxm"), 3.0)
+    r = runner.invoke(app, ["limits", "search", "--compute", "1e27", "--json"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout == json.dumps({"found": True, **limits_point(shape, best).as_dict()}, indent=2) + "\n"

@@ -9,7 +9,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -17,6 +17,9 @@ from rich.table import Table
 
 from dtsim.errors import ScenarioError
 from dtsim.interfaces.cli.common import fail
+
+if TYPE_CHECKING:
+    from dtsim.models.limits.curve import LimitsPoint
 
 limits_app = typer.Typer(
     add_completion=False,
@@ -103,23 +106,24 @@ def _hardware(names: list[str] | None, bandwidth: str | None, latency: str | Non
     return out
 
 
-def _plot_curves(series: list[tuple[str, list[dict]]], path: Path, fractions: bool = False) -> None:
+def _plot_curves(series: list[tuple[str, list[LimitsPoint]]], path: Path, fractions: bool = False) -> None:
     from dtsim.interfaces.plotting import pyplot
+    from dtsim.models.limits.curve import parallelism_fractions
 
     plt = pyplot(path)
     fig, ax = plt.subplots(figsize=(8, 5))
     if fractions:
         name, pts = series[0]
-        x = [p["training_flop"] for p in pts]
-        for key in ("dp", "tp", "pp", "ep"):
-            ax.plot(x, [p["parallelism_fraction"][key] for p in pts], marker="o", ms=3, label=key.upper())
+        x = [p.training_flop for p in pts]
+        for key, y in parallelism_fractions(pts).items():
+            ax.plot(x, y, marker="o", ms=3, label=key.upper())
         ax.set_ylabel("log(N_X) / log(N_GPU)")
         ax.set_title(f"Parallelism fractions — {name}")
     else:
         for name, pts in series:
             ax.plot(
-                [p["training_flop"] for p in pts],
-                [p["utilization"] for p in pts],
+                [p.training_flop for p in pts],
+                [p.utilization for p in pts],
                 marker="o",
                 ms=3,
                 label=name,
@@ -281,13 +285,14 @@ def curve_cmd(
             w.writerow(("hardware", *CSV_FIELDS))
             for name, pts in series:
                 for p in pts:
-                    w.writerow((name, *(p[k] for k in CSV_FIELDS)))
+                    w.writerow((name, *(getattr(p, k) for k in CSV_FIELDS)))
             csv_path.write_text(buf.getvalue(), encoding="utf-8")
     except ScenarioError as exc:
         fail(exc)
         return
     if as_json:
-        payload = series[0][1] if len(series) == 1 else {name: pts for name, pts in series}
+        dicts = [(name, [p.as_dict() for p in pts]) for name, pts in series]
+        payload = dicts[0][1] if len(dicts) == 1 else dict(dicts)
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
         return
     c = Console()
@@ -300,22 +305,22 @@ def curve_cmd(
             t.add_column(col, justify="right")
         for p in pts:
             t.add_row(
-                str(p["d_model"]),
-                f"{p['training_flop']:.2g}",
-                f"{p['utilization']:.3f}",
-                f"{p['n_gpus']:.3g}",
-                f"{p['months']:.2f}",
-                f"{p['dp']}×{p['tp_model']}×{p['tp_ff']}×{p['pp']}×{p['ep']}",
-                str(p["pp_interleaving"]),
-                str(p["microbatches"]),
-                "ZB" if p["schedule"] == "zero-bubble" else "1F1B",
+                str(p.d_model),
+                f"{p.training_flop:.2g}",
+                f"{p.utilization:.3f}",
+                f"{p.n_gpus:.3g}",
+                f"{p.months:.2f}",
+                f"{p.dp}×{p.tp_model}×{p.tp_ff}×{p.pp}×{p.ep}",
+                str(p.pp_interleaving),
+                str(p.microbatches),
+                "ZB" if p.schedule == "zero-bubble" else "1F1B",
             )
         c.print(t)
         stop = linear_scaling_stop(pts, hw)
         if stop:
             c.print(
-                f"Linear scaling stops (utilization < {stop['threshold_utilization']:.2f}) at {stop['first_point_flop']:.2g} FLOP "
-                f"(crossing ≈ {stop['crossing_flop']:.2g}); the curve ends at {pts[-1]['training_flop']:.2g} FLOP."
+                f"Linear scaling stops (utilization < {stop.threshold_utilization:.2f}) at {stop.first_point_flop:.2g} FLOP "
+                f"(crossing ≈ {stop.crossing_flop:.2g}); the curve ends at {pts[-1].training_flop:.2g} FLOP."
             )
 
 
@@ -331,7 +336,7 @@ def search_cmd(
 ) -> None:
     """The smallest cluster that trains a compute-optimal run of this compute within the time limit,
     and its best layout."""
-    from dtsim.models.limits.curve import point_dict, shape_for_compute
+    from dtsim.models.limits.curve import limits_point, shape_for_compute
     from dtsim.models.limits.search import cluster_size
 
     try:
@@ -347,7 +352,8 @@ def search_cmd(
     except ScenarioError as exc:
         fail(exc)
         return
-    if best is None:
+    point = None if best is None else limits_point(shape, best)
+    if point is None:
         out = {
             "found": False,
             "d_model": shape.d_model,
@@ -355,27 +361,28 @@ def search_cmd(
             "reason": f"no cluster trains it within {months:g} months (the latency wall)",
         }
     else:
-        out = {"found": True, **point_dict(shape, best)}
+        out = {"found": True, **point.as_dict()}
     if as_json:
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return
     c = Console()
-    if best is None:
+    if point is None:
         c.print(f"[red]{out['reason']}[/red] (d_model {shape.d_model}, {shape.training_flop:.2g} FLOP)")
         return
+    p = point
     c.print(
-        f"{shape.training_flop:.3g} FLOP run (d_model {shape.d_model}, {shape.layers} layers, E = {shape.sparsity}, "
-        f"batch {shape.batch_tokens:,} tokens) on {hw.name}: [bold]{best.n_gpus:,} GPUs[/bold], "
-        f"{best.months:.2f} months, utilization {best.utilization:.3f}"
-    )
-    L = best.layout
-    c.print(
-        f"Layout DP {L['dp']} × TP {L['tp_model']}×{L['tp_ff']} × PP {L['pp']} (v = {L['pp_interleaving']}, m = {L['microbatches']}, "
-        f"{L['schedule']}) × EP {L['ep']}; per level: "
-        + ", ".join(f"{k.replace('_per_level', '')} {v}" for k, v in best.levels.items())
+        f"{p.training_flop:.3g} FLOP run (d_model {p.d_model}, {p.layers} layers, E = {p.sparsity}, "
+        f"batch {p.batch_tokens:,} tokens) on {hw.name}: [bold]{p.n_gpus:,} GPUs[/bold], "
+        f"{p.months:.2f} months, utilization {p.utilization:.3f}"
     )
     c.print(
-        f"Per-GPU GEMM {best.gemm_shape[0]}×{best.gemm_shape[1]}×{best.gemm_shape[2]}; memory per GPU {best.memory['model_states_per_gpu_gb']:.1f} GB states, {best.memory['activations_per_gpu_gb']:.1f} GB activations"
+        f"Layout DP {p.dp} × TP {p.tp_model}×{p.tp_ff} × PP {p.pp} (v = {p.pp_interleaving}, m = {p.microbatches}, "
+        f"{p.schedule}) × EP {p.ep}; per level: "
+        + ", ".join(f"{k.replace('_per_level', '')} {v}" for k, v in p.levels.items())
+    )
+    g = p.gemm_shape_per_gpu
+    c.print(
+        f"Per-GPU GEMM {g[0]}×{g[1]}×{g[2]}; memory per GPU {p.memory['model_states_per_gpu_gb']:.1f} GB states, {p.memory['activations_per_gpu_gb']:.1f} GB activations"
     )
 
 

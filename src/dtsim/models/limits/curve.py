@@ -4,6 +4,7 @@ scaling stops (Tables 3–4), the parallelism fractions (Figure 7), and the clus
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,77 @@ from dtsim.models.limits.search import SECONDS_PER_MONTH, Best, cluster_size
 LINEAR_SCALING_FRACTION = Assumptions().limits_linear_scaling_fraction  # Tables 3–4
 
 
-def point_dict(shape: scaling.Shape, best: Best) -> dict[str, Any]:
+@dataclass(frozen=True)
+class LimitsPoint:
+    """One point of a utilization curve (or the answer of `dtsim limits search`): the compute-optimal
+    model, the smallest cluster that trains it within the time limit, its best layout and where the
+    time goes. Units are in the field names (`_flop`, `_s`, `_months`, `_gb`); counts are plain
+    (`params`, `n_gpus`, `batch_tokens`, `layers`), `utilization` and `bubble_fraction` are fractions
+    of one. `as_dict()` is the flat JSON of `dtsim limits curve --json`."""
+
+    d_model: int
+    d_ff: int
+    params: float
+    layers: int
+    sparsity: int  # E, experts per MoE layer (1 = dense)
+    batch_tokens: int
+    training_flop: float
+    months: float  # training time on `n_gpus`
+    utilization: float
+    n_gpus: int
+    dp: int
+    tp_model: int
+    tp_ff: int
+    pp: int
+    pp_interleaving: int
+    ep: int
+    microbatches: int
+    schedule: str  # "1f1b" | "zero-bubble"
+    bubble_fraction: float
+    levels: dict[str, list[int]]  # "<degree>_per_level": the degree's factor at each network level
+    parallelism_fraction: dict[str, float]  # log(N_X) / log(N_GPU) for dp, tp, pp, ep (Figure 7)
+    step_s: float
+    gemm_months: float
+    tp_comm_months: float
+    dp_comm_months: float
+    pp_comm_months: float
+    latency_months: float
+    gemm_shape_per_gpu: tuple[int, int, int]
+    memory: dict[str, Any]  # per-GPU `_gb` figures and which memory checks pass
+    layouts_searched: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """The flat JSON form: the per-level factors spread into the top level, lists for tuples."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "levels":
+                out.update({k: list(v) for k, v in value.items()})
+            elif f.name == "gemm_shape_per_gpu":
+                out[f.name] = list(value)
+            elif isinstance(value, dict):
+                out[f.name] = dict(value)
+            else:
+                out[f.name] = value
+        return out
+
+
+@dataclass(frozen=True)
+class LinearScalingStop:
+    """Where a curve stops scaling linearly (Tables 3–4)."""
+
+    threshold_utilization: float  # LINEAR_SCALING_FRACTION × one GPU's sustained utilization
+    first_point_flop: float  # training compute of the first point below the threshold
+    crossing_flop: float  # where the curve crosses it, log-linear between points
+
+
+# the LimitsPoint fields copied from the model's Shape and from the search's layout, in JSON order
+SHAPE_FIELDS = ("d_model", "d_ff", "params", "layers", "sparsity", "batch_tokens", "training_flop")
+LAYOUT_FIELDS = ("dp", "tp_model", "tp_ff", "pp", "pp_interleaving", "ep", "microbatches", "schedule")
+
+
+def limits_point(shape: scaling.Shape, best: Best) -> LimitsPoint:
+    """The curve point of `shape` trained with the search's answer `best`."""
     L = best.layout
     n = best.n_gpus
     steps = shape.steps
@@ -24,40 +95,34 @@ def point_dict(shape: scaling.Shape, best: Best) -> dict[str, Any]:
     def frac(x: int) -> float:
         return math.log(x) / math.log(n) if n > 1 else 0.0
 
+    def months(seconds_per_step: float) -> float:
+        return seconds_per_step * steps / SECONDS_PER_MONTH
+
     comm = best.comm_s
-    return {
-        "d_model": shape.d_model,
-        "d_ff": shape.d_ff,
-        "params": shape.params,
-        "layers": shape.layers,
-        "sparsity": shape.sparsity,
-        "batch_tokens": shape.batch_tokens,
-        "training_flop": shape.training_flop,
-        "months": best.months,
-        "utilization": best.utilization,
-        "n_gpus": n,
-        **{
-            k: L[k]
-            for k in ("dp", "tp_model", "tp_ff", "pp", "pp_interleaving", "ep", "microbatches", "schedule")
-        },
-        "bubble_fraction": L["bubble_fraction"],
-        **best.levels,
-        "parallelism_fraction": {
+    return LimitsPoint(
+        **{k: getattr(shape, k) for k in SHAPE_FIELDS},
+        months=best.months,
+        utilization=best.utilization,
+        n_gpus=n,
+        **{k: L[k] for k in LAYOUT_FIELDS},
+        bubble_fraction=L["bubble_fraction"],
+        levels=dict(best.levels),
+        parallelism_fraction={
             "dp": frac(L["dp"]),
             "tp": frac(L["tp_model"] * L["tp_ff"]),
             "pp": frac(L["pp"]),
             "ep": frac(L["ep"]),
         },
-        "step_s": best.step_s,
-        "gemm_months": comm["gemm"] * steps / SECONDS_PER_MONTH,
-        "tp_comm_months": comm["tp_comm"] * steps / SECONDS_PER_MONTH,
-        "dp_comm_months": comm["dp_comm"] * steps / SECONDS_PER_MONTH,
-        "pp_comm_months": comm["pp_comm"] * steps / SECONDS_PER_MONTH,
-        "latency_months": (comm["dp_lat"] + comm["tp_lat"] + comm["pp_lat"]) * steps / SECONDS_PER_MONTH,
-        "gemm_shape_per_gpu": list(best.gemm_shape),
-        "memory": best.memory,
-        "layouts_searched": best.searched,
-    }
+        step_s=best.step_s,
+        gemm_months=months(comm["gemm"]),
+        tp_comm_months=months(comm["tp_comm"]),
+        dp_comm_months=months(comm["dp_comm"]),
+        pp_comm_months=months(comm["pp_comm"]),
+        latency_months=months(comm["dp_lat"] + comm["tp_lat"] + comm["pp_lat"]),
+        gemm_shape_per_gpu=tuple(best.gemm_shape),
+        memory=best.memory,
+        layouts_searched=best.searched,
+    )
 
 
 def curve(
@@ -69,7 +134,7 @@ def curve(
     memory: str = "per-gpu",
     d_models: list[int] | None = None,
     stop_utilization: float = 0.001,
-) -> list[dict[str, Any]]:
+) -> list[LimitsPoint]:
     """One point per d_model (the reference grid by default) with the smallest cluster that trains the
     compute-optimal run within `months` and its best layout; stops at the first width no cluster can
     train in time (the latency wall) or whose utilization falls below `stop_utilization`."""
@@ -79,30 +144,28 @@ def curve(
         best = cluster_size(shape, hw, months, memory)
         if best is None:
             break
-        out.append(point_dict(shape, best))
+        out.append(limits_point(shape, best))
         if best.utilization < stop_utilization:
             break
     return out
 
 
-def linear_scaling_stop(points: list[dict[str, Any]], hw: LimitsHardware) -> dict[str, Any] | None:
+def linear_scaling_stop(points: list[LimitsPoint], hw: LimitsHardware) -> LinearScalingStop | None:
     """Where utilization first falls below 80% of one GPU's sustained utilization: the first such
     point, and the compute where the curve crosses the threshold (log-linear between points)."""
     threshold = LINEAR_SCALING_FRACTION * hw.max_utilization
     for i, p in enumerate(points):
-        if p["utilization"] < threshold:
-            crossing = p["training_flop"]
+        if p.utilization < threshold:
+            crossing = p.training_flop
             if i > 0:
                 q = points[i - 1]
-                x0, x1 = math.log10(q["training_flop"]), math.log10(p["training_flop"])
-                y0, y1 = q["utilization"], p["utilization"]
+                x0, x1 = math.log10(q.training_flop), math.log10(p.training_flop)
+                y0, y1 = q.utilization, p.utilization
                 if y0 != y1:
                     crossing = 10 ** (x0 + (threshold - y0) * (x1 - x0) / (y1 - y0))
-            return {
-                "threshold_utilization": threshold,
-                "first_point_flop": p["training_flop"],
-                "crossing_flop": crossing,
-            }
+            return LinearScalingStop(
+                threshold_utilization=threshold, first_point_flop=p.training_flop, crossing_flop=crossing
+            )
     return None
 
 
@@ -128,5 +191,6 @@ def shape_for_compute(
     return scaling.shape_for(hi, sparse, batch_law, seq_len)
 
 
-def parallelism_fractions(points: list[dict[str, Any]]) -> dict[str, np.ndarray]:
-    return {k: np.array([p["parallelism_fraction"][k] for p in points]) for k in ("dp", "tp", "pp", "ep")}
+def parallelism_fractions(points: list[LimitsPoint]) -> dict[str, np.ndarray]:
+    """log(N_X) / log(N_GPU) along a curve, per degree (Figure 7)."""
+    return {k: np.array([p.parallelism_fraction[k] for p in points]) for k in ("dp", "tp", "pp", "ep")}
