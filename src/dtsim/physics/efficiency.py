@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dtsim.physics.numeric import power, select
+from dtsim.physics.numeric import broadcast, power, select
 
 COMPRESSION_SCENARIOS = ("optimistic", "expected", "conservative")
 REPLICA_PENALTIES = ("none", "h-scaled", "fixed")
@@ -38,8 +38,9 @@ def log_interp(x, keys, values):
     """
     x = np.asarray(x, dtype=float)
     logk = np.log(keys)
-    xc = np.clip(x, keys[0], keys[-1])
-    i = np.clip(np.searchsorted(keys, xc, side="right") - 1, 0, len(keys) - 2)
+    # np.minimum(np.maximum(...)) is np.clip without its per-call wrapper cost (same values, NaN too)
+    xc = np.minimum(np.maximum(x, keys[0]), keys[-1])
+    i = np.minimum(np.maximum(np.searchsorted(keys, xc, side="right") - 1, 0), len(keys) - 2)
     t = (np.log(xc) - logk[i]) / (logk[i + 1] - logk[i])
     lo = np.take_along_axis(values, i[..., None], axis=-1)[..., 0] if values.ndim > 1 else values[i]
     hi = np.take_along_axis(values, (i + 1)[..., None], axis=-1)[..., 0] if values.ndim > 1 else values[i + 1]
@@ -49,7 +50,7 @@ def log_interp(x, keys, values):
 def compression_quality(ratio, error_feedback, scenario, asm):
     """η_C: quality factor of pseudo-gradient compression, looked up by ratio in the table for
     (error feedback on/off, scenario) (reference README; MIRI Compression_Quality.md)."""
-    ratio, ef, scen = np.broadcast_arrays(np.asarray(ratio, dtype=float), error_feedback, scenario)
+    ratio, ef, scen = broadcast(np.asarray(ratio, dtype=float), error_feedback, scenario)
     rows = asm.compression_table[ef.astype(int), scen.astype(int)]
     return log_interp(ratio, asm.compression_keys, rows)
 
@@ -57,7 +58,7 @@ def compression_quality(ratio, error_feedback, scenario, asm):
 def activation_quality(ratio, stages, scenario, asm):
     """η_act = q(ratio)^(2·(S−1)): each of the S−1 pipeline boundaries is crossed forward and backward
     (reference README; MIRI Compression_Quality.md §6). 1 when the model is not pipelined."""
-    ratio, scen = np.broadcast_arrays(np.asarray(ratio, dtype=float), scenario)
+    ratio, scen = broadcast(np.asarray(ratio, dtype=float), scenario)
     per_handoff = log_interp(ratio, asm.activation_keys, asm.activation_table[scen.astype(int)])
     return power(per_handoff, 2.0 * (np.asarray(stages, dtype=float) - 1.0))
 

@@ -30,3 +30,12 @@ def select(condition, if_true, if_false):
     if c.ndim == 0:
         return np.asarray(if_true if c else if_false, dtype=np.result_type(if_true, if_false))
     return np.where(c, if_true, if_false)
+
+
+def broadcast(*arrays):
+    """np.broadcast_arrays, skipping its cost when every input already has one shape (a single run)."""
+    arrays = [np.asarray(a) for a in arrays]
+    shape = arrays[0].shape
+    if all(a.shape == shape for a in arrays[1:]):
+        return arrays
+    return np.broadcast_arrays(*arrays)

@@ -30,6 +30,16 @@ def compute_optimal_params(loss, asm):
     big_b = asm.chinchilla_b * asm.chinchilla_tokens_per_param ** (-b)  # a Python float: one path
     k = np.asarray(loss, dtype=float) - asm.chinchilla_e
     x = np.maximum(np.log(big_a / k) / a, np.log(big_b / k) / b)
+    if x.size == 1:
+        # One row: the same iteration without the bookkeeping for rows that converge at other steps.
+        for _ in range(60):
+            ea = big_a * np.exp(-a * x)
+            eb = big_b * np.exp(-b * x)
+            step = (ea + eb - k) / (a * ea + b * eb)
+            x = x + step
+            if np.abs(step) <= 1e-15 * np.maximum(np.abs(x), 1.0):
+                break
+        return np.exp(x)
     done = np.zeros(x.shape, dtype=bool)
     for _ in range(60):
         ea = big_a * np.exp(-a * x)

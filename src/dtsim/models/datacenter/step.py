@@ -169,10 +169,16 @@ def _layer_gemms(a: Architecture, tp, tokens, moe_layer: bool, ep):
 
 
 def _gemm_set_time(gemms, micro, bits, derate):
+    # Every GEMM of the set, forward and weight-gradient, in one vectorized call: shapes are stacked on
+    # a leading GEMM axis and the weight-gradient flag on a second one (element-wise, so each time is
+    # what its own call would give).
+    shapes = np.broadcast_arrays(*(np.asarray(x, dtype=float) for g in gemms for x in g[:3]))
+    d1, d2, b = (np.stack(shapes[k::3]) for k in range(3))
+    grads = np.array([False, True]).reshape((2,) + (1,) * d1.ndim)
+    t = gemm_time(d1, d2, b, micro, bits, grads, derate)
     fwd = bwd = 0.0
-    for d1, d2, b, count in gemms:
-        f = gemm_time(d1, d2, b, micro, bits, False, derate)
-        w = gemm_time(d1, d2, b, micro, bits, True, derate)
+    for j, (*_, count) in enumerate(gemms):
+        f, w = t[0, j], t[1, j]
         fwd = fwd + count * f
         bwd = bwd + count * (f + w)  # input gradient (same shape) + weight gradient
     return fwd, bwd

@@ -53,7 +53,7 @@ def _nodes_needed(v: dict) -> str:
 RULES: tuple[WarningRule, ...] = (
     WarningRule(
         "MFU_ABOVE_60",
-        lambda f, o: np.broadcast_to(f.mfu > f.asm.mfu_warning_threshold, o["mode_code"].shape),
+        lambda f, o: f.mfu > f.asm.mfu_warning_threshold,
         lambda v: (
             f"Base MFU {v['mfu']:.0%} is above {v['asm'].mfu_warning_threshold:.0%}, which is rarely achieved in "
             "practice (PaLM 46.2%, LLaMA-3.1 38–43%; seed 000 §1.3)."
@@ -136,7 +136,7 @@ RULES: tuple[WarningRule, ...] = (
     WarningRule(
         "SYNC_NOT_HIDDEN",
         lambda f, o: (
-            np.broadcast_to(f.streaming, o["mode_code"].shape)
+            f.streaming
             & has_trait(o["mode_code"], "diloco")
             & ((o["global_sync"] + o["regional_sync"]) > 1e-9 * o["outer_step_s"])
         ),
@@ -161,7 +161,7 @@ RULES: tuple[WarningRule, ...] = (
     ),
     WarningRule(
         "COMPRESSION_BEYOND_TABLE",
-        lambda f, o: np.broadcast_to(f.compression > f.asm.compression_keys[-1], o["mode_code"].shape),
+        lambda f, o: f.compression > f.asm.compression_keys[-1],
         lambda v: (
             f"Compression {v['compression']:,.0f}× is beyond the quality table's last entry "
             f"({v['asm'].compression_keys[-1]:,.0f}×): quality is held at that entry's value; there is no evidence "
@@ -181,10 +181,9 @@ RULES: tuple[WarningRule, ...] = (
     ),
     WarningRule(
         "MOE_FIELDS_IGNORED",
-        lambda f, o: np.broadcast_to(
+        lambda f, o: (
             ~f.moe
-            & ((f.ep_mode > 0) | (~np.isnan(f.active_parameters) & (f.active_parameters != f.parameters))),
-            o["mode_code"].shape,
+            & ((f.ep_mode > 0) | (~np.isnan(f.active_parameters) & (f.active_parameters != f.parameters)))
         ),
         lambda v: (
             "moe is false: active_parameters_b and expert_parallelism are ignored (a dense model is all active)."
@@ -192,9 +191,7 @@ RULES: tuple[WarningRule, ...] = (
     ),
     WarningRule(
         "SMALL_MODEL_FLOPS",
-        lambda f, o: np.broadcast_to(
-            f.parameters < f.asm.small_model_threshold_b * 1e9, o["mode_code"].shape
-        ),
+        lambda f, o: f.parameters < f.asm.small_model_threshold_b * 1e9,
         lambda v: (
             f"Below {v['asm'].small_model_threshold_b:g}B parameters attention FLOPs can exceed 10% of compute, so "
             "C = 6·P·D undercounts them (seed 000 §1.1)."
@@ -203,7 +200,7 @@ RULES: tuple[WarningRule, ...] = (
     WarningRule(
         "STREAMING_MEMORY",
         lambda f, o: (
-            np.broadcast_to(f.streaming, o["mode_code"].shape)
+            f.streaming
             & has_trait(o["mode_code"], "diloco")
             & ~has_trait(o["mode_code"], "pipelined")
             & (f.memory_bytes * (1 + f.asm.streaming_memory_overhead) > f.vram_bytes)
@@ -217,10 +214,7 @@ RULES: tuple[WarningRule, ...] = (
     ),
     WarningRule(
         "HIDDEN_SIZE_ESTIMATED",
-        lambda f, o: (
-            np.broadcast_to(np.isnan(f.hidden_size), o["mode_code"].shape)
-            & has_trait(o["mode_code"], "pipelined")
-        ),
+        lambda f, o: np.isnan(f.hidden_size) & has_trait(o["mode_code"], "pipelined"),
         lambda v: (
             f"Pipeline activations use the heuristic hidden size h ≈ {v['asm'].hidden_size_coefficient:g}·√P = "
             f"{v['hidden']:,.0f} (±20%, seed 000 §3.3); set hidden_size for a known architecture."
@@ -228,10 +222,7 @@ RULES: tuple[WarningRule, ...] = (
     ),
     WarningRule(
         "PP_SPANS_REGIONS",
-        lambda f, o: (
-            np.broadcast_to(f.hierarchical & (f.stages > f.nodes_per_group), o["mode_code"].shape)
-            & has_trait(o["mode_code"], "pipelined")
-        ),
+        lambda f, o: f.hierarchical & (f.stages > f.nodes_per_group) & has_trait(o["mode_code"], "pipelined"),
         lambda v: (
             f"Pipelines of {v['stages']:.0f} stages do not fit in regional groups of {v['nodes_per_group']:.0f} "
             "nodes, so pipeline hand-offs cross the WAN."
@@ -239,9 +230,7 @@ RULES: tuple[WarningRule, ...] = (
     ),
     WarningRule(
         "SINGLE_NODE",
-        lambda f, o: (
-            np.broadcast_to(f.num_nodes == 1, o["mode_code"].shape) & is_mode(o["mode_code"], "flat-diloco")
-        ),
+        lambda f, o: (f.num_nodes == 1) & is_mode(o["mode_code"], "flat-diloco"),
         lambda v: (
             "One node has no data-parallel peers: its sync and the η_H penalty are those of DiLoCo with a single "
             "worker. Set inner_steps to 1 to model plain synchronous training."
@@ -264,14 +253,18 @@ RULES: tuple[WarningRule, ...] = (
 CODES = tuple(rule.code for rule in RULES)
 
 
+_BIT_VALUES = np.left_shift(np.int64(1), np.arange(len(RULES), dtype=np.int64))
+
+
 def evaluate_warnings(f, out: dict) -> np.ndarray:
-    """One int64 bit mask per row; bit k set when RULES[k] applies."""
-    bits = np.zeros(out["mode_code"].shape, dtype=np.int64)
+    """One int64 bit mask per row; bit k set when RULES[k] applies. A condition may be shared by
+    every row (shape ()); writing it into its row of the table broadcasts it."""
+    table = np.empty((len(RULES), *out["mode_code"].shape), dtype=bool)
     with np.errstate(invalid="ignore"):
         for k, rule in enumerate(RULES):
-            cond = np.asarray(rule.condition(f, out), dtype=bool)
-            bits |= np.where(cond, np.int64(1) << k, np.int64(0))
-    return bits
+            table[k] = rule.condition(f, out)
+    # The bits are distinct powers of two, so their sum is their bitwise OR.
+    return np.tensordot(_BIT_VALUES, table, axes=(0, 0))
 
 
 def decode(bits: int, values: dict) -> list[dict[str, str]]:
