@@ -284,33 +284,56 @@ def test_plan_bloom_176b_on_48_nodes():
     cluster = Cluster(gpu="a100-80gb", nodes=48, gpus_per_node=8)
     p = plan(a, cluster, PlanOptions(gbs=2048), top=10)
     assert len(p.ranked) == 10
-    times = [r["step_time_s"] for r in p.ranked]
+    times = [r.step_time_s for r in p.ranked]
     assert times == sorted(times)
     cap = catalog.gpus()["a100-80gb"].memory_gb
     for r in p.ranked:
-        lay = r["layout"]
+        lay = r.layout
         assert lay["dp"] * lay["tp"] * lay["pp"] * lay["cp"] == 384
         assert 112 % lay["tp"] == 0
         slots = 70 + (2 if lay["embedding_stages"] == "balanced" else 0)
         assert slots % (lay["pp"] * lay["vpp"]) == 0
         assert 2048 % (lay["dp"] * lay["mbs"]) == 0
-        assert r["fits"] and 0 < r["memory_per_gpu_gb"] <= cap
-        assert 0 < r["mfu"] < 1
+        assert r.fits and 0 < r.memory_per_gpu_gb <= cap
+        assert 0 < r.mfu < 1
     assert p.rejected["does not fit in GPU memory"] > 0
     assert p.rejected["tensor parallel does not divide heads"] > 0
     # The planner's evaluation and `dtsim step` are one model: same numbers for the winner.
     best = p.ranked[0]
-    lay = {k: v for k, v in best["layout"].items()}
-    one = step(Workload(model=a, cluster=cluster, layout=Layout(**lay)))
-    assert one.step_time_s == pytest.approx(best["step_time_s"], rel=1e-9)
-    assert one.memory_per_gpu_gb == pytest.approx(best["memory_per_gpu_gb"], rel=1e-9)
+    one = step(Workload(model=a, cluster=cluster, layout=Layout(**best.layout)))
+    assert one.step_time_s == pytest.approx(best.step_time_s, rel=1e-9)
+    assert one.memory_per_gpu_gb == pytest.approx(best.memory_per_gpu_gb, rel=1e-9)
+
+
+def test_plan_is_typed_and_as_dict_is_its_json():
+    """Issue 12 item 5: `plan` returns a Plan of RankedLayout dataclasses; as_dict() is the JSON of
+    `dtsim plan --json` (ranked layouts under "layouts"), and the CLI prints exactly that."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from dtsim.interfaces.cli.main import app
+    from dtsim.models.datacenter.plan import RankedLayout
+
+    a = get_architecture("megatron-1.7b")
+    p = plan(a, Cluster(gpu="a100-80gb", nodes=1), PlanOptions(gbs=64), top=3)
+    assert p.ranked and all(isinstance(r, RankedLayout) for r in p.ranked)
+    d = p.as_dict()
+    assert d["layouts"] == [r.as_dict() for r in p.ranked] and "ranked" not in d
+    out = CliRunner().invoke(
+        app, ["plan", "--model", "megatron-1.7b", "--nodes", "1", "--gbs", "64", "--top", "3", "--json"]
+    )
+    assert out.exit_code == 0, out.output
+    cli = json.loads(out.stdout)
+    cli.pop("seconds"), d.pop("seconds")
+    assert cli == d
 
 
 def test_plan_batch_ramp_constraint():
     a = get_architecture("megatron-7.5b")
     cluster = Cluster(gpu="a100-80gb", nodes=4)
     p = plan(a, cluster, PlanOptions(gbs=512, dp_multiple=4), top=50)
-    assert p.ranked and all(r["layout"]["dp"] % 4 == 0 for r in p.ranked)
+    assert p.ranked and all(r.layout["dp"] % 4 == 0 for r in p.ranked)
     assert p.rejected["batch-ramp constraint"] > 0
 
 

@@ -119,7 +119,7 @@ def test_recipe_add_a_measured_run(tmp_path):
     data = load_dataset(tmp_path)
     assert data.problems == []
     out = validate(data, ["MINE"])
-    (row,) = out["runs"]
-    assert row["id"] == "MINE-A100x8" and row["predicted"] > 0
-    assert row["error"] == pytest.approx(row["predicted"] / 230.0 - 1.0)
-    assert out["summary"]["MINE"]["runs"] == 1
+    (row,) = out.runs
+    assert row.id == "MINE-A100x8" and row.predicted > 0
+    assert row.error == pytest.approx(row.predicted / 230.0 - 1.0)
+    assert out.summary["MINE"].runs == 1

@@ -31,7 +31,7 @@ def render() -> str:
         "schema as the bundled files).",
         "",
     ]
-    summary = result["summary"]
+    summary = result.summary
     for name, entry in summary.items():
         group = data.groups.get(name)
         out.append(f"## {name}")
@@ -40,42 +40,40 @@ def render() -> str:
             out.append(group.description + ".")
             out.append("")
         stats = []
-        if "median_abs_error" in entry:
-            stats.append(f"median |error| {entry['median_abs_error']:.1%}, max {entry['max_abs_error']:.1%}")
-        if "max_abs_points" in entry:
-            stats.append(f"max {entry['max_abs_points']:.1f} points")
-        if entry.get("spearman") is not None:
-            stats.append(f"rank correlation {entry['spearman']:.2f}")
-        for c in entry["bounds"]:
-            limit = f"{c['limit']:g} points" if c["bound"] == "max_abs_points" else f"{c['limit']:.0%}"
+        if entry.median_abs_error is not None:
+            stats.append(f"median |error| {entry.median_abs_error:.1%}, max {entry.max_abs_error:.1%}")
+        if entry.max_abs_points is not None:
+            stats.append(f"max {entry.max_abs_points:.1f} points")
+        if entry.spearman is not None:
+            stats.append(f"rank correlation {entry.spearman:.2f}")
+        for c in entry.bounds:
+            limit = f"{c.limit:g} points" if c.bound == "max_abs_points" else f"{c.limit:.0%}"
             stats.append(
-                f"bound {c['bound'].replace('_', ' ')} ≤ {limit} on {c['metric']}: {'met' if c['ok'] else 'NOT met'}"
+                f"bound {c.bound.replace('_', ' ')} ≤ {limit} on {c.metric}: {'met' if c.ok else 'NOT met'}"
             )
         out.append(
-            f"Role: {', '.join(entry['roles'])}; {entry['predicted']} of {entry['runs']} predicted. "
+            f"Role: {', '.join(entry.roles)}; {entry.predicted} of {entry.runs} predicted. "
             + "; ".join(stats)
             + ("." if stats else "")
         )
         out.append("")
-        rows = [r for r in result["runs"] if r["group"] == name]
-        if rows and rows[0]["role"] == "reference":
+        rows = [r for r in result.runs if r.group == name]
+        if rows and rows[0].role == "reference":
             out.append("| id | metric | as measured | source | why not predicted |")
             out.append("| --- | --- | --- | --- | --- |")
             for r in rows:
-                out.append(
-                    f"| {r['id']} | {r['metric']} | {r['measured_text']} | {r['source']} | {r['reason']} |"
-                )
+                out.append(f"| {r.id} | {r.metric} | {r.measured_text} | {r.source} | {r.reason} |")
         else:
             out.append("| id | role | metric (convention) | unit | measured | predicted | error | source |")
             out.append("| --- | --- | --- | --- | ---: | ---: | ---: | --- |")
             for r in rows:
-                err = "—" if r.get("error") is None else f"{r['error']:+.1%}"
-                if "points" in r:
-                    err += f" ({r['points']:+.1f} pt)"
-                conv = f"{r['metric']} ({r['convention']})" if r.get("convention") else r["metric"]
+                err = "—" if r.error is None else f"{r.error:+.1%}"
+                if r.points is not None:
+                    err += f" ({r.points:+.1f} pt)"
+                conv = f"{r.metric} ({r.convention})" if r.convention else r.metric
                 out.append(
-                    f"| {r['id']} | {r['role']} | {conv} | {r['unit']} | {_num(r['measured'])} | "
-                    f"{_num(r.get('predicted'))} | {err} | {r['source']} |"
+                    f"| {r.id} | {r.role} | {conv} | {r.unit} | {_num(r.measured)} | "
+                    f"{_num(r.predicted)} | {err} | {r.source} |"
                 )
         out.append("")
         if group is not None and group.assumptions:
@@ -86,15 +84,15 @@ def render() -> str:
             out.append("")
     out.append("## Fitted constants")
     out.append("")
-    cal = result["calibration"]
-    out.append(f"Fitted on {', '.join(cal['subset'] or [])} ({cal['date']}); `dtsim calibrate` refits them.")
+    subset = ", ".join(result.calibration_subset or [])
+    out.append(f"Fitted on {subset} ({result.calibration_date}); `dtsim calibrate` refits them.")
     out.append("")
     out.append("| section | name | constant | value | fitted on | RMS log error |")
     out.append("| --- | --- | --- | ---: | --- | ---: |")
-    for c in cal["constants"]:
+    for c in result.constants:
         out.append(
-            f"| {c['section']} | {c['name']} | {c['constant']} | {c['value']:.4g} | {', '.join(c['fitted_on'])} | "
-            f"{'—' if c['rms_log_error'] is None else format(c['rms_log_error'], '.4f')} |"
+            f"| {c.section} | {c.name} | {c.constant} | {c.value:.4g} | {', '.join(c.fitted_on)} | "
+            f"{'—' if c.rms_log_error is None else format(c.rms_log_error, '.4f')} |"
         )
     out.append("")
     return "\n".join(out)

@@ -21,6 +21,13 @@ from dtsim.catalog.calibration_file import calibration_in_use
 from dtsim.errors import ScenarioError
 from dtsim.validation.predict import predict
 from dtsim.validation.records import Dataset
+from dtsim.validation.report import (
+    BoundCheck,
+    FittedConstant,
+    GroupSummary,
+    RunPrediction,
+    ValidationReport,
+)
 
 
 def fitted_ids(doc: dict[str, Any] | None = None) -> set[str]:
@@ -38,12 +45,12 @@ def _is_percent(unit: str) -> bool:
     return unit.strip().startswith("%")
 
 
-def run_records(records: list[Any], groups: dict) -> list[dict[str, Any]]:
+def run_records(records: list[Any], groups: dict) -> list[RunPrediction]:
     fitted = fitted_ids()
     rows = []
     for rec in records:
         group = groups.get(rec.group)
-        row: dict[str, Any] = {
+        common = {
             "id": rec.id,
             "group": rec.group,
             "kind": rec.kind,
@@ -55,33 +62,43 @@ def run_records(records: list[Any], groups: dict) -> list[dict[str, Any]]:
             "assumptions": list(rec.assumptions),
         }
         if rec.kind == "reference":
-            row.update(
-                role="reference", measured=None, measured_text=rec.measured_text, predicted=None, error=None
+            rows.append(
+                RunPrediction(
+                    **common,
+                    role="reference",
+                    measured=None,
+                    measured_text=rec.measured_text,
+                    reason=rec.reason,
+                )
             )
-            row["reason"] = rec.reason
-            rows.append(row)
             continue
         role = (
             "calibration"
             if rec.id in fitted
             else ("reference" if group and group.role == "reference" else "check")
         )
-        row.update(role=role, measured=rec.measured)
         try:
             value, details = predict(rec)
         except ScenarioError as exc:
-            row.update(predicted=None, error=None, reason=str(exc))
-            rows.append(row)
+            rows.append(RunPrediction(**common, role=role, measured=rec.measured, reason=str(exc)))
             continue
         value = float(value)
         if not math.isfinite(value) or value <= 0:
-            row.update(predicted=None, error=None, reason=f"the model gives {value}")
-            rows.append(row)
+            rows.append(
+                RunPrediction(**common, role=role, measured=rec.measured, reason=f"the model gives {value}")
+            )
             continue
-        row.update(predicted=value, error=value / rec.measured - 1.0, details=_jsonable(details))
-        if _is_percent(rec.unit):
-            row["points"] = value - rec.measured
-        rows.append(row)
+        rows.append(
+            RunPrediction(
+                **common,
+                role=role,
+                measured=rec.measured,
+                predicted=value,
+                error=value / rec.measured - 1.0,
+                points=value - rec.measured if _is_percent(rec.unit) else None,
+                details=_jsonable(details),
+            )
+        )
     return rows
 
 
@@ -118,55 +135,45 @@ def spearman(x: list[float], y: list[float]) -> float | None:
     return float(np.corrcoef(rx, ry)[0, 1])
 
 
-def summarise(rows: list[dict[str, Any]], groups: dict) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for name in dict.fromkeys(r["group"] for r in rows):
+def summarise(rows: list[RunPrediction], groups: dict) -> dict[str, GroupSummary]:
+    out: dict[str, GroupSummary] = {}
+    for name in dict.fromkeys(r.group for r in rows):
         grp = groups.get(name)
-        members = [r for r in rows if r["group"] == name]
-        scored = [r for r in members if r.get("error") is not None]
-        roles = sorted({r["role"] for r in members})
-        entry: dict[str, Any] = {
-            "description": grp.description if grp else "",
-            "roles": roles,
-            "runs": len(members),
-            "predicted": len(scored),
-        }
+        members = [r for r in rows if r.group == name]
+        scored = [r for r in members if r.error is not None]
+        stats: dict[str, Any] = {}
         if scored:
-            errs = [abs(r["error"]) for r in scored]
-            entry["median_abs_error"] = statistics.median(errs)
-            entry["max_abs_error"] = max(errs)
-            points = [abs(r["points"]) for r in scored if "points" in r]
+            errs = [abs(r.error) for r in scored]
+            stats["median_abs_error"] = statistics.median(errs)
+            stats["max_abs_error"] = max(errs)
+            points = [abs(r.points) for r in scored if r.points is not None]
             if points:
-                entry["max_abs_points"] = max(points)
-            metrics = {r["metric"] for r in scored}
+                stats["max_abs_points"] = max(points)
+            metrics = {r.metric for r in scored}
             if grp is not None and grp.compares_layouts and len(metrics) == 1:
-                entry["spearman"] = spearman(
-                    [r["measured"] for r in scored], [r["predicted"] for r in scored]
-                )
+                stats["spearman"] = spearman([r.measured for r in scored], [r.predicted for r in scored])
         checks = []
         if grp is not None and grp.bounds:
-            for metric in sorted({r["metric"] for r in scored}):
-                sel = [r for r in scored if r["metric"] == metric]
+            for metric in sorted({r.metric for r in scored}):
+                sel = [r for r in scored if r.metric == metric]
                 for bound, limit in grp.bounds_for(metric).items():
                     if bound == "median_abs_error":
-                        value = statistics.median(abs(r["error"]) for r in sel)
+                        value = statistics.median(abs(r.error) for r in sel)
                     elif bound == "max_abs_error":
-                        value = max(abs(r["error"]) for r in sel)
+                        value = max(abs(r.error) for r in sel)
                     else:
-                        value = max(abs(r["points"]) for r in sel if "points" in r)
-                    checks.append(
-                        {
-                            "metric": metric,
-                            "bound": bound,
-                            "limit": limit,
-                            "value": value,
-                            "ok": value <= limit,
-                        }
-                    )
+                        value = max(abs(r.points) for r in sel if r.points is not None)
+                    checks.append(BoundCheck(metric, bound, limit, value, value <= limit))
             if not scored:
-                checks.append({"metric": "*", "bound": "predicted", "limit": 1, "value": 0, "ok": False})
-        entry["bounds"] = checks
-        out[name] = entry
+                checks.append(BoundCheck("*", "predicted", 1, 0, False))
+        out[name] = GroupSummary(
+            description=grp.description if grp else "",
+            roles=sorted({r.role for r in members}),
+            runs=len(members),
+            predicted=len(scored),
+            bounds=checks,
+            **stats,
+        )
     return out
 
 
@@ -174,35 +181,33 @@ def validate(
     dataset: Dataset,
     subset: list[str] | None = None,
     calibration: str | Path | dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> ValidationReport:
     """Predict every record (or those of the named groups / ids) and summarise; `calibration` (a file
     written by `dtsim calibrate --out`, or its document) replaces catalog/calibration.yaml."""
     with calibration_in_use(calibration):
         return _validate(dataset, subset)
 
 
-def _validate(dataset: Dataset, subset: list[str] | None) -> dict[str, Any]:
+def _validate(dataset: Dataset, subset: list[str] | None) -> ValidationReport:
     t0 = time.perf_counter()
     records = dataset.subset(subset)
     rows = run_records(records, dataset.groups)
     summary = summarise(rows, dataset.groups)
     doc = catalog.calibration_document()
-    return {
-        "runs": rows,
-        "summary": summary,
-        "calibration": {
-            "date": doc.get("date"),
-            "subset": doc.get("subset"),
-            "constants": constants_table(doc),
-        },
-        "problems": [p.__dict__ for p in dataset.problems],
-        "files": dataset.files,
-        "seconds": time.perf_counter() - t0,
-        "bounds_ok": all(c["ok"] for g in summary.values() for c in g["bounds"]),
-    }
+    return ValidationReport(
+        runs=rows,
+        summary=summary,
+        calibration_date=doc.get("date"),
+        calibration_subset=doc.get("subset"),
+        constants=constants_table(doc),
+        problems=[p.__dict__ for p in dataset.problems],
+        files=dataset.files,
+        seconds=time.perf_counter() - t0,
+        bounds_ok=all(c.ok for g in summary.values() for c in g.bounds),
+    )
 
 
-def constants_table(doc: dict[str, Any]) -> list[dict[str, Any]]:
+def constants_table(doc: dict[str, Any]) -> list[FittedConstant]:
     """The fitted constants as rows: section, name, value, fitted_on, RMS log error."""
     out = []
     for section in ("generations", "fabrics", "testbed", "wan"):
@@ -213,13 +218,13 @@ def constants_table(doc: dict[str, Any]) -> list[dict[str, Any]]:
                 if key in ("fitted_on", "rms_log_error", "residuals", "method", "unit"):
                     continue
                 out.append(
-                    {
-                        "section": section,
-                        "name": name,
-                        "constant": key,
-                        "value": value,
-                        "fitted_on": list(entry.get("fitted_on") or ()),
-                        "rms_log_error": entry.get("rms_log_error"),
-                    }
+                    FittedConstant(
+                        section=section,
+                        name=name,
+                        constant=key,
+                        value=value,
+                        fitted_on=list(entry.get("fitted_on") or ()),
+                        rms_log_error=entry.get("rms_log_error"),
+                    )
                 )
     return out

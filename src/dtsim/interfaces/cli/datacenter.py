@@ -284,8 +284,8 @@ def register(app: typer.Typer, fail) -> None:
                                 "layers": arch.layers,
                                 "heads": arch.heads,
                                 "params_b": p.params_b,
-                                "seconds_per_token": best["step_time_s"] / (gbs * arch.seq_len),
-                                **best,
+                                "seconds_per_token": best.step_time_s / (gbs * arch.seq_len),
+                                **best.as_dict(),
                             }
                         )
                 rows.sort(key=lambda r: r["seconds_per_token"])
@@ -321,18 +321,8 @@ def register(app: typer.Typer, fail) -> None:
         except ScenarioError as exc:
             fail(exc)
             return
-        payload = {
-            "model": result.model,
-            "params_b": result.params_b,
-            "n_gpus": result.n_gpus,
-            "gpu": result.gpu,
-            "searched": result.searched,
-            "rejected": result.rejected,
-            "seconds": result.seconds,
-            "layouts": result.ranked,
-        }
         if as_json:
-            sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+            sys.stdout.write(json.dumps(result.as_dict(), indent=2) + "\n")
             return
         console = Console()
         console.print(
@@ -346,11 +336,11 @@ def register(app: typer.Typer, fail) -> None:
         for i, r in enumerate(result.ranked, 1):
             t.add_row(
                 str(i),
-                f"{r['step_time_s']:.2f}",
-                f"{r['model_tflops_per_gpu']:.0f}",
-                f"{r['mfu']:.1%}",
-                f"{r['memory_per_gpu_gb']:.0f}",
-                layout_label(r["layout"]),
+                f"{r.step_time_s:.2f}",
+                f"{r.model_tflops_per_gpu:.0f}",
+                f"{r.mfu:.1%}",
+                f"{r.memory_per_gpu_gb:.0f}",
+                layout_label(r.layout),
             )
         console.print(t)
         console.print("Rejected: " + ", ".join(f"{v:,} {k}" for k, v in result.rejected.items() if v))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -13,6 +13,9 @@ from rich.table import Table
 
 from dtsim.errors import ScenarioError
 from dtsim.interfaces.cli.datacenter import CalibrationOpt, calibration_option
+
+if TYPE_CHECKING:  # the validation package loads numpy and pydantic: only when a command runs
+    from dtsim.validation.report import BoundCheck, ValidationReport
 
 RunsOpt = Annotated[
     Path | None,
@@ -42,31 +45,31 @@ def _subset(text: str | None, known: set[str]) -> list[str] | None:
     return names
 
 
-def plot_file(result: dict[str, Any], path: Path) -> Path:
+def plot_file(result: ValidationReport, path: Path) -> Path:
     """Predicted against measured, log-log, one colour per group, the y = x line."""
     from dtsim.interfaces.plotting import pyplot
 
     plt = pyplot(path)
-    rows = [r for r in result["runs"] if r.get("predicted") is not None]
+    rows = result.predicted_runs
     if not rows:
         raise ScenarioError([("--plot", str(path), "no predicted runs to plot")])
     fig, ax = plt.subplots(figsize=(8, 7))
-    groups = list(dict.fromkeys(r["group"] for r in rows))
+    groups = list(dict.fromkeys(r.group for r in rows))
     cmap = plt.get_cmap("tab20")
     for i, g in enumerate(groups):
-        sel = [r for r in rows if r["group"] == g]
-        marker = "o" if sel[0]["role"] == "check" else "s"
+        sel = [r for r in rows if r.group == g]
+        marker = "o" if sel[0].role == "check" else "s"
         ax.scatter(
-            [r["measured"] for r in sel],
-            [r["predicted"] for r in sel],
-            label=f"{g} ({sel[0]['role']})",
+            [r.measured for r in sel],
+            [r.predicted for r in sel],
+            label=f"{g} ({sel[0].role})",
             color=cmap(i % 20),
             marker=marker,
             s=28,
             alpha=0.85,
         )
-    lo = min(min(r["measured"], r["predicted"]) for r in rows) / 1.5
-    hi = max(max(r["measured"], r["predicted"]) for r in rows) * 1.5
+    lo = min(min(r.measured, r.predicted) for r in rows) / 1.5
+    hi = max(max(r.measured, r.predicted) for r in rows) * 1.5
     ax.plot([lo, hi], [lo, hi], color="black", lw=1)
     for f in (0.8, 1.25):
         ax.plot([lo, hi], [lo * f, hi * f], color="grey", lw=0.6, ls="--")
@@ -85,12 +88,12 @@ def plot_file(result: dict[str, Any], path: Path) -> Path:
     return path
 
 
-def _bound_text(c: dict[str, Any]) -> str:
-    mark = "✓" if c["ok"] else "✗"
-    if c["bound"] == "max_abs_points":
-        return f"{mark}pt≤{c['limit']:g}"
-    short = "med" if c["bound"] == "median_abs_error" else "max"
-    return f"{mark}{short}≤{c['limit']:.0%}"
+def _bound_text(c: BoundCheck) -> str:
+    mark = "✓" if c.ok else "✗"
+    if c.bound == "max_abs_points":
+        return f"{mark}pt≤{c.limit:g}"
+    short = "med" if c.bound == "median_abs_error" else "max"
+    return f"{mark}{short}≤{c.limit:.0%}"
 
 
 def _ids(ids: list[str]) -> str:
@@ -141,38 +144,24 @@ def register(app: typer.Typer, fail) -> None:
                 f"[bold red]rejected:[/bold red] {p.file}: record {p.record}: {p.field}: {p.reason}",
                 highlight=False,
             )
-        code = 0 if (result["bounds_ok"] and not data.problems) else 1
+        code = 0 if (result.bounds_ok and not data.problems) else 1
         if as_json:
-            sys.stdout.write(json.dumps(result, indent=2, default=str) + "\n")
+            sys.stdout.write(json.dumps(result.as_dict(), indent=2, default=str) + "\n")
             raise typer.Exit(code)
         console = Console()
         t = Table(title="Runs", title_justify="left")
         for col in ("id", "group", "role", "metric", "measured", "predicted", "error"):
             t.add_column(col, justify="right" if col in ("measured", "predicted", "error") else "left")
-        for r in result["runs"]:
-            if r["role"] == "reference":
+        for r in result.runs:
+            if r.role == "reference":
                 t.add_row(
-                    r["id"],
-                    r["group"],
-                    "reference",
-                    str(r["metric"]),
-                    r.get("measured_text", "—"),
-                    "—",
-                    "not predicted",
+                    r.id, r.group, "reference", str(r.metric), r.measured_text or "—", "—", "not predicted"
                 )
                 continue
-            err_txt = "—" if r.get("error") is None else f"{r['error']:+.1%}"
-            if "points" in r:
-                err_txt += f" ({r['points']:+.1f} pt)"
-            t.add_row(
-                r["id"],
-                r["group"],
-                r["role"],
-                r["metric"],
-                _fmt(r["measured"]),
-                _fmt(r.get("predicted")),
-                err_txt,
-            )
+            err_txt = "—" if r.error is None else f"{r.error:+.1%}"
+            if r.points is not None:
+                err_txt += f" ({r.points:+.1f} pt)"
+            t.add_row(r.id, r.group, r.role, r.metric, _fmt(r.measured), _fmt(r.predicted), err_txt)
         console.print(t)
         s = Table(title="Groups (|error| as a fraction of the measured value)", title_justify="left")
         for col in (
@@ -186,33 +175,31 @@ def register(app: typer.Typer, fail) -> None:
             "bounds",
         ):
             s.add_column(col, no_wrap=col in ("group", "runs", "roles"), overflow="fold")
-        for g, e in result["summary"].items():
-            bounds = " ".join(_bound_text(c) for c in e["bounds"])
+        for g, e in result.summary.items():
+            bounds = " ".join(_bound_text(c) for c in e.bounds)
             s.add_row(
                 g,
-                ",".join(e["roles"]),
-                f"{e['predicted']}/{e['runs']}",
-                "—" if "median_abs_error" not in e else f"{e['median_abs_error']:.1%}",
-                "—" if "max_abs_error" not in e else f"{e['max_abs_error']:.1%}",
-                "—" if "max_abs_points" not in e else f"{e['max_abs_points']:.1f}",
-                "—" if e.get("spearman") is None else f"{e['spearman']:.2f}",
+                ",".join(e.roles),
+                f"{e.predicted}/{e.runs}",
+                "—" if e.median_abs_error is None else f"{e.median_abs_error:.1%}",
+                "—" if e.max_abs_error is None else f"{e.max_abs_error:.1%}",
+                "—" if e.max_abs_points is None else f"{e.max_abs_points:.1f}",
+                "—" if e.spearman is None else f"{e.spearman:.2f}",
                 bounds or "—",
             )
         console.print(s)
         c = Table(
-            title=f"Fitted constants in use (calibration of {result['calibration']['date']})",
+            title=f"Fitted constants in use (calibration of {result.calibration_date})",
             title_justify="left",
         )
         for col in ("section", "name", "constant", "value", "fitted on"):
             c.add_column(col)
-        for row in result["calibration"]["constants"]:
-            c.add_row(
-                row["section"], row["name"], row["constant"], f"{row['value']:.4g}", _ids(row["fitted_on"])
-            )
+        for row in result.constants:
+            c.add_row(row.section, row.name, row.constant, f"{row.value:.4g}", _ids(row.fitted_on))
         console.print(c)
         console.print(
-            f"{len(result['runs'])} records ({sum(1 for r in result['runs'] if r.get('predicted') is not None)} predicted) "
-            f"in {result['seconds']:.1f} s; bounds {'all met' if result['bounds_ok'] else 'NOT all met'}"
+            f"{len(result.runs)} records ({len(result.predicted_runs)} predicted) "
+            f"in {result.seconds:.1f} s; bounds {'all met' if result.bounds_ok else 'NOT all met'}"
             + (f"; plot written to {plot}" if plot else "")
         )
         raise typer.Exit(code)
@@ -269,12 +256,12 @@ def register(app: typer.Typer, fail) -> None:
 
         for row in constants_table(doc):
             t.add_row(
-                row["section"],
-                row["name"],
-                row["constant"],
-                f"{row['value']:.4g}",
-                "—" if row["rms_log_error"] is None else f"{row['rms_log_error']:.4f}",
-                _ids(row["fitted_on"]),
+                row.section,
+                row.name,
+                row.constant,
+                f"{row.value:.4g}",
+                "—" if row.rms_log_error is None else f"{row.rms_log_error:.4f}",
+                _ids(row.fitted_on),
             )
         console.print(t)
         console.print("written to " + str(target) if target else "dry run: nothing written")

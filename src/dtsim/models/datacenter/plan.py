@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -127,8 +127,32 @@ def enumerate_layouts(
     return lay, rejected
 
 
-@dataclass
+@dataclass(frozen=True)
+class RankedLayout:
+    """One layout that fits, with its step time and throughput (the fields of `StepResult` that a
+    ranking needs)."""
+
+    layout: dict[str, Any]  # dp, tp, pp, vpp, cp, ep, sequence_parallel, mbs, gbs, zero, recompute, ...
+    step_time_s: float
+    model_tflops_per_gpu: float
+    hardware_tflops_per_gpu: float
+    mfu: float
+    hfu: float
+    memory_per_gpu_gb: float
+    fits: bool
+    tokens_per_s: float
+    bubble_fraction: float
+    breakdown_s: dict[str, float]
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class Plan:
+    """The result of `dtsim plan`: how many layouts were searched, why the others were rejected, and
+    the fastest that fit, fastest first."""
+
     model: str
     params_b: float
     n_gpus: int
@@ -136,7 +160,13 @@ class Plan:
     searched: int
     rejected: dict[str, int]
     seconds: float
-    ranked: list[dict[str, Any]]
+    ranked: list[RankedLayout]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON of `dtsim plan --json` (the ranked layouts under "layouts")."""
+        out = asdict(self)
+        out["layouts"] = out.pop("ranked")
+        return out
 
 
 def plan(
@@ -160,7 +190,7 @@ def _plan(a: Architecture, cluster: Cluster, opt: PlanOptions, top: int) -> Plan
     bits = PRECISION_BITS[opt.precision]
     hw = resolve_hardware(cluster, opt.precision)
     asm = Assumptions(opt.assumptions)
-    ranked: list[dict[str, Any]] = []
+    ranked: list[RankedLayout] = []
     if n_candidates:
         out = evaluate(a, hw, lay, asm, seq, bits)
         fits = np.asarray(out["fits"])
@@ -184,19 +214,19 @@ def _plan(a: Architecture, cluster: Cluster, opt: PlanOptions, top: int) -> Plan
                 "embedding_stages": "balanced" if row["balanced"] else "first-last",
             }
             ranked.append(
-                {
-                    "layout": layout,
-                    "step_time_s": float(out["step_time_s"][i]),
-                    "model_tflops_per_gpu": float(out["model_tflops_per_gpu"][i]),
-                    "hardware_tflops_per_gpu": float(out["hardware_tflops_per_gpu"][i]),
-                    "mfu": float(out["mfu"][i]),
-                    "hfu": float(out["hfu"][i]),
-                    "memory_per_gpu_gb": float(out["memory_per_gpu_gb"][i]),
-                    "fits": True,
-                    "tokens_per_s": float(out["tokens_per_s"][i]),
-                    "bubble_fraction": float(out["bubble_fraction"][i]),
-                    "breakdown_s": {k: float(out[k][i]) for k in BREAKDOWN},
-                }
+                RankedLayout(
+                    layout=layout,
+                    step_time_s=float(out["step_time_s"][i]),
+                    model_tflops_per_gpu=float(out["model_tflops_per_gpu"][i]),
+                    hardware_tflops_per_gpu=float(out["hardware_tflops_per_gpu"][i]),
+                    mfu=float(out["mfu"][i]),
+                    hfu=float(out["hfu"][i]),
+                    memory_per_gpu_gb=float(out["memory_per_gpu_gb"][i]),
+                    fits=True,
+                    tokens_per_s=float(out["tokens_per_s"][i]),
+                    bubble_fraction=float(out["bubble_fraction"][i]),
+                    breakdown_s={k: float(out[k][i]) for k in BREAKDOWN},
+                )
             )
     searched = n_candidates + sum(v for k, v in rejected.items() if k != "does not fit in GPU memory")
     return Plan(

@@ -1,0 +1,100 @@
+"""The typed result of `dtsim validate`: one `RunPrediction` per record, one `GroupSummary` per group
+with its `BoundCheck`s, the `FittedConstant`s of the calibration in use, gathered in a
+`ValidationReport`. The CLI, the docs page and the tests read these; `as_dict()` gives the JSON of
+`dtsim validate --json` (every key present, null where it does not apply)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Role = Literal["calibration", "check", "reference"]
+
+
+@dataclass(frozen=True)
+class RunPrediction:
+    """One measured record and the model's prediction of it, in the record's own metric and unit."""
+
+    id: str
+    group: str
+    kind: str
+    metric: str
+    convention: str | None
+    unit: str | None
+    source: str
+    certainty: str
+    assumptions: list[str]
+    role: Role  # calibration: a constant was fitted on it; check: a prediction; reference: not predicted
+    measured: float | None
+    predicted: float | None = None
+    error: float | None = None  # predicted / measured − 1
+    points: float | None = None  # predicted − measured, for metrics in percent
+    measured_text: str | None = None  # the measurement as the source states it (reference rows)
+    reason: str | None = None  # why there is no prediction
+    details: dict[str, Any] | None = None  # the prediction's intermediate values
+
+
+@dataclass(frozen=True)
+class BoundCheck:
+    """One bound of a group on one metric: `value` ≤ `limit`?"""
+
+    metric: str
+    bound: str  # median_abs_error, max_abs_error, max_abs_points, or "predicted" (no run predicted)
+    limit: float
+    value: float
+    ok: bool
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    description: str
+    roles: list[str]
+    runs: int
+    predicted: int
+    median_abs_error: float | None = None
+    max_abs_error: float | None = None
+    max_abs_points: float | None = None
+    spearman: float | None = None  # rank correlation, for groups that compare layouts on one metric
+    bounds: list[BoundCheck] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class FittedConstant:
+    section: str
+    name: str
+    constant: str
+    value: Any
+    fitted_on: list[str]
+    rms_log_error: float | None
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    runs: list[RunPrediction]
+    summary: dict[str, GroupSummary]
+    calibration_date: Any
+    calibration_subset: list[str] | None
+    constants: list[FittedConstant]
+    problems: list[dict[str, Any]]  # records the schema rejected: file, record, field, reason
+    files: list[str]
+    seconds: float
+    bounds_ok: bool
+
+    @property
+    def predicted_runs(self) -> list[RunPrediction]:
+        return [r for r in self.runs if r.predicted is not None]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "runs": [asdict(r) for r in self.runs],
+            "summary": {name: asdict(s) for name, s in self.summary.items()},
+            "calibration": {
+                "date": self.calibration_date,
+                "subset": self.calibration_subset,
+                "constants": [asdict(c) for c in self.constants],
+            },
+            "problems": list(self.problems),
+            "files": list(self.files),
+            "seconds": self.seconds,
+            "bounds_ok": self.bounds_ok,
+        }
