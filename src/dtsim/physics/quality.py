@@ -31,15 +31,17 @@ def compute_optimal_params(loss, asm):
     k = np.asarray(loss, dtype=float) - asm.chinchilla_e
     x = np.maximum(np.log(big_a / k) / a, np.log(big_b / k) / b)
     if x.size == 1:
-        # One row: the same iteration without the bookkeeping for rows that converge at other steps.
+        # One row: the same iteration on NumPy scalars (the same arithmetic, without array overhead or
+        # the bookkeeping for rows that converge at other steps).
+        shape, x, k = x.shape, x.reshape(()), np.broadcast_to(k, x.shape).reshape(())
         for _ in range(60):
             ea = big_a * np.exp(-a * x)
             eb = big_b * np.exp(-b * x)
             step = (ea + eb - k) / (a * ea + b * eb)
             x = x + step
-            if np.abs(step) <= 1e-15 * np.maximum(np.abs(x), 1.0):
+            if abs(step) <= 1e-15 * max(abs(x), 1.0):
                 break
-        return np.exp(x)
+        return np.exp(np.asarray(x)).reshape(shape)
     done = np.zeros(x.shape, dtype=bool)
     for _ in range(60):
         ea = big_a * np.exp(-a * x)
