@@ -16,16 +16,17 @@ import platform
 import time
 
 from dtsim.emulator.launcher import EmulateOptions, run
+from dtsim.emulator.summary import EmulationSummary
 
 
-def show(name: str, s: dict) -> None:
+def show(name: str, s: EmulationSummary) -> None:
     print(
-        f"{name}: payload/rank/sync {s['payload_bytes_per_rank_per_sync'] / 1e6:.2f} MB vs expected "
-        f"{s['expected_bytes_per_rank_per_sync'] / 1e6:.2f} MB ({s['bytes_error']:+.2%}; overhead "
-        f"{s['protocol_overhead_bytes_per_rank_per_sync'] / 1e6:.2f} MB); sync {s['measured_sync_s']:.2f} s vs "
-        f"predicted {s['predicted_sync_s']:.2f} s ({s['sync_error']:+.1%}); step {s['measured_step_s']:.2f} s vs "
-        f"{s['predicted_step_s']:.2f} s ({s['step_error']:+.1%}); {s['tokens_per_s']:.0f} tokens/s "
-        f"(predicted {s['predicted_tokens_per_s']:.0f}); wall {s['run']['wall_s']:.0f} s"
+        f"{name}: payload/rank/sync {s.payload_bytes_per_rank_per_sync / 1e6:.2f} MB vs expected "
+        f"{s.expected_bytes_per_rank_per_sync / 1e6:.2f} MB ({s.bytes_error:+.2%}; overhead "
+        f"{s.protocol_overhead_bytes_per_rank_per_sync / 1e6:.2f} MB); sync {s.measured_sync_s:.2f} s vs "
+        f"predicted {s.predicted_sync_s:.2f} s ({s.sync_error:+.1%}); step {s.measured_step_s:.2f} s vs "
+        f"{s.predicted_step_s:.2f} s ({s.step_error:+.1%}); {s.tokens_per_s:.0f} tokens/s "
+        f"(predicted {s.predicted_tokens_per_s:.0f}); wall {s.run.wall_s:.0f} s"
     )
 
 
@@ -43,7 +44,7 @@ def main() -> None:
         s = run(EmulateOptions(bandwidth_mbps=mbps, steps=args.steps, **common))
         results[mbps] = s
         show(f"DDP {mbps:g} Mbit/s", s)
-        ok &= abs(s["bytes_error"]) <= 0.03 and abs(s["sync_error"]) <= 0.20
+        ok &= abs(s.bytes_error) <= 0.03 and abs(s.sync_error) <= 0.20
     d = run(
         EmulateOptions(
             bandwidth_mbps=50.0,
@@ -56,8 +57,8 @@ def main() -> None:
     )
     show("DiLoCo H=32 int8 50 Mbit/s", d)
     ddp = results[50.0]
-    measured = d["tokens_per_s"] / ddp["tokens_per_s"]
-    predicted = d["predicted_tokens_per_s"] / ddp["predicted_tokens_per_s"]
+    measured = d.tokens_per_s / ddp.tokens_per_s
+    predicted = d.predicted_tokens_per_s / ddp.predicted_tokens_per_s
     err = measured / predicted - 1
     print(
         f"DiLoCo/DDP tokens-per-second ratio: measured {measured:.2f}, predicted {predicted:.2f} ({err:+.1%})"

@@ -194,14 +194,14 @@ def test_two_worker_ddp_over_a_capped_link():
         )
     )
     assert time.time() - t0 < 120
-    assert s["sync_events"] == 2
+    assert s.sync_events == 2
     # 2(N−1)/N × gradient bytes on the wire, headers and ACKs reported apart
-    assert abs(s["bytes_error"]) <= 0.03
-    assert s["protocol_overhead_bytes_per_rank_per_sync"] > 0
-    assert s["expected_bytes_per_rank_per_sync"] == pytest.approx(s["gradient_bytes"])
-    assert abs(s["sync_error"]) <= 0.25
-    assert s["tokens_per_s"] > 0 and s["loss_last"] > 0
-    assert s["run"]["versions"]["torch"] and s["run"]["machine"]["cpus"]
+    assert abs(s.bytes_error) <= 0.03
+    assert s.protocol_overhead_bytes_per_rank_per_sync > 0
+    assert s.expected_bytes_per_rank_per_sync == pytest.approx(s.gradient_bytes)
+    assert abs(s.sync_error) <= 0.25
+    assert s.tokens_per_s > 0 and s.loss_last > 0
+    assert s.run.versions["torch"] and s.run.machine["cpus"]
     assert _leftovers() == ([], [])
 
 
@@ -222,9 +222,9 @@ def test_diloco_int8_sends_a_quarter_of_the_bytes():
             seq_len=32,
         )
     )
-    assert abs(s["bytes_error"]) <= 0.05
-    assert s["expected_bytes_per_rank_per_sync"] == pytest.approx(s["params"] * 2 * 1 / 2 + 2 * 4, rel=1e-3)
-    assert s["evals"] and all(math.isfinite(e["loss"]) for e in s["evals"])
+    assert abs(s.bytes_error) <= 0.05
+    assert s.expected_bytes_per_rank_per_sync == pytest.approx(s.params * 2 * 1 / 2 + 2 * 4, rel=1e-3)
+    assert s.evals and all(math.isfinite(e["loss"]) for e in s.evals)
     assert _leftovers() == ([], [])
 
 
@@ -269,6 +269,8 @@ def test_cli_json_summary_and_report(tmp_path):
     assert "emulate" in d["run"]["command"]
     full = json.loads(report.read_text())
     assert len(full["records"]) == 2 and report.with_suffix(".csv").read_text().startswith("rank")
+    # --json is the report's headline: the same values without events, evals and raw records
+    assert {k: v for k, v in full.items() if k not in ("value_bytes", "events", "evals", "records")} == d
 
 
 @needs_root
@@ -361,3 +363,50 @@ def test_cleanup_command_removes_a_killed_runs_namespaces():
     r = runner.invoke(app, ["emulate", "--cleanup"])
     assert r.exit_code == 0 and "dtsim-deadbe-w0" in r.stdout
     assert _leftovers() == ([], [])
+
+
+def test_summary_is_typed_and_as_dict_is_the_report():
+    """Issue 12 item 5: `dtsim.emulate` returns an EmulationSummary; summarize() of two synthetic worker
+    records (no root, no torch) gives its medians, errors against the prediction, and JSON-ready dicts."""
+    import json
+
+    from dtsim.emulator.launcher import HEADER_BYTES, EmulateOptions, summarize
+    from dtsim.emulator.summary import EmulationSummary, SyncEvent
+
+    opts = EmulateOptions(workers=2, bandwidth_mbps=100, model="tiny", steps=2, batch=2, seq_len=32)
+    sync = {"sync_s": 0.5, "step_s": 1.0, "tx_bytes": 2_000_000, "tx_packets": 100, "rx_bytes": 1_900_000}
+    records = [
+        {
+            "rank": r,
+            "params": 1_000_000,
+            "value_bytes": 4,
+            "calibration": [{"forward_s": 0.1, "backward_s": 0.2, "optimizer_s": 0.01}],
+            "syncs": [
+                {**sync, "warmup": True},
+                {**sync, "buckets": 1},
+                {**sync, "sync_s": 0.7, "buckets": 1},
+            ],
+            "steps": [{"loss": 5.0}, {"loss": 4.0}],
+            "evals": [],
+        }
+        for r in range(2)
+    ]
+    s = summarize(opts, records)
+    assert isinstance(s, EmulationSummary) and all(isinstance(e, SyncEvent) for e in s.events)
+    assert s.sync_events == 2 and s.measured_sync_s == pytest.approx(0.6) and s.measured_step_s == 1.0
+    assert s.payload_bytes_per_rank_per_sync == 2_000_000 - HEADER_BYTES * 100
+    assert s.bytes_error == pytest.approx(
+        s.payload_bytes_per_rank_per_sync / s.expected_bytes_per_rank_per_sync - 1
+    )
+    assert s.sync_error == pytest.approx(0.6 / s.predicted_sync_s - 1)
+    assert (s.loss_first, s.loss_last) == (5.0, 4.0)
+    d = json.loads(json.dumps(s.as_dict()))
+    assert d["events"][0] == {
+        "sync_s": 0.5,
+        "step_s": 1.0,
+        "tx_bytes": [2_000_000] * 2,
+        "tx_packets": [100] * 2,
+        "rx_bytes": [1_900_000] * 2,
+        "buckets": 1,
+    }
+    assert set(s.headline()) == set(d) - {"value_bytes", "events", "evals", "records"}

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from dtsim.emulator.launcher import EmulateOptions, run
+from dtsim.emulator.launcher import HEADER_BYTES, EmulateOptions, run
 
 # Seed 001 tables 5.2–5.21 (DistilGPT2, FP32 unless noted): medians per all-reduce event.
 THESIS = {
@@ -44,8 +44,8 @@ def thesis(model: str = "small", steps: int = 3, seq_len: int = 64, progress=Non
             progress(name)
         s = run(opts, command=f"dtsim emulate thesis ({name})")
         total = sum(
-            float(np.median([e["tx_bytes"][r] for e in s["events"]]))
-            - 66 * float(np.median([e["tx_packets"][r] for e in s["events"]]))
+            float(np.median([e.tx_bytes[r] for e in s.events]))
+            - HEADER_BYTES * float(np.median([e.tx_packets[r] for e in s.events]))
             for r in range(opts.workers)
         )
         rows[name] = {
@@ -54,12 +54,12 @@ def thesis(model: str = "small", steps: int = 3, seq_len: int = 64, progress=Non
             "dtype": opts.dtype,
             "slow_link_mbps": next(iter(opts.slow_links.values()), None),
             "bytes_per_event_mb": total / 1e6,
-            "bytes_per_flow_mb": s["payload_bytes_per_rank_per_sync"] / 1e6,
-            "expected_per_flow_mb": s["expected_bytes_per_rank_per_sync"] / 1e6,
-            "event_s": s["measured_sync_s"],
-            "predicted_event_s": s["predicted_sync_s"],
-            "step_s": s["measured_step_s"],
-            "overhead": s["overhead_fraction"],
+            "bytes_per_flow_mb": s.payload_bytes_per_rank_per_sync / 1e6,
+            "expected_per_flow_mb": s.expected_bytes_per_rank_per_sync / 1e6,
+            "event_s": s.measured_sync_s,
+            "predicted_event_s": s.predicted_sync_s,
+            "step_s": s.measured_step_s,
+            "overhead": s.overhead_fraction,
             "thesis": THESIS[name],
         }
     r = rows
@@ -124,7 +124,7 @@ def diloco_efficiency(
         ),
         command="dtsim emulate diloco-efficiency (DDP baseline)",
     )
-    baseline = [(e["tokens"], e["loss"]) for e in ddp["evals"]]
+    baseline = [(e["tokens"], e["loss"]) for e in ddp.evals]
     curves = {}
     for h in hs:
         if progress:
@@ -144,7 +144,7 @@ def diloco_efficiency(
             timeout_s=1800,
         )
         s = run(opts, command=f"dtsim emulate diloco-efficiency (H={h})")
-        curves[h] = [(e["tokens"], e["loss"]) for e in s["evals"]]
+        curves[h] = [(e["tokens"], e["loss"]) for e in s.evals]
     base = baseline
     bt = np.array([t for t, _ in base], dtype=float)
     bl = np.array([loss for _, loss in base])

@@ -22,13 +22,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from dtsim.assumptions import defaults
 from dtsim.emulator import compress
 from dtsim.emulator.netns import Topology, netem_available, require_root
+from dtsim.emulator.summary import EmulationSummary, RunInfo, SyncEvent
 from dtsim.errors import ScenarioError
 from dtsim.physics import collectives as coll
 from dtsim.physics.dataparallel import exposed_bucketed_allreduce
@@ -191,7 +192,7 @@ def predict(
     }
 
 
-def summarize(opts: EmulateOptions, records: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(opts: EmulateOptions, records: list[dict[str, Any]]) -> EmulationSummary:
     r0 = records[0]
     params, value_bytes = r0["params"], r0["value_bytes"]
     calib = [c for r in records for c in r["calibration"][1:] or r["calibration"]]
@@ -203,60 +204,59 @@ def summarize(opts: EmulateOptions, records: list[dict[str, Any]]) -> dict[str, 
         if rows[0].get("warmup"):
             continue
         per_event.append(
-            {
-                "sync_s": max(x["sync_s"] for x in rows),
-                "step_s": max(x["step_s"] for x in rows),
-                "tx_bytes": [x["tx_bytes"] for x in rows],
-                "tx_packets": [x["tx_packets"] for x in rows],
-                "rx_bytes": [x["rx_bytes"] for x in rows],
-                "buckets": rows[0].get("buckets", 1),
-            }
+            SyncEvent(
+                sync_s=max(x["sync_s"] for x in rows),
+                step_s=max(x["step_s"] for x in rows),
+                tx_bytes=[x["tx_bytes"] for x in rows],
+                tx_packets=[x["tx_packets"] for x in rows],
+                rx_bytes=[x["rx_bytes"] for x in rows],
+                buckets=rows[0].get("buckets", 1),
+            )
         )
-    buckets = int(_median([e["buckets"] for e in per_event]) or 1)
+    buckets = int(_median([e.buckets for e in per_event]) or 1)
     pred = predict(opts, params, value_bytes, compute, buckets)
-    sent = _median([b for e in per_event for b in e["tx_bytes"]])
-    packets = _median([p for e in per_event for p in e["tx_packets"]])
+    sent = _median([b for e in per_event for b in e.tx_bytes])
+    packets = _median([p for e in per_event for p in e.tx_packets])
     payload = sent - HEADER_BYTES * packets if sent is not None else None
-    measured_sync = _median([e["sync_s"] for e in per_event])
-    measured_step = _median([e["step_s"] for e in per_event])
+    measured_sync = _median([e.sync_s for e in per_event])
+    measured_step = _median([e.step_s for e in per_event])
     tokens = (
         opts.workers * opts.batch * opts.seq_len * (opts.inner_steps if opts.algorithm == "diloco" else 1)
     )
     losses = [s["loss"] for s in r0["steps"]]
-    out = {
-        "algorithm": opts.algorithm,
-        "workers": opts.workers,
-        "params": params,
-        "value_bytes": value_bytes,
-        "gradient_bytes": params * value_bytes,
-        "sync_events": len(per_event),
-        "buckets_per_sync": buckets,
-        "bytes_sent_per_rank_per_sync": sent,
-        "payload_bytes_per_rank_per_sync": payload,
-        "protocol_overhead_bytes_per_rank_per_sync": (sent - payload) if sent is not None else None,
-        "expected_bytes_per_rank_per_sync": pred["expected_bytes_per_rank_per_sync"],
-        "bytes_error": (payload / pred["expected_bytes_per_rank_per_sync"] - 1)
+    return EmulationSummary(
+        algorithm=opts.algorithm,
+        workers=opts.workers,
+        params=params,
+        value_bytes=value_bytes,
+        gradient_bytes=params * value_bytes,
+        sync_events=len(per_event),
+        buckets_per_sync=buckets,
+        bytes_sent_per_rank_per_sync=sent,
+        payload_bytes_per_rank_per_sync=payload,
+        protocol_overhead_bytes_per_rank_per_sync=(sent - payload) if sent is not None else None,
+        expected_bytes_per_rank_per_sync=pred["expected_bytes_per_rank_per_sync"],
+        bytes_error=(payload / pred["expected_bytes_per_rank_per_sync"] - 1)
         if payload and pred["expected_bytes_per_rank_per_sync"]
         else None,
-        "measured_compute_s": compute,
-        "measured_sync_s": measured_sync,
-        "predicted_sync_s": pred["predicted_sync_s"],
-        "sync_error": (measured_sync / pred["predicted_sync_s"] - 1)
+        measured_compute_s=compute,
+        measured_sync_s=measured_sync,
+        predicted_sync_s=pred["predicted_sync_s"],
+        sync_error=(measured_sync / pred["predicted_sync_s"] - 1)
         if measured_sync and pred["predicted_sync_s"]
         else None,
-        "measured_step_s": measured_step,
-        "predicted_step_s": pred["predicted_step_s"],
-        "step_error": measured_step / pred["predicted_step_s"] - 1 if measured_step else None,
-        "tokens_per_s": tokens / measured_step if measured_step else None,
-        "predicted_tokens_per_s": pred["predicted_tokens_per_s"],
-        "overhead_fraction": measured_sync / measured_step if measured_step else None,
-        "loss_first": losses[0] if losses else None,
-        "loss_last": losses[-1] if losses else None,
-        "evals": r0.get("evals", []),
-        "latency_approximate": opts.latency_mode == "app" and opts.latency_ms > 0,
-        "events": per_event,
-    }
-    return out
+        measured_step_s=measured_step,
+        predicted_step_s=pred["predicted_step_s"],
+        step_error=measured_step / pred["predicted_step_s"] - 1 if measured_step else None,
+        tokens_per_s=tokens / measured_step if measured_step else None,
+        predicted_tokens_per_s=pred["predicted_tokens_per_s"],
+        overhead_fraction=measured_sync / measured_step if measured_step else None,
+        loss_first=losses[0] if losses else None,
+        loss_last=losses[-1] if losses else None,
+        evals=r0.get("evals", []),
+        latency_approximate=opts.latency_mode == "app" and opts.latency_ms > 0,
+        events=per_event,
+    )
 
 
 def worker_config(
@@ -328,7 +328,7 @@ def _interrupt(signum, frame):  # SIGTERM behaves like Ctrl-C: unwind and clean 
     raise KeyboardInterrupt
 
 
-def run(opts: EmulateOptions, command: str = "") -> dict[str, Any]:
+def run(opts: EmulateOptions, command: str = "") -> EmulationSummary:
     """Run one emulation; everything the run created is removed before this returns or raises."""
     opts.validate()
     require_root()
@@ -406,18 +406,16 @@ def run(opts: EmulateOptions, command: str = "") -> dict[str, Any]:
         shutil.rmtree(work, ignore_errors=True)
         for s, h in old.items():
             signal.signal(s, h)
-    summary = summarize(opts, records)
-    summary["run"] = {
-        "command": command or command_line(opts),
-        "options": {**asdict(opts), "slow_links": {str(k): v for k, v in opts.slow_links.items()}},
-        "run_id": topo.run_id,
-        "netem": netem,
-        "wall_s": time.time() - started,
-        "versions": {"dtsim": _dtsim_version(), "torch": records[0]["torch"], "python": records[0]["python"]},
-        "machine": {"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count()},
-    }
-    summary["records"] = records
-    return summary
+    info = RunInfo(
+        command=command or command_line(opts),
+        options={**asdict(opts), "slow_links": {str(k): v for k, v in opts.slow_links.items()}},
+        run_id=topo.run_id,
+        netem=netem,
+        wall_s=time.time() - started,
+        versions={"dtsim": _dtsim_version(), "torch": records[0]["torch"], "python": records[0]["python"]},
+        machine={"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count()},
+    )
+    return replace(summarize(opts, records), run=info, records=records)
 
 
 def _dtsim_version() -> str:

@@ -1,10 +1,12 @@
 """`dtsim emulate`: real PyTorch distributed training over shaped links, beside dtsim's prediction."""
 
+from __future__ import annotations
+
 import csv
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -13,38 +15,14 @@ from rich.table import Table
 from dtsim.errors import ScenarioError
 from dtsim.interfaces.cli.common import fail
 
+if TYPE_CHECKING:  # the emulator loads its own modules only when a command runs
+    from dtsim.emulator.summary import EmulationSummary
+
 emulate_app = typer.Typer(
     add_completion=False,
     invoke_without_command=True,
     help="Run real distributed training (torch.distributed, gloo) between network namespaces joined by "
     "tc-shaped links, and compare with dtsim's prediction. Needs root and the `emulator` extra.",
-)
-
-SUMMARY_KEYS = (
-    "algorithm",
-    "workers",
-    "params",
-    "gradient_bytes",
-    "sync_events",
-    "buckets_per_sync",
-    "bytes_sent_per_rank_per_sync",
-    "payload_bytes_per_rank_per_sync",
-    "protocol_overhead_bytes_per_rank_per_sync",
-    "expected_bytes_per_rank_per_sync",
-    "bytes_error",
-    "measured_compute_s",
-    "measured_sync_s",
-    "predicted_sync_s",
-    "sync_error",
-    "measured_step_s",
-    "predicted_step_s",
-    "step_error",
-    "tokens_per_s",
-    "predicted_tokens_per_s",
-    "overhead_fraction",
-    "loss_first",
-    "loss_last",
-    "latency_approximate",
 )
 
 
@@ -74,11 +52,11 @@ def _need_torch() -> None:
         ) from None
 
 
-def _write_report(path: Path, summary: dict[str, Any]) -> None:
+def _write_report(path: Path, summary: EmulationSummary) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(summary, indent=2, default=str))
+    path.write_text(json.dumps(summary.as_dict(), indent=2, default=str))
     rows = []
-    for rec in summary.get("records", []):
+    for rec in summary.records:
         for s in rec["syncs"]:
             rows.append(
                 {"rank": rec["rank"], **{k: v for k, v in s.items() if not isinstance(v, (list, dict))}}
@@ -91,11 +69,11 @@ def _write_report(path: Path, summary: dict[str, Any]) -> None:
             w.writerows(rows)
 
 
-def _print_summary(s: dict[str, Any]) -> None:
+def _print_summary(s: EmulationSummary) -> None:
     c = Console()
-    approx = " (latency applied in the workers: approximate)" if s["latency_approximate"] else ""
+    approx = " (latency applied in the workers: approximate)" if s.latency_approximate else ""
     t = Table(
-        title=f"{s['algorithm'].upper()} on {s['workers']} workers, {s['params'] / 1e6:.1f}M parameters{approx}",
+        title=f"{s.algorithm.upper()} on {s.workers} workers, {s.params / 1e6:.1f}M parameters{approx}",
         title_justify="left",
     )
     t.add_column("")
@@ -109,25 +87,21 @@ def _print_summary(s: dict[str, Any]) -> None:
     mb = 1e6
     t.add_row(
         "bytes sent per rank per sync (payload)",
-        f"{s['payload_bytes_per_rank_per_sync'] / mb:,.2f} MB",
-        f"{s['expected_bytes_per_rank_per_sync'] / mb:,.2f} MB",
-        err(s["bytes_error"]),
+        f"{s.payload_bytes_per_rank_per_sync / mb:,.2f} MB",
+        f"{s.expected_bytes_per_rank_per_sync / mb:,.2f} MB",
+        err(s.bytes_error),
     )
     t.add_row(
         "  protocol overhead (headers, ACKs)",
-        f"{s['protocol_overhead_bytes_per_rank_per_sync'] / mb:,.3f} MB",
+        f"{s.protocol_overhead_bytes_per_rank_per_sync / mb:,.3f} MB",
         "",
         "",
     )
-    t.add_row(
-        "sync time", f"{s['measured_sync_s']:.3f} s", f"{s['predicted_sync_s']:.3f} s", err(s["sync_error"])
-    )
-    t.add_row(
-        "step time", f"{s['measured_step_s']:.3f} s", f"{s['predicted_step_s']:.3f} s", err(s["step_error"])
-    )
-    t.add_row("tokens per second", f"{s['tokens_per_s']:,.0f}", f"{s['predicted_tokens_per_s']:,.0f}", "")
-    t.add_row("communication share of the step", f"{s['overhead_fraction']:.1%}", "", "")
-    t.add_row("loss (first → last step)", f"{s['loss_first']:.3f} → {s['loss_last']:.3f}", "", "")
+    t.add_row("sync time", f"{s.measured_sync_s:.3f} s", f"{s.predicted_sync_s:.3f} s", err(s.sync_error))
+    t.add_row("step time", f"{s.measured_step_s:.3f} s", f"{s.predicted_step_s:.3f} s", err(s.step_error))
+    t.add_row("tokens per second", f"{s.tokens_per_s:,.0f}", f"{s.predicted_tokens_per_s:,.0f}", "")
+    t.add_row("communication share of the step", f"{s.overhead_fraction:.1%}", "", "")
+    t.add_row("loss (first → last step)", f"{s.loss_first:.3f} → {s.loss_last:.3f}", "", "")
     c.print(t)
 
 
@@ -248,10 +222,7 @@ def emulate(
     if report is not None:
         _write_report(report, summary)
     if as_json:
-        sys.stdout.write(
-            json.dumps({k: summary[k] for k in SUMMARY_KEYS} | {"run": summary["run"]}, indent=2, default=str)
-            + "\n"
-        )
+        sys.stdout.write(json.dumps(summary.headline(), indent=2, default=str) + "\n")
         return
     _print_summary(summary)
 
