@@ -119,21 +119,12 @@ def calibrate(dataset: Dataset, subset: list[str] | None = None) -> dict[str, An
             bw = [r for r in recs if _bandwidth_bound(r)]
             entry = doc["fabrics"].setdefault(fid, {})
             if bw:
-
-                def eff_loss(x, fid=fid, bw=bw):
-                    trial = copy.deepcopy(doc)
-                    trial["fabrics"][fid]["efficiency"] = x
-                    return _loss(bw, trial)
-
-                entry["efficiency"] = round(_golden(eff_loss, 0.02, 1.0, log=False), 4)
+                entry["efficiency"] = round(
+                    _fit(doc, bw, ("fabrics", fid, "efficiency"), 0.02, 1.0, log=False), 4
+                )
             if lat:
-
-                def lat_loss(x, fid=fid, lat=lat):
-                    trial = copy.deepcopy(doc)
-                    trial["fabrics"][fid]["latency_s"] = x
-                    return _loss(lat, trial)
-
-                entry["latency_s"] = float(f"{_golden(lat_loss, 1e-8, 1e-2, log=True):.4g}")
+                value = _fit(doc, lat, ("fabrics", fid, "latency_s"), 1e-8, 1e-2, log=True)
+                entry["latency_s"] = float(f"{value:.4g}")
     for fid, recs in by_fabric.items():
         entry = doc["fabrics"][fid]
         entry["fitted_on"] = [r.id for r in recs]
@@ -143,34 +134,16 @@ def calibrate(dataset: Dataset, subset: list[str] | None = None) -> dict[str, An
     # 2. the thesis testbed's host-limited all-reduce rate
     tb = [r for r in records if r.kind == "testbed" and r.metric == "allreduce_s"]
     if tb:
-
-        def host_loss(x):
-            trial = copy.deepcopy(doc)
-            trial["testbed"]["host_rate_bit_s"] = {"value": x}
-            return _loss(tb, trial)
-
-        value = _golden(host_loss, 1e5, 1e11, log=True)
+        value = _fit(doc, tb, ("testbed", "host_rate_bit_s", "value"), 1e5, 1e11, log=True)
         doc["testbed"]["host_rate_bit_s"] = {"value": float(f"{value:.5g}"), "unit": "bit/s"}
-        rms, res = _residuals(tb, doc)
-        doc["testbed"]["host_rate_bit_s"].update(
-            fitted_on=[r.id for r in tb], rms_log_error=round(rms, 5), residuals=res
-        )
+        _record_fit(doc["testbed"]["host_rate_bit_s"], tb, doc)
 
     # 3. the TCP window of single-stream WAN transfers
     wan = [r for r in records if r.kind == "decentralized" and r.network.get("window_limited")]
     if wan:
-
-        def window_loss(x):
-            trial = copy.deepcopy(doc)
-            trial["wan"]["tcp_window_bytes"] = {"value": x}
-            return _loss(wan, trial)
-
-        value = _golden(window_loss, 1e4, 1e10, log=True)
+        value = _fit(doc, wan, ("wan", "tcp_window_bytes", "value"), 1e4, 1e10, log=True)
         doc["wan"]["tcp_window_bytes"] = {"value": float(f"{value:.5g}"), "unit": "bytes"}
-        rms, res = _residuals(wan, doc)
-        doc["wan"]["tcp_window_bytes"].update(
-            fitted_on=[r.id for r in wan], rms_log_error=round(rms, 5), residuals=res
-        )
+        _record_fit(doc["wan"]["tcp_window_bytes"], wan, doc)
 
     # 4. the sustained-clock derate of each GPU generation
     dc = [r for r in records if r.kind == "datacenter"]
@@ -179,19 +152,31 @@ def calibrate(dataset: Dataset, subset: list[str] | None = None) -> dict[str, An
         gpu = catalog.gpus()[r.cluster.get("gpu", "a100-80gb")]
         gens.setdefault(gpu.micro.generation, []).append(r)
     for gen, recs in sorted(gens.items()):
-
-        def derate_loss(x, gen=gen, recs=recs):
-            trial = copy.deepcopy(doc)
-            trial["generations"][gen] = {"clock_derate": x}
-            return _loss(recs, trial)
-
-        value = _golden(derate_loss, 0.3, 1.0, log=False)
+        value = _fit(doc, recs, ("generations", gen, "clock_derate"), 0.3, 1.0, log=False)
         doc["generations"][gen] = {"clock_derate": round(value, 4)}
-        rms, res = _residuals(recs, doc)
-        doc["generations"][gen].update(
-            fitted_on=[r.id for r in recs], rms_log_error=round(rms, 5), residuals=res
-        )
+        _record_fit(doc["generations"][gen], recs, doc)
     return doc
+
+
+def _fit(
+    doc: dict[str, Any], recs: list[Any], path: tuple[str, str, str], lo: float, hi: float, log: bool
+) -> float:
+    """The value of doc[section][name][key] in [lo, hi] that minimises Σ log²(predicted / measured) over
+    `recs`, by golden-section search (the rest of the document as it stands)."""
+    section, name, key = path
+
+    def loss(x: float) -> float:
+        trial = copy.deepcopy(doc)
+        trial[section].setdefault(name, {})[key] = x
+        return _loss(recs, trial)
+
+    return _golden(loss, lo, hi, log=log)
+
+
+def _record_fit(entry: dict[str, Any], recs: list[Any], doc: dict[str, Any]) -> None:
+    """Add what a fitted constant was fitted on and how well it fits to its entry."""
+    rms, res = _residuals(recs, doc)
+    entry.update(fitted_on=[r.id for r in recs], rms_log_error=round(rms, 5), residuals=res)
 
 
 def write(doc: dict[str, Any], path: str | Path = DEFAULT_OUT) -> Path:
