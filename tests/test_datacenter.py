@@ -306,20 +306,21 @@ def test_plan_bloom_176b_on_48_nodes():
 
 
 def test_plan_is_typed_and_as_dict_is_its_json():
-    """Issue 12 item 5: `plan` returns a Plan of RankedLayout dataclasses; as_dict() is the JSON of
+    """Issue 12 item 5: `plan` returns a Plan of LayoutPerformance models; as_dict() is the JSON of
     `dtsim plan --json` (ranked layouts under "layouts"), and the CLI prints exactly that."""
     import json
 
     from typer.testing import CliRunner
 
     from dtsim.interfaces.cli.main import app
-    from dtsim.models.datacenter.plan import RankedLayout
+    from dtsim.models.datacenter.step import LayoutPerformance, StepResult
 
     a = get_architecture("megatron-1.7b")
     p = plan(a, Cluster(gpu="a100-80gb", nodes=1), PlanOptions(gbs=64), top=3)
-    assert p.ranked and all(isinstance(r, RankedLayout) for r in p.ranked)
+    assert p.ranked and all(type(r) is LayoutPerformance for r in p.ranked)
+    assert set(LayoutPerformance.model_fields) < set(StepResult.model_fields)  # step adds to a ranked layout
     d = p.as_dict()
-    assert d["layouts"] == [r.as_dict() for r in p.ranked] and "ranked" not in d
+    assert d["layouts"] == [r.model_dump() for r in p.ranked] and "ranked" not in d
     out = CliRunner().invoke(
         app, ["plan", "--model", "megatron-1.7b", "--nodes", "1", "--gbs", "64", "--top", "3", "--json"]
     )

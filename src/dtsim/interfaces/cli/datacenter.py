@@ -285,7 +285,7 @@ def register(app: typer.Typer, fail) -> None:
                                 "heads": arch.heads,
                                 "params_b": p.params_b,
                                 "seconds_per_token": best.step_time_s / (gbs * arch.seq_len),
-                                **best.as_dict(),
+                                **best.model_dump(),
                             }
                         )
                 rows.sort(key=lambda r: r["seconds_per_token"])

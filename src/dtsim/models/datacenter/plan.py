@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ import numpy as np
 
 from dtsim.assumptions import Assumptions
 from dtsim.catalog.calibration_file import calibration_in_use
-from dtsim.models.datacenter.step import BREAKDOWN, evaluate, resolve_hardware
+from dtsim.models.datacenter.step import BREAKDOWN, LayoutPerformance, evaluate, resolve_hardware
 from dtsim.models.datacenter.workload import PRECISION_BITS, RECOMPUTES, SCHEDULES, Cluster
 from dtsim.physics.transformer import Architecture, count_params
 
@@ -128,27 +128,6 @@ def enumerate_layouts(
 
 
 @dataclass(frozen=True)
-class RankedLayout:
-    """One layout that fits, with its step time and throughput (the fields of `StepResult` that a
-    ranking needs)."""
-
-    layout: dict[str, Any]  # dp, tp, pp, vpp, cp, ep, sequence_parallel, mbs, gbs, zero, recompute, ...
-    step_time_s: float
-    model_tflops_per_gpu: float
-    hardware_tflops_per_gpu: float
-    mfu: float
-    hfu: float
-    memory_per_gpu_gb: float
-    fits: bool
-    tokens_per_s: float
-    bubble_fraction: float
-    breakdown_s: dict[str, float]
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
 class Plan:
     """The result of `dtsim plan`: how many layouts were searched, why the others were rejected, and
     the fastest that fit, fastest first."""
@@ -160,12 +139,12 @@ class Plan:
     searched: int
     rejected: dict[str, int]
     seconds: float
-    ranked: list[RankedLayout]
+    ranked: list[LayoutPerformance]
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON of `dtsim plan --json` (the ranked layouts under "layouts")."""
-        out = asdict(self)
-        out["layouts"] = out.pop("ranked")
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "ranked"}
+        out["layouts"] = [r.model_dump() for r in self.ranked]
         return out
 
 
@@ -190,7 +169,7 @@ def _plan(a: Architecture, cluster: Cluster, opt: PlanOptions, top: int) -> Plan
     bits = PRECISION_BITS[opt.precision]
     hw = resolve_hardware(cluster, opt.precision)
     asm = Assumptions(opt.assumptions)
-    ranked: list[RankedLayout] = []
+    ranked: list[LayoutPerformance] = []
     if n_candidates:
         out = evaluate(a, hw, lay, asm, seq, bits)
         fits = np.asarray(out["fits"])
@@ -214,7 +193,7 @@ def _plan(a: Architecture, cluster: Cluster, opt: PlanOptions, top: int) -> Plan
                 "embedding_stages": "balanced" if row["balanced"] else "first-last",
             }
             ranked.append(
-                RankedLayout(
+                LayoutPerformance(
                     layout=layout,
                     step_time_s=float(out["step_time_s"][i]),
                     model_tflops_per_gpu=float(out["model_tflops_per_gpu"][i]),

@@ -468,7 +468,11 @@ def evaluate(
     return {k: np.broadcast_to(v, np.shape(step)) for k, v in out.items()}
 
 
-class StepResult(BaseModel):
+class LayoutPerformance(BaseModel):
+    """What one layout achieves: the fields a ranking needs. `plan` returns these for the layouts it
+    ranks; `step` returns a `StepResult`, which adds the model, the cluster and the FLOP counts."""
+
+    layout: dict[str, Any]  # dp, tp, pp, vpp, cp, ep, sequence_parallel, mbs, gbs, zero, recompute, ...
     step_time_s: float
     model_tflops_per_gpu: float
     hardware_tflops_per_gpu: float
@@ -477,10 +481,12 @@ class StepResult(BaseModel):
     memory_per_gpu_gb: float
     fits: bool
     tokens_per_s: float
-    micro_batches: float
     bubble_fraction: float = Field(description="Idle share of the pipeline schedule: slots / (m + slots).")
     breakdown_s: dict[str, float]
-    layout: dict[str, Any]
+
+
+class StepResult(LayoutPerformance):
+    micro_batches: float
     model: str
     n_gpus: int
     gpu: str
