@@ -4,12 +4,13 @@
 
 Each figure is measured in a fresh subprocess per source tree (this checkout's src/, and DIR/src when
 --baseline names an older checkout, e.g. `git worktree add /tmp/base 33e375e`), so both trees run on
-the same interpreter and machine in one run; the median of --repeats is printed, and the ratio
-baseline / this when a baseline is given.
+the same interpreter and machine in one run, the two trees alternating round by round; the median of
+--repeats rounds is printed, and the ratio baseline / this when a baseline is given.
 
 - `dtsim --help`: wall time of the whole process (`python -m dtsim --help`).
 - `import dtsim`: wall time of `python -c "import dtsim"`.
 - `simulate()`: per call, a warm loop over `dtsim.simulate(Scenario())`.
+- `step()`: per call, a warm loop over `dtsim.step` of GPT-3 175B on 64 × 8 A100-80GB (TP 8, PP 8).
 - `load_scenario()`: per call, a warm loop over `dtsim.load_scenario(overrides={...})`.
 """
 
@@ -30,6 +31,13 @@ LOOP = """
 import time, dtsim
 s = dtsim.Scenario()
 dtsim.simulate(s)
+try:
+    from dtsim.models.datacenter.step import step
+    from dtsim.models.datacenter.workload import Cluster, Layout, Workload
+except ImportError:  # a checkout from before the core restructuring
+    from dtsim.datacenter import Cluster, Layout, Workload, step
+w = Workload(model="gpt3-175b", cluster=Cluster(gpu="a100-80gb", nodes=64), layout=Layout(tp=8, pp=8, gbs=1536))
+step(w)
 n = {n}
 t = time.perf_counter()
 for _ in range(n):
@@ -38,6 +46,7 @@ print((time.perf_counter() - t) / n)
 """
 CALLS = {
     "simulate() per call": "dtsim.simulate(s)",
+    "step() per call": "step(w)",
     "load_scenario() per call": "dtsim.load_scenario(overrides={'num_nodes': 144, 'gpu': 'h100-sxm'})",
 }
 
@@ -59,14 +68,21 @@ def loop_seconds(src: Path, call: str, n: int) -> float:
     return float(out.stdout.decode().strip().splitlines()[-1])
 
 
-def measure(src: Path, repeats: int) -> dict[str, float]:
+def measure_once(src: Path) -> dict[str, float]:
     figures = {
-        "dtsim --help (process)": [process_seconds(src, ["-m", "dtsim", "--help"]) for _ in range(repeats)],
-        "import dtsim (process)": [process_seconds(src, ["-c", "import dtsim"]) for _ in range(repeats)],
+        "dtsim --help (process)": process_seconds(src, ["-m", "dtsim", "--help"]),
+        "import dtsim (process)": process_seconds(src, ["-c", "import dtsim"]),
     }
     for name, call in CALLS.items():
-        figures[name] = [loop_seconds(src, call, 2000) for _ in range(max(3, repeats // 2))]
-    return {k: statistics.median(v) for k, v in figures.items()}
+        figures[name] = loop_seconds(src, call, 1000)
+    return figures
+
+
+def measure(trees: list[Path], repeats: int) -> list[dict[str, float]]:
+    """Median of `repeats` rounds; each round measures every tree once, one after the other, so a
+    slow spell of a shared machine falls on both sides of a ratio alike."""
+    rounds = [[measure_once(src) for src in trees] for _ in range(repeats)]
+    return [{k: statistics.median(r[i][k] for r in rounds) for k in rounds[0][i]} for i in range(len(trees))]
 
 
 def _fmt(seconds: float) -> str:
@@ -79,8 +95,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=7)
     a = ap.parse_args()
     print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores")
-    this = measure(HERE, a.repeats)
-    base = measure(a.baseline.resolve() / "src", a.repeats) if a.baseline else None
+    trees = [HERE] + ([a.baseline.resolve() / "src"] if a.baseline else [])
+    this, base = [*measure(trees, a.repeats), None][:2]
     for name, seconds in this.items():
         line = f"{name:28s} {_fmt(seconds)}"
         if base:

@@ -8,6 +8,7 @@ import pytest
 import dtsim
 from dtsim.models.decentralized.encode import BATCH_FIELDS
 from dtsim.models.decentralized.engine import CHUNK_ROWS
+from dtsim.models.decentralized.warning_rules import CODES
 
 
 def _random_fields(n, seed=0):
@@ -48,6 +49,10 @@ def test_batch_rows_are_identical_to_scalar_runs():
             assert np.isnan(column) if value is None else column == value, (i, key)
         assert batch["mode"][i] == scalar.mode
         assert batch["bottleneck"][i] == scalar.bottleneck
+        # the batch's warning bits (400 rows: combined rule by rule) decode to the warnings of a
+        # single run (one row: combined in one table product)
+        codes = [CODES[k] for k in range(len(CODES)) if int(batch["warning_bits"][i]) >> k & 1]
+        assert codes == [w.code for w in scalar.warnings], i
 
 
 def test_chunking_does_not_change_results():

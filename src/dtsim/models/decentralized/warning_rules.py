@@ -258,13 +258,21 @@ _BIT_VALUES = np.left_shift(np.int64(1), np.arange(len(RULES), dtype=np.int64))
 
 def evaluate_warnings(f, out: dict) -> np.ndarray:
     """One int64 bit mask per row; bit k set when RULES[k] applies. A condition may be shared by
-    every row (shape ()); writing it into its row of the table broadcasts it."""
-    table = np.empty((len(RULES), *out["mode_code"].shape), dtype=bool)
+    every row (shape ())."""
+    shape = out["mode_code"].shape
     with np.errstate(invalid="ignore"):
-        for k, rule in enumerate(RULES):
-            table[k] = rule.condition(f, out)
-    # The bits are distinct powers of two, so their sum is their bitwise OR.
-    return np.tensordot(_BIT_VALUES, table, axes=(0, 0))
+        conditions = [rule.condition(f, out) for rule in RULES]
+    if out["mode_code"].size <= 64:
+        # A few rows (a single run): one table and one product cost less than a NumPy call per rule.
+        # The bits are distinct powers of two, so their sum is their bitwise OR.
+        table = np.empty((len(RULES), *shape), dtype=bool)
+        for k, cond in enumerate(conditions):
+            table[k] = cond
+        return np.tensordot(_BIT_VALUES, table, axes=(0, 0))
+    bits = np.zeros(shape, dtype=np.int64)
+    for k, cond in enumerate(conditions):
+        bits |= np.where(cond, _BIT_VALUES[k], np.int64(0))
+    return bits
 
 
 def decode(bits: int, values: dict) -> list[dict[str, str]]:
