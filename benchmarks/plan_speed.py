@@ -72,9 +72,9 @@ def main() -> None:
     print(
         f"per layout: vectorized {vec_per * 1e6:.1f} µs, step() loop {loop_per * 1e6:.0f} µs ({len(idx)} layouts); ratio {loop_per / vec_per:,.0f}×"
     )
-    lay0 = best["layout"]
+    lay0 = best.layout
     print(
-        f"fastest: {best['step_time_s']:.2f} s/iteration, MFU {best['mfu']:.1%}, {best['memory_per_gpu_gb']:.1f} GB/GPU "
+        f"fastest: {best.step_time_s:.2f} s/iteration, MFU {best.mfu:.1%}, {best.memory_per_gpu_gb:.1f} GB/GPU "
         f"(dp {lay0['dp']}, tp {lay0['tp']}, pp {lay0['pp']}, vpp {lay0['vpp']}, mbs {lay0['mbs']}, zero {lay0['zero']}, "
         f"recompute {lay0['recompute']}, {lay0['schedule']})"
     )

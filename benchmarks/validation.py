@@ -49,7 +49,7 @@ def main() -> None:
     )
     print(f"validate in process: median {statistics.median(warm) * 1e3:.0f} ms; calibrate: {fit:.1f} s")
     for g, e in result["summary"].items():
-        if "median_abs_error" in e:
+        if e["median_abs_error"] is not None:
             print(
                 f"  {g:16s} {','.join(e['roles']):12s} median |err| {e['median_abs_error']:6.1%}  max {e['max_abs_error']:6.1%}"
             )
