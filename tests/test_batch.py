@@ -67,6 +67,23 @@ def test_chunking_does_not_change_results():
         assert batch["chi"][i] == scalar.chi
 
 
+@pytest.mark.parametrize("big_first", [True, False])
+def test_chunks_whose_rows_fall_in_different_modes(big_first):
+    """A chunk whose rows all fall in one mode may give that mode's outputs as one shared value while
+    another chunk gives them per row (found in review: an IndexError one way, unwritten rows the
+    other). Every column of every row must equal a batch of that row alone."""
+    n = CHUNK_ROWS + 10
+    small, big = np.full(n - 10, 100.0), np.full(10, 2000.0)
+    p = np.r_[small, big] if big_first is False else np.r_[big, small]
+    batch = dtsim.simulate_batch(parameters_b=p)
+    assert set(batch["mode"]) == {"flat-diloco", "pp-group-diloco"}
+    for i in (0, 9, 10, CHUNK_ROWS - 1, CHUNK_ROWS, n - 1):
+        alone = dtsim.simulate_batch(parameters_b=p[i : i + 1])
+        for key, column in batch.columns.items():
+            x, y = column[i], alone.columns[key][0]
+            assert x == y or (x != x and y != y), (i, key, x, y)
+
+
 def test_shared_outputs_broadcast_to_every_row():
     batch = dtsim.simulate_batch(num_nodes=np.array([8, 16, 32]))
     assert batch["model_flop"].shape == (3,)

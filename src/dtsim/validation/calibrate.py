@@ -120,10 +120,10 @@ def calibrate(dataset: Dataset, subset: list[str] | None = None) -> dict[str, An
             entry = doc["fabrics"].setdefault(fid, {})
             if bw:
                 entry["efficiency"] = round(
-                    _fit(doc, bw, ("fabrics", fid, "efficiency"), 0.02, 1.0, log=False), 4
+                    _fit(doc, bw, ("fabrics", fid, "efficiency"), 0.02, 1.0, log=False, keep_entry=True), 4
                 )
             if lat:
-                value = _fit(doc, lat, ("fabrics", fid, "latency_s"), 1e-8, 1e-2, log=True)
+                value = _fit(doc, lat, ("fabrics", fid, "latency_s"), 1e-8, 1e-2, log=True, keep_entry=True)
                 entry["latency_s"] = float(f"{value:.4g}")
     for fid, recs in by_fabric.items():
         entry = doc["fabrics"][fid]
@@ -159,15 +159,23 @@ def calibrate(dataset: Dataset, subset: list[str] | None = None) -> dict[str, An
 
 
 def _fit(
-    doc: dict[str, Any], recs: list[Any], path: tuple[str, str, str], lo: float, hi: float, log: bool
+    doc: dict[str, Any],
+    recs: list[Any],
+    path: tuple[str, str, str],
+    lo: float,
+    hi: float,
+    log: bool,
+    keep_entry: bool = False,
 ) -> float:
     """The value of doc[section][name][key] in [lo, hi] that minimises Σ log²(predicted / measured) over
-    `recs`, by golden-section search (the rest of the document as it stands)."""
+    `recs`, by golden-section search (the rest of the document as it stands). The trial entry is
+    {key: x} alone, or, with `keep_entry`, the entry's other constants with `key` set to x."""
     section, name, key = path
 
     def loss(x: float) -> float:
         trial = copy.deepcopy(doc)
-        trial[section].setdefault(name, {})[key] = x
+        entry = trial[section].get(name, {}) if keep_entry else {}
+        trial[section][name] = {**entry, key: x}
         return _loss(recs, trial)
 
     return _golden(loss, lo, hi, log=log)

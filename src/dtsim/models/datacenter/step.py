@@ -171,7 +171,10 @@ def _layer_gemms(a: Architecture, tp, tokens, moe_layer: bool, ep):
 def _gemm_set_time(gemms, micro, bits, derate):
     # Every GEMM of the set, forward and weight-gradient, in one vectorized call: shapes are stacked on
     # a leading GEMM axis and the weight-gradient flag on a second one (element-wise, so each time is
-    # what its own call would give).
+    # what its own call would give). The derate is one number for the whole set: an array of derates
+    # would broadcast against the stacked axes, not the layouts.
+    if np.ndim(derate) != 0:
+        raise ValueError(f"clock_derate must be one number, got an array of shape {np.shape(derate)}")
     shapes = np.broadcast_arrays(*(np.asarray(x, dtype=float) for g in gemms for x in g[:3]))
     d1, d2, b = (np.stack(shapes[k::3]) for k in range(3))
     grads = np.array([False, True]).reshape((2,) + (1,) * d1.ndim)
