@@ -15,8 +15,10 @@ def power(base, exponent):
     """
     b = np.asarray(base, dtype=float)
     e = np.asarray(exponent, dtype=float)
-    shape = np.broadcast_shapes(b.shape, e.shape)
-    return np.power(b, e if e.ndim else e.reshape(1)).reshape(shape)
+    if e.ndim:  # an array exponent already takes the general loop; the result has the broadcast shape
+        return np.power(b, e)
+    # a shared exponent as a one-element array, then back to the base's own shape
+    return np.power(b, e.reshape(1)).reshape(b.shape)
 
 
 def select(condition, if_true, if_false):

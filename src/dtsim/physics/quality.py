@@ -33,7 +33,7 @@ def compute_optimal_params(loss, asm):
     if x.size == 1:
         # One row: the same iteration on NumPy scalars (the same arithmetic, without array overhead or
         # the bookkeeping for rows that converge at other steps).
-        shape, x, k = x.shape, x.reshape(()), np.broadcast_to(k, x.shape).reshape(())
+        shape, x, k = x.shape, x.reshape(()), k.reshape(())  # x has k's shape
         for _ in range(60):
             ea = big_a * np.exp(-a * x)
             eb = big_b * np.exp(-b * x)

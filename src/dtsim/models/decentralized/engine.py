@@ -178,7 +178,10 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
             if aq.size:
                 h[aq] = best_quality_steps(strategy, sub.take(aq), _quality_objective)
         inner[idx] = h
-        timing = strategy.evaluate(sub, np.where(np.isnan(h), 1.0, h))
+        h_eval = np.where(np.isnan(h), 1.0, h)
+        # A single run evaluates on 0-d values (NumPy scalars downstream: the same arithmetic without
+        # array overhead); its outputs broadcast into the one-row columns like shared values.
+        timing = strategy.evaluate(sub, h_eval.reshape(()) if n == 1 else h_eval)
         scatter(out, idx, timing, n)
     inner[mode == decision.INFEASIBLE] = np.nan
     out["inner_steps_used"] = inner
