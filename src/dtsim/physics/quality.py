@@ -35,18 +35,14 @@ def compute_optimal_params(loss, asm):
         # the bookkeeping for rows that converge at other steps).
         shape, x, k = x.shape, x.reshape(()), k.reshape(())  # x has k's shape
         for _ in range(60):
-            ea = big_a * np.exp(-a * x)
-            eb = big_b * np.exp(-b * x)
-            step = (ea + eb - k) / (a * ea + b * eb)
+            step = _newton_step(x, k, a, b, big_a, big_b)
             x = x + step
             if abs(step) <= 1e-15 * max(abs(x), 1.0):
                 break
         return np.exp(np.asarray(x)).reshape(shape)
     done = np.zeros(x.shape, dtype=bool)
     for _ in range(60):
-        ea = big_a * np.exp(-a * x)
-        eb = big_b * np.exp(-b * x)
-        step = (ea + eb - k) / (a * ea + b * eb)
+        step = _newton_step(x, k, a, b, big_a, big_b)
         # Each element stops at its own convergence, so a row's result does not depend on the
         # other rows of its batch.
         x = np.where(done, x, x + step)
@@ -54,6 +50,13 @@ def compute_optimal_params(loss, asm):
         if done.all():
             break
     return np.exp(x)
+
+
+def _newton_step(x, k, a, b, big_a, big_b):
+    """−g(x)/g′(x) for g(x) = A·e^(−a·x) + B′·e^(−b·x) − k (compute_optimal_params)."""
+    ea = big_a * np.exp(-a * x)
+    eb = big_b * np.exp(-b * x)
+    return (ea + eb - k) / (a * ea + b * eb)
 
 
 def chi(params, tokens, compute, loss_multiplier, asm):

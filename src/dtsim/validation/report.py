@@ -78,7 +78,11 @@ class ValidationReport:
     problems: list[dict[str, Any]]  # records the schema rejected: file, record, field, reason
     files: list[str]
     seconds: float
-    bounds_ok: bool
+
+    @property
+    def bounds_ok(self) -> bool:
+        """Every bound of every group met."""
+        return all(c.ok for g in self.summary.values() for c in g.bounds)
 
     @property
     def predicted_runs(self) -> list[RunPrediction]:

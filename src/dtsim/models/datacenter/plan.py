@@ -19,7 +19,7 @@ import numpy as np
 
 from dtsim.assumptions import Assumptions
 from dtsim.catalog.calibration_file import calibration_in_use
-from dtsim.models.datacenter.step import BREAKDOWN, LayoutPerformance, evaluate, resolve_hardware
+from dtsim.models.datacenter.step import LayoutPerformance, evaluate, performance_at, resolve_hardware
 from dtsim.models.datacenter.workload import PRECISION_BITS, RECOMPUTES, SCHEDULES, Cluster
 from dtsim.physics.transformer import Architecture, count_params
 
@@ -192,21 +192,7 @@ def _plan(a: Architecture, cluster: Cluster, opt: PlanOptions, top: int) -> Plan
                 "schedule": SCHEDULES[int(row["schedule"])],
                 "embedding_stages": "balanced" if row["balanced"] else "first-last",
             }
-            ranked.append(
-                LayoutPerformance(
-                    layout=layout,
-                    step_time_s=float(out["step_time_s"][i]),
-                    model_tflops_per_gpu=float(out["model_tflops_per_gpu"][i]),
-                    hardware_tflops_per_gpu=float(out["hardware_tflops_per_gpu"][i]),
-                    mfu=float(out["mfu"][i]),
-                    hfu=float(out["hfu"][i]),
-                    memory_per_gpu_gb=float(out["memory_per_gpu_gb"][i]),
-                    fits=True,
-                    tokens_per_s=float(out["tokens_per_s"][i]),
-                    bubble_fraction=float(out["bubble_fraction"][i]),
-                    breakdown_s={k: float(out[k][i]) for k in BREAKDOWN},
-                )
-            )
+            ranked.append(LayoutPerformance(layout=layout, **performance_at(out, i)))
     searched = n_candidates + sum(v for k, v in rejected.items() if k != "does not fit in GPU memory")
     return Plan(
         model=a.name,

@@ -488,6 +488,17 @@ class LayoutPerformance(BaseModel):
     breakdown_s: dict[str, float]
 
 
+def performance_at(out: dict[str, np.ndarray], i: int) -> dict[str, Any]:
+    """The `LayoutPerformance` fields (all but the layout) of layout i of `evaluate`'s output."""
+    row = {
+        name: np.asarray(out[name]).reshape(-1)[i].item()
+        for name in LayoutPerformance.model_fields
+        if name not in ("layout", "breakdown_s")
+    }
+    row["breakdown_s"] = {k: np.asarray(out[k]).reshape(-1)[i].item() for k in BREAKDOWN}
+    return row
+
+
 class StepResult(LayoutPerformance):
     micro_batches: float
     model: str
@@ -526,18 +537,9 @@ def _step(workload: Workload, clock_derate: float | None, calibrated: bool) -> S
     layout = workload.layout.model_dump()
     layout["dp"] = col["dp"]
     return StepResult(
-        step_time_s=v["step_time_s"],
-        model_tflops_per_gpu=v["model_tflops_per_gpu"],
-        hardware_tflops_per_gpu=v["hardware_tflops_per_gpu"],
-        mfu=v["mfu"],
-        hfu=v["hfu"],
-        memory_per_gpu_gb=v["memory_per_gpu_gb"],
-        fits=bool(v["fits"]),
-        tokens_per_s=v["tokens_per_s"],
-        micro_batches=v["micro_batches"],
-        bubble_fraction=v["bubble_fraction"],
-        breakdown_s={k: v[k] for k in BREAKDOWN},
+        **performance_at(out, 0),
         layout=layout,
+        micro_batches=v["micro_batches"],
         model=a.name,
         n_gpus=workload.cluster.n_gpus,
         gpu=workload.cluster.gpu,

@@ -369,25 +369,23 @@ def run_chunked(frame: Frame, asm: Assumptions, chunk: int = CHUNK_ROWS) -> dict
         for key, value in run_frame(frame.rows(start, stop), asm).items():
             value = np.asarray(value)
             kept = out.get(key)
-            if kept is None or (kept.ndim == 0 and value.ndim == 0 and _same_scalar(kept, value)):
-                # An output shared by every row so far (shape ()) is kept as one value; per-row
-                # outputs are written once into their full-length column.
-                out[key] = value if value.ndim == 0 else np.empty(n, dtype=value.dtype)
-                if value.ndim == 0:
-                    continue
+            if value.ndim == 0 and (kept is None or (kept.ndim == 0 and _same_value(kept, value))):
+                out[key] = value  # shared by every row so far: kept as one value
+                continue
+            if kept is None:
+                kept = out[key] = np.empty(n, dtype=value.dtype)
             elif kept.ndim == 0:
                 # Shared by the earlier chunks but not by this one (a chunk whose rows all fall in one
                 # mode can give a mode's output as one value): the earlier rows take the kept value.
                 full = np.empty(n, dtype=np.result_type(kept, value))
                 full[:start] = kept
-                out[key] = full
+                kept = out[key] = full
             elif np.result_type(kept, value) != kept.dtype:
-                out[key] = kept.astype(np.result_type(kept, value))
-            out[key][start:stop] = value
+                kept = out[key] = kept.astype(np.result_type(kept, value))
+            kept[start:stop] = value  # per-row outputs are written once into their full column
     return out
 
 
-def _same_scalar(a: np.ndarray, b: np.ndarray) -> bool:
+def _same_value(a: np.ndarray, b: np.ndarray) -> bool:
     """Two 0-d outputs are one value: same dtype and equal, NaN equal to NaN."""
-    x, y = a.item(), b.item()
-    return a.dtype == b.dtype and (x == y or (x != x and y != y))
+    return a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
