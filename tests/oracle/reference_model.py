@@ -1,7 +1,7 @@
 """A scalar re-implementation of the original MIRI web simulator's calculate(), with each dtsim
 deviation switchable (test-only code).
 
-With no fixes it must reproduce ../shared/reference/miri/*.json to 1e-9 (tests/test_oracle.py);
+With no fixes it must reproduce tests/data/miri/*.json (vendored from shared/reference) to 1e-9 (tests/test_oracle.py);
 with every fix on it must equal dtsim's vectorized engine. Turning on one fix at a time shows exactly
 which outputs each deviation changes, which is how the oracle test decides what it may compare.
 
