@@ -7,13 +7,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from dtsim.errors import ScenarioError
-from dtsim.interfaces.cli.common import fail
+from dtsim.interfaces.cli.common import command_group, console, fail, table
 
-err = Console(stderr=True)
 DAYS_HELP = (
     "Time limit in days (default: governance_run_days of the assumptions table, 547.875 = 1.5 × 365.25)."
 )
@@ -75,7 +72,7 @@ def sweep(
         if show:
             from rich.progress import Progress
 
-            with Progress(console=err, transient=True) as bar:
+            with Progress(console=console(stderr=True), transient=True) as bar:
                 task = bar.add_task(f"{n:,} points", total=n)
                 result = run_grid(
                     scenario, axes, progress=lambda done, total: bar.update(task, completed=done)
@@ -99,7 +96,7 @@ def sweep(
         records = [dict(zip(names, row, strict=True)) for row in zip(*cols, strict=True)]
         sys.stdout.write(json.dumps(records, default=_json_default) + "\n")
         return
-    c = Console()
+    c = console()
     z = np.asarray(result.columns[metric], dtype=float)
     c.print(
         f"{result.n:,} points ({' × '.join(f'{a.field} {len(a)}' for a in result.axes)}) "
@@ -111,7 +108,7 @@ def sweep(
             int(np.nanargmin(np.where(finite, z, np.nan))),
             int(np.nanargmax(np.where(finite, z, np.nan))),
         )
-        t = Table(
+        t = table(
             title=f"{metric}: range over the grid ({int((~finite).sum()):,} points infeasible or undefined)"
         )
         t.add_column("")
@@ -128,7 +125,7 @@ def sweep(
             )
         c.print(t)
     if result.n <= 60:
-        t = Table(title="every point")
+        t = table(title="every point")
         for a in result.axes:
             t.add_column(a.field, justify="right")
         for k in (metric, "mode"):
@@ -173,7 +170,7 @@ def row_dict(row) -> dict[str, Any]:
 def _print_search(res, title: str) -> None:
     from dtsim.analysis.search import MODE_LABEL
 
-    c = Console()
+    c = console()
     c.print(f"[bold]{title}[/bold]")
     c.print(
         f"search space: {res.configurations:,} configurations × {len(res.space.node_counts)} node counts "
@@ -185,13 +182,13 @@ def _print_search(res, title: str) -> None:
     if w is None:
         c.print("[red]no configuration in the space reaches it[/red]")
     else:
-        t = Table(title="winner", show_header=False)
+        t = table(title="winner", show_header=False)
         t.add_column("")
         t.add_column("", justify="right")
         for k, v in row_dict(w).items():
             t.add_row(k, _fmt(v) if not isinstance(v, int) else f"{v:,}")
         c.print(t)
-    t = Table(title="each mode's best, and why it lost")
+    t = table(title="each mode's best, and why it lost")
     for col in ("mode", "node × count", "model B", "cost", "days", "verdict"):
         t.add_column(col)
     for mode, why in res.explanation.items():
@@ -376,11 +373,10 @@ def target(
     )
     _print_search(res, title)
     if min_nodes:
-        Console().print(f"minimum nodes: {res.winner.num_nodes:,} × {res.winner.node.id}")
+        console().print(f"minimum nodes: {res.winner.num_nodes:,} × {res.winner.node.id}")
 
 
-governance_app = typer.Typer(
-    add_completion=False,
+governance_app = command_group(
     no_args_is_help=False,
     invoke_without_command=True,
     help="Threshold analysis: per-node compute and memory caps, what they leave an actor, whom they catch.",
@@ -485,13 +481,13 @@ def governance(
         }
         sys.stdout.write(json.dumps(payload, indent=2, default=_json_default) + "\n")
         return
-    c = Console()
+    c = console()
     c.print(
         f"[bold]threshold analysis[/bold]: cheapest {res.metric}-adjusted compute within {res.days_limit:,.1f} days; "
         f"search space {res.configurations:,} configurations, {res.rows:,} rows, exhaustive over one grid "
         f"shared by every cap; {res.seconds:.1f} s"
     )
-    t = Table(title="cheapest way to reach each target under the cap")
+    t = table(title="cheapest way to reach each target under the cap")
     t.add_column("cap")
     for x in res.targets:
         t.add_column(f"{x:.0e} FLOP")
@@ -507,14 +503,14 @@ def governance(
             )
         t.add_row(cr.cap.label(), *cells, f"{len(cr.caught)}/{len(res.systems)}")
     c.print(t)
-    t = Table(title="largest node of each accelerator under each cap (GPUs per node)")
+    t = table(title="largest node of each accelerator under each cap (GPUs per node)")
     t.add_column("accelerator")
     for cr in res.caps:
         t.add_column(cr.cap.label(), justify="right")
     for i, row in enumerate(res.caps[0].largest):
         t.add_row(row["gpu"], *[str(cr.largest[i]["count"]) for cr in res.caps])
     c.print(t)
-    t = Table(title="legitimate systems each cap catches (✗ = caught)")
+    t = table(title="legitimate systems each cap catches (✗ = caught)")
     t.add_column("system")
     t.add_column("H100-eq", justify="right")
     t.add_column("GB", justify="right")
@@ -554,8 +550,8 @@ def governance_reproduce(
         ]
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return
-    con = Console()
-    t = Table(title="E1–E14: the original governance model beside dtsim")
+    con = console()
+    t = table(title="E1–E14: the original governance model beside dtsim")
     for col in ("", "call", "agree (1e-9)", "differ", "cause"):
         t.add_column(col)
     for c in rows:

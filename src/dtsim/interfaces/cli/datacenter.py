@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from dtsim.catalog.calibration_file import calibration_in_use, read_calibration
 from dtsim.errors import ScenarioError
+from dtsim.interfaces.cli.common import console, fail, table
 
 ModelOpt = Annotated[
     str | None, typer.Option("--model", "-m", help="Catalog model id or an architecture file.")
@@ -92,400 +91,388 @@ def layout_label(lay: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def register(app: typer.Typer, fail) -> None:
-    @app.command()
-    def step(
-        model: ModelOpt = None,
-        hidden: HiddenOpt = None,
-        layers: LayersOpt = None,
-        heads: HeadsOpt = None,
-        kv_heads: KvHeadsOpt = None,
-        ffn: FfnOpt = None,
-        ffn_type: FfnTypeOpt = None,
-        vocab: VocabOpt = None,
-        seq_len: SeqLenOpt = None,
-        gpu: GpuOpt = "a100-80gb",
-        nodes: NodesOpt = 1,
-        gpus_per_node: GpusPerNodeOpt = 8,
-        dp: Annotated[int | None, typer.Option(help="Data parallel (default: the rest).")] = None,
-        tp: Annotated[int, typer.Option(help="Tensor parallel.")] = 1,
-        pp: Annotated[int, typer.Option(help="Pipeline parallel.")] = 1,
-        vpp: Annotated[int, typer.Option(help="Virtual stages per pipeline stage.")] = 1,
-        cp: Annotated[int, typer.Option(help="Context parallel.")] = 1,
-        ep: Annotated[int, typer.Option(help="Expert parallel.")] = 1,
-        mbs: Annotated[int, typer.Option(help="Micro-batch size (sequences).")] = 1,
-        gbs: Annotated[int, typer.Option(help="Global batch size (sequences).")] = 512,
-        recompute: Annotated[str, typer.Option(help="none | selective | full.")] = "selective",
-        zero: Annotated[int, typer.Option(help="ZeRO stage 0–3.")] = 1,
-        sequence_parallel: Annotated[
-            bool, typer.Option("--sequence-parallel", help="Sequence parallelism.")
-        ] = False,
-        schedule: Annotated[str, typer.Option(help="gpipe | 1f1b | interleaved | zero-bubble.")] = "1f1b",
-        embedding_stages: Annotated[
-            str, typer.Option("--embedding-stages", help="first-last | balanced.")
-        ] = "first-last",
-        no_flash: Annotated[
-            bool, typer.Option("--no-flash-attention", help="Materialised attention.")
-        ] = False,
-        no_overlap: Annotated[
-            bool, typer.Option("--no-overlap-grad-reduce", help="Blocking gradient reduction.")
-        ] = False,
-        overlap_tp: Annotated[
-            bool, typer.Option("--overlap-tp-comm", help="Overlap TP collectives.")
-        ] = False,
-        precision: Annotated[str, typer.Option(help="bf16 | fp16 | fp8.")] = "bf16",
-        calibration: CalibrationOpt = None,
-        as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
-    ) -> None:
-        """Step time, TFLOP/s per GPU, MFU/HFU and memory of one parallel layout."""
-        from dtsim.models.datacenter.step import step as run_step
-        from dtsim.models.datacenter.workload import Cluster, Layout, Workload, build
+def step(
+    model: ModelOpt = None,
+    hidden: HiddenOpt = None,
+    layers: LayersOpt = None,
+    heads: HeadsOpt = None,
+    kv_heads: KvHeadsOpt = None,
+    ffn: FfnOpt = None,
+    ffn_type: FfnTypeOpt = None,
+    vocab: VocabOpt = None,
+    seq_len: SeqLenOpt = None,
+    gpu: GpuOpt = "a100-80gb",
+    nodes: NodesOpt = 1,
+    gpus_per_node: GpusPerNodeOpt = 8,
+    dp: Annotated[int | None, typer.Option(help="Data parallel (default: the rest).")] = None,
+    tp: Annotated[int, typer.Option(help="Tensor parallel.")] = 1,
+    pp: Annotated[int, typer.Option(help="Pipeline parallel.")] = 1,
+    vpp: Annotated[int, typer.Option(help="Virtual stages per pipeline stage.")] = 1,
+    cp: Annotated[int, typer.Option(help="Context parallel.")] = 1,
+    ep: Annotated[int, typer.Option(help="Expert parallel.")] = 1,
+    mbs: Annotated[int, typer.Option(help="Micro-batch size (sequences).")] = 1,
+    gbs: Annotated[int, typer.Option(help="Global batch size (sequences).")] = 512,
+    recompute: Annotated[str, typer.Option(help="none | selective | full.")] = "selective",
+    zero: Annotated[int, typer.Option(help="ZeRO stage 0–3.")] = 1,
+    sequence_parallel: Annotated[
+        bool, typer.Option("--sequence-parallel", help="Sequence parallelism.")
+    ] = False,
+    schedule: Annotated[str, typer.Option(help="gpipe | 1f1b | interleaved | zero-bubble.")] = "1f1b",
+    embedding_stages: Annotated[
+        str, typer.Option("--embedding-stages", help="first-last | balanced.")
+    ] = "first-last",
+    no_flash: Annotated[bool, typer.Option("--no-flash-attention", help="Materialised attention.")] = False,
+    no_overlap: Annotated[
+        bool, typer.Option("--no-overlap-grad-reduce", help="Blocking gradient reduction.")
+    ] = False,
+    overlap_tp: Annotated[bool, typer.Option("--overlap-tp-comm", help="Overlap TP collectives.")] = False,
+    precision: Annotated[str, typer.Option(help="bf16 | fp16 | fp8.")] = "bf16",
+    calibration: CalibrationOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+) -> None:
+    """Step time, TFLOP/s per GPU, MFU/HFU and memory of one parallel layout."""
+    from dtsim.models.datacenter.step import step as run_step
+    from dtsim.models.datacenter.workload import Cluster, Layout, Workload, build
 
-        try:
-            doc = calibration_option(calibration)
-            arch = resolve_model(model, {k: v for k, v in locals().items() if k in SHAPE_FLAGS})
-            cluster = build(Cluster, {"gpu": gpu, "nodes": nodes, "gpus_per_node": gpus_per_node}, "cluster.")
-            layout = build(
-                Layout,
-                {
-                    "dp": dp,
-                    "tp": tp,
-                    "pp": pp,
-                    "vpp": vpp,
-                    "cp": cp,
-                    "ep": ep,
-                    "mbs": mbs,
-                    "gbs": gbs,
-                    "recompute": recompute,
-                    "zero": zero,
-                    "sequence_parallel": sequence_parallel,
-                    "schedule": schedule,
-                    "embedding_stages": embedding_stages,
-                    "flash_attention": not no_flash,
-                    "overlap_grad_reduce": not no_overlap,
-                    "overlap_tp_comm": overlap_tp,
-                },
-                "layout.",
-            )
-            workload = build(
-                Workload, {"model": arch, "cluster": cluster, "layout": layout, "precision": precision}
-            )
-            result = run_step(workload, calibration=doc)
-        except ScenarioError as exc:
-            fail(exc)
-            return
-        if as_json:
-            sys.stdout.write(json.dumps(result.model_dump(mode="json"), indent=2) + "\n")
-            return
-        console = Console()
-        t = Table(
-            title=f"{result.model} on {result.n_gpus} × {result.gpu}", title_justify="left", show_header=False
+    try:
+        doc = calibration_option(calibration)
+        arch = resolve_model(model, {k: v for k, v in locals().items() if k in SHAPE_FLAGS})
+        cluster = build(Cluster, {"gpu": gpu, "nodes": nodes, "gpus_per_node": gpus_per_node}, "cluster.")
+        layout = build(
+            Layout,
+            {
+                "dp": dp,
+                "tp": tp,
+                "pp": pp,
+                "vpp": vpp,
+                "cp": cp,
+                "ep": ep,
+                "mbs": mbs,
+                "gbs": gbs,
+                "recompute": recompute,
+                "zero": zero,
+                "sequence_parallel": sequence_parallel,
+                "schedule": schedule,
+                "embedding_stages": embedding_stages,
+                "flash_attention": not no_flash,
+                "overlap_grad_reduce": not no_overlap,
+                "overlap_tp_comm": overlap_tp,
+            },
+            "layout.",
         )
-        t.add_column(style="bold")
-        t.add_column(justify="right")
-        rows = [
-            ("Step time", f"{result.step_time_s:,.3f} s"),
-            ("Model TFLOP/s per GPU", f"{result.model_tflops_per_gpu:,.1f}"),
-            ("Hardware TFLOP/s per GPU", f"{result.hardware_tflops_per_gpu:,.1f}"),
-            ("MFU / HFU", f"{result.mfu:.1%} / {result.hfu:.1%}"),
-            (
-                "Memory per GPU",
-                f"{result.memory_per_gpu_gb:,.1f} GB" + ("" if result.fits else "  [red]does not fit[/red]"),
-            ),
-            ("Tokens per second", f"{result.tokens_per_s:,.0f}"),
-        ]
-        for k, v in rows:
-            t.add_row(k, v)
-        for k, v in result.breakdown_s.items():
-            t.add_row(f"  {k.replace('_', ' ')}", f"{v:,.3f} s")
-        console.print(t)
+        workload = build(
+            Workload, {"model": arch, "cluster": cluster, "layout": layout, "precision": precision}
+        )
+        result = run_step(workload, calibration=doc)
+    except ScenarioError as exc:
+        fail(exc)
+        return
+    if as_json:
+        sys.stdout.write(json.dumps(result.model_dump(mode="json"), indent=2) + "\n")
+        return
+    con = console()
+    t = table(
+        title=f"{result.model} on {result.n_gpus} × {result.gpu}", title_justify="left", show_header=False
+    )
+    t.add_column(style="bold")
+    t.add_column(justify="right")
+    rows = [
+        ("Step time", f"{result.step_time_s:,.3f} s"),
+        ("Model TFLOP/s per GPU", f"{result.model_tflops_per_gpu:,.1f}"),
+        ("Hardware TFLOP/s per GPU", f"{result.hardware_tflops_per_gpu:,.1f}"),
+        ("MFU / HFU", f"{result.mfu:.1%} / {result.hfu:.1%}"),
+        (
+            "Memory per GPU",
+            f"{result.memory_per_gpu_gb:,.1f} GB" + ("" if result.fits else "  [red]does not fit[/red]"),
+        ),
+        ("Tokens per second", f"{result.tokens_per_s:,.0f}"),
+    ]
+    for k, v in rows:
+        t.add_row(k, v)
+    for k, v in result.breakdown_s.items():
+        t.add_row(f"  {k.replace('_', ' ')}", f"{v:,.3f} s")
+    con.print(t)
 
-    @app.command()
-    def plan(
-        model: ModelOpt = None,
-        hidden: HiddenOpt = None,
-        layers: LayersOpt = None,
-        heads: HeadsOpt = None,
-        kv_heads: KvHeadsOpt = None,
-        ffn: FfnOpt = None,
-        ffn_type: FfnTypeOpt = None,
-        vocab: VocabOpt = None,
-        seq_len: SeqLenOpt = None,
-        gpu: GpuOpt = "a100-80gb",
-        nodes: NodesOpt = 1,
-        gpus_per_node: GpusPerNodeOpt = 8,
-        gbs: Annotated[int, typer.Option(help="Global batch size (sequences).")] = 512,
-        top: Annotated[int, typer.Option(help="How many layouts to list.")] = 10,
-        dp_multiple: Annotated[
-            int, typer.Option("--dp-multiple", help="Require dp % N == 0 (batch ramp).")
-        ] = 1,
-        gbs_multiple: Annotated[int, typer.Option("--gbs-multiple", help="Require gbs % N == 0.")] = 1,
-        no_flash: Annotated[
-            bool, typer.Option("--no-flash-attention", help="Materialised attention.")
-        ] = False,
-        overlap_tp: Annotated[
-            bool, typer.Option("--overlap-tp-comm", help="Overlap TP collectives.")
-        ] = False,
-        target_params_b: Annotated[
-            float | None,
-            typer.Option(
-                "--target-params-b",
-                help="Reverse question: model shapes near this size (billions) that run fastest.",
-            ),
-        ] = None,
-        precision: Annotated[str, typer.Option(help="bf16 | fp16 | fp8.")] = "bf16",
-        calibration: CalibrationOpt = None,
-        as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
-    ) -> None:
-        """Rank every valid layout of a model on a cluster by seconds per iteration."""
-        from dtsim.models.datacenter.plan import PlanOptions, shapes_near
-        from dtsim.models.datacenter.plan import plan as run_plan
-        from dtsim.models.datacenter.workload import Cluster, build
 
-        try:
-            doc = calibration_option(calibration)
-            cluster = build(Cluster, {"gpu": gpu, "nodes": nodes, "gpus_per_node": gpus_per_node}, "cluster.")
-            if gbs < 1 or top < 1 or dp_multiple < 1 or gbs_multiple < 1:
-                raise ScenarioError(
-                    [
-                        (
-                            "gbs/top/dp-multiple/gbs-multiple",
-                            min(gbs, top, dp_multiple, gbs_multiple),
-                            "must be ≥ 1",
-                        )
-                    ]
-                )
-            if precision not in ("bf16", "fp16", "fp8"):
-                raise ScenarioError([("precision", precision, "must be bf16, fp16 or fp8")])
-            opt = PlanOptions(
-                gbs=gbs,
-                seq_len=seq_len,
-                precision=precision,
-                dp_multiple=dp_multiple,
-                gbs_multiple=gbs_multiple,
-                flash_attention=not no_flash,
-                overlap_tp_comm=overlap_tp,
+def plan(
+    model: ModelOpt = None,
+    hidden: HiddenOpt = None,
+    layers: LayersOpt = None,
+    heads: HeadsOpt = None,
+    kv_heads: KvHeadsOpt = None,
+    ffn: FfnOpt = None,
+    ffn_type: FfnTypeOpt = None,
+    vocab: VocabOpt = None,
+    seq_len: SeqLenOpt = None,
+    gpu: GpuOpt = "a100-80gb",
+    nodes: NodesOpt = 1,
+    gpus_per_node: GpusPerNodeOpt = 8,
+    gbs: Annotated[int, typer.Option(help="Global batch size (sequences).")] = 512,
+    top: Annotated[int, typer.Option(help="How many layouts to list.")] = 10,
+    dp_multiple: Annotated[int, typer.Option("--dp-multiple", help="Require dp % N == 0 (batch ramp).")] = 1,
+    gbs_multiple: Annotated[int, typer.Option("--gbs-multiple", help="Require gbs % N == 0.")] = 1,
+    no_flash: Annotated[bool, typer.Option("--no-flash-attention", help="Materialised attention.")] = False,
+    overlap_tp: Annotated[bool, typer.Option("--overlap-tp-comm", help="Overlap TP collectives.")] = False,
+    target_params_b: Annotated[
+        float | None,
+        typer.Option(
+            "--target-params-b",
+            help="Reverse question: model shapes near this size (billions) that run fastest.",
+        ),
+    ] = None,
+    precision: Annotated[str, typer.Option(help="bf16 | fp16 | fp8.")] = "bf16",
+    calibration: CalibrationOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+) -> None:
+    """Rank every valid layout of a model on a cluster by seconds per iteration."""
+    from dtsim.models.datacenter.plan import PlanOptions, shapes_near
+    from dtsim.models.datacenter.plan import plan as run_plan
+    from dtsim.models.datacenter.workload import Cluster, build
+
+    try:
+        doc = calibration_option(calibration)
+        cluster = build(Cluster, {"gpu": gpu, "nodes": nodes, "gpus_per_node": gpus_per_node}, "cluster.")
+        if gbs < 1 or top < 1 or dp_multiple < 1 or gbs_multiple < 1:
+            raise ScenarioError(
+                [
+                    (
+                        "gbs/top/dp-multiple/gbs-multiple",
+                        min(gbs, top, dp_multiple, gbs_multiple),
+                        "must be ≥ 1",
+                    )
+                ]
             )
-            if target_params_b is not None:
-                if not 0.001 <= target_params_b <= 100_000:
-                    raise ScenarioError(
-                        [("target-params-b", target_params_b, "must be between 0.001 and 100000")]
-                    )
-                shapes = shapes_near(target_params_b * 1e9, vocab or 50257, seq_len or 2048)
-                rows = []
-                with calibration_in_use(doc):  # once for the whole search, not once per shape
-                    plans = [(arch, run_plan(arch, cluster, opt, top=1)) for arch in shapes]
-                for arch, p in plans:
-                    if p.ranked:
-                        best = p.ranked[0]
-                        rows.append(
-                            {
-                                "hidden": arch.hidden,
-                                "layers": arch.layers,
-                                "heads": arch.heads,
-                                "params_b": p.params_b,
-                                "seconds_per_token": best.step_time_s / (gbs * arch.seq_len),
-                                **best.model_dump(),
-                            }
-                        )
-                rows.sort(key=lambda r: r["seconds_per_token"])
-                payload = {
-                    "target_params_b": target_params_b,
-                    "shapes_searched": len(shapes),
-                    "shapes": rows[:top],
-                }
-                if as_json:
-                    sys.stdout.write(json.dumps(payload, indent=2) + "\n")
-                    return
-                t = Table(
-                    title=f"Model shapes near {target_params_b:g}B on {cluster.n_gpus} × {gpu}",
-                    title_justify="left",
+        if precision not in ("bf16", "fp16", "fp8"):
+            raise ScenarioError([("precision", precision, "must be bf16, fp16 or fp8")])
+        opt = PlanOptions(
+            gbs=gbs,
+            seq_len=seq_len,
+            precision=precision,
+            dp_multiple=dp_multiple,
+            gbs_multiple=gbs_multiple,
+            flash_attention=not no_flash,
+            overlap_tp_comm=overlap_tp,
+        )
+        if target_params_b is not None:
+            if not 0.001 <= target_params_b <= 100_000:
+                raise ScenarioError(
+                    [("target-params-b", target_params_b, "must be between 0.001 and 100000")]
                 )
-                for col in ("hidden", "layers", "heads", "params B", "µs/token", "MFU", "layout"):
-                    t.add_column(col)
-                for r in rows[:top]:
-                    lay = r["layout"]
-                    t.add_row(
-                        str(r["hidden"]),
-                        str(r["layers"]),
-                        str(r["heads"]),
-                        f"{r['params_b']:.1f}",
-                        f"{r['seconds_per_token'] * 1e6:.3f}",
-                        f"{r['mfu']:.1%}",
-                        layout_label(lay),
+            shapes = shapes_near(target_params_b * 1e9, vocab or 50257, seq_len or 2048)
+            rows = []
+            with calibration_in_use(doc):  # once for the whole search, not once per shape
+                plans = [(arch, run_plan(arch, cluster, opt, top=1)) for arch in shapes]
+            for arch, p in plans:
+                if p.ranked:
+                    best = p.ranked[0]
+                    rows.append(
+                        {
+                            "hidden": arch.hidden,
+                            "layers": arch.layers,
+                            "heads": arch.heads,
+                            "params_b": p.params_b,
+                            "seconds_per_token": best.step_time_s / (gbs * arch.seq_len),
+                            **best.model_dump(),
+                        }
                     )
-                Console().print(t)
+            rows.sort(key=lambda r: r["seconds_per_token"])
+            payload = {
+                "target_params_b": target_params_b,
+                "shapes_searched": len(shapes),
+                "shapes": rows[:top],
+            }
+            if as_json:
+                sys.stdout.write(json.dumps(payload, indent=2) + "\n")
                 return
-            arch = resolve_model(model, {k: v for k, v in locals().items() if k in SHAPE_FLAGS})
-            result = run_plan(arch, cluster, opt, top=top, calibration=doc)
-        except ScenarioError as exc:
-            fail(exc)
-            return
-        if as_json:
-            sys.stdout.write(json.dumps(result.as_dict(), indent=2) + "\n")
-            return
-        console = Console()
-        console.print(
-            f"[bold]{result.model}[/bold] ({result.params_b:,.1f}B) on {result.n_gpus} × {result.gpu}: "
-            f"{result.searched:,} layouts searched in {result.seconds:.2f} s"
-        )
-        t = Table(title="Fastest layouts that fit", title_justify="left")
-        for col in ("#", "s/iter", "TFLOP/s", "MFU", "GB"):
-            t.add_column(col, justify="right", no_wrap=True)
-        t.add_column("layout", overflow="fold")
-        for i, r in enumerate(result.ranked, 1):
-            t.add_row(
-                str(i),
-                f"{r.step_time_s:.2f}",
-                f"{r.model_tflops_per_gpu:.0f}",
-                f"{r.mfu:.1%}",
-                f"{r.memory_per_gpu_gb:.0f}",
-                layout_label(r.layout),
+            t = table(
+                title=f"Model shapes near {target_params_b:g}B on {cluster.n_gpus} × {gpu}",
+                title_justify="left",
             )
-        console.print(t)
-        console.print("Rejected: " + ", ".join(f"{v:,} {k}" for k, v in result.rejected.items() if v))
-
-    @app.command()
-    def collective(
-        op: Annotated[
-            str, typer.Option(help="allreduce | reduce-scatter | all-gather | broadcast | p2p | all-to-all.")
-        ] = "allreduce",
-        algorithm: Annotated[
-            str, typer.Option(help="ring | ring-bidirectional | tree (all-reduce only).")
-        ] = "ring",
-        ranks: Annotated[int, typer.Option(help="Participating ranks.")] = 8,
-        size_mb: Annotated[
-            float, typer.Option("--size-mb", help="Message size in MB (10^6 bytes).")
-        ] = 1000.0,
-        fabric: Annotated[str | None, typer.Option(help="Fabric id (catalog/fabrics.yaml).")] = None,
-        bandwidth_gbs: Annotated[
-            float | None, typer.Option("--bandwidth-gbs", help="Bus bandwidth in GB/s.")
-        ] = None,
-        latency_us: Annotated[
-            float | None, typer.Option("--latency-us", help="Per-step latency in µs.")
-        ] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
-    ) -> None:
-        """α-β time of a collective (seed 003; seed 001 §3.5); formats `dtsim.collective`."""
-        from dtsim.models.network import collective as run_collective
-
-        try:
-            if not size_mb > 0:
-                raise ScenarioError([("size-mb", size_mb, "must be > 0")])
-            if (bandwidth_gbs is not None and not bandwidth_gbs > 0) or (
-                latency_us is not None and not latency_us >= 0
-            ):
-                raise ScenarioError(
-                    [("bandwidth-gbs/latency-us", (bandwidth_gbs, latency_us), "must be > 0 and ≥ 0")]
+            for col in ("hidden", "layers", "heads", "params B", "µs/token", "MFU", "layout"):
+                t.add_column(col)
+            for r in rows[:top]:
+                lay = r["layout"]
+                t.add_row(
+                    str(r["hidden"]),
+                    str(r["layers"]),
+                    str(r["heads"]),
+                    f"{r['params_b']:.1f}",
+                    f"{r['seconds_per_token'] * 1e6:.3f}",
+                    f"{r['mfu']:.1%}",
+                    layout_label(lay),
                 )
-            r = run_collective(
-                op,
-                ranks,
-                size_mb * 1e6,
-                algorithm,
-                fabric,
-                None if bandwidth_gbs is None else bandwidth_gbs * 1e9,
-                None if latency_us is None else latency_us * 1e-6,
-            )
-        except ScenarioError as exc:
-            fail(exc)
+            console().print(t)
             return
-        if as_json:
-            sys.stdout.write(json.dumps(r.as_dict(), indent=2) + "\n")
-            return
-        t, per_rank = r.time_s, r.bytes_sent_per_rank
-        Console().print(
-            f"{op} ({algorithm}) of {size_mb:g} MB over {ranks} ranks: [bold]{t * 1e3:,.3f} ms[/bold]; "
-            f"each rank sends {per_rank / 1e6:,.1f} MB"
+        arch = resolve_model(model, {k: v for k, v in locals().items() if k in SHAPE_FLAGS})
+        result = run_plan(arch, cluster, opt, top=top, calibration=doc)
+    except ScenarioError as exc:
+        fail(exc)
+        return
+    if as_json:
+        sys.stdout.write(json.dumps(result.as_dict(), indent=2) + "\n")
+        return
+    con = console()
+    con.print(
+        f"[bold]{result.model}[/bold] ({result.params_b:,.1f}B) on {result.n_gpus} × {result.gpu}: "
+        f"{result.searched:,} layouts searched in {result.seconds:.2f} s"
+    )
+    t = table(title="Fastest layouts that fit", title_justify="left")
+    for col in ("#", "s/iter", "TFLOP/s", "MFU", "GB"):
+        t.add_column(col, justify="right", no_wrap=True)
+    t.add_column("layout", overflow="fold")
+    for i, r in enumerate(result.ranked, 1):
+        t.add_row(
+            str(i),
+            f"{r.step_time_s:.2f}",
+            f"{r.model_tflops_per_gpu:.0f}",
+            f"{r.mfu:.1%}",
+            f"{r.memory_per_gpu_gb:.0f}",
+            layout_label(r.layout),
         )
+    con.print(t)
+    con.print("Rejected: " + ", ".join(f"{v:,} {k}" for k, v in result.rejected.items() if v))
 
-    @app.command()
-    def fabric(
-        cluster_power_gw: Annotated[float, typer.Option("--cluster-power-gw")] = 10.0,
-        datacenters: Annotated[int, typer.Option()] = 23,
-        pod_power_kw: Annotated[float, typer.Option("--pod-power-kw")] = 200.0,
-        pod_pflops: Annotated[float, typer.Option("--pod-pflops")] = 360.0,
-        params_t: Annotated[float, typer.Option("--params-t", help="Model parameters in trillions.")] = 72.0,
-        tokens_t: Annotated[float, typer.Option("--tokens-t", help="Training tokens in trillions.")] = 2000.0,
-        bits: Annotated[float, typer.Option(help="Bits per gradient value.")] = 16.0,
-        train_days: Annotated[float, typer.Option("--train-days")] = 100.0,
-        network_fraction: Annotated[float, typer.Option("--network-fraction")] = 0.05,
-        sync_budget_ms: Annotated[
-            float | None, typer.Option("--sync-budget-ms", help="Override fraction × batch time.")
-        ] = 250.0,
-        ring_km: Annotated[float, typer.Option("--ring-km")] = 4800.0,
-        hop_us: Annotated[float, typer.Option("--hop-us")] = 28.0,
-        critical_batch_k: Annotated[
-            float, typer.Option("--critical-batch-k", help="B_crit = k·√tokens.")
-        ] = 25.27,
-        as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
-    ) -> None:
-        """Scale-across fabric dimensioning (seed 001 ch. 3); defaults are its 10 GW, 23-datacenter scenario."""
-        from dtsim.physics.fabric import plan_fabric
 
-        values = {
-            "cluster-power-gw": cluster_power_gw,
-            "datacenters": datacenters,
-            "pod-power-kw": pod_power_kw,
-            "pod-pflops": pod_pflops,
-            "params-t": params_t,
-            "tokens-t": tokens_t,
-            "bits": bits,
-            "train-days": train_days,
-            "critical-batch-k": critical_batch_k,
-        }
-        try:
-            for k, v in values.items():
-                if not v > 0:
-                    raise ScenarioError([(k, v, "must be > 0")])
-            if not 0 < network_fraction <= 1:
-                raise ScenarioError([("network-fraction", network_fraction, "must be in (0, 1]")])
-            for k, v in (("ring-km", ring_km), ("hop-us", hop_us)):
-                if not v >= 0:
-                    raise ScenarioError([(k, v, "must be ≥ 0")])
-            if sync_budget_ms is not None and not sync_budget_ms > 0:
-                raise ScenarioError([("sync-budget-ms", sync_budget_ms, "must be > 0")])
-            p = plan_fabric(
-                cluster_power_gw * 1e9,
-                datacenters,
-                pod_power_kw * 1e3,
-                pod_pflops * 1e15,
-                params_t * 1e12,
-                tokens_t * 1e12,
-                bits,
-                train_days,
-                network_fraction,
-                ring_km,
-                hop_us * 1e-6,
-                critical_batch_k,
-                18,
-                4,
-                400e9,
-                None if sync_budget_ms is None else sync_budget_ms * 1e-3,
+def collective(
+    op: Annotated[
+        str, typer.Option(help="allreduce | reduce-scatter | all-gather | broadcast | p2p | all-to-all.")
+    ] = "allreduce",
+    algorithm: Annotated[
+        str, typer.Option(help="ring | ring-bidirectional | tree (all-reduce only).")
+    ] = "ring",
+    ranks: Annotated[int, typer.Option(help="Participating ranks.")] = 8,
+    size_mb: Annotated[float, typer.Option("--size-mb", help="Message size in MB (10^6 bytes).")] = 1000.0,
+    fabric: Annotated[str | None, typer.Option(help="Fabric id (catalog/fabrics.yaml).")] = None,
+    bandwidth_gbs: Annotated[
+        float | None, typer.Option("--bandwidth-gbs", help="Bus bandwidth in GB/s.")
+    ] = None,
+    latency_us: Annotated[float | None, typer.Option("--latency-us", help="Per-step latency in µs.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+) -> None:
+    """α-β time of a collective (seed 003; seed 001 §3.5); formats `dtsim.collective`."""
+    from dtsim.models.network import collective as run_collective
+
+    try:
+        if not size_mb > 0:
+            raise ScenarioError([("size-mb", size_mb, "must be > 0")])
+        if (bandwidth_gbs is not None and not bandwidth_gbs > 0) or (
+            latency_us is not None and not latency_us >= 0
+        ):
+            raise ScenarioError(
+                [("bandwidth-gbs/latency-us", (bandwidth_gbs, latency_us), "must be > 0 and ≥ 0")]
             )
-        except ScenarioError as exc:
-            fail(exc)
-            return
-        out = p.__dict__
-        if as_json:
-            sys.stdout.write(
-                json.dumps({k: (None if v == float("inf") else v) for k, v in out.items()}, indent=2) + "\n"
-            )
-            return
-        c = Console()
-        c.print(
-            f"Pods: {p.pods:,.0f} ({p.pods_per_dc:,.0f} per datacenter, {p.power_per_dc_w / 1e6:,.0f} MW each); "
-            f"peak {p.peak_flop_s:.2e} FLOP/s"
+        r = run_collective(
+            op,
+            ranks,
+            size_mb * 1e6,
+            algorithm,
+            fabric,
+            None if bandwidth_gbs is None else bandwidth_gbs * 1e9,
+            None if latency_us is None else latency_us * 1e-6,
         )
-        c.print(
-            f"Batch {p.critical_batch_tokens:.3g} tokens, {p.steps:,.0f} steps, {p.batch_time_s:.2f} s each; "
-            f"sync budget {p.sync_budget_s * 1e3:.0f} ms (propagation {p.propagation_s * 1e3:.1f} ms, hops "
-            f"{p.hop_s * 1e3:.2f} ms)"
+    except ScenarioError as exc:
+        fail(exc)
+        return
+    if as_json:
+        sys.stdout.write(json.dumps(r.as_dict(), indent=2) + "\n")
+        return
+    t, per_rank = r.time_s, r.bytes_sent_per_rank
+    console().print(
+        f"{op} ({algorithm}) of {size_mb:g} MB over {ranks} ranks: [bold]{t * 1e3:,.3f} ms[/bold]; "
+        f"each rank sends {per_rank / 1e6:,.1f} MB"
+    )
+
+
+def fabric(
+    cluster_power_gw: Annotated[float, typer.Option("--cluster-power-gw")] = 10.0,
+    datacenters: Annotated[int, typer.Option()] = 23,
+    pod_power_kw: Annotated[float, typer.Option("--pod-power-kw")] = 200.0,
+    pod_pflops: Annotated[float, typer.Option("--pod-pflops")] = 360.0,
+    params_t: Annotated[float, typer.Option("--params-t", help="Model parameters in trillions.")] = 72.0,
+    tokens_t: Annotated[float, typer.Option("--tokens-t", help="Training tokens in trillions.")] = 2000.0,
+    bits: Annotated[float, typer.Option(help="Bits per gradient value.")] = 16.0,
+    train_days: Annotated[float, typer.Option("--train-days")] = 100.0,
+    network_fraction: Annotated[float, typer.Option("--network-fraction")] = 0.05,
+    sync_budget_ms: Annotated[
+        float | None, typer.Option("--sync-budget-ms", help="Override fraction × batch time.")
+    ] = 250.0,
+    ring_km: Annotated[float, typer.Option("--ring-km")] = 4800.0,
+    hop_us: Annotated[float, typer.Option("--hop-us")] = 28.0,
+    critical_batch_k: Annotated[
+        float, typer.Option("--critical-batch-k", help="B_crit = k·√tokens.")
+    ] = 25.27,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+) -> None:
+    """Scale-across fabric dimensioning (seed 001 ch. 3); defaults are its 10 GW, 23-datacenter scenario."""
+    from dtsim.physics.fabric import plan_fabric
+
+    values = {
+        "cluster-power-gw": cluster_power_gw,
+        "datacenters": datacenters,
+        "pod-power-kw": pod_power_kw,
+        "pod-pflops": pod_pflops,
+        "params-t": params_t,
+        "tokens-t": tokens_t,
+        "bits": bits,
+        "train-days": train_days,
+        "critical-batch-k": critical_batch_k,
+    }
+    try:
+        for k, v in values.items():
+            if not v > 0:
+                raise ScenarioError([(k, v, "must be > 0")])
+        if not 0 < network_fraction <= 1:
+            raise ScenarioError([("network-fraction", network_fraction, "must be in (0, 1]")])
+        for k, v in (("ring-km", ring_km), ("hop-us", hop_us)):
+            if not v >= 0:
+                raise ScenarioError([(k, v, "must be ≥ 0")])
+        if sync_budget_ms is not None and not sync_budget_ms > 0:
+            raise ScenarioError([("sync-budget-ms", sync_budget_ms, "must be > 0")])
+        p = plan_fabric(
+            cluster_power_gw * 1e9,
+            datacenters,
+            pod_power_kw * 1e3,
+            pod_pflops * 1e15,
+            params_t * 1e12,
+            tokens_t * 1e12,
+            bits,
+            train_days,
+            network_fraction,
+            ring_km,
+            hop_us * 1e-6,
+            critical_batch_k,
+            18,
+            4,
+            400e9,
+            None if sync_budget_ms is None else sync_budget_ms * 1e-3,
         )
-        bw = p.min_bandwidth_bits_s
-        c.print(
-            f"Minimum WAN bandwidth per datacenter: [bold]{bw / 1e15:,.2f} Pbit/s[/bold]"
-            if bw != float("inf")
-            else "[red]The sync budget is spent on latency alone: no bandwidth suffices.[/red]"
+    except ScenarioError as exc:
+        fail(exc)
+        return
+    out = p.__dict__
+    if as_json:
+        sys.stdout.write(
+            json.dumps({k: (None if v == float("inf") else v) for k, v in out.items()}, indent=2) + "\n"
         )
-        c.print(f"Internal capacity per datacenter: {p.dc_internal_bandwidth_bits_s / 1e15:,.1f} Pbit/s")
+        return
+    c = console()
+    c.print(
+        f"Pods: {p.pods:,.0f} ({p.pods_per_dc:,.0f} per datacenter, {p.power_per_dc_w / 1e6:,.0f} MW each); "
+        f"peak {p.peak_flop_s:.2e} FLOP/s"
+    )
+    c.print(
+        f"Batch {p.critical_batch_tokens:.3g} tokens, {p.steps:,.0f} steps, {p.batch_time_s:.2f} s each; "
+        f"sync budget {p.sync_budget_s * 1e3:.0f} ms (propagation {p.propagation_s * 1e3:.1f} ms, hops "
+        f"{p.hop_s * 1e3:.2f} ms)"
+    )
+    bw = p.min_bandwidth_bits_s
+    c.print(
+        f"Minimum WAN bandwidth per datacenter: [bold]{bw / 1e15:,.2f} Pbit/s[/bold]"
+        if bw != float("inf")
+        else "[red]The sync budget is spent on latency alone: no bandwidth suffices.[/red]"
+    )
+    c.print(f"Internal capacity per datacenter: {p.dc_internal_bandwidth_bits_s / 1e15:,.1f} Pbit/s")
+
+
+COMMANDS = {"step": step, "plan": plan, "collective": collective, "fabric": fabric}
+GROUPS: dict[str, typer.Typer] = {}

@@ -9,17 +9,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from dtsim.errors import ScenarioError
-from dtsim.interfaces.cli.common import fail
+from dtsim.interfaces.cli.common import command_group, console, err, fail, table
 
 if TYPE_CHECKING:  # the emulator loads its own modules only when a command runs
     from dtsim.emulator.summary import EmulationSummary
 
-emulate_app = typer.Typer(
-    add_completion=False,
+emulate_app = command_group(
     invoke_without_command=True,
     help="Run real distributed training (torch.distributed, gloo) between network namespaces joined by "
     "tc-shaped links, and compare with dtsim's prediction. Needs root and the `emulator` extra.",
@@ -70,9 +67,9 @@ def _write_report(path: Path, summary: EmulationSummary) -> None:
 
 
 def _print_summary(s: EmulationSummary) -> None:
-    c = Console()
+    c = console()
     approx = " (latency applied in the workers: approximate)" if s.latency_approximate else ""
-    t = Table(
+    t = table(
         title=f"{s.algorithm.upper()} on {s.workers} workers, {s.params / 1e6:.1f}M parameters{approx}",
         title_justify="left",
     )
@@ -190,7 +187,7 @@ def emulate(
 
             require_root()
             removed = cleanup_leftovers()
-            Console().print(f"removed {len(removed)} namespace(s): {', '.join(removed) or 'none left'}")
+            console().print(f"removed {len(removed)} namespace(s): {', '.join(removed) or 'none left'}")
             raise typer.Exit(0)
         if ctx.invoked_subcommand is not None:
             return
@@ -201,7 +198,7 @@ def emulate(
             cfg = make_config(ctx.obj, netem=True, results_dir=".", iface=None)  # real links: no app delay
             cfg["collective_timeout_s"] = timeout
             worker_config.write_text(json.dumps(cfg, indent=2) + "\n")
-            Console().print(
+            console().print(
                 f"wrote {worker_config}; on each host: torchrun --nnodes {workers} --nproc-per-node 1 "
                 f"--node-rank R --master-addr HOST0 --master-port 29500 -m dtsim.emulator.worker {worker_config}"
             )
@@ -214,7 +211,7 @@ def emulate(
         except WorkerFailed as exc:
             raise ScenarioError([("run", "failed", str(exc))]) from None
         except KeyboardInterrupt:
-            Console(stderr=True).print("interrupted: the run's namespaces and processes were removed")
+            console(stderr=True).print("interrupted: the run's namespaces and processes were removed")
             raise typer.Exit(130) from None
     except ScenarioError as exc:
         fail(exc)
@@ -247,7 +244,6 @@ def thesis_cmd(
         from dtsim.emulator.model import config_for
 
         config_for(model)
-        err = Console(stderr=True)
         out = thesis(model, steps, progress=lambda name: err.print(f"running {name} …"))
     except ScenarioError as exc:
         fail(exc)
@@ -255,8 +251,8 @@ def thesis_cmd(
     if as_json:
         sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
         return
-    c = Console()
-    t = Table(
+    c = console()
+    t = table(
         title=f"Bytes per all-reduce event (medians): {model} model; the thesis used DistilGPT2",
         title_justify="left",
     )
@@ -271,7 +267,7 @@ def thesis_cmd(
             f"{r['thesis']['bytes_mb']:.1f}",
         )
     c.print(t)
-    t = Table(
+    t = table(
         title="Time per event and step (medians), and the all-reduce share of the step", title_justify="left"
     )
     for col in ("run", "event s", "predicted s", "thesis T_ar s", "step s", "thesis s", "overhead", "thesis"):
@@ -319,7 +315,6 @@ def diloco_efficiency_cmd(
             raise ScenarioError([("total-inner-steps", total_inner_steps, "must be between 128 and 100000")])
         if not 1 <= workers <= 16:
             raise ScenarioError([("workers", workers, "must be between 1 and 16")])
-        err = Console(stderr=True)
         out = diloco_efficiency(
             total_inner_steps=total_inner_steps,
             workers=workers,
@@ -332,8 +327,8 @@ def diloco_efficiency_cmd(
     if as_json:
         sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
         return
-    c = Console()
-    t = Table(
+    c = console()
+    t = table(
         title=f"DiLoCo on {out['workers']} workers, {out['params'] / 1e6:.1f}M parameters, {out['total_inner_steps']} inner steps each",
         title_justify="left",
     )

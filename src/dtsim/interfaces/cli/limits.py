@@ -12,17 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from dtsim.errors import ScenarioError
-from dtsim.interfaces.cli.common import fail
+from dtsim.interfaces.cli.common import command_group, console, fail, table
 
 if TYPE_CHECKING:
     from dtsim.models.limits.curve import LimitsPoint
 
-limits_app = typer.Typer(
-    add_completion=False,
+limits_app = command_group(
     no_args_is_help=True,
     help="Frontier limits (seed 002): how large a run fits in a given time before data movement bites.",
 )
@@ -214,7 +211,7 @@ def closed_form_cmd(
     if as_json:
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return
-    t = Table(
+    t = table(
         title=f"Seed 002 Table 2 (b = {batch_tokens:.3g} tokens, L = {layers:g}, {months:g} months)",
         title_justify="left",
     )
@@ -231,7 +228,7 @@ def closed_form_cmd(
             f"{r.b_prime:.0f}",
             f"{r.t_critical_flop:.1g}",
         )
-    c = Console()
+    c = console()
     c.print(t)
     c.print(f"Latency cliff (eq. 14, t_L = {latency_us:g} µs): {out['t_critical_latency_flop']:.1g} FLOP")
     c.print(f"Absolute limit (eq. 18): {out['t_limit_flop']:.1g} FLOP, N_p = {out['params_at_limit']:.1g}")
@@ -295,9 +292,9 @@ def curve_cmd(
         payload = dicts[0][1] if len(dicts) == 1 else dict(dicts)
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
         return
-    c = Console()
+    c = console()
     for hw, (name, pts) in zip(hws, series, strict=True):
-        t = Table(
+        t = table(
             title=f"{name}: {'sparse' if sparse else 'dense'}, {scaling} batch scaling, ≤ {months:g} months",
             title_justify="left",
         )
@@ -365,7 +362,7 @@ def search_cmd(
     if as_json:
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return
-    c = Console()
+    c = console()
     if point is None:
         c.print(f"[red]{out['reason']}[/red] (d_model {shape.d_model}, {shape.training_flop:.2g} FLOP)")
         return

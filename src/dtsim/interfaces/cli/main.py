@@ -10,12 +10,12 @@ from typing import Annotated
 import typer
 
 import dtsim
+from dtsim.interfaces.cli.common import command_group
 
 # The models, the schema (pydantic) and the catalog (YAML) are imported inside the commands that
 # use them, so that `dtsim --help` and `dtsim --version` start without them (issue 12 item 8).
 
-app = typer.Typer(
-    add_completion=False,
+app = command_group(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     help="dtsim: how long a large-model training run takes, what limits it, how to parallelize it.",
@@ -39,12 +39,8 @@ def _root(
 
 
 from dtsim.interfaces.cli import analysis, datacenter, emulate, limits, scenario, validation  # noqa: E402
-from dtsim.interfaces.cli.common import fail  # noqa: E402
 
 for _module in (scenario, datacenter, validation, limits, emulate, analysis):
-    if hasattr(_module, "register"):  # the modules not yet declaring COMMANDS/GROUPS
-        _module.register(app, fail)
-        continue
     for _name, _command in _module.COMMANDS.items():
         app.command(_name)(_command)
     for _name, _group in _module.GROUPS.items():

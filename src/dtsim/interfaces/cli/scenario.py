@@ -6,11 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from dtsim.errors import ScenarioError
-from dtsim.interfaces.cli.common import err, fail
+from dtsim.interfaces.cli.common import console, err, fail, table
 
 # The models, the schema (pydantic) and the catalog (YAML) are imported inside the commands that
 # use them, so that `dtsim --help` and `dtsim --version` start without them (issue 12 item 8).
@@ -70,14 +68,14 @@ def presets(
         data = catalog.catalog_payload()
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
-    console = Console()
-    t = Table(title="Scenario presets (--preset NAME)", title_justify="left")
+    con = console()
+    t = table(title="Scenario presets (--preset NAME)", title_justify="left")
     t.add_column("name", style="bold")
     t.add_column("description")
     for k, p in scen.items():
         t.add_row(k, p.description)
-    console.print(t)
-    t = Table(title="Node presets (--set node=NAME)", title_justify="left")
+    con.print(t)
+    t = table(title="Node presets (--set node=NAME)", title_justify="left")
     for col in ("name", "node", "PFLOPS", "VRAM GB", "kind"):
         t.add_column(col, justify="right" if col in ("PFLOPS", "VRAM GB") else "left")
     for k, n in nodes.items():
@@ -88,8 +86,8 @@ def presets(
             f"{n.vram_gb:,.0f}",
             n.kind,
         )
-    console.print(t)
-    t = Table(title="Accelerators (--set gpu=NAME)", title_justify="left")
+    con.print(t)
+    t = table(title="Accelerators (--set gpu=NAME)", title_justify="left")
     for col in ("id", "name", "FP16 TFLOPS", "FP8 TFLOPS", "GB", "W", "USD"):
         t.add_column(col, justify="left" if col in ("id", "name") else "right")
     for k, g in gpus.items():
@@ -102,7 +100,7 @@ def presets(
             f"{g.board_power_w:g}",
             f"{g.price_usd:,.0f}",
         )
-    console.print(t)
+    con.print(t)
 
 
 def schema() -> None:
@@ -122,13 +120,13 @@ def assumptions(
     if as_json:
         sys.stdout.write(json.dumps([r.__dict__ for r in rows], indent=2, default=list) + "\n")
         return
-    t = Table(title="Assumptions (override with --set assumptions.NAME=VALUE)", title_justify="left")
+    t = table(title="Assumptions (override with --set assumptions.NAME=VALUE)", title_justify="left")
     for col in ("name", "value", "unit", "seed", "source"):
         t.add_column(col, overflow="fold")
     for r in rows:
         value = r.value if not isinstance(r.value, dict) else "table"
         t.add_row(r.name, str(value), r.unit, r.seed, r.source)
-    Console().print(t)
+    console().print(t)
 
 
 def serve(

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from dtsim.errors import ScenarioError
+from dtsim.interfaces.cli.common import console, err, fail, table
 from dtsim.interfaces.cli.datacenter import CalibrationOpt, calibration_option
 
 if TYPE_CHECKING:  # the validation package loads numpy and pydantic: only when a command runs
@@ -108,160 +107,157 @@ def _fmt(v: float | None, unit: str | None = None) -> str:
     return f"{v:,.4g}"
 
 
-def register(app: typer.Typer, fail) -> None:
-    @app.command()
-    def validate(
-        runs: RunsOpt = None,
-        subset: SubsetOpt = None,
-        as_json: Annotated[
-            bool, typer.Option("--json", help="One JSON object: runs, summary, calibration.")
-        ] = False,
-        plot: Annotated[
-            Path | None,
-            typer.Option("--plot", help="Write a predicted-vs-measured scatter (.png/.svg/.pdf)."),
-        ] = None,
-        calibration: CalibrationOpt = None,
-    ) -> None:
-        """Predict every measured run and print the distance from reality (exit 1 if a bound fails or a
-        record is rejected)."""
-        from dtsim.validation import load_dataset
-        from dtsim.validation import validate as run_validation
+def validate(
+    runs: RunsOpt = None,
+    subset: SubsetOpt = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="One JSON object: runs, summary, calibration.")
+    ] = False,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="Write a predicted-vs-measured scatter (.png/.svg/.pdf)."),
+    ] = None,
+    calibration: CalibrationOpt = None,
+) -> None:
+    """Predict every measured run and print the distance from reality (exit 1 if a bound fails or a
+    record is rejected)."""
+    from dtsim.validation import load_dataset
+    from dtsim.validation import validate as run_validation
 
-        try:
-            doc = calibration_option(calibration)
-            data = load_dataset(runs)
-            known = set(data.groups) | {r.id for r in data.records}
-            names = _subset(subset, known)
-            result = run_validation(data, names, calibration=doc)
-            if plot is not None:
-                plot_file(result, plot)
-        except ScenarioError as exc:
-            fail(exc)
-            return
-        err = Console(stderr=True)
-        for p in data.problems:
-            err.print(
-                f"[bold red]rejected:[/bold red] {p.file}: record {p.record}: {p.field}: {p.reason}",
-                highlight=False,
-            )
-        code = 0 if (result.bounds_ok and not data.problems) else 1
-        if as_json:
-            sys.stdout.write(json.dumps(result.as_dict(), indent=2, default=str) + "\n")
-            raise typer.Exit(code)
-        console = Console()
-        t = Table(title="Runs", title_justify="left")
-        for col in ("id", "group", "role", "metric", "measured", "predicted", "error"):
-            t.add_column(col, justify="right" if col in ("measured", "predicted", "error") else "left")
-        for r in result.runs:
-            if r.role == "reference":
-                t.add_row(
-                    r.id, r.group, "reference", str(r.metric), r.measured_text or "—", "—", "not predicted"
-                )
-                continue
-            err_txt = "—" if r.error is None else f"{r.error:+.1%}"
-            if r.points is not None:
-                err_txt += f" ({r.points:+.1f} pt)"
-            t.add_row(r.id, r.group, r.role, r.metric, _fmt(r.measured), _fmt(r.predicted), err_txt)
-        console.print(t)
-        s = Table(title="Groups (|error| as a fraction of the measured value)", title_justify="left")
-        for col in (
-            "group",
-            "roles",
-            "runs",
-            "median |err|",
-            "max |err|",
-            "max |pt|",
-            "rank corr.",
-            "bounds",
-        ):
-            s.add_column(col, no_wrap=col in ("group", "runs", "roles"), overflow="fold")
-        for g, e in result.summary.items():
-            bounds = " ".join(_bound_text(c) for c in e.bounds)
-            s.add_row(
-                g,
-                ",".join(e.roles),
-                f"{e.predicted}/{e.runs}",
-                "—" if e.median_abs_error is None else f"{e.median_abs_error:.1%}",
-                "—" if e.max_abs_error is None else f"{e.max_abs_error:.1%}",
-                "—" if e.max_abs_points is None else f"{e.max_abs_points:.1f}",
-                "—" if e.spearman is None else f"{e.spearman:.2f}",
-                bounds or "—",
-            )
-        console.print(s)
-        c = Table(
-            title=f"Fitted constants in use (calibration of {result.calibration_date})",
-            title_justify="left",
+    try:
+        doc = calibration_option(calibration)
+        data = load_dataset(runs)
+        known = set(data.groups) | {r.id for r in data.records}
+        names = _subset(subset, known)
+        result = run_validation(data, names, calibration=doc)
+        if plot is not None:
+            plot_file(result, plot)
+    except ScenarioError as exc:
+        fail(exc)
+        return
+    for p in data.problems:
+        err.print(
+            f"[bold red]rejected:[/bold red] {p.file}: record {p.record}: {p.field}: {p.reason}",
+            highlight=False,
         )
-        for col in ("section", "name", "constant", "value", "fitted on"):
-            c.add_column(col)
-        for row in result.constants:
-            c.add_row(row.section, row.name, row.constant, f"{row.value:.4g}", _ids(row.fitted_on))
-        console.print(c)
-        console.print(
-            f"{len(result.runs)} records ({len(result.predicted_runs)} predicted) "
-            f"in {result.seconds:.1f} s; bounds {'all met' if result.bounds_ok else 'NOT all met'}"
-            + (f"; plot written to {plot}" if plot else "")
-        )
+    code = 0 if (result.bounds_ok and not data.problems) else 1
+    if as_json:
+        sys.stdout.write(json.dumps(result.as_dict(), indent=2, default=str) + "\n")
         raise typer.Exit(code)
+    con = console()
+    t = table(title="Runs", title_justify="left")
+    for col in ("id", "group", "role", "metric", "measured", "predicted", "error"):
+        t.add_column(col, justify="right" if col in ("measured", "predicted", "error") else "left")
+    for r in result.runs:
+        if r.role == "reference":
+            t.add_row(r.id, r.group, "reference", str(r.metric), r.measured_text or "—", "—", "not predicted")
+            continue
+        err_txt = "—" if r.error is None else f"{r.error:+.1%}"
+        if r.points is not None:
+            err_txt += f" ({r.points:+.1f} pt)"
+        t.add_row(r.id, r.group, r.role, r.metric, _fmt(r.measured), _fmt(r.predicted), err_txt)
+    con.print(t)
+    s = table(title="Groups (|error| as a fraction of the measured value)", title_justify="left")
+    for col in (
+        "group",
+        "roles",
+        "runs",
+        "median |err|",
+        "max |err|",
+        "max |pt|",
+        "rank corr.",
+        "bounds",
+    ):
+        s.add_column(col, no_wrap=col in ("group", "runs", "roles"), overflow="fold")
+    for g, e in result.summary.items():
+        bounds = " ".join(_bound_text(c) for c in e.bounds)
+        s.add_row(
+            g,
+            ",".join(e.roles),
+            f"{e.predicted}/{e.runs}",
+            "—" if e.median_abs_error is None else f"{e.median_abs_error:.1%}",
+            "—" if e.max_abs_error is None else f"{e.max_abs_error:.1%}",
+            "—" if e.max_abs_points is None else f"{e.max_abs_points:.1f}",
+            "—" if e.spearman is None else f"{e.spearman:.2f}",
+            bounds or "—",
+        )
+    con.print(s)
+    c = table(
+        title=f"Fitted constants in use (calibration of {result.calibration_date})",
+        title_justify="left",
+    )
+    for col in ("section", "name", "constant", "value", "fitted on"):
+        c.add_column(col)
+    for row in result.constants:
+        c.add_row(row.section, row.name, row.constant, f"{row.value:.4g}", _ids(row.fitted_on))
+    con.print(c)
+    con.print(
+        f"{len(result.runs)} records ({len(result.predicted_runs)} predicted) "
+        f"in {result.seconds:.1f} s; bounds {'all met' if result.bounds_ok else 'NOT all met'}"
+        + (f"; plot written to {plot}" if plot else "")
+    )
+    raise typer.Exit(code)
 
-    @app.command()
-    def calibrate(
-        subset: SubsetOpt = None,
-        runs: RunsOpt = None,
-        out: Annotated[
-            Path,
-            typer.Option(
-                "--out",
-                help="Write the fitted constants here (never into the installed package); use the file "
-                "with --calibration FILE.",
-            ),
-        ] = Path("calibration.yaml"),
-        dry_run: Annotated[bool, typer.Option("--dry-run", help="Fit and print; write nothing.")] = False,
-        as_json: Annotated[
-            bool, typer.Option("--json", help="Print the calibration document as JSON.")
-        ] = False,
-    ) -> None:
-        """Fit the documented efficiency constants on the calibration subset and write them, with the
-        records they were fitted on, the date and the residuals."""
-        from dtsim.validation import calibrate as run_calibration
-        from dtsim.validation import load_dataset
-        from dtsim.validation.calibrate import write
 
-        try:
-            data = load_dataset(runs)
-            known = set(data.groups) | {r.id for r in data.records}
-            names = _subset(subset, known)
-            doc = run_calibration(data, names)
-            target = None
-            if not dry_run:
-                try:
-                    target = write(doc, out)
-                except OSError as exc:
-                    raise ScenarioError(
-                        [("--out", str(out), f"cannot be written ({exc.strerror}); pass --out FILE")]
-                    ) from None
-        except ScenarioError as exc:
-            fail(exc)
-            return
-        for p in data.problems:
-            Console(stderr=True).print(f"[bold red]rejected:[/bold red] {p}", highlight=False)
-        if as_json:
-            sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-            return
-        console = Console()
-        t = Table(title=f"Fitted on {', '.join(doc['subset'])} ({doc['date']})", title_justify="left")
-        for col in ("section", "name", "constant", "value", "RMS log err", "fitted on"):
-            t.add_column(col)
-        from dtsim.validation.runner import constants_table
+def calibrate(
+    subset: SubsetOpt = None,
+    runs: RunsOpt = None,
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            help="Write the fitted constants here (never into the installed package); use the file "
+            "with --calibration FILE.",
+        ),
+    ] = Path("calibration.yaml"),
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Fit and print; write nothing.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the calibration document as JSON.")] = False,
+) -> None:
+    """Fit the documented efficiency constants on the calibration subset and write them, with the
+    records they were fitted on, the date and the residuals."""
+    from dtsim.validation import calibrate as run_calibration
+    from dtsim.validation import load_dataset
+    from dtsim.validation.calibrate import write
 
-        for row in constants_table(doc):
-            t.add_row(
-                row.section,
-                row.name,
-                row.constant,
-                f"{row.value:.4g}",
-                "—" if row.rms_log_error is None else f"{row.rms_log_error:.4f}",
-                _ids(row.fitted_on),
-            )
-        console.print(t)
-        console.print("written to " + str(target) if target else "dry run: nothing written")
+    try:
+        data = load_dataset(runs)
+        known = set(data.groups) | {r.id for r in data.records}
+        names = _subset(subset, known)
+        doc = run_calibration(data, names)
+        target = None
+        if not dry_run:
+            try:
+                target = write(doc, out)
+            except OSError as exc:
+                raise ScenarioError(
+                    [("--out", str(out), f"cannot be written ({exc.strerror}); pass --out FILE")]
+                ) from None
+    except ScenarioError as exc:
+        fail(exc)
+        return
+    for p in data.problems:
+        console(stderr=True).print(f"[bold red]rejected:[/bold red] {p}", highlight=False)
+    if as_json:
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        return
+    con = console()
+    t = table(title=f"Fitted on {', '.join(doc['subset'])} ({doc['date']})", title_justify="left")
+    for col in ("section", "name", "constant", "value", "RMS log err", "fitted on"):
+        t.add_column(col)
+    from dtsim.validation.runner import constants_table
+
+    for row in constants_table(doc):
+        t.add_row(
+            row.section,
+            row.name,
+            row.constant,
+            f"{row.value:.4g}",
+            "—" if row.rms_log_error is None else f"{row.rms_log_error:.4f}",
+            _ids(row.fitted_on),
+        )
+    con.print(t)
+    con.print("written to " + str(target) if target else "dry run: nothing written")
+
+
+COMMANDS = {"validate": validate, "calibrate": calibrate}
+GROUPS: dict[str, typer.Typer] = {}
