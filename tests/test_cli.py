@@ -207,7 +207,18 @@ def test_version_prints_the_package_version():
     assert res.output.strip() == f"dtsim {dtsim.__version__}"
 
 
-HEAVY = ("numpy", "pydantic", "yaml", "rich", "fastapi", "nicegui", "matplotlib", "torch", "pyarrow", "uvicorn")
+HEAVY = (
+    "numpy",
+    "pydantic",
+    "yaml",
+    "rich",
+    "fastapi",
+    "nicegui",
+    "matplotlib",
+    "torch",
+    "pyarrow",
+    "uvicorn",
+)
 
 
 def _imported_by(code: str) -> list[str]:

@@ -406,15 +406,16 @@ def _eval(a, cluster, lay, hw=None, **asm):
 def test_faster_link_never_slows_a_step(case, factor, which):
     a, cluster, lay = case
     hw = resolve_hardware(cluster, "bf16")
-    faster = hw
+    net = hw.network
     if which in ("intra", "both"):
-        faster = dataclasses.replace(
-            faster, intra_bw=faster.intra_bw * factor, intra_alpha=faster.intra_alpha / factor
+        net = dataclasses.replace(
+            net, nvlink_bw=net.nvlink_bw * factor, nvlink_alpha=net.nvlink_alpha / factor
         )
     if which in ("inter", "both"):
-        faster = dataclasses.replace(
-            faster, inter_bw=faster.inter_bw * factor, inter_alpha=faster.inter_alpha / factor
+        net = dataclasses.replace(
+            net, nic_bw_per_gpu=net.nic_bw_per_gpu * factor, nic_alpha=net.nic_alpha / factor
         )
+    faster = dataclasses.replace(hw, network=net)
     before = _eval(a, cluster, lay, hw)["step_time_s"]
     after = _eval(a, cluster, lay, faster)["step_time_s"]
     assert after <= before * (1 + 1e-12)

@@ -160,6 +160,36 @@ def fabrics() -> MappingProxyType:
     return MappingProxyType(out)
 
 
+@dataclass(frozen=True)
+class ClusterFabric:
+    """How a datacenter cluster's GPUs are wired (cluster_fabrics.yaml)."""
+
+    id: str
+    name: str
+    gpus_per_node: int
+    nvlink: str
+    nvlink_domain: int
+    nic: str
+    nics_per_node: int
+    oversubscription: float
+    source: str
+
+
+@cache
+def cluster_fabrics() -> MappingProxyType:
+    """Cluster fabrics by id (`dgx-h100-ndr`, `gb200-nvl72`, ...): NVLink domain, NICs per node, link
+    types (ids in fabrics.yaml) and oversubscription."""
+    links = fabrics()
+    out = {}
+    for cid, row in load_table("cluster_fabrics.yaml").items():
+        fab = ClusterFabric(id=cid, **{**row, "oversubscription": float(row["oversubscription"])})
+        for link in (fab.nvlink, fab.nic):
+            if link not in links:  # pragma: no cover - guards the shipped files
+                raise RuntimeError(f"cluster fabric {cid} names unknown link type {link}")
+        out[cid] = fab
+    return MappingProxyType(out)
+
+
 @cache
 def nodes() -> MappingProxyType:
     """All node presets by id."""

@@ -1,5 +1,9 @@
-"""Network questions on their own: the time of one collective, and the scale-across fabric a cluster
-spread over datacenters needs. `dtsim.collective` and `dtsim.fabric` (and the `dtsim collective` /
+"""The cluster network every datacenter collective runs on, and network questions on their own: the
+time of one collective, and the scale-across fabric a cluster spread over datacenters needs.
+
+`ClusterNetwork` is the one network model of the datacenter model and of the validation of collective
+measurements: NVLink inside an NVLink domain (a node, or a rack such as GB200 NVL72), the node's NICs
+beyond it, shared fairly among the node's GPUs, and an oversubscribed tier above the leaf switches. `dtsim.collective` and `dtsim.fabric` (and the `dtsim collective` /
 `dtsim fabric` commands, which only format these results) check their inputs and return typed results
 with units in the field names.
 
@@ -14,6 +18,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+
 from dtsim import catalog
 from dtsim.errors import ScenarioError
 from dtsim.physics import collectives as coll
@@ -26,6 +32,91 @@ DEFAULT_FABRIC = "nvlink3"  # the fabric whose bandwidth and latency apply when 
 NVL72_TRAYS_PER_RACK = 18
 NVL72_PORTS_PER_TRAY = 4
 NVL72_PORT_BITS_S = 400e9
+
+
+@dataclass(frozen=True)
+class ClusterNetwork:
+    """Bandwidths and latencies of a cluster's network (bus bandwidths: wire rate × NCCL efficiency).
+
+    Ranks are numbered node by node (Megatron-LM's order), so a group of `size` ranks `stride` apart
+    holds min(size, ⌊domain / stride⌋) ranks in each NVLink domain it touches. Inside one domain a
+    group runs on NVLink. A group that spans domains runs on the NICs of the GPUs it holds there: each
+    GPU has an equal share of its node's NICs, and NCCL gives each ring channel its own NIC, so a ring
+    with r ranks in a domain crosses it at r NIC shares (capped by NVLink; seed 001 §3.5 and the NCCL rows
+    of the measured runs: 8 × 200 Gb/s HDR carry 192 GB/s of bus bandwidth per DGX A100, 4 NICs 86 GB/s).
+    Every group communicating at once then gets exactly its share — the contention of the groups that
+    share a node's NICs. A group spanning more nodes than one leaf switch connects crosses the upper
+    tier and runs at 1/oversubscription of that.
+    """
+
+    gpus_per_node: int
+    nvlink_domain: int  # GPUs joined by NVLink: the node, or more (72 in a GB200 NVL72 rack)
+    nvlink_bw: float  # NVLink bus bandwidth per GPU, B/s (inf: one GPU per node, no NVLink)
+    nvlink_alpha: float  # per-step latency of a ring inside the domain, s
+    nic_bw_per_gpu: float  # one GPU's share of its node's NIC bus bandwidth, B/s
+    nic_alpha: float  # per-step latency of a ring across domains, s
+    oversubscription: float = 1.0  # scale-out bandwidth ratio above the leaf switches (1: non-blocking)
+    leaf_nodes: float = math.inf  # nodes one leaf switch (rail group) connects
+
+    def _span(self, size, stride):
+        size = np.asarray(size, dtype=float)
+        per_domain = np.clip(np.floor(self.nvlink_domain / np.asarray(stride, dtype=float)), 1.0, size)
+        domains = np.ceil(size / per_domain)
+        fewest = size - (domains - 1.0) * per_domain  # the last domain holds what is left
+        nodes = np.ceil(size * stride / self.gpus_per_node)
+        slow = np.where(nodes > self.leaf_nodes, self.oversubscription, 1.0)
+        return np.minimum(per_domain, fewest), domains, slow
+
+    def ring(self, size, stride=1):
+        """(bus bandwidth B/s, α s per step) of NCCL's ring over `size` ranks `stride` apart."""
+        per_domain, domains, slow = self._span(size, stride)
+        busbw = coll.nccl_ring_busbw(per_domain, domains, self.nvlink_bw, self.nic_bw_per_gpu / slow)
+        return busbw, np.where(domains > 1, self.nic_alpha, self.nvlink_alpha)
+
+    def per_rank(self, size, stride=1):
+        """(bandwidth B/s, α s) of each rank when every rank of the group sends at once to ranks
+        elsewhere in it (pipeline hand-offs, all-to-all): one GPU's NIC share once it leaves the domain."""
+        _, domains, slow = self._span(size, stride)
+        cross = domains > 1
+        bw = np.where(cross, np.minimum(self.nvlink_bw, self.nic_bw_per_gpu / slow), self.nvlink_bw)
+        return bw, np.where(cross, self.nic_alpha, self.nvlink_alpha)
+
+
+def cluster_network(
+    gpus_per_node: int,
+    nvlink: catalog.Fabric | None,
+    nic: catalog.Fabric | None,
+    nics_per_node: float,
+    nvlink_gbps: float | None = None,
+    nic_gbps: float | None = None,
+    nvlink_domain: int | None = None,
+    oversubscription: float = 1.0,
+    leaf_nodes: float = math.inf,
+) -> ClusterNetwork:
+    """A ClusterNetwork from link types (fabrics.yaml: wire rate, NCCL efficiency, α) and counts.
+
+    `nvlink_gbps` / `nic_gbps` replace the link types' wire rates (Gbit/s: per GPU in one direction for
+    NVLink, per NIC for the NICs) and keep their efficiency and latency. No NVLink (`nvlink` None) is a
+    node of one GPU; no NIC (`nic` None) a cluster of one node."""
+
+    def bus(link: catalog.Fabric | None, gbps: float | None, missing: float) -> tuple[float, float]:
+        if link is None:
+            return missing, 0.0
+        wire = link.bandwidth_gb_s * 1e9 if gbps is None else gbps * 1e9 / 8.0
+        return wire * link.efficiency, link.latency_s
+
+    nvlink_bw, nvlink_alpha = bus(nvlink, nvlink_gbps, math.inf)
+    nic_bw, nic_alpha = bus(nic, nic_gbps, 0.0)
+    return ClusterNetwork(
+        gpus_per_node=gpus_per_node,
+        nvlink_domain=nvlink_domain or gpus_per_node,
+        nvlink_bw=nvlink_bw,
+        nvlink_alpha=nvlink_alpha,
+        nic_bw_per_gpu=nics_per_node * nic_bw / gpus_per_node,
+        nic_alpha=nic_alpha,
+        oversubscription=oversubscription,
+        leaf_nodes=leaf_nodes,
+    )
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 - datacenter: `dtsim.models.datacenter.step.step` (GEMM model, α-β collectives, layouts); TFLOP/s per GPU, MFU or
   HFU counted the way the record's source counts them (Megatron 2021, PaLM model FLOPs, hardware FLOPs,
   llm-foundry's MPT formula);
-- collective: NCCL's ring (`physics.collectives.nccl_ring_*`) on the catalog fabrics;
+- collective: NCCL's ring on the datacenter model's cluster network (`models.network.ClusterNetwork`);
 - gemm: the GEMM model's best rate over the benchmark's sizes;
 - testbed: the thesis's ring all-reduce with an α-β-γ cost (Thakur, Rabenseifner & Gropp 2005):
   T = 2(N−1)·(α + d) + 2(N−1)/N·S·(1/r_host + 1/r_link), r_host the calibrated host-limited rate,
@@ -77,21 +77,20 @@ def predict_datacenter(rec) -> tuple[float, dict[str, Any]]:
 
 
 def _collective_setup(rec):
+    from dtsim.models.network import cluster_network
+
     fabrics = catalog.fabrics()
     intra = fabrics[rec.intra_fabric] if rec.intra_fabric else None
     inter = fabrics[rec.inter_fabric] if rec.inter_fabric else None
     nodes = math.ceil(rec.ranks / rec.gpus_per_node)
-    per_node = min(rec.ranks, rec.gpus_per_node)
     if nodes > 1 and inter is None:
         raise ScenarioError([("inter_fabric", None, "required when the ranks span nodes")])
-    if per_node > 1 and intra is None:
+    if min(rec.ranks, rec.gpus_per_node) > 1 and intra is None:
         raise ScenarioError([("intra_fabric", None, "required when a node holds several ranks")])
-    intra_bw = intra.bus_bytes_per_s if intra else math.inf
-    nics = rec.nics_per_node if rec.nics_per_node is not None else per_node
-    nic_bw = inter.bus_bytes_per_s if inter else 0.0
-    busbw = float(coll.nccl_ring_busbw(nics, nodes, intra_bw, nic_bw))
-    alpha = inter.latency_s if nodes > 1 else intra.latency_s
-    return busbw, alpha
+    nics = rec.nics_per_node if rec.nics_per_node is not None else rec.gpus_per_node
+    net = cluster_network(rec.gpus_per_node, intra, inter, nics)
+    busbw, alpha = net.ring(rec.ranks)
+    return float(busbw), float(alpha)
 
 
 def predict_collective(rec) -> tuple[float, dict[str, Any]]:

@@ -28,7 +28,56 @@ VocabOpt = Annotated[int | None, typer.Option(help="Vocabulary size.")]
 SeqLenOpt = Annotated[int | None, typer.Option("--seq-len", help="Sequence length.")]
 GpuOpt = Annotated[str, typer.Option(help="GPU id (catalog with micro-architecture constants).")]
 NodesOpt = Annotated[int, typer.Option(help="Nodes.")]
-GpusPerNodeOpt = Annotated[int, typer.Option("--gpus-per-node", help="GPUs per node.")]
+GpusPerNodeOpt = Annotated[
+    int | None, typer.Option("--gpus-per-node", help="GPUs per node [default: the fabric's, else 8].")
+]
+FabricOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--fabric",
+        help="Cluster fabric (catalog/cluster_fabrics.yaml: dgx-a100-hdr, dgx-h100-ndr, dgx-b200-ndr, "
+        "gb200-nvl72, a100-roce-4nic): GPUs per node, NVLink domain, NICs and link types at once.",
+    ),
+]
+NicsOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--nics-per-node", help="Scale-out NICs per node [default: the fabric's, else one per GPU]."
+    ),
+]
+NicGbpsOpt = Annotated[
+    float | None, typer.Option("--nic-gbps", help="Line rate of one NIC in Gbit/s (200 = HDR, 400 = NDR).")
+]
+NvlinkGbpsOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--nvlink-gbps",
+        help="NVLink bandwidth per GPU, one direction, in Gbit/s (A100 2400, H100 3600, B200 7200).",
+    ),
+]
+NvlinkDomainOpt = Annotated[
+    int | None,
+    typer.Option("--nvlink-domain", help="GPUs one NVLink domain joins (8 = a DGX node, 72 = GB200 NVL72)."),
+]
+OversubscriptionOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--oversubscription",
+        help="Scale-out oversubscription above the leaf switches (1 = non-blocking); applies to "
+        "collectives spanning more than leaf_switch_nodes (32) nodes.",
+    ),
+]
+CLUSTER_FLAGS = (
+    "gpu",
+    "nodes",
+    "gpus_per_node",
+    "fabric",
+    "nics_per_node",
+    "nic_gbps",
+    "nvlink_gbps",
+    "nvlink_domain",
+    "oversubscription",
+)
 CalibrationOpt = Annotated[
     Path | None,
     typer.Option(
@@ -75,6 +124,17 @@ def resolve_model(model: str | None, shape: dict[str, Any]):
     return build(Architecture, {"name": "custom", **given}, "model.")
 
 
+def network_label(net: dict[str, Any]) -> str:
+    """One line: NVLink rate and domain, NICs per node × line rate, oversubscription, fabric."""
+    text = (
+        f"NVLink {net['nvlink_gbps'] / 8:g} GB/s per GPU, domain {net['nvlink_domain']}; "
+        f"{net['nics_per_node']:g} × {net['nic_gbps']:g} Gb/s NICs per node"
+    )
+    if net["oversubscription"] != 1:
+        text += f"; {net['oversubscription']:g}:1 oversubscribed"
+    return text + (f" ({net['fabric']})" if net["fabric"] else "")
+
+
 def layout_label(lay: dict[str, Any]) -> str:
     """A compact one-line layout: dp·tp·pp(·vpp) with the switches that differ from the defaults."""
     parts = [f"dp{lay['dp']} tp{lay['tp']} pp{lay['pp']}" + (f" v{lay['vpp']}" if lay["vpp"] > 1 else "")]
@@ -103,7 +163,13 @@ def step(
     seq_len: SeqLenOpt = None,
     gpu: GpuOpt = "a100-80gb",
     nodes: NodesOpt = 1,
-    gpus_per_node: GpusPerNodeOpt = 8,
+    gpus_per_node: GpusPerNodeOpt = None,
+    fabric: FabricOpt = None,
+    nics_per_node: NicsOpt = None,
+    nic_gbps: NicGbpsOpt = None,
+    nvlink_gbps: NvlinkGbpsOpt = None,
+    nvlink_domain: NvlinkDomainOpt = None,
+    oversubscription: OversubscriptionOpt = None,
     dp: Annotated[int | None, typer.Option(help="Data parallel (default: the rest).")] = None,
     tp: Annotated[int, typer.Option(help="Tensor parallel.")] = 1,
     pp: Annotated[int, typer.Option(help="Pipeline parallel.")] = 1,
@@ -137,7 +203,8 @@ def step(
     try:
         doc = calibration_option(calibration)
         arch = resolve_model(model, {k: v for k, v in locals().items() if k in SHAPE_FLAGS})
-        cluster = build(Cluster, {"gpu": gpu, "nodes": nodes, "gpus_per_node": gpus_per_node}, "cluster.")
+        given = {k: v for k, v in locals().items() if k in CLUSTER_FLAGS and v is not None}
+        cluster = build(Cluster, given, "cluster.")
         layout = build(
             Layout,
             {
@@ -186,6 +253,7 @@ def step(
             f"{result.memory_per_gpu_gb:,.1f} GB" + ("" if result.fits else "  [red]does not fit[/red]"),
         ),
         ("Tokens per second", f"{result.tokens_per_s:,.0f}"),
+        ("Network", network_label(result.network)),
     ]
     for k, v in rows:
         t.add_row(k, v)
@@ -206,7 +274,13 @@ def plan(
     seq_len: SeqLenOpt = None,
     gpu: GpuOpt = "a100-80gb",
     nodes: NodesOpt = 1,
-    gpus_per_node: GpusPerNodeOpt = 8,
+    gpus_per_node: GpusPerNodeOpt = None,
+    fabric: FabricOpt = None,
+    nics_per_node: NicsOpt = None,
+    nic_gbps: NicGbpsOpt = None,
+    nvlink_gbps: NvlinkGbpsOpt = None,
+    nvlink_domain: NvlinkDomainOpt = None,
+    oversubscription: OversubscriptionOpt = None,
     gbs: Annotated[int, typer.Option(help="Global batch size (sequences).")] = 512,
     top: Annotated[int, typer.Option(help="How many layouts to list.")] = 10,
     dp_multiple: Annotated[int, typer.Option("--dp-multiple", help="Require dp % N == 0 (batch ramp).")] = 1,
@@ -231,7 +305,8 @@ def plan(
 
     try:
         doc = calibration_option(calibration)
-        cluster = build(Cluster, {"gpu": gpu, "nodes": nodes, "gpus_per_node": gpus_per_node}, "cluster.")
+        given = {k: v for k, v in locals().items() if k in CLUSTER_FLAGS and v is not None}
+        cluster = build(Cluster, given, "cluster.")
         if gbs < 1 or top < 1 or dp_multiple < 1 or gbs_multiple < 1:
             raise ScenarioError(
                 [

@@ -167,8 +167,8 @@ def _plan(a: Architecture, cluster: Cluster, opt: PlanOptions, top: int) -> Plan
     n_candidates = len(lay["dp"])
     seq = opt.seq_len or a.seq_len
     bits = PRECISION_BITS[opt.precision]
-    hw = resolve_hardware(cluster, opt.precision)
     asm = Assumptions(opt.assumptions)
+    hw = resolve_hardware(cluster, opt.precision, asm=asm)
     ranked: list[LayoutPerformance] = []
     if n_candidates:
         out = evaluate(a, hw, lay, asm, seq, bits)

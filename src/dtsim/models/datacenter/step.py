@@ -36,6 +36,7 @@ from dtsim.models.datacenter.workload import (
     check_layout,
     layout_arrays,
 )
+from dtsim.models.network import ClusterNetwork, cluster_network
 from dtsim.physics import collectives as coll
 from dtsim.physics.dataparallel import exposed_bucketed_allreduce
 from dtsim.physics.gemm import gemm_time, memory_bound_time
@@ -87,11 +88,7 @@ class Hardware:
     clock_derate: float  # sustained-clock derate in use (calibrated for the generation, else catalog)
     peak_flop_s: float  # datasheet dense peak at the precision (MFU denominator)
     memory_bytes: float
-    intra_bw: float
-    intra_alpha: float
-    inter_bw: float  # per GPU
-    inter_alpha: float
-    gpus_per_node: int
+    network: ClusterNetwork  # every collective's bandwidth and latency (models/network.py)
     n_gpus: int
 
 
@@ -101,34 +98,34 @@ def calibrated_derate(generation: str) -> float | None:
     return None if entry is None else float(entry["clock_derate"])
 
 
-def resolve_hardware(cluster: Cluster, precision: str, calibrated: bool = True) -> Hardware:
+def resolve_hardware(
+    cluster: Cluster, precision: str, calibrated: bool = True, asm: Assumptions | None = None
+) -> Hardware:
     gpu = catalog.gpus()[cluster.gpu]
     m = gpu.micro
     fabrics = catalog.fabrics()
-    intra = fabrics[cluster.intra_fabric or m.nvlink]
-    inter = fabrics[cluster.inter_fabric or m.nic]
-    nics = cluster.nics_per_gpu if cluster.nics_per_gpu is not None else m.nics_per_gpu
+    net = cluster.network_fields()
     peak = gpu.peak_tflops(precision) or gpu.fp16_tflops
     derate = calibrated_derate(m.generation) if calibrated else None
+    network = cluster_network(
+        cluster.gpus_per_node,
+        fabrics[net["nvlink"]],
+        fabrics[net["nic"]],
+        net["nics_per_node"],
+        nvlink_gbps=net["nvlink_gbps"],
+        nic_gbps=net["nic_gbps"],
+        nvlink_domain=net["nvlink_domain"],
+        oversubscription=net["oversubscription"],
+        leaf_nodes=(asm or Assumptions({})).leaf_switch_nodes,
+    )
     return Hardware(
         micro=m,
         clock_derate=m.clock_derate if derate is None else derate,
         peak_flop_s=peak * 1e12,
         memory_bytes=gpu.memory_gb * 1e9,
-        intra_bw=intra.bus_bytes_per_s,
-        intra_alpha=intra.latency_s,
-        inter_bw=inter.bus_bytes_per_s * nics,
-        inter_alpha=inter.latency_s,
-        gpus_per_node=cluster.gpus_per_node,
+        network=network,
         n_gpus=cluster.n_gpus,
     )
-
-
-def _collective_bw(span, hw: Hardware):
-    """(bandwidth, α) for a group whose members are `span` ranks apart in total extent: NVLink when
-    the whole group fits in one node, else the inter-node fabric."""
-    inside = span <= hw.gpus_per_node
-    return np.where(inside, hw.intra_bw, hw.inter_bw), np.where(inside, hw.intra_alpha, hw.inter_alpha)
 
 
 def _layer_gemms(a: Architecture, tp, tokens, moe_layer: bool, ep):
@@ -261,12 +258,13 @@ def evaluate(
 
     # tensor-parallel collectives: 2 per layer forward, 2 backward (all-reduce, or reduce-scatter +
     # all-gather with sequence parallelism: the same bytes); 2 more forward when fully recomputing
-    tp_bw, tp_alpha = _collective_bw(tp, hw)
+    net = hw.network
+    tp_bw, tp_alpha = net.ring(tp)  # cross-node TP runs on the NICs of the GPUs it holds per node
     tp_size = tokens * h * 2.0
     tp_one = coll.ring_allreduce_time(tp, tp_size, tp_bw, tp_alpha)
     tp_f, tp_b = 2.0 * tp_one, 2.0 * tp_one
     if moe_layers:
-        ep_bw, ep_alpha = _collective_bw(ep * tp, hw)
+        ep_bw, ep_alpha = net.per_rank(ep, tp)
         a2a = coll.all_to_all_time(ep, tokens * h * 2.0 * a.moe.top_k, ep_bw, ep_alpha)
         tp_f = tp_f + 2.0 * a2a * moe_layers / a.layers
         tp_b = tp_b + 2.0 * a2a * moe_layers / a.layers
@@ -299,7 +297,7 @@ def evaluate(
     tp_total = t_f - compute_f + t_b - compute_b
 
     # --- pipeline: p2p hand-offs and the schedule's bubble ------------------------------------------------
-    pp_bw, pp_alpha = _collective_bw(2.0 * tp * cp * dp, hw)
+    pp_bw, pp_alpha = net.per_rank(2.0, tp * cp * dp)  # a stage's neighbour is tp·cp·dp ranks on
     handoff = tokens * h * 2.0 / np.where(sp, tp, 1.0)
     p2p = np.where(
         pp > 1, 2.0 * coll.p2p_time(handoff, pp_bw, pp_alpha), 0.0
@@ -346,16 +344,13 @@ def evaluate(
     # Once-per-step reductions overlap the last backward pass bucket by bucket (seed 003
     # "Bucket-Based Overlap"); the weight all-gather overlaps the next step's first forward pass.
     # Per-micro-batch traffic hides under all micro-batches' compute except its last bucket.
-    # The DP group is one NCCL ring: `in_node` of its ranks per node over `across` nodes. Buckets (DDP)
+    # The DP group is one NCCL ring over the cluster network (ClusterNetwork.ring). Buckets (DDP)
     # and layers (ZeRO-3/FSDP units) follow each other through the same channels, so the ring's
     # latency (its pipeline fill) is paid once per pass, not once per bucket.
     grad_size = stage_params * asm.grad_bytes
     weight_size = stage_params * asm.weight_bytes
     dp_group = dp * cp
-    in_node = np.clip(np.floor(hw.gpus_per_node / (tp * cp)), 1.0, dp_group)
-    across = np.ceil(dp_group / in_node)
-    busbw = coll.nccl_ring_busbw(in_node, across, hw.intra_bw, hw.inter_bw)
-    alpha = np.where(across > 1, hw.inter_alpha, hw.intra_alpha)
+    busbw, alpha = net.ring(dp_group, tp * cp)
     buckets = np.maximum(np.ceil(grad_size / (asm.ddp_bucket_mb * 1e6)), 1.0)
     stage_layers = np.maximum(np.where(last_f >= mid_f, layers_last, per_stage), 1.0)
     allreduce = coll.nccl_ring_time(dp_group, grad_size, busbw, alpha, 2.0)
@@ -504,6 +499,9 @@ class StepResult(LayoutPerformance):
     model: str
     n_gpus: int
     gpu: str
+    network: dict[str, Any] = Field(
+        description="The cluster network used: fabric, link types, Gbit/s, NVLink domain, NICs, oversubscription."
+    )
     params_b: float
     model_flop_per_step: float
     hardware_flop_per_step: float
@@ -529,7 +527,7 @@ def _step(workload: Workload, clock_derate: float | None, calibrated: bool) -> S
     a = workload.model if isinstance(workload.model, Architecture) else get_architecture(workload.model)
     check_layout(a, workload.layout, workload.cluster, workload.seq_len)
     asm = Assumptions(workload.assumptions)
-    hw = resolve_hardware(workload.cluster, workload.precision, calibrated)
+    hw = resolve_hardware(workload.cluster, workload.precision, calibrated, asm)
     col = layout_arrays(workload.layout, workload.cluster.n_gpus)
     seq = workload.seq_len or a.seq_len
     out = evaluate(a, hw, col, asm, seq, PRECISION_BITS[workload.precision], clock_derate)
@@ -543,6 +541,7 @@ def _step(workload: Workload, clock_derate: float | None, calibrated: bool) -> S
         model=a.name,
         n_gpus=workload.cluster.n_gpus,
         gpu=workload.cluster.gpu,
+        network=workload.cluster.network_fields(),
         params_b=count_params(a).total / 1e9,
         model_flop_per_step=v["model_flop"],
         hardware_flop_per_step=v["hardware_flop"],

@@ -20,13 +20,59 @@ PRECISION_BITS = {"bf16": 16, "fp16": 16, "fp8": 8}
 
 
 class Cluster(BaseModel):
+    """GPUs and the network that joins them. A cluster fabric (`fabric`, catalog/cluster_fabrics.yaml)
+    gives GPUs per node, NVLink domain, link types, NICs per node and oversubscription at once; each
+    field given explicitly overrides it, and without a fabric the GPU's own link types apply."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
     gpu: str = Field("a100-80gb", description="Catalog GPU with micro-architecture constants.")
     nodes: int = Field(1, ge=1, le=1_000_000)
-    gpus_per_node: int = Field(8, ge=1, le=100_000)
-    intra_fabric: str | None = Field(None, description="Fabric inside a node (default: the GPU's NVLink).")
-    inter_fabric: str | None = Field(None, description="Fabric between nodes (default: the GPU's NIC).")
-    nics_per_gpu: float | None = Field(None, gt=0, le=64, description="NICs per GPU (default: the GPU's).")
+    gpus_per_node: int = Field(
+        8, ge=1, le=100_000, description="GPUs per node (default: the fabric's, else 8)."
+    )
+    fabric: str | None = Field(None, description="Cluster fabric id (catalog/cluster_fabrics.yaml).")
+    intra_fabric: str | None = Field(
+        None, description="NVLink link type (default: the fabric's, else the GPU's)."
+    )
+    inter_fabric: str | None = Field(
+        None, description="NIC link type (default: the fabric's, else the GPU's)."
+    )
+    nics_per_node: float | None = Field(
+        None,
+        gt=0,
+        le=256,
+        description="Scale-out NICs per node (default: the fabric's, else one per GPU's share).",
+    )
+    nic_gbps: float | None = Field(
+        None, gt=0, le=100_000, description="Line rate of one NIC in Gbit/s (default: the NIC link type's)."
+    )
+    nvlink_gbps: float | None = Field(
+        None,
+        gt=0,
+        le=1_000_000,
+        description="NVLink bandwidth per GPU, one direction, in Gbit/s (default: the NVLink link type's).",
+    )
+    nvlink_domain: int | None = Field(
+        None,
+        ge=1,
+        le=1_000_000,
+        description="GPUs one NVLink domain joins, a multiple of gpus_per_node (default: the fabric's, else a node).",
+    )
+    oversubscription: float | None = Field(
+        None,
+        ge=1,
+        le=64,
+        description="Scale-out oversubscription above the leaf switches (default: the fabric's, else 1).",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fabric_defaults(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("fabric") is not None and data.get("gpus_per_node") is None:
+            fab = catalog.cluster_fabrics().get(data["fabric"])
+            if fab is not None:
+                data = {**data, "gpus_per_node": fab.gpus_per_node}
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> Cluster:
@@ -36,13 +82,43 @@ class Cluster(BaseModel):
             raise ScenarioError(
                 [("gpu", self.gpu, f"needs micro-architecture constants; modelled: {', '.join(modelled)}")]
             )
+        if self.fabric is not None and self.fabric not in catalog.cluster_fabrics():
+            known = ", ".join(catalog.cluster_fabrics())
+            raise ScenarioError([("fabric", self.fabric, f"unknown cluster fabric; known: {known}")])
         for field in ("intra_fabric", "inter_fabric"):
             value = getattr(self, field)
             if value is not None and value not in catalog.fabrics():
                 raise ScenarioError(
                     [(field, value, f"unknown fabric; known: {', '.join(catalog.fabrics())}")]
                 )
+        domain = self.network_fields()["nvlink_domain"]
+        if domain % self.gpus_per_node:
+            raise ScenarioError(
+                [("nvlink_domain", domain, f"must be a multiple of gpus_per_node ({self.gpus_per_node})")]
+            )
         return self
+
+    def network_fields(self) -> dict[str, Any]:
+        """The network as resolved: explicit fields, else the cluster fabric's, else the GPU's own
+        (link types by id, wire rates in Gbit/s: NVLink per GPU in one direction, per NIC)."""
+        micro = catalog.gpus()[self.gpu].micro
+        links = catalog.fabrics()
+        fab = catalog.cluster_fabrics().get(self.fabric) if self.fabric else None
+        nvlink = self.intra_fabric or (fab.nvlink if fab else micro.nvlink)
+        nic = self.inter_fabric or (fab.nic if fab else micro.nic)
+        return {
+            "fabric": self.fabric,
+            "nvlink": nvlink,
+            "nvlink_gbps": self.nvlink_gbps or links[nvlink].bandwidth_gb_s * 8.0,
+            # a fabric whose NVLink domain is one node keeps it one node when gpus_per_node is changed
+            "nvlink_domain": self.nvlink_domain
+            or (fab.nvlink_domain if fab and fab.nvlink_domain != fab.gpus_per_node else self.gpus_per_node),
+            "nic": nic,
+            "nics_per_node": self.nics_per_node
+            or (fab.nics_per_node if fab else micro.nics_per_gpu * self.gpus_per_node),
+            "nic_gbps": self.nic_gbps or links[nic].bandwidth_gb_s * 8.0,
+            "oversubscription": self.oversubscription or (fab.oversubscription if fab else 1.0),
+        }
 
     @property
     def n_gpus(self) -> int:

@@ -1,0 +1,136 @@
+"""The cluster network model (models/network.py): every datacenter collective runs on it, so each
+mechanism is checked for moving the right thing in the right direction (issue 13 item 1)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from dtsim import catalog
+from dtsim.assumptions import Assumptions
+from dtsim.errors import ScenarioError
+from dtsim.interfaces.cli.main import app
+from dtsim.models.datacenter.step import resolve_hardware, step
+from dtsim.models.datacenter.workload import Cluster, Layout, Workload
+from dtsim.models.network import cluster_network
+
+runner = CliRunner()
+
+
+def _step(cluster: Cluster, **layout):
+    return step(Workload(model="gpt3-175b", cluster=cluster, layout=Layout(gbs=64, **layout)))
+
+
+def test_a_ring_across_nodes_runs_on_the_nics_of_the_gpus_it_holds_there():
+    fab = catalog.fabrics()
+    hdr = fab["ib-hdr"].bandwidth_gb_s * 1e9 * fab["ib-hdr"].efficiency  # one NIC's bus bandwidth
+    net = cluster_network(8, fab["nvlink3"], fab["ib-hdr"], nics_per_node=8)
+    assert float(net.ring(8)[0]) == fab["nvlink3"].bus_bytes_per_s  # one node: NVLink
+    assert float(net.ring(16)[0]) == pytest.approx(8 * hdr)  # TP 16 on two nodes: all 8 NICs
+    assert float(net.ring(12)[0]) == pytest.approx(4 * hdr)  # 8 + 4: the node with 4 sets the pace
+    assert float(net.ring(64, stride=8)[0]) == pytest.approx(hdr)  # DP beside TP 8: one NIC each
+    assert float(net.per_rank(2, stride=8)[0]) == pytest.approx(hdr)  # a pipeline hand-off
+    # the NCCL rows of the measured runs: 192 GB/s of bus bandwidth per DGX A100 with 8 × HDR
+    assert float(net.ring(16)[0]) / 1e9 == pytest.approx(192, rel=0.01)
+
+
+def test_cross_node_tp_costs_more_on_one_slow_nic_than_on_eight_fast_ones():
+    slow = Cluster(gpu="h100-sxm", nodes=2, nics_per_node=1, nic_gbps=200)
+    fast = Cluster(gpu="h100-sxm", nodes=2, nics_per_node=8, nic_gbps=400)
+    grow_slow = _step(slow, tp=16).step_time_s / _step(slow, tp=8).step_time_s
+    grow_fast = _step(fast, tp=16).step_time_s / _step(fast, tp=8).step_time_s
+    assert _step(slow, tp=16).step_time_s > 1.5 * _step(fast, tp=16).step_time_s
+    assert grow_slow > grow_fast
+    # inside one node nothing changes: TP 8 does not touch the NICs
+    assert _step(slow, tp=8).breakdown_s["tp_comm"] == _step(fast, tp=8).breakdown_s["tp_comm"]
+
+
+def test_an_nvlink_domain_of_72_keeps_tp_16_on_nvlink():
+    nvl72 = Cluster(gpu="b200", fabric="gb200-nvl72", nodes=4)
+    assert nvl72.gpus_per_node == 4 and nvl72.network_fields()["nvlink_domain"] == 72
+    per_node = Cluster(gpu="b200", fabric="gb200-nvl72", nodes=4, nvlink_domain=4)
+    assert _step(nvl72, tp=16).breakdown_s["tp_comm"] < _step(per_node, tp=16).breakdown_s["tp_comm"] / 2
+    net = resolve_hardware(nvl72, "bf16").network
+    assert float(net.ring(16)[0]) == net.nvlink_bw
+
+
+def test_oversubscription_slows_only_collectives_that_leave_a_leaf():
+    leaf = Assumptions({}).leaf_switch_nodes
+    layout = {"tp": 8, "gbs": 2048, "overlap_grad_reduce": False}  # DP spans every node
+    for nodes, slower in ((int(leaf), False), (int(4 * leaf), True)):
+        flat = Workload(model="gpt3-175b", cluster=Cluster(nodes=nodes), layout=Layout(**layout))
+        over = flat.model_copy(update={"cluster": Cluster(nodes=nodes, oversubscription=2)})
+        a, b = step(flat).breakdown_s["dp_comm_exposed"], step(over).breakdown_s["dp_comm_exposed"]
+        assert (b > 1.5 * a) if slower else (b == a)
+
+
+def test_a_fabric_sets_the_cluster_and_explicit_fields_override_it():
+    c = Cluster(gpu="h100-sxm", fabric="dgx-h100-ndr", nodes=2)
+    assert c.network_fields() == {
+        "fabric": "dgx-h100-ndr",
+        "nvlink": "nvlink4",
+        "nvlink_gbps": 3600.0,
+        "nvlink_domain": 8,
+        "nic": "ib-ndr",
+        "nics_per_node": 8,
+        "nic_gbps": 400.0,
+        "oversubscription": 1.0,
+    }
+    c = Cluster(
+        gpu="h100-sxm", fabric="dgx-h100-ndr", nodes=2, gpus_per_node=4, nics_per_node=2, nic_gbps=100
+    )
+    net = c.network_fields()
+    assert (net["nvlink_domain"], net["nics_per_node"], net["nic_gbps"]) == (4, 2, 100)
+    # without a fabric the GPU's own link types apply, as before
+    assert Cluster(gpu="a100-80gb").network_fields()["nic"] == "ib-hdr"
+
+
+@pytest.mark.parametrize(
+    "fields, field",
+    [
+        ({"fabric": "no-such-fabric"}, "fabric"),
+        ({"nvlink_domain": 12}, "nvlink_domain"),
+        ({"oversubscription": 0.5}, "oversubscription"),
+    ],
+)
+def test_bad_network_fields_name_the_field(fields, field):
+    with pytest.raises((ScenarioError, ValueError)) as err:
+        Cluster(**fields)
+    assert field in str(err.value)
+
+
+def test_cli_step_takes_the_network_flags_and_reports_the_network():
+    res = runner.invoke(
+        app,
+        [
+            "step",
+            "--model",
+            "gpt3-175b",
+            "--nodes",
+            "2",
+            "--tp",
+            "16",
+            "--gbs",
+            "64",
+            "--fabric",
+            "dgx-a100-hdr",
+            "--nics-per-node",
+            "4",
+            "--json",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    net = json.loads(res.output)["network"]
+    assert (net["fabric"], net["nics_per_node"], net["nic_gbps"]) == ("dgx-a100-hdr", 4, 200.0)
+    res = runner.invoke(app, ["step", "--model", "gpt3-175b", "--nvlink-domain", "12"])
+    assert res.exit_code == 2 and "cluster.nvlink_domain = 12" in res.output
+    res = runner.invoke(app, ["plan", "--model", "gpt3-175b", "--nodes", "2", "--fabric", "nope"])
+    assert res.exit_code == 2 and "cluster.fabric = 'nope'" in res.output
+
+
+def test_every_cluster_fabric_names_known_links_and_a_source():
+    for fab in catalog.cluster_fabrics().values():
+        assert fab.nvlink in catalog.fabrics() and fab.nic in catalog.fabrics()
+        assert fab.nvlink_domain % fab.gpus_per_node == 0 and fab.source
