@@ -13,7 +13,7 @@ from dtsim.assumptions import Assumptions
 from dtsim.errors import ScenarioError
 from dtsim.interfaces.cli.main import app
 from dtsim.models.datacenter.step import resolve_hardware, step
-from dtsim.models.datacenter.workload import Cluster, Layout, Workload
+from dtsim.models.datacenter.workload import Cluster, Layout, Workload, build
 from dtsim.models.network import cluster_network
 
 runner = CliRunner()
@@ -93,6 +93,8 @@ def test_a_fabric_sets_the_cluster_and_explicit_fields_override_it():
         ({"fabric": "no-such-fabric"}, "fabric"),
         ({"nvlink_domain": 12}, "nvlink_domain"),
         ({"oversubscription": 0.5}, "oversubscription"),
+        ({"nic_gbps": float("nan")}, "nic_gbps"),
+        ({"nics_per_node": 0}, "nics_per_node"),
     ],
 )
 def test_bad_network_fields_name_the_field(fields, field):
@@ -134,3 +136,41 @@ def test_every_cluster_fabric_names_known_links_and_a_source():
     for fab in catalog.cluster_fabrics().values():
         assert fab.nvlink in catalog.fabrics() and fab.nic in catalog.fabrics()
         assert fab.nvlink_domain % fab.gpus_per_node == 0 and fab.source
+
+
+def test_a_group_straddling_two_nvlink_domains_leaves_nvlink():
+    """TP 16 on 144 GB200 GPUs: groups start every 16 ranks, so the one at ranks 64–79 holds 8 GPUs in
+    each of two 72-GPU racks, and the groups run in lockstep."""
+    rack = Cluster(gpu="b200", fabric="gb200-nvl72", nodes=36)
+    net = resolve_hardware(rack, "bf16").network
+    assert float(net.ring(16)[0]) == pytest.approx(8 * net.nic_bw_per_gpu)
+    assert float(net.ring(8)[0]) == net.nvlink_bw  # 72 is a multiple of 8: every group in one rack
+    whole = Cluster(gpu="b200", fabric="gb200-nvl72", nodes=36, nvlink_domain=144)
+    tp_comm = [
+        step(Workload(model="gpt3-175b", cluster=c, layout=Layout(tp=16, gbs=72))).breakdown_s["tp_comm"]
+        for c in (rack, whole)
+    ]
+    assert tp_comm[0] > 2 * tp_comm[1]
+
+
+def test_the_dp_group_is_tp_apart_even_with_context_parallelism():
+    """64 nodes, TP 8 × CP 2 × PP 2: each DP×CP group lies inside one 32-node pipeline stage, so a
+    4:1 oversubscription above the leaves leaves its reduction alone but slows the stage hand-off."""
+    layout = {"tp": 8, "cp": 2, "pp": 2, "gbs": 1024, "overlap_grad_reduce": False}
+    base = step(Workload(model="gpt3-175b", cluster=Cluster(nodes=64), layout=Layout(**layout)))
+    over = step(
+        Workload(model="gpt3-175b", cluster=Cluster(nodes=64, oversubscription=4), layout=Layout(**layout))
+    )
+    assert over.breakdown_s["dp_comm_exposed"] == base.breakdown_s["dp_comm_exposed"]
+    assert over.breakdown_s["pp_comm"] > 3 * base.breakdown_s["pp_comm"]
+
+
+def test_a_fabric_brings_its_gpu_and_refuses_another_generation():
+    assert Cluster(fabric="dgx-h100-ndr").gpu == "h100-sxm"
+    assert Cluster(fabric="dgx-a100-hdr", gpu="a100-40gb").gpu == "a100-40gb"  # same generation
+    with pytest.raises(ScenarioError) as err:
+        build(Cluster, {"fabric": "gb200-nvl72", "gpu": "a100-80gb"}, "cluster.")
+    field, value, message = err.value.problems[0]
+    assert (field, value) == ("cluster.gpu", "a100-80gb") and "blackwell" in message
+    # fewer GPUs per node keep the fabric's NICs per GPU
+    assert Cluster(fabric="dgx-h100-ndr", gpus_per_node=4).network_fields()["nics_per_node"] == 4

@@ -166,6 +166,7 @@ class ClusterFabric:
 
     id: str
     name: str
+    gpu: str
     gpus_per_node: int
     nvlink: str
     nvlink_domain: int
@@ -186,6 +187,8 @@ def cluster_fabrics() -> MappingProxyType:
         for link in (fab.nvlink, fab.nic):
             if link not in links:  # pragma: no cover - guards the shipped files
                 raise RuntimeError(f"cluster fabric {cid} names unknown link type {link}")
+        if fab.gpu not in gpus():  # pragma: no cover - guards the shipped files
+            raise RuntimeError(f"cluster fabric {cid} names unknown gpu {fab.gpu}")
         out[cid] = fab
     return MappingProxyType(out)
 

@@ -38,15 +38,17 @@ NVL72_PORT_BITS_S = 400e9
 class ClusterNetwork:
     """Bandwidths and latencies of a cluster's network (bus bandwidths: wire rate × NCCL efficiency).
 
-    Ranks are numbered node by node (Megatron-LM's order), so a group of `size` ranks `stride` apart
-    holds min(size, ⌊domain / stride⌋) ranks in each NVLink domain it touches. Inside one domain a
-    group runs on NVLink. A group that spans domains runs on the NICs of the GPUs it holds there: each
-    GPU has an equal share of its node's NICs, and NCCL gives each ring channel its own NIC, so a ring
-    with r ranks in a domain crosses it at r NIC shares (capped by NVLink; seed 001 §3.5 and the NCCL rows
-    of the measured runs: 8 × 200 Gb/s HDR carry 192 GB/s of bus bandwidth per DGX A100, 4 NICs 86 GB/s).
-    Every group communicating at once then gets exactly its share — the contention of the groups that
-    share a node's NICs. A group spanning more nodes than one leaf switch connects crosses the upper
-    tier and runs at 1/oversubscription of that.
+    Ranks are numbered node by node in Megatron-LM's order (TP innermost, then CP, DP, PP), so the
+    groups of one kind — `size` ranks `stride` apart — tile the job. A group runs on NVLink when it
+    lies inside one NVLink domain (a node, or a rack such as GB200 NVL72). Otherwise it runs on the NICs
+    of the GPUs it holds in each domain: each GPU has an equal share of its node's NICs, and NCCL gives
+    each ring channel its own NIC, so a ring crosses a domain at (its ranks there) × one NIC share,
+    capped by NVLink (seed 001 §3.5 and the NCCL rows of the measured runs: 8 × 200 Gb/s HDR carry
+    192 GB/s of bus bandwidth per DGX A100, 4 NICs 86 GB/s). The groups of one kind run in lockstep, so
+    the group that straddles a domain boundary worst sets the pace; every group communicating at once
+    gets its own NIC share — the contention of the groups that share a node's NICs. A group that
+    straddles a leaf-switch boundary (`leaf_nodes` nodes) crosses the tier above it and runs at
+    1/oversubscription of that.
     """
 
     gpus_per_node: int
@@ -55,29 +57,44 @@ class ClusterNetwork:
     nvlink_alpha: float  # per-step latency of a ring inside the domain, s
     nic_bw_per_gpu: float  # one GPU's share of its node's NIC bus bandwidth, B/s
     nic_alpha: float  # per-step latency of a ring across domains, s
+    n_gpus: float  # GPUs in the job: a job inside one domain or leaf never leaves it
     oversubscription: float = 1.0  # scale-out bandwidth ratio above the leaf switches (1: non-blocking)
     leaf_nodes: float = math.inf  # nodes one leaf switch (rail group) connects
 
+    def _fewest(self, size, stride, block):
+        """The fewest ranks a group holds in one block of `block` consecutive ranks, over the job's
+        groups (`size` itself when every group lies inside one block). In units of the group's own
+        lane (every stride-th rank) a block holds L = ⌊block/stride⌋ of them and groups start at
+        multiples of size, so a group that straddles a boundary can keep as few as gcd(size, L)."""
+        lane = np.maximum(np.floor(block / stride), 1.0)
+        inside = ((lane % size == 0) & (size <= lane)) | (self.n_gpus <= block)
+        few = np.gcd(size.astype(np.int64), lane.astype(np.int64)).astype(float)
+        return np.where(inside, size, few)
+
     def _span(self, size, stride):
         size = np.asarray(size, dtype=float)
-        per_domain = np.clip(np.floor(self.nvlink_domain / np.asarray(stride, dtype=float)), 1.0, size)
-        domains = np.ceil(size / per_domain)
-        fewest = size - (domains - 1.0) * per_domain  # the last domain holds what is left
-        nodes = np.ceil(size * stride / self.gpus_per_node)
-        slow = np.where(nodes > self.leaf_nodes, self.oversubscription, 1.0)
-        return np.minimum(per_domain, fewest), domains, slow
+        stride = np.asarray(stride, dtype=float)
+        per_domain = self._fewest(size, stride, self.nvlink_domain)
+        slow = 1.0
+        if self.oversubscription != 1.0 and math.isfinite(self.leaf_nodes):
+            leaf = self._fewest(size, stride, self.leaf_nodes * self.gpus_per_node)
+            slow = np.where(leaf < size, self.oversubscription, 1.0)
+        return per_domain, per_domain < size, slow
 
     def ring(self, size, stride=1):
         """(bus bandwidth B/s, α s per step) of NCCL's ring over `size` ranks `stride` apart."""
-        per_domain, domains, slow = self._span(size, stride)
-        busbw = coll.nccl_ring_busbw(per_domain, domains, self.nvlink_bw, self.nic_bw_per_gpu / slow)
-        return busbw, np.where(domains > 1, self.nic_alpha, self.nvlink_alpha)
+        size = np.asarray(size, dtype=float)
+        per_domain, cross, slow = self._span(size, stride)
+        busbw = coll.nccl_ring_busbw(
+            per_domain, size / per_domain, self.nvlink_bw, self.nic_bw_per_gpu / slow
+        )
+        return busbw, np.where(cross, self.nic_alpha, self.nvlink_alpha)
 
     def per_rank(self, size, stride=1):
-        """(bandwidth B/s, α s) of each rank when every rank of the group sends at once to ranks
-        elsewhere in it (pipeline hand-offs, all-to-all): one GPU's NIC share once it leaves the domain."""
-        _, domains, slow = self._span(size, stride)
-        cross = domains > 1
+        """(bandwidth B/s, α s) of each rank when every rank of the group sends at once to others in it
+        (pipeline hand-offs along a pipeline of `size` stages, all-to-all): one NIC share once any of
+        its exchanges leaves the domain."""
+        _, cross, slow = self._span(size, stride)
         bw = np.where(cross, np.minimum(self.nvlink_bw, self.nic_bw_per_gpu / slow), self.nvlink_bw)
         return bw, np.where(cross, self.nic_alpha, self.nvlink_alpha)
 
@@ -92,6 +109,7 @@ def cluster_network(
     nvlink_domain: int | None = None,
     oversubscription: float = 1.0,
     leaf_nodes: float = math.inf,
+    n_gpus: float = math.inf,
 ) -> ClusterNetwork:
     """A ClusterNetwork from link types (fabrics.yaml: wire rate, NCCL efficiency, α) and counts.
 
@@ -114,6 +132,7 @@ def cluster_network(
         nvlink_alpha=nvlink_alpha,
         nic_bw_per_gpu=nics_per_node * nic_bw / gpus_per_node,
         nic_alpha=nic_alpha,
+        n_gpus=n_gpus,
         oversubscription=oversubscription,
         leaf_nodes=leaf_nodes,
     )

@@ -88,7 +88,7 @@ def _collective_setup(rec):
     if min(rec.ranks, rec.gpus_per_node) > 1 and intra is None:
         raise ScenarioError([("intra_fabric", None, "required when a node holds several ranks")])
     nics = rec.nics_per_node if rec.nics_per_node is not None else rec.gpus_per_node
-    net = cluster_network(rec.gpus_per_node, intra, inter, nics)
+    net = cluster_network(rec.gpus_per_node, intra, inter, nics, n_gpus=rec.ranks)
     busbw, alpha = net.ring(rec.ranks)
     return float(busbw), float(alpha)
 

@@ -26,7 +26,12 @@ FfnOpt = Annotated[int | None, typer.Option(help="FFN size.")]
 FfnTypeOpt = Annotated[str | None, typer.Option("--ffn-type", help="gelu | swiglu.")]
 VocabOpt = Annotated[int | None, typer.Option(help="Vocabulary size.")]
 SeqLenOpt = Annotated[int | None, typer.Option("--seq-len", help="Sequence length.")]
-GpuOpt = Annotated[str, typer.Option(help="GPU id (catalog with micro-architecture constants).")]
+GpuOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="GPU id (catalog with micro-architecture constants) [default: the fabric's, else a100-80gb]."
+    ),
+]
 NodesOpt = Annotated[int, typer.Option(help="Nodes.")]
 GpusPerNodeOpt = Annotated[
     int | None, typer.Option("--gpus-per-node", help="GPUs per node [default: the fabric's, else 8].")
@@ -40,7 +45,7 @@ FabricOpt = Annotated[
     ),
 ]
 NicsOpt = Annotated[
-    float | None,
+    int | None,
     typer.Option(
         "--nics-per-node", help="Scale-out NICs per node [default: the fabric's, else one per GPU]."
     ),
@@ -161,7 +166,7 @@ def step(
     ffn_type: FfnTypeOpt = None,
     vocab: VocabOpt = None,
     seq_len: SeqLenOpt = None,
-    gpu: GpuOpt = "a100-80gb",
+    gpu: GpuOpt = None,
     nodes: NodesOpt = 1,
     gpus_per_node: GpusPerNodeOpt = None,
     fabric: FabricOpt = None,
@@ -272,7 +277,7 @@ def plan(
     ffn_type: FfnTypeOpt = None,
     vocab: VocabOpt = None,
     seq_len: SeqLenOpt = None,
-    gpu: GpuOpt = "a100-80gb",
+    gpu: GpuOpt = None,
     nodes: NodesOpt = 1,
     gpus_per_node: GpusPerNodeOpt = None,
     fabric: FabricOpt = None,
@@ -360,7 +365,7 @@ def plan(
                 sys.stdout.write(json.dumps(payload, indent=2) + "\n")
                 return
             t = table(
-                title=f"Model shapes near {target_params_b:g}B on {cluster.n_gpus} × {gpu}",
+                title=f"Model shapes near {target_params_b:g}B on {cluster.n_gpus} × {cluster.gpu}",
                 title_justify="left",
             )
             for col in ("hidden", "layers", "heads", "params B", "µs/token", "MFU", "layout"):

@@ -117,6 +117,7 @@ def resolve_hardware(
         nvlink_domain=net["nvlink_domain"],
         oversubscription=net["oversubscription"],
         leaf_nodes=(asm or Assumptions({})).leaf_switch_nodes,
+        n_gpus=cluster.n_gpus,
     )
     return Hardware(
         micro=m,
@@ -297,7 +298,8 @@ def evaluate(
     tp_total = t_f - compute_f + t_b - compute_b
 
     # --- pipeline: p2p hand-offs and the schedule's bubble ------------------------------------------------
-    pp_bw, pp_alpha = net.per_rank(2.0, tp * cp * dp)  # a stage's neighbour is tp·cp·dp ranks on
+    # a pipeline runs at its slowest hand-off: NIC speed once any pair of neighbours is in two domains
+    pp_bw, pp_alpha = net.per_rank(pp, tp * cp * dp)
     handoff = tokens * h * 2.0 / np.where(sp, tp, 1.0)
     p2p = np.where(
         pp > 1, 2.0 * coll.p2p_time(handoff, pp_bw, pp_alpha), 0.0
@@ -350,7 +352,7 @@ def evaluate(
     grad_size = stage_params * asm.grad_bytes
     weight_size = stage_params * asm.weight_bytes
     dp_group = dp * cp
-    busbw, alpha = net.ring(dp_group, tp * cp)
+    busbw, alpha = net.ring(dp_group, tp)  # the DP×CP ranks of one TP rank: tp apart
     buckets = np.maximum(np.ceil(grad_size / (asm.ddp_bucket_mb * 1e6)), 1.0)
     stage_layers = np.maximum(np.where(last_f >= mid_f, layers_last, per_stage), 1.0)
     allreduce = coll.nccl_ring_time(dp_group, grad_size, busbw, alpha, 2.0)

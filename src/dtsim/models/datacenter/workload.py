@@ -25,7 +25,10 @@ class Cluster(BaseModel):
     field given explicitly overrides it, and without a fabric the GPU's own link types apply."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    gpu: str = Field("a100-80gb", description="Catalog GPU with micro-architecture constants.")
+    gpu: str = Field(
+        "a100-80gb",
+        description="Catalog GPU with micro-architecture constants (default: the fabric's, else this).",
+    )
     nodes: int = Field(1, ge=1, le=1_000_000)
     gpus_per_node: int = Field(
         8, ge=1, le=100_000, description="GPUs per node (default: the fabric's, else 8)."
@@ -44,12 +47,17 @@ class Cluster(BaseModel):
         description="Scale-out NICs per node (default: the fabric's, else one per GPU's share).",
     )
     nic_gbps: float | None = Field(
-        None, gt=0, le=100_000, description="Line rate of one NIC in Gbit/s (default: the NIC link type's)."
+        None,
+        gt=0,
+        le=100_000,
+        allow_inf_nan=False,
+        description="Line rate of one NIC in Gbit/s (default: the NIC link type's).",
     )
     nvlink_gbps: float | None = Field(
         None,
         gt=0,
         le=1_000_000,
+        allow_inf_nan=False,
         description="NVLink bandwidth per GPU, one direction, in Gbit/s (default: the NVLink link type's).",
     )
     nvlink_domain: int | None = Field(
@@ -62,16 +70,20 @@ class Cluster(BaseModel):
         None,
         ge=1,
         le=64,
+        allow_inf_nan=False,
         description="Scale-out oversubscription above the leaf switches (default: the fabric's, else 1).",
     )
 
     @model_validator(mode="before")
     @classmethod
     def _fabric_defaults(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("fabric") is not None and data.get("gpus_per_node") is None:
+        if isinstance(data, dict) and data.get("fabric") is not None:
             fab = catalog.cluster_fabrics().get(data["fabric"])
             if fab is not None:
-                data = {**data, "gpus_per_node": fab.gpus_per_node}
+                data = dict(data)
+                for key in ("gpu", "gpus_per_node"):  # a fabric's GPU and node size unless given
+                    if data.get(key) is None:
+                        data[key] = getattr(fab, key)
         return data
 
     @model_validator(mode="after")
@@ -82,9 +94,24 @@ class Cluster(BaseModel):
             raise ScenarioError(
                 [("gpu", self.gpu, f"needs micro-architecture constants; modelled: {', '.join(modelled)}")]
             )
-        if self.fabric is not None and self.fabric not in catalog.cluster_fabrics():
-            known = ", ".join(catalog.cluster_fabrics())
-            raise ScenarioError([("fabric", self.fabric, f"unknown cluster fabric; known: {known}")])
+        if self.fabric is not None:
+            fab = catalog.cluster_fabrics().get(self.fabric)
+            if fab is None:
+                known = ", ".join(catalog.cluster_fabrics())
+                raise ScenarioError([("fabric", self.fabric, f"unknown cluster fabric; known: {known}")])
+            built_for = catalog.gpus()[fab.gpu].micro.generation
+            if gpu.micro.generation != built_for:
+                raise ScenarioError(
+                    [
+                        (
+                            "gpu",
+                            self.gpu,
+                            f"fabric {self.fabric} is built for {built_for} GPUs ({fab.gpu}); give a {built_for} "
+                            "GPU, or describe this cluster's network with --nics-per-node, --nic-gbps, "
+                            "--nvlink-gbps and --nvlink-domain instead of a fabric",
+                        )
+                    ]
+                )
         for field in ("intra_fabric", "inter_fabric"):
             value = getattr(self, field)
             if value is not None and value not in catalog.fabrics():
@@ -114,8 +141,9 @@ class Cluster(BaseModel):
             "nvlink_domain": self.nvlink_domain
             or (fab.nvlink_domain if fab and fab.nvlink_domain != fab.gpus_per_node else self.gpus_per_node),
             "nic": nic,
+            # NICs per GPU stay the fabric's (or the GPU's) when gpus_per_node is changed
             "nics_per_node": self.nics_per_node
-            or (fab.nics_per_node if fab else micro.nics_per_gpu * self.gpus_per_node),
+            or (fab.nics_per_node / fab.gpus_per_node if fab else micro.nics_per_gpu) * self.gpus_per_node,
             "nic_gbps": self.nic_gbps or links[nic].bandwidth_gb_s * 8.0,
             "oversubscription": self.oversubscription or (fab.oversubscription if fab else 1.0),
         }
