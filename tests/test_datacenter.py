@@ -436,7 +436,12 @@ def test_more_micro_batches_never_grow_the_gpipe_bubble_fraction(case, extra):
 @SETTINGS
 @given(layouts(), st.integers(0, 2))
 def test_memory_never_rises_with_a_higher_zero_stage(case, stage):
+    """ZeRO-3 also holds two gathered units and one unit's gradients, which outweigh its saving on
+    the weights when the shard group is small or a stage has few layers: stage 2 → 3 is checked
+    where the shard group has ≥ 4 ranks and a stage ≥ 8 layers."""
     a, cluster, lay = case
+    if stage == 2:
+        assume(lay["dp"] * lay.get("cp", 1) >= 4 and a.layers / lay["pp"] >= 8)
     lower = _eval(a, cluster, {**lay, "zero": stage})["memory_per_gpu_gb"]
     higher = _eval(a, cluster, {**lay, "zero": stage + 1})["memory_per_gpu_gb"]
     assert higher <= lower * (1 + 1e-12)

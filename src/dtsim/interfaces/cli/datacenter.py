@@ -185,6 +185,14 @@ def step(
     gbs: Annotated[int, typer.Option(help="Global batch size (sequences).")] = 512,
     recompute: Annotated[str, typer.Option(help="none | selective | full.")] = "selective",
     zero: Annotated[int, typer.Option(help="ZeRO stage 0–3.")] = 1,
+    shard_group: Annotated[
+        int | None,
+        typer.Option(
+            "--shard-group",
+            help="HSDP: ZeRO-3 shards over groups of this many DP ranks, replicated across groups "
+            "[default: the whole DP group].",
+        ),
+    ] = None,
     sequence_parallel: Annotated[
         bool, typer.Option("--sequence-parallel", help="Sequence parallelism.")
     ] = False,
@@ -223,6 +231,7 @@ def step(
                 "gbs": gbs,
                 "recompute": recompute,
                 "zero": zero,
+                "shard_group": shard_group,
                 "sequence_parallel": sequence_parallel,
                 "schedule": schedule,
                 "embedding_stages": embedding_stages,

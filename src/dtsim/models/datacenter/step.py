@@ -345,10 +345,10 @@ def evaluate(
     #     backward pass.
     # Once-per-step reductions overlap the last backward pass bucket by bucket (seed 003
     # "Bucket-Based Overlap"); the weight all-gather overlaps the next step's first forward pass.
-    # Per-micro-batch traffic hides under all micro-batches' compute except its last bucket.
-    # The DP group is one NCCL ring over the cluster network (ClusterNetwork.ring). Buckets (DDP)
-    # and layers (ZeRO-3/FSDP units) follow each other through the same channels, so the ring's
-    # latency (its pipeline fill) is paid once per pass, not once per bucket.
+    # ZeRO-2's per-micro-batch reduce-scatter hides under all micro-batches' compute except its last
+    # bucket. The DP group is one NCCL ring over the cluster network (ClusterNetwork.ring); buckets
+    # follow each other through the same channels, so the ring's latency (its pipeline fill) is paid
+    # once per pass, not once per bucket. ZeRO-3 is modelled unit by unit below.
     grad_size = stage_params * asm.grad_bytes
     weight_size = stage_params * asm.weight_bytes
     dp_group = dp * cp
@@ -358,41 +358,92 @@ def evaluate(
     allreduce = coll.nccl_ring_time(dp_group, grad_size, busbw, alpha, 2.0)
     reduce_scatter = coll.nccl_ring_time(dp_group, grad_size, busbw, alpha, 1.0)
     gather = coll.nccl_ring_time(dp_group, weight_size, busbw, alpha, 1.0)
-    gather_once = gather
-    layer_gather = gather  # ZeRO-3: the stage's parameters, layer by layer
-    layer_rs = reduce_scatter
     multi = dp_group > 1
     overlap = f["overlap_grad"].astype(bool)
+    z3 = zero >= 3
     once = np.where(multi & (zero <= 1), np.where(zero == 1, reduce_scatter, allreduce), 0.0)
-    once_gather = np.where(multi & (zero >= 1) & (zero <= 2), gather_once, 0.0)
-    per_mb = np.where(
-        multi & (zero >= 2), np.where(zero >= 3, layer_rs + 2.0 * layer_gather, reduce_scatter), 0.0
+    once_gather = np.where(multi & (zero >= 1) & (zero <= 2), gather, 0.0)
+    per_mb = np.where(multi & (zero == 2), reduce_scatter, 0.0)
+    # ZeRO-3 / FSDP (Rajbhandari et al. 2020 §5.3; Zhao et al. 2023, "PyTorch FSDP", §3–4): each of
+    # the stage's L units (a transformer layer, with its share of the embedding and output weights) is
+    # all-gathered over the shard group before its forward pass and again before its backward pass,
+    # and its gradients are reduce-scattered after it — every micro-batch, each collective paying its
+    # own ring latency. With prefetching, unit i's compute overlaps the next unit's gather (forward)
+    # or the next gather and the previous reduce-scatter on the same links (backward), so a unit costs
+    # the larger of its compute and that communication; the first gather of each pass and the last
+    # reduce-scatter wait. Per micro-batch the exposed time is
+    #   forward:  AG + (L−1)·max(0, AG − f)
+    #   backward: AG + max(0, AG − b) + (L−2)·max(0, AG + RS − b) + max(0, RS − b) + RS   (L ≥ 2)
+    # (AG + RS for one unit); without overlap L·(2·AG + RS). It lengthens every stage slot of the
+    # pipeline, the bubble's included. HSDP (`shard`) shards over groups of `shard` ranks and
+    # all-reduces the shard's gradients across the replica groups once per step, overlapped with the
+    # backward pass like DDP buckets.
+    shard = np.where(f["shard"] > 0, f["shard"], dp_group) if "shard" in f else dp_group
+    replicas = dp_group / shard
+    s_bw, s_alpha = net.ring(shard, tp)
+    units = stage_layers
+    ag = coll.nccl_ring_time(shard, weight_size / units, s_bw, s_alpha, 1.0)
+    rs = coll.nccl_ring_time(shard, grad_size / units, s_bw, s_alpha, 1.0)
+    f_unit = t_f / units
+    b_unit = (t_b + t_rc) / units
+    z3_comm = units * (2.0 * ag + rs)  # per micro-batch
+    z3_forward = ag + np.maximum(units - 1.0, 0.0) * np.maximum(ag - f_unit, 0.0)
+    z3_backward = np.where(
+        units >= 2.0,
+        ag
+        + np.maximum(ag - b_unit, 0.0)
+        + np.maximum(units - 2.0, 0.0) * np.maximum(ag + rs - b_unit, 0.0)
+        + np.maximum(rs - b_unit, 0.0)
+        + rs,
+        ag + rs,
     )
-    units = np.where(zero >= 3, stage_layers, buckets)
-    # All of it competes for one compute budget, the step's m·work: what cannot hide is the larger of
-    # the pieces that never can (the last bucket or layer of each, and what outlasts the one pass it
-    # overlaps) and the excess of the total over the budget. A faster link never makes this larger.
+    z3_on = z3 & (shard > 1)
+    z3_mb = np.where(z3_on, np.where(overlap, z3_forward + z3_backward, z3_comm), 0.0)
+    z3_exposed = m * z3_mb
+    z3_hidden = np.where(z3_on, m * z3_comm, 0.0) - z3_exposed
+    z3_bubble = bubble_slots * z3_mb
+    pipeline = pipeline + z3_bubble
+    bubble = bubble + z3_bubble
+    r_bw, r_alpha = net.ring(replicas, tp * shard)
+    hsdp_allreduce = np.where(
+        z3 & (replicas > 1), coll.nccl_ring_time(replicas, grad_size / shard, r_bw, r_alpha, 2.0), 0.0
+    )
+    once = once + hsdp_allreduce
+    # The once-per-step reductions (and ZeRO-2's per-micro-batch ones) compete for one compute budget,
+    # the step's m·work: what cannot hide is the larger of the pieces that never can (the last bucket
+    # of each, and what outlasts the one pass it overlaps) and the excess of the total over the
+    # budget left after ZeRO-3's own overlap. A faster link never makes this larger.
     overlappable = once + once_gather + m * per_mb
     tails = (
         exposed_bucketed_allreduce(once, t_b, buckets)
         + exposed_bucketed_allreduce(once_gather, t_f, buckets)
-        + per_mb / units
+        + per_mb / buckets
     )
-    dp_exposed = np.where(overlap, np.maximum(tails, overlappable - m * work), overlappable)
+    budget = np.maximum(m * work - z3_hidden, 0.0)
+    dp_exposed = np.where(overlap, np.maximum(tails, overlappable - budget), overlappable) + z3_exposed
     # Compute slows while a collective overlaps it (communication kernels hold SMs and HBM bandwidth):
     # charge `overlap_compute_slowdown` of every second of hidden communication (arXiv 2507.03114).
-    hidden = np.where(overlap, np.maximum(overlappable - dp_exposed, 0.0), 0.0)
+    hidden = np.where(overlap, np.maximum(overlappable + z3_hidden + z3_exposed - dp_exposed, 0.0), 0.0)
     hidden_tp = m * np.where(overlap_tp, (tp_f - exp_tp_f) + (tp_b - exp_tp_b), 0.0) * per_stage
     interference = asm.overlap_compute_slowdown * (hidden + hidden_tp)
-    opt_params = np.where(zero >= 1, stage_params / dp_group, stage_params)
+    # What each rank keeps of the stage's weights, gradients and optimizer state: 1/divisor.
+    w_div = np.where(z3, shard, 1.0)
+    g_div = np.where(z3, shard, np.where(zero >= 2, dp_group, 1.0))
+    o_div = np.where(z3, shard, np.where(zero >= 1, dp_group, 1.0))
+    opt_params = stage_params / o_div
     optimizer = memory_bound_time(opt_params * asm.optimizer_traffic_bytes, micro, asm.hbm_efficiency)
 
     step = pipeline + dp_exposed + interference + optimizer
 
     # --- memory per GPU (the peak stage) ---------------------------------------------------------------------------
-    w = stage_params * asm.weight_bytes / np.where(zero >= 3, dp_group, 1.0)
-    g = stage_params * asm.grad_bytes / np.where(zero >= 2, dp_group, 1.0)
-    o = stage_params * asm.optimizer_bytes / np.where(zero >= 1, dp_group, 1.0)
+    # ZeRO-3 shards over the shard group (HSDP) and holds two gathered units (the one computing and the
+    # prefetched one) and one unit's unsharded gradients (Zhao et al. 2023 §3.3).
+    w = stage_params * asm.weight_bytes / w_div
+    g = stage_params * asm.grad_bytes / g_div
+    o = stage_params * asm.optimizer_bytes / o_div
+    unit_buffers = np.where(
+        z3 & (shard > 1), stage_params / units * (2.0 * asm.weight_bytes + asm.grad_bytes), 0.0
+    )
     # FlashAttention never stores the s×s scores, so its layers keep what selective recomputation keeps.
     act_layer = np.where(
         recompute == 2,
@@ -418,14 +469,10 @@ def evaluate(
         recompute == 2, full_layer, 0.0
     )
     logits_mem = np.where(pp == 1, 1.0, 0.0) * tokens * a.vocab / tp * 4.0
-    memory = w + g + o + activations + logits_mem + asm.framework_overhead_gb * 1e9
+    memory = w + g + o + unit_buffers + activations + logits_mem + asm.framework_overhead_gb * 1e9
     last_stage_memory = (
-        last_params
-        * (
-            asm.weight_bytes / np.where(zero >= 3, dp_group, 1.0)
-            + asm.grad_bytes / np.where(zero >= 2, dp_group, 1.0)
-            + asm.optimizer_bytes / np.where(zero >= 1, dp_group, 1.0)
-        )
+        last_params * (asm.weight_bytes / w_div + asm.grad_bytes / g_div + asm.optimizer_bytes / o_div)
+        + unit_buffers
         + layers_last * act_layer
         + tokens * a.vocab / tp * 4.0
         + asm.framework_overhead_gb * 1e9

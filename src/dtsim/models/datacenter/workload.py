@@ -165,6 +165,13 @@ class Layout(BaseModel):
     mbs: int = Field(1, ge=1, le=1_000_000, description="Micro-batch size in sequences.")
     gbs: int = Field(ge=1, le=1_000_000_000, description="Global batch size in sequences.")
     zero: int = Field(1, ge=0, le=3, description="ZeRO stage over the data-parallel group.")
+    shard_group: int | None = Field(
+        None,
+        ge=1,
+        le=1_000_000,
+        description="HSDP: ZeRO-3 shards over groups of this many data-parallel ranks and replicates across "
+        "them (default: the whole dp·cp group).",
+    )
     recompute: Literal["none", "selective", "full"] = "selective"
     schedule: Literal["gpipe", "1f1b", "interleaved", "zero-bubble"] = "1f1b"
     overlap_grad_reduce: bool = Field(
@@ -208,6 +215,7 @@ def layout_arrays(layout: Layout, n_gpus: int) -> dict[str, Any]:
         "mbs": layout.mbs,
         "gbs": layout.gbs,
         "zero": layout.zero,
+        "shard": layout.shard_group or 0,  # 0: the whole dp·cp group
         "recompute": RECOMPUTES.index(layout.recompute),
         "schedule": SCHEDULES.index(schedule),
         "overlap_grad": layout.overlap_grad_reduce,
@@ -227,6 +235,8 @@ def check_layout(a: Architecture, layout: Layout, cluster: Cluster, seq_len: int
         problems.append(
             ("layout.dp", dp, f"dp·tp·pp·cp must equal the GPU count {n} (tp={tp}, pp={pp}, cp={cp})")
         )
+        if dp < 1:  # tp·pp·cp alone exceed the GPUs: nothing below can be checked
+            raise ScenarioError(problems)
     if a.heads % tp or a.n_kv % tp:
         problems.append(("layout.tp", tp, f"must divide heads = {a.heads} and kv_heads = {a.n_kv}"))
     slots = a.layers + (2 if layout.embedding_stages == "balanced" else 0)
@@ -246,6 +256,11 @@ def check_layout(a: Architecture, layout: Layout, cluster: Cluster, seq_len: int
                 f"must be ≤ dp·cp = {dp * cp} (experts are sharded over data-parallel ranks)",
             )
         )
+    if layout.shard_group is not None:
+        if layout.zero != 3:
+            problems.append(("layout.shard_group", layout.shard_group, "needs zero = 3 (HSDP shards ZeRO-3)"))
+        elif (dp * cp) % layout.shard_group:
+            problems.append(("layout.shard_group", layout.shard_group, f"must divide dp·cp = {dp * cp}"))
     seq = seq_len or a.seq_len
     if layout.cp > 1 and seq % (2 * layout.cp):
         problems.append(("layout.cp", layout.cp, f"2·cp must divide the sequence length {seq}"))
