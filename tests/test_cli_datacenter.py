@@ -327,3 +327,79 @@ def test_bad_calibration_file(tmp_path, content, needle, command):
     assert r.exit_code == 2, r.output
     assert all(squeeze(s.split()) in text for s in ("error: --calibration", str(path), needle))
     assert "Traceback" not in text
+
+
+def test_plan_with_nothing_that_fits_exits_1_with_the_closest_layouts_and_what_to_change():
+    res = runner.invoke(app, ["plan", "--model", "llama3.1-405b", "--nodes", "1", "--gbs", "64"])
+    assert res.exit_code == 1, res.output
+    assert "Nothing fits" in res.output and "no layout fits: the closest needs" in res.output
+    res = runner.invoke(app, ["plan", "--model", "llama3.1-405b", "--nodes", "1", "--gbs", "64", "--json"])
+    assert res.exit_code == 1
+    d = json.loads(res.stdout)
+    assert d["fits"] is False and d["layouts"] == [] and len(d["nearest"]) == 3
+    assert all(not r["fits"] for r in d["nearest"])
+    need = [r["memory_per_gpu_gb"] for r in d["nearest"]]
+    assert need == sorted(need) and need[0] > d["usable_memory_gb"]
+    assert f"{need[0]:,.1f} GB per GPU" in d["advice"]
+    # a plan that fits says so and exits 0
+    res = runner.invoke(app, ["plan", "--model", "megatron-1.7b", "--nodes", "1", "--gbs", "64", "--json"])
+    assert res.exit_code == 0 and json.loads(res.stdout)["fits"] is True
+
+
+def test_step_that_does_not_fit_says_why_and_is_not_an_answer():
+    args = ["step", "--model", "llama3.1-405b", "--nodes", "1", "--tp", "8", "--gbs", "64"]
+    d = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
+    assert d["fits"] is False and d["memory_per_gpu_gb"] > d["usable_memory_gb"]
+    assert d["fit_note"].startswith("does not fit: needs") and "--zero 3" in d["fit_note"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0 and "not an answer" in res.output
+    fits = json.loads(
+        runner.invoke(app, ["step", "--model", "megatron-1.7b", "--gbs", "64", "--json"]).stdout
+    )
+    assert fits["fits"] is True and fits["fit_note"] == ""
+
+
+def test_an_mfu_above_the_best_measured_carries_a_warning_that_cites_the_record():
+    from dtsim.models.datacenter.plausibility import ceilings, parallelism_class
+
+    best = ceilings()["ampere"]["model-parallel"]
+    args = [
+        "step",
+        "--model",
+        "gpt3-175b",
+        "--nodes",
+        "64",
+        "--tp",
+        "8",
+        "--pp",
+        "8",
+        "--gbs",
+        "1536",
+        "--json",
+    ]
+    d = json.loads(runner.invoke(app, args).stdout)
+    assert (d["mfu"] > best["mfu"]) == bool(d["warnings"])
+    if d["warnings"]:
+        assert best["record"] in d["warnings"][0] and "optimistic" in d["warnings"][0]
+    # an old-style layout (no FlashAttention, full recomputation, fp16) stays below it: no warning
+    slow = [
+        *args,
+        "--no-flash-attention",
+        "--recompute",
+        "full",
+        "--precision",
+        "fp16",
+        "--no-overlap-grad-reduce",
+    ]
+    d = json.loads(runner.invoke(app, slow).stdout)
+    assert d["mfu"] < best["mfu"] and d["warnings"] == []
+    plan = json.loads(
+        runner.invoke(
+            app, ["plan", "--model", "megatron-18.4b", "--nodes", "4", "--gbs", "512", "--json"]
+        ).stdout
+    )
+    assert plan["layouts"]
+    for r in plan["layouts"]:
+        lay = r["layout"]
+        best = ceilings()["ampere"].get(parallelism_class(lay["zero"], lay["tp"], lay["pp"]))
+        assert bool(r["warnings"]) == (best is not None and r["mfu"] > best["mfu"])

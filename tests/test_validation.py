@@ -404,3 +404,23 @@ def test_validation_page_is_current():
 
     page = Path(__file__).resolve().parent.parent / "docs" / "validation.md"
     assert page.read_text(encoding="utf-8") == render(), "run: python -m dtsim.validation.docs"
+
+
+def test_mfu_ceilings_file_is_current():
+    """catalog/mfu_ceilings.yaml is what `python -m dtsim.validation.mfu_ceilings` writes now."""
+    from dtsim.validation import mfu_ceilings
+
+    assert mfu_ceilings.target().read_text(encoding="utf-8") == mfu_ceilings.render(), (
+        "run `python -m dtsim.validation.mfu_ceilings` to regenerate src/dtsim/catalog/mfu_ceilings.yaml"
+    )
+
+
+def test_a_measured_mfu_in_the_model_convention_is_taken_as_it_stands():
+    from dtsim.validation.predict import measured_model_mfu
+    from dtsim.validation.records import load_dataset
+
+    recs = [r for r in load_dataset().records if r.kind == "datacenter" and r.convention == "model"]
+    assert recs
+    for rec in recs:
+        if rec.metric == "mfu" and (rec.peak_precision or rec.precision) == rec.precision:
+            assert measured_model_mfu(rec) == pytest.approx(rec.measured / 100, rel=1e-12)

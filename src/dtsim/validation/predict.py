@@ -48,29 +48,53 @@ def datacenter_workload(rec):
     return workload
 
 
+def _convention_flop_per_step(rec, w, r) -> float:
+    """The FLOPs of one step counted the way the record's source counts them."""
+    from dtsim.physics.transformer import mpt_flops_per_token
+
+    if rec.convention == "megatron2021":
+        return r.megatron2021_flop_per_step
+    if rec.convention == "model":
+        return r.model_flop_per_step
+    if rec.convention == "hardware":
+        return r.hardware_flop_per_step
+    # mpt: llm-foundry counts 3 (MFU) or 4 (HFU, with activation checkpointing) forward passes
+    recompute = rec.metric == "hfu" and w.layout.recompute != "none"
+    return mpt_flops_per_token(w.model, recompute, w.seq_len) * w.layout.gbs * (w.seq_len or w.model.seq_len)
+
+
+def _record_peak(rec, w) -> float:
+    gpu = catalog.gpus()[w.cluster.gpu]
+    return (gpu.peak_tflops(rec.peak_precision or rec.precision) or gpu.fp16_tflops) * 1e12
+
+
 def predict_datacenter(rec) -> tuple[float, dict[str, Any]]:
     from dtsim.models.datacenter.step import PRECISION_BITS, step
-    from dtsim.physics.transformer import mpt_flops_per_token
 
     w = datacenter_workload(rec)
     r = step(w)
     n, t = r.n_gpus, r.step_time_s
-    gpu = catalog.gpus()[w.cluster.gpu]
-    peak = (gpu.peak_tflops(rec.peak_precision or rec.precision) or gpu.fp16_tflops) * 1e12
-    tokens = w.layout.gbs * (w.seq_len or w.model.seq_len)
-    if rec.convention == "megatron2021":
-        flop = r.megatron2021_flop_per_step
-    elif rec.convention == "model":
-        flop = r.model_flop_per_step
-    elif rec.convention == "hardware":
-        flop = r.hardware_flop_per_step
-    else:  # mpt: llm-foundry counts 3 (MFU) or 4 (HFU, with activation checkpointing) forward passes
-        recompute = rec.metric == "hfu" and w.layout.recompute != "none"
-        flop = mpt_flops_per_token(w.model, recompute, w.seq_len) * tokens
-    per_gpu = flop / (t * n)
-    value = per_gpu / 1e12 if rec.metric == "tflops_per_gpu" else 100.0 * per_gpu / peak
+    per_gpu = _convention_flop_per_step(rec, w, r) / (t * n)
+    value = per_gpu / 1e12 if rec.metric == "tflops_per_gpu" else 100.0 * per_gpu / _record_peak(rec, w)
     bits = PRECISION_BITS[w.precision]
     return value, {"step_time_s": t, "precision_bits": bits, "breakdown_s": r.breakdown_s}
+
+
+def measured_model_mfu(rec) -> float:
+    """A datacenter record's measurement as model-FLOP utilization (`step`'s MFU: model FLOPs without
+    recomputation over the dense peak at the run's precision): the measured rate in the record's own
+    FLOP convention, converted by the exact FLOP counts of its workload (nothing predicted)."""
+    from dtsim.models.datacenter.step import step
+
+    w = datacenter_workload(rec)
+    r = step(w)
+    if rec.metric == "tflops_per_gpu":
+        per_gpu = rec.measured * 1e12
+    else:
+        per_gpu = rec.measured / 100.0 * _record_peak(rec, w)
+    per_gpu_model = per_gpu * r.model_flop_per_step / _convention_flop_per_step(rec, w, r)
+    gpu = catalog.gpus()[w.cluster.gpu]
+    return per_gpu_model / ((gpu.peak_tflops(w.precision) or gpu.fp16_tflops) * 1e12)
 
 
 # --- collectives and GEMMs ------------------------------------------------------------------------------

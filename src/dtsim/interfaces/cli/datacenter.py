@@ -11,7 +11,7 @@ import typer
 
 from dtsim.catalog.calibration_file import calibration_in_use, read_calibration
 from dtsim.errors import ScenarioError
-from dtsim.interfaces.cli.common import console, fail, table
+from dtsim.interfaces.cli.common import console, err, fail, table
 
 ModelOpt = Annotated[
     str | None, typer.Option("--model", "-m", help="Catalog model id or an architecture file.")
@@ -274,6 +274,10 @@ def step(
     for k, v in result.breakdown_s.items():
         t.add_row(f"  {k.replace('_', ' ')}", f"{v:,.3f} s")
     con.print(t)
+    if result.fit_note:
+        con.print(f"[red]{result.fit_note}[/red]")
+    for w in result.warnings:
+        con.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
 
 
 def plan(
@@ -399,27 +403,40 @@ def plan(
         return
     if as_json:
         sys.stdout.write(json.dumps(result.as_dict(), indent=2) + "\n")
+        if not result.fits:
+            raise typer.Exit(1)
         return
     con = console()
     con.print(
         f"[bold]{result.model}[/bold] ({result.params_b:,.1f}B) on {result.n_gpus} × {result.gpu}: "
         f"{result.searched:,} layouts searched in {result.seconds:.2f} s"
     )
-    t = table(title="Fastest layouts that fit", title_justify="left")
+    shown = result.ranked or result.nearest
+    title = "Fastest layouts that fit" if result.fits else "Nothing fits — the closest layouts (not answers)"
+    t = table(title=title, title_justify="left")
     for col in ("#", "s/iter", "TFLOP/s", "MFU", "GB"):
         t.add_column(col, justify="right", no_wrap=True)
     t.add_column("layout", overflow="fold")
-    for i, r in enumerate(result.ranked, 1):
+    for i, r in enumerate(shown, 1):
         t.add_row(
             str(i),
             f"{r.step_time_s:.2f}",
             f"{r.model_tflops_per_gpu:.0f}",
-            f"{r.mfu:.1%}",
+            f"{r.mfu:.1%}" + ("!" if r.warnings else ""),
             f"{r.memory_per_gpu_gb:.0f}",
             layout_label(r.layout),
         )
-    con.print(t)
+    if shown:
+        con.print(t)
+    flagged = [r for r in result.ranked if r.warnings]
+    if flagged:
+        con.print(f"[yellow]warning (MFU marked !):[/yellow] {flagged[0].warnings[0]}", highlight=False)
     con.print("Rejected: " + ", ".join(f"{v:,} {k}" for k, v in result.rejected.items() if v))
+    if not result.fits:
+        err.print(
+            f"[bold red]error:[/bold red] {result.advice() or 'no layout is valid for this model and cluster'}"
+        )
+        raise typer.Exit(1)
 
 
 def collective(

@@ -19,6 +19,7 @@ import numpy as np
 
 from dtsim.assumptions import Assumptions
 from dtsim.catalog.calibration_file import calibration_in_use
+from dtsim.models.datacenter.plausibility import mfu_warning
 from dtsim.models.datacenter.step import LayoutPerformance, evaluate, performance_at, resolve_hardware
 from dtsim.models.datacenter.workload import PRECISION_BITS, RECOMPUTES, SCHEDULES, Cluster
 from dtsim.physics.transformer import Architecture, count_params
@@ -140,11 +141,40 @@ class Plan:
     rejected: dict[str, int]
     seconds: float
     ranked: list[LayoutPerformance]
+    usable_memory_gb: float = 0.0  # what a layout may fill per GPU (usable_memory_fraction × memory)
+    # When no layout fits: the ones that come closest (least memory per GPU first). Never answers.
+    nearest: list[LayoutPerformance] = field(default_factory=list)
+
+    @property
+    def fits(self) -> bool:
+        """Whether any layout fits in GPU memory."""
+        return bool(self.ranked)
+
+    def advice(self) -> str:
+        """What to change when nothing fits ('' when something does)."""
+        if self.ranked:
+            return ""
+        if not self.nearest:
+            return (
+                "no layout is valid for this model and cluster: every candidate was rejected (see rejected)"
+            )
+        need = self.nearest[0].memory_per_gpu_gb
+        return (
+            f"no layout fits: the closest needs {need:,.1f} GB per GPU of the {self.usable_memory_gb:,.1f} GB "
+            f"usable ({need / self.usable_memory_gb:,.1f}× too much). Add GPUs (the state shards over more "
+            "ranks with ZeRO and more pipeline stages), use a GPU with more memory, or train a shorter "
+            "sequence or a smaller model."
+        )
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON of `dtsim plan --json` (the ranked layouts under "layouts")."""
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "ranked"}
+        """The JSON of `dtsim plan --json` (the ranked layouts under "layouts"; when none fits, the
+        closest under "nearest" and what to change under "advice")."""
+        skip = ("ranked", "nearest")
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
+        out["fits"] = self.fits
         out["layouts"] = [r.model_dump() for r in self.ranked]
+        out["nearest"] = [r.model_dump() for r in self.nearest]
+        out["advice"] = self.advice()
         return out
 
 
@@ -170,29 +200,22 @@ def _plan(a: Architecture, cluster: Cluster, opt: PlanOptions, top: int) -> Plan
     asm = Assumptions(opt.assumptions)
     hw = resolve_hardware(cluster, opt.precision, asm=asm)
     ranked: list[LayoutPerformance] = []
+    nearest: list[LayoutPerformance] = []
     if n_candidates:
         out = evaluate(a, hw, lay, asm, seq, bits)
         fits = np.asarray(out["fits"])
         rejected["does not fit in GPU memory"] = int((~fits).sum())
         order = np.argsort(np.where(fits, out["step_time_s"], np.inf), kind="stable")
-        for i in order[: min(top, int(fits.sum()))]:
-            row = {k: (bool(v[i]) if v.dtype == bool else float(v[i])) for k, v in lay.items()}
-            layout = {
-                "dp": int(row["dp"]),
-                "tp": int(row["tp"]),
-                "pp": int(row["pp"]),
-                "vpp": int(row["vpp"]),
-                "cp": int(row["cp"]),
-                "ep": int(row["ep"]),
-                "sequence_parallel": row["sp"],
-                "mbs": int(row["mbs"]),
-                "gbs": opt.gbs,
-                "zero": int(row["zero"]),
-                "recompute": RECOMPUTES[int(row["recompute"])],
-                "schedule": SCHEDULES[int(row["schedule"])],
-                "embedding_stages": "balanced" if row["balanced"] else "first-last",
-            }
-            ranked.append(LayoutPerformance(layout=layout, **performance_at(out, i)))
+        ranked = [_performance(lay, out, i, opt, cluster.gpu) for i in order[: min(top, int(fits.sum()))]]
+        if not ranked:
+            seen: set[tuple[float, float]] = set()  # layouts that differ only where it changes nothing
+            for i in np.argsort(np.asarray(out["memory_per_gpu_gb"]), kind="stable"):
+                key = (float(out["memory_per_gpu_gb"][i]), float(out["step_time_s"][i]))
+                if key not in seen:
+                    seen.add(key)
+                    nearest.append(_performance(lay, out, i, opt, cluster.gpu))
+                if len(nearest) == min(top, 3):
+                    break
     searched = n_candidates + sum(v for k, v in rejected.items() if k != "does not fit in GPU memory")
     return Plan(
         model=a.name,
@@ -203,7 +226,32 @@ def _plan(a: Architecture, cluster: Cluster, opt: PlanOptions, top: int) -> Plan
         rejected=rejected,
         seconds=time.perf_counter() - t0,
         ranked=ranked,
+        usable_memory_gb=asm.usable_memory_fraction * hw.memory_bytes / 1e9,
+        nearest=nearest,
     )
+
+
+def _performance(lay: dict[str, np.ndarray], out: dict[str, np.ndarray], i: int, opt: PlanOptions, gpu: str):
+    """Layout i of the candidates as a LayoutPerformance (with its MFU plausibility warning)."""
+    row = {k: (bool(v[i]) if v.dtype == bool else float(v[i])) for k, v in lay.items()}
+    layout = {
+        "dp": int(row["dp"]),
+        "tp": int(row["tp"]),
+        "pp": int(row["pp"]),
+        "vpp": int(row["vpp"]),
+        "cp": int(row["cp"]),
+        "ep": int(row["ep"]),
+        "sequence_parallel": row["sp"],
+        "mbs": int(row["mbs"]),
+        "gbs": opt.gbs,
+        "zero": int(row["zero"]),
+        "recompute": RECOMPUTES[int(row["recompute"])],
+        "schedule": SCHEDULES[int(row["schedule"])],
+        "embedding_stages": "balanced" if row["balanced"] else "first-last",
+    }
+    perf = performance_at(out, i)
+    warning = mfu_warning(gpu, layout, perf["mfu"])
+    return LayoutPerformance(layout=layout, warnings=[warning] if warning else [], **perf)
 
 
 def shapes_near(

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 from dtsim import catalog
 from dtsim.assumptions import Assumptions
 from dtsim.catalog.calibration_file import calibration_in_use
+from dtsim.models.datacenter.plausibility import mfu_warning
 
 # The inputs live in workload.py; they are re-exported here so that `from dtsim.models.datacenter.step
 # import Cluster, Layout, Workload, step` reads the whole model from one place.
@@ -530,6 +531,11 @@ class LayoutPerformance(BaseModel):
     tokens_per_s: float
     bubble_fraction: float = Field(description="Idle share of the pipeline schedule: slots / (m + slots).")
     breakdown_s: dict[str, float]
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="Why this prediction may not hold (an MFU above the best measured for the GPU "
+        "generation and parallelism class, citing the record).",
+    )
 
 
 def performance_at(out: dict[str, np.ndarray], i: int) -> dict[str, Any]:
@@ -537,7 +543,7 @@ def performance_at(out: dict[str, np.ndarray], i: int) -> dict[str, Any]:
     row = {
         name: np.asarray(out[name]).reshape(-1)[i].item()
         for name in LayoutPerformance.model_fields
-        if name not in ("layout", "breakdown_s")
+        if name not in ("layout", "breakdown_s", "warnings")
     }
     row["breakdown_s"] = {k: np.asarray(out[k]).reshape(-1)[i].item() for k in BREAKDOWN}
     return row
@@ -551,6 +557,10 @@ class StepResult(LayoutPerformance):
     network: dict[str, Any] = Field(
         description="The cluster network used: fabric, link types, Gbit/s, NVLink domain, NICs, oversubscription."
     )
+    usable_memory_gb: float = Field(
+        description="What a layout may fill per GPU: usable_memory_fraction × memory."
+    )
+    fit_note: str = Field(description="Empty when the layout fits; otherwise why not and what to change.")
     params_b: float
     model_flop_per_step: float
     hardware_flop_per_step: float
@@ -581,18 +591,43 @@ def _step(workload: Workload, clock_derate: float | None, calibrated: bool) -> S
     seq = workload.seq_len or a.seq_len
     out = evaluate(a, hw, col, asm, seq, PRECISION_BITS[workload.precision], clock_derate)
     v = {k: float(np.asarray(x).reshape(-1)[0]) for k, x in out.items()}
+    usable = asm.usable_memory_fraction * hw.memory_bytes / 1e9
     layout = workload.layout.model_dump()
     layout["dp"] = col["dp"]
+    perf = performance_at(out, 0)
+    warning = mfu_warning(workload.cluster.gpu, layout, perf["mfu"])
     return StepResult(
-        **performance_at(out, 0),
+        **perf,
+        warnings=[warning] if warning else [],
         layout=layout,
         micro_batches=v["micro_batches"],
         model=a.name,
         n_gpus=workload.cluster.n_gpus,
         gpu=workload.cluster.gpu,
         network=workload.cluster.network_fields(),
+        usable_memory_gb=usable,
+        fit_note=_fit_note(v["memory_per_gpu_gb"], usable, workload.layout),
         params_b=count_params(a).total / 1e9,
         model_flop_per_step=v["model_flop"],
         hardware_flop_per_step=v["hardware_flop"],
         megatron2021_flop_per_step=v["megatron2021_flop"],
+    )
+
+
+def _fit_note(need_gb: float, usable_gb: float, layout: Layout) -> str:
+    """Why a layout does not fit and what would shrink it ('' when it fits)."""
+    if need_gb <= usable_gb:
+        return ""
+    moves = []
+    if layout.zero < 3:
+        moves.append("--zero 3")
+    moves.append("more --pp or --tp")
+    if layout.recompute != "full":
+        moves.append("--recompute full")
+    if layout.mbs > 1:
+        moves.append("a smaller --mbs")
+    moves.append("more GPUs")
+    return (
+        f"does not fit: needs {need_gb:,.1f} GB per GPU of the {usable_gb:,.1f} GB usable; the step time is "
+        f"what it would take, not an answer. To shrink it: {', '.join(moves)}."
     )

@@ -1,0 +1,50 @@
+"""Plausibility of a predicted MFU: the best MFU measured in dtsim's own records for the same GPU
+generation and parallelism class is a ceiling a prediction should not pass without a warning.
+
+The ceilings live in catalog/mfu_ceilings.yaml, generated from the measured datacenter runs by
+`python -m dtsim.validation.mfu_ceilings` (each measurement converted to model-FLOP utilization with
+the exact FLOP counts of its own workload; a test keeps the file current). They are citations, not
+fitted constants: no model number depends on them.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from dtsim import catalog
+
+CLASSES = {
+    "sharded-dp": "ZeRO-3/FSDP sharded data parallelism",
+    "model-parallel": "tensor or pipeline parallelism",
+    "data-parallel": "data parallelism only",
+}
+
+
+def parallelism_class(zero: int, tp: int, pp: int) -> str:
+    """The class a layout's MFU is compared within."""
+    if zero >= 3:
+        return "sharded-dp"
+    return "model-parallel" if tp > 1 or pp > 1 else "data-parallel"
+
+
+@cache
+def ceilings() -> dict[str, Any]:
+    """generation → class → {mfu, record, source} (catalog/mfu_ceilings.yaml)."""
+    return catalog.load_table("mfu_ceilings.yaml")
+
+
+def mfu_warning(gpu: str, layout: dict[str, Any], mfu: float) -> str:
+    """A warning when `mfu` is above the best measured for the GPU's generation and the layout's class
+    ('' when it is not, or when the records hold no run of that generation and class)."""
+    generation = catalog.gpus()[gpu].micro.generation
+    cls = parallelism_class(int(layout["zero"]), int(layout["tp"]), int(layout["pp"]))
+    best = (ceilings().get(generation) or {}).get(cls)
+    if best is None or mfu <= best["mfu"]:
+        return ""
+    shown = ".1%" if f"{mfu:.1%}" != f"{best['mfu']:.1%}" else ".2%"  # never "56.3% is above 56.3%"
+    return (
+        f"predicted MFU {mfu:{shown}} is above the best measured in dtsim's records for {generation} GPUs "
+        f"with {CLASSES[cls]}: {best['mfu']:{shown}} ({best['record']}, {best['source']}); treat it as "
+        "optimistic"
+    )
