@@ -403,3 +403,59 @@ def test_an_mfu_above_the_best_measured_carries_a_warning_that_cites_the_record(
         lay = r["layout"]
         best = ceilings()["ampere"].get(parallelism_class(lay["zero"], lay["tp"], lay["pp"]))
         assert bool(r["warnings"]) == (best is not None and r["mfu"] > best["mfu"])
+
+
+def test_tokens_turn_a_step_into_days_gpu_hours_cost_and_energy():
+    from dtsim import catalog
+    from dtsim.assumptions import Assumptions
+
+    args = [
+        "step",
+        "--model",
+        "llama2-70b",
+        "--gpu",
+        "h100-sxm",
+        "--nodes",
+        "16",
+        "--tp",
+        "8",
+        "--gbs",
+        "128",
+    ]
+    d = json.loads(
+        runner.invoke(app, [*args, "--tokens", "2e12", "--usd-per-gpu-hour", "2.5", "--json"]).stdout
+    )
+    run, n, gpu = d["run"], 128, catalog.gpus()["h100-sxm"]
+    seconds = 2e12 / d["tokens_per_s"]
+    assert run["days"] == pytest.approx(seconds / 86400, rel=1e-12)
+    assert run["gpu_hours"] == pytest.approx(n * seconds / 3600, rel=1e-12)
+    assert run["rental_cost_usd"] == pytest.approx(run["gpu_hours"] * 2.5, rel=1e-12)
+    assert run["capital_cost_usd"] == n * gpu.price_usd
+    pue = Assumptions({}).pue
+    assert run["energy_kwh"] == pytest.approx(n * gpu.board_power_w * seconds / 3.6e6 * pue, rel=1e-12)
+    assert json.loads(runner.invoke(app, [*args, "--json"]).stdout)["run"] is None
+    plan = json.loads(
+        runner.invoke(
+            app,
+            [
+                "plan",
+                "--model",
+                "llama2-70b",
+                "--gpu",
+                "h100-sxm",
+                "--nodes",
+                "16",
+                "--gbs",
+                "128",
+                "--tokens",
+                "2e12",
+                "--json",
+            ],
+        ).stdout
+    )
+    assert all(r["run"]["days"] == pytest.approx(2e12 / r["tokens_per_s"] / 86400) for r in plan["layouts"])
+    for bad in ("nan", "-1", "inf"):
+        res = runner.invoke(app, [*args, "--tokens", bad])
+        assert res.exit_code == 2 and "tokens" in res.output and "Traceback" not in res.output
+        res = runner.invoke(app, ["plan", "--model", "gpt2", "--gbs", "64", "--tokens", bad])
+        assert res.exit_code == 2 and "tokens" in res.output

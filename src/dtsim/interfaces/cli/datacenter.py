@@ -72,6 +72,16 @@ OversubscriptionOpt = Annotated[
         "collectives spanning more than leaf_switch_nodes (32) nodes.",
     ),
 ]
+TokensOpt = Annotated[
+    float | None,
+    typer.Option("--tokens", help="Training tokens (e.g. 15e12): report days, GPU-hours, cost and energy."),
+]
+UsdPerGpuHourOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--usd-per-gpu-hour", help="Rental price per GPU-hour, for the run's rental cost (with --tokens)."
+    ),
+]
 CLUSTER_FLAGS = (
     "gpu",
     "nodes",
@@ -127,6 +137,19 @@ def resolve_model(model: str | None, shape: dict[str, Any]):
             ]
         )
     return build(Architecture, {"name": "custom", **given}, "model.")
+
+
+def run_rows(run) -> list[tuple[str, str]]:
+    """The rows of a run's totals (`--tokens`)."""
+    rows = [
+        (f"Run of {run.tokens:.3g} tokens", f"{run.days:,.1f} days"),
+        ("  GPU-hours", f"{run.gpu_hours:,.0f}"),
+        ("  GPU purchase cost", f"${run.capital_cost_usd:,.0f}"),
+        ("  Energy (facility)", f"{run.energy_kwh / 1e3:,.1f} MWh"),
+    ]
+    if run.rental_cost_usd is not None:
+        rows.append(("  Rental cost", f"${run.rental_cost_usd:,.0f}"))
+    return rows
 
 
 def network_label(net: dict[str, Any]) -> str:
@@ -206,6 +229,8 @@ def step(
     ] = False,
     overlap_tp: Annotated[bool, typer.Option("--overlap-tp-comm", help="Overlap TP collectives.")] = False,
     precision: Annotated[str, typer.Option(help="bf16 | fp16 | fp8.")] = "bf16",
+    tokens: TokensOpt = None,
+    usd_per_gpu_hour: UsdPerGpuHourOpt = None,
     calibration: CalibrationOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
@@ -242,7 +267,15 @@ def step(
             "layout.",
         )
         workload = build(
-            Workload, {"model": arch, "cluster": cluster, "layout": layout, "precision": precision}
+            Workload,
+            {
+                "model": arch,
+                "cluster": cluster,
+                "layout": layout,
+                "precision": precision,
+                "tokens": tokens,
+                "usd_per_gpu_hour": usd_per_gpu_hour,
+            },
         )
         result = run_step(workload, calibration=doc)
     except ScenarioError as exc:
@@ -273,6 +306,9 @@ def step(
         t.add_row(k, v)
     for k, v in result.breakdown_s.items():
         t.add_row(f"  {k.replace('_', ' ')}", f"{v:,.3f} s")
+    if result.run is not None:
+        for k, v in run_rows(result.run):
+            t.add_row(k, v)
     con.print(t)
     if result.fit_note:
         con.print(f"[red]{result.fit_note}[/red]")
@@ -313,6 +349,8 @@ def plan(
         ),
     ] = None,
     precision: Annotated[str, typer.Option(help="bf16 | fp16 | fp8.")] = "bf16",
+    tokens: TokensOpt = None,
+    usd_per_gpu_hour: UsdPerGpuHourOpt = None,
     calibration: CalibrationOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
@@ -345,6 +383,8 @@ def plan(
             gbs_multiple=gbs_multiple,
             flash_attention=not no_flash,
             overlap_tp_comm=overlap_tp,
+            tokens=tokens,
+            usd_per_gpu_hour=usd_per_gpu_hour,
         )
         if target_params_b is not None:
             if not 0.001 <= target_params_b <= 100_000:
@@ -414,13 +454,15 @@ def plan(
     shown = result.ranked or result.nearest
     title = "Fastest layouts that fit" if result.fits else "Nothing fits — the closest layouts (not answers)"
     t = table(title=title, title_justify="left")
-    for col in ("#", "s/iter", "TFLOP/s", "MFU", "GB"):
+    days = [] if tokens is None else ["days"]
+    for col in ("#", "s/iter", *days, "TFLOP/s", "MFU", "GB"):
         t.add_column(col, justify="right", no_wrap=True)
     t.add_column("layout", overflow="fold")
     for i, r in enumerate(shown, 1):
         t.add_row(
             str(i),
             f"{r.step_time_s:.2f}",
+            *([f"{r.run.days:,.1f}"] if r.run is not None else []),
             f"{r.model_tflops_per_gpu:.0f}",
             f"{r.mfu:.1%}" + ("!" if r.warnings else ""),
             f"{r.memory_per_gpu_gb:.0f}",

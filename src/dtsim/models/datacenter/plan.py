@@ -19,8 +19,15 @@ import numpy as np
 
 from dtsim.assumptions import Assumptions
 from dtsim.catalog.calibration_file import calibration_in_use
+from dtsim.errors import ScenarioError
 from dtsim.models.datacenter.plausibility import mfu_warning
-from dtsim.models.datacenter.step import LayoutPerformance, evaluate, performance_at, resolve_hardware
+from dtsim.models.datacenter.step import (
+    LayoutPerformance,
+    evaluate,
+    performance_at,
+    resolve_hardware,
+    run_totals,
+)
 from dtsim.models.datacenter.workload import PRECISION_BITS, RECOMPUTES, SCHEDULES, Cluster
 from dtsim.physics.transformer import Architecture, count_params
 
@@ -41,6 +48,8 @@ class PlanOptions:
     flash_attention: bool = True
     overlap_grad_reduce: bool = True
     overlap_tp_comm: bool = False
+    tokens: float | None = None  # training tokens: each layout reports days, GPU-hours, cost and energy
+    usd_per_gpu_hour: float | None = None
     assumptions: dict[str, Any] = field(default_factory=dict)
 
 
@@ -187,6 +196,16 @@ def plan(
 ) -> Plan:
     """Rank every valid layout of `a` on `cluster` by step time (`dtsim plan`); `calibration` (a file
     written by `dtsim calibrate --out`, or its document) replaces catalog/calibration.yaml."""
+    problems = [
+        (name, value, f"must be a finite number > 0 and ≤ {limit:g}")
+        for name, value, limit in (
+            ("tokens", opt.tokens, 1e18),
+            ("usd_per_gpu_hour", opt.usd_per_gpu_hour, 1e4),
+        )
+        if value is not None and not (isinstance(value, int | float) and 0 < value <= limit)
+    ]
+    if problems:
+        raise ScenarioError(problems)
     with calibration_in_use(calibration):
         return _plan(a, cluster, opt, top)
 
@@ -206,14 +225,14 @@ def _plan(a: Architecture, cluster: Cluster, opt: PlanOptions, top: int) -> Plan
         fits = np.asarray(out["fits"])
         rejected["does not fit in GPU memory"] = int((~fits).sum())
         order = np.argsort(np.where(fits, out["step_time_s"], np.inf), kind="stable")
-        ranked = [_performance(lay, out, i, opt, cluster.gpu) for i in order[: min(top, int(fits.sum()))]]
+        ranked = [_performance(lay, out, i, opt, cluster, asm) for i in order[: min(top, int(fits.sum()))]]
         if not ranked:
             seen: set[tuple[float, float]] = set()  # layouts that differ only where it changes nothing
             for i in np.argsort(np.asarray(out["memory_per_gpu_gb"]), kind="stable"):
                 key = (float(out["memory_per_gpu_gb"][i]), float(out["step_time_s"][i]))
                 if key not in seen:
                     seen.add(key)
-                    nearest.append(_performance(lay, out, i, opt, cluster.gpu))
+                    nearest.append(_performance(lay, out, i, opt, cluster, asm))
                 if len(nearest) == min(top, 3):
                     break
     searched = n_candidates + sum(v for k, v in rejected.items() if k != "does not fit in GPU memory")
@@ -231,8 +250,9 @@ def _plan(a: Architecture, cluster: Cluster, opt: PlanOptions, top: int) -> Plan
     )
 
 
-def _performance(lay: dict[str, np.ndarray], out: dict[str, np.ndarray], i: int, opt: PlanOptions, gpu: str):
-    """Layout i of the candidates as a LayoutPerformance (with its MFU plausibility warning)."""
+def _performance(lay, out, i: int, opt: PlanOptions, cluster: Cluster, asm: Assumptions) -> LayoutPerformance:
+    """Layout i of the candidates as a LayoutPerformance (with its MFU plausibility warning and, when
+    tokens are given, the run's totals)."""
     row = {k: (bool(v[i]) if v.dtype == bool else float(v[i])) for k, v in lay.items()}
     layout = {
         "dp": int(row["dp"]),
@@ -250,7 +270,11 @@ def _performance(lay: dict[str, np.ndarray], out: dict[str, np.ndarray], i: int,
         "embedding_stages": "balanced" if row["balanced"] else "first-last",
     }
     perf = performance_at(out, i)
-    warning = mfu_warning(gpu, layout, perf["mfu"])
+    warning = mfu_warning(cluster.gpu, layout, perf["mfu"])
+    if opt.tokens is not None:
+        perf["run"] = run_totals(
+            opt.tokens, perf["tokens_per_s"], cluster.n_gpus, cluster.gpu, asm, opt.usd_per_gpu_hour
+        )
     return LayoutPerformance(layout=layout, warnings=[warning] if warning else [], **perf)
 
 

@@ -60,6 +60,7 @@ __all__ = [
     "Cluster",
     "Hardware",
     "Layout",
+    "RunTotals",
     "StepResult",
     "Workload",
     "calibrated_derate",
@@ -67,6 +68,7 @@ __all__ = [
     "evaluate",
     "layout_arrays",
     "resolve_hardware",
+    "run_totals",
     "step",
 ]
 
@@ -516,6 +518,37 @@ def evaluate(
     return {k: np.broadcast_to(v, np.shape(step)) for k, v in out.items()}
 
 
+class RunTotals(BaseModel):
+    """What training `tokens` with one layout takes: wall-clock days at the predicted throughput (no
+    failures, restarts or evaluation pauses), GPU-hours, the GPUs' purchase cost, facility energy, and
+    the rental cost when a price per GPU-hour is given (physics/cost.py, as `simulate` counts them)."""
+
+    tokens: float
+    days: float
+    gpu_hours: float
+    capital_cost_usd: float = Field(description="GPUs × catalog price (purchase), as `simulate`'s cost_usd.")
+    energy_kwh: float = Field(description="GPUs × board power × time × PUE.")
+    rental_cost_usd: float | None = Field(None, description="GPU-hours × usd_per_gpu_hour, when given.")
+
+
+def run_totals(
+    tokens: float, tokens_per_s: float, n_gpus: int, gpu: str, asm: Assumptions, usd_per_gpu_hour=None
+) -> RunTotals:
+    from dtsim.physics import cost
+
+    g = catalog.gpus()[gpu]
+    seconds = tokens / tokens_per_s
+    hours = float(cost.gpu_hours(n_gpus, seconds))
+    return RunTotals(
+        tokens=tokens,
+        days=seconds / 86400.0,
+        gpu_hours=hours,
+        capital_cost_usd=float(cost.capital_cost(n_gpus, g.price_usd)),
+        energy_kwh=float(cost.energy_kwh(n_gpus, g.board_power_w, seconds, asm.pue)),
+        rental_cost_usd=None if usd_per_gpu_hour is None else hours * usd_per_gpu_hour,
+    )
+
+
 class LayoutPerformance(BaseModel):
     """What one layout achieves: the fields a ranking needs. `plan` returns these for the layouts it
     ranks; `step` returns a `StepResult`, which adds the model, the cluster and the FLOP counts."""
@@ -531,6 +564,9 @@ class LayoutPerformance(BaseModel):
     tokens_per_s: float
     bubble_fraction: float = Field(description="Idle share of the pipeline schedule: slots / (m + slots).")
     breakdown_s: dict[str, float]
+    run: RunTotals | None = Field(
+        None, description="Days, GPU-hours, cost and energy of `tokens`, when given."
+    )
     warnings: list[str] = Field(
         default_factory=list,
         description="Why this prediction may not hold (an MFU above the best measured for the GPU "
@@ -543,7 +579,7 @@ def performance_at(out: dict[str, np.ndarray], i: int) -> dict[str, Any]:
     row = {
         name: np.asarray(out[name]).reshape(-1)[i].item()
         for name in LayoutPerformance.model_fields
-        if name not in ("layout", "breakdown_s", "warnings")
+        if name not in ("layout", "breakdown_s", "warnings", "run")
     }
     row["breakdown_s"] = {k: np.asarray(out[k]).reshape(-1)[i].item() for k in BREAKDOWN}
     return row
@@ -596,6 +632,15 @@ def _step(workload: Workload, clock_derate: float | None, calibrated: bool) -> S
     layout["dp"] = col["dp"]
     perf = performance_at(out, 0)
     warning = mfu_warning(workload.cluster.gpu, layout, perf["mfu"])
+    if workload.tokens is not None:
+        perf["run"] = run_totals(
+            workload.tokens,
+            perf["tokens_per_s"],
+            workload.cluster.n_gpus,
+            workload.cluster.gpu,
+            asm,
+            workload.usd_per_gpu_hour,
+        )
     return StepResult(
         **perf,
         warnings=[warning] if warning else [],

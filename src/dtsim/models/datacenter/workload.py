@@ -194,6 +194,16 @@ class Workload(BaseModel):
     precision: Literal["bf16", "fp16", "fp8"] = "bf16"
     cluster: Cluster = Field(default_factory=Cluster)
     layout: Layout
+    tokens: float | None = Field(
+        None, gt=0, le=1e18, allow_inf_nan=False, description="Training tokens: report days, cost and energy."
+    )
+    usd_per_gpu_hour: float | None = Field(
+        None,
+        gt=0,
+        le=10_000,
+        allow_inf_nan=False,
+        description="Rental price per GPU-hour (for the run cost).",
+    )
     assumptions: dict[str, Any] = Field(default_factory=dict)
 
 
