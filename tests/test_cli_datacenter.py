@@ -111,7 +111,7 @@ def test_step_model_file(tmp_path):
     ("args", "needles"),
     [
         (["--model", "gpt3-175b", "--tp", "7", "--nodes", "64"], ["layout.tp", "7"]),
-        (["--model", "gpt3-175b", "--pp", "5", "--nodes", "64"], ["layout.pp"]),
+        (["--model", "gpt3-175b", "--pp", "97", "--nodes", "64"], ["layout.pp"]),
         (["--model", "gpt3-175b", "--gbs", "100", "--nodes", "64"], ["layout.gbs", "100"]),
         (["--model", "gpt3-175b", "--recompute", "sometimes"], ["layout.recompute", "sometimes"]),
         (["--model", "gpt3-175b", "--zero", "4"], ["layout.zero", "4"]),

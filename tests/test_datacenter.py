@@ -252,7 +252,7 @@ def test_layout_errors_name_the_field():
     fields = [p[0] for p in exc.value.problems]
     assert "layout.tp" in fields and "layout.dp" in fields
     with pytest.raises(ScenarioError) as exc:
-        step(_gpt3_workload(pp=5))
+        step(_gpt3_workload(pp=97))  # more stages than GPT-3's 96 layers (5 would now be split unevenly)
     assert "layout.pp" in [p[0] for p in exc.value.problems]
     with pytest.raises(ScenarioError) as exc:
         step(_gpt3_workload(gbs=100))
@@ -463,3 +463,54 @@ def test_step_outputs_are_finite_and_consistent(case):
 def test_layout_arrays_defaults_dp():
     col = layout_arrays(Layout(tp=2, pp=2, gbs=64), 32)
     assert col["dp"] == 8
+
+
+def _shape(layers: int) -> Architecture:
+    return get_architecture(
+        {
+            "name": f"l{layers}",
+            "hidden": 8192,
+            "layers": layers,
+            "heads": 64,
+            "vocab": 128256,
+            "seq_len": 4096,
+        }
+    )
+
+
+@pytest.mark.parametrize("layers, pp", [(70, 12), (126, 16)])
+def test_a_layer_count_the_pipeline_does_not_divide_is_spread_as_evenly_as_possible(layers, pp):
+    a = _shape(layers)
+    cluster = Cluster(gpu="h100-sxm", nodes=pp)
+    even = step(Workload(model=a, cluster=cluster, layout=Layout(tp=8, pp=pp, gbs=64)))
+    busiest = -(-layers // pp)  # ⌈layers / pp⌉
+    q, r = divmod(layers, pp)
+    split = (q,) + (q + 1,) * r + (q,) * (pp - 1 - r)  # r ≤ pp − 2 here: first and last keep q
+    explicit = step(Workload(model=a, cluster=cluster, layout=Layout(tp=8, pp=pp, gbs=64, pp_layers=split)))
+    assert max(split) == busiest and explicit.step_time_s == pytest.approx(even.step_time_s, rel=1e-12)
+    heavy = list(split)
+    heavy[1] += 1  # a layer moved from one middle stage to another: the pace is one layer slower
+    heavy[2] -= 1
+    slower = step(
+        Workload(model=a, cluster=cluster, layout=Layout(tp=8, pp=pp, gbs=64, pp_layers=tuple(heavy)))
+    )
+    assert sum(heavy) == layers and slower.step_time_s > even.step_time_s
+
+
+@pytest.mark.parametrize(
+    "layout, field",
+    [
+        ({"pp": 4, "pp_layers": (20, 20, 20)}, "layout.pp_layers"),
+        ({"pp": 4, "pp_layers": (30, 20, 20, 0)}, "layout.pp_layers"),
+        ({"pp": 4, "pp_layers": (20, 20, 20, 20), "embedding_stages": "balanced"}, "layout.pp_layers"),
+        ({"pp": 4, "vpp": 3}, "layout.pp"),
+        ({"pp": 128}, "layout.pp"),
+    ],
+)
+def test_bad_pipeline_splits_name_the_field(layout, field):
+    cluster = Cluster(gpu="h100-sxm", nodes=layout["pp"])
+    from dtsim.models.datacenter.workload import check_layout
+
+    with pytest.raises(ScenarioError) as err:
+        check_layout(_shape(70) if layout["pp"] != 4 else _shape(80), Layout(tp=8, gbs=64, **layout), cluster)
+    assert err.value.problems[0][0] == field

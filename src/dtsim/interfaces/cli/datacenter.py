@@ -139,6 +139,18 @@ def resolve_model(model: str | None, shape: dict[str, Any]):
     return build(Architecture, {"name": "custom", **given}, "model.")
 
 
+def parse_stage_layers(text: str | None) -> tuple[int, ...] | None:
+    """`--pp-layers 5,6,6,5` as a tuple of whole numbers."""
+    if text is None:
+        return None
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise ScenarioError(
+            [("layout.pp_layers", text, "must be whole numbers separated by commas, one per stage")]
+        ) from None
+
+
 def run_rows(run) -> list[tuple[str, str]]:
     """The rows of a run's totals (`--tokens`)."""
     rows = [
@@ -208,6 +220,14 @@ def step(
     gbs: Annotated[int, typer.Option(help="Global batch size (sequences).")] = 512,
     recompute: Annotated[str, typer.Option(help="none | selective | full.")] = "selective",
     zero: Annotated[int, typer.Option(help="ZeRO stage 0–3.")] = 1,
+    pp_layers: Annotated[
+        str | None,
+        typer.Option(
+            "--pp-layers",
+            help="Transformer layers of each pipeline stage, first to last, e.g. 5,6,6,6,5 "
+            "[default: as even as possible].",
+        ),
+    ] = None,
     shard_group: Annotated[
         int | None,
         typer.Option(
@@ -257,6 +277,7 @@ def step(
                 "recompute": recompute,
                 "zero": zero,
                 "shard_group": shard_group,
+                "pp_layers": parse_stage_layers(pp_layers),
                 "sequence_parallel": sequence_parallel,
                 "schedule": schedule,
                 "embedding_stages": embedding_stages,

@@ -282,9 +282,23 @@ def evaluate(
     rc_tp = np.where(recompute == 2, exp_tp_f, 0.0)
 
     # --- stages: layers per stage, embedding and output layer on the first/last -------------------------
+    # A layer count the pipeline does not divide is spread as evenly as possible (q = ⌊slots/pp⌋,
+    # r left over): the last stage, which also computes the logits, keeps q; the first keeps q unless
+    # every other stage already has q + 1; r middle stages take q + 1, and the busiest middle stage
+    # sets the pace. `--pp-layers` gives the split explicitly (columns first/mid/last_layers).
     slots = np.where(balanced, a.layers + 2.0, float(a.layers))
-    per_stage = slots / pp
-    layers_last = np.where(balanced, per_stage - 1.0, per_stage)
+    if "mid_layers" in f:
+        first_slots, per_stage, last_slots = (
+            f[k].astype(float) for k in ("first_layers", "mid_layers", "last_layers")
+        )
+    else:
+        q = np.floor(slots / pp)
+        r = slots - q * pp
+        per_stage = np.where(r > 0, q + 1.0, q)
+        last_slots = q
+        first_slots = np.where((r > 0) & (r > pp - 2.0), q + 1.0, q)
+    layers_last = np.where(balanced, last_slots - 1.0, last_slots)
+    first_layers = np.where(balanced, first_slots - 1.0, first_slots)
     logits_f, logits_b = _gemm_set_time([(a.vocab / tp, h, tokens, 1.0)], micro, bits, clock_derate)
     ce = memory_bound_time(
         tokens * a.vocab / tp * 4.0 * 3.0, micro, asm.hbm_efficiency
@@ -328,7 +342,7 @@ def evaluate(
     mean_layer_gpu = layer_params_gpu + (dense_layers * dense_ffn_gpu + moe_layers * moe_ffn_gpu) / a.layers
     emb_gpu = (pc.embedding + pc.positions) / tp
     out_gpu = (a.vocab * h) / tp + pc.final_norm
-    first_params = np.where(balanced, per_stage - 1.0, per_stage) * mean_layer_gpu + emb_gpu
+    first_params = first_layers * mean_layer_gpu + emb_gpu
     last_params = layers_last * mean_layer_gpu + out_gpu
     mid_params = per_stage * mean_layer_gpu
     stage_params = np.maximum(np.maximum(first_params, last_params), np.where(pp > 2, mid_params, 0.0))
@@ -467,7 +481,6 @@ def evaluate(
             np.minimum(m, pp) * (1.0 + (pp - 1.0) / (pp * vpp) * (vpp > 1)),
         ),
     )
-    first_layers = np.where(balanced, per_stage - 1.0, per_stage)
     activations = np.maximum(first_layers, per_stage) * in_flight * act_layer + np.where(
         recompute == 2, full_layer, 0.0
     )

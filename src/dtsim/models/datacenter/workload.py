@@ -183,6 +183,10 @@ class Layout(BaseModel):
         "first-last",
         description="Embedding and output layer on the first/last stages, or as their own slots.",
     )
+    pp_layers: tuple[int, ...] | None = Field(
+        None,
+        description="Transformer layers of each pipeline stage, first to last (default: as even as possible).",
+    )
 
 
 class Workload(BaseModel):
@@ -232,7 +236,15 @@ def layout_arrays(layout: Layout, n_gpus: int) -> dict[str, Any]:
         "overlap_tp": layout.overlap_tp_comm,
         "flash": layout.flash_attention,
         "balanced": layout.embedding_stages == "balanced",
-    }
+    } | _stage_split(layout)
+
+
+def _stage_split(layout: Layout) -> dict[str, int]:
+    """The columns of an explicit `pp_layers`: the first, the busiest non-last and the last stage."""
+    split = layout.pp_layers
+    if not split or len(split) != layout.pp:
+        return {}
+    return {"first_layers": split[0], "mid_layers": max(split[:-1] or split), "last_layers": split[-1]}
 
 
 def check_layout(a: Architecture, layout: Layout, cluster: Cluster, seq_len: int | None = None) -> None:
@@ -250,8 +262,24 @@ def check_layout(a: Architecture, layout: Layout, cluster: Cluster, seq_len: int
     if a.heads % tp or a.n_kv % tp:
         problems.append(("layout.tp", tp, f"must divide heads = {a.heads} and kv_heads = {a.n_kv}"))
     slots = a.layers + (2 if layout.embedding_stages == "balanced" else 0)
-    if slots % (pp * layout.vpp):
+    if layout.pp_layers is not None:
+        split = layout.pp_layers
+        if len(split) != pp or sum(split) != a.layers or min(split) < 1:
+            problems.append(
+                (
+                    "layout.pp_layers",
+                    ",".join(map(str, split)),
+                    f"must give pp = {pp} stage sizes, each ≥ 1, summing to the {a.layers} layers",
+                )
+            )
+        if layout.embedding_stages == "balanced" or layout.vpp > 1:
+            problems.append(
+                ("layout.pp_layers", ",".join(map(str, split)), "needs embedding_stages first-last and vpp 1")
+            )
+    elif layout.vpp > 1 and slots % (pp * layout.vpp):
         problems.append(("layout.pp", pp, f"pp·vpp = {pp * layout.vpp} must divide {slots} layer slots"))
+    elif pp > slots:
+        problems.append(("layout.pp", pp, f"must be ≤ the {slots} layer slots (each stage needs one)"))
     if layout.vpp > 1 and layout.schedule not in ("interleaved", "1f1b"):
         problems.append(("layout.vpp", layout.vpp, "virtual stages need the interleaved schedule"))
     if layout.gbs % (dp * layout.mbs):
