@@ -459,3 +459,34 @@ def test_tokens_turn_a_step_into_days_gpu_hours_cost_and_energy():
         assert res.exit_code == 2 and "tokens" in res.output and "Traceback" not in res.output
         res = runner.invoke(app, ["plan", "--model", "gpt2", "--gbs", "64", "--tokens", bad])
         assert res.exit_code == 2 and "tokens" in res.output
+
+
+def test_step_evaluates_a_file_of_layouts_with_the_flags_filling_the_rest(tmp_path):
+    csv_file = tmp_path / "layouts.csv"
+    csv_file.write_text('tp,pp,mbs,zero,pp_layers\n8,8,1,1,\n8,4,1,1,"25,24,24,23"\n2,1,1,3,\n')
+    base = ["step", "--model", "gpt3-175b", "--nodes", "64", "--gbs", "1536", "--recompute", "full"]
+    res = runner.invoke(app, [*base, "--layouts", str(csv_file), "--json"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)["layouts"]
+    assert [(r["layout"]["tp"], r["layout"]["pp"], r["layout"]["zero"]) for r in rows] == [
+        (8, 8, 1),
+        (8, 4, 1),
+        (2, 1, 3),
+    ]
+    assert all(r["layout"]["recompute"] == "full" and r["layout"]["gbs"] == 1536 for r in rows)
+    assert rows[1]["layout"]["pp_layers"] == [25, 24, 24, 23]
+    # each row equals stepping it alone
+    alone = json.loads(runner.invoke(app, [*base, "--tp", "8", "--pp", "8", "--json"]).stdout)
+    assert rows[0]["step_time_s"] == alone["step_time_s"]
+    yaml_file = tmp_path / "layouts.yaml"
+    yaml_file.write_text("layouts:\n  - {tp: 8, pp: 8}\n  - {tp: 7, pp: 8}\n  - {tp: 8, pp: 8, zero: 9}\n")
+    res = runner.invoke(app, [*base, "--layouts", str(yaml_file)])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "layouts[1].tp = 7" in res.output and "layouts[2].zero = 9" in res.output
+    assert "layouts[0]" not in res.output
+    for text in ("", "- 5\n", "{tp: 8}\n"):
+        yaml_file.write_text(text)
+        res = runner.invoke(app, [*base, "--layouts", str(yaml_file)])
+        assert res.exit_code == 2 and "must hold a non-empty list of layouts" in res.output
+    res = runner.invoke(app, [*base, "--layouts", str(tmp_path / "missing.csv")])
+    assert res.exit_code == 2 and "cannot read" in res.output

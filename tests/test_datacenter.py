@@ -252,7 +252,9 @@ def test_layout_errors_name_the_field():
     fields = [p[0] for p in exc.value.problems]
     assert "layout.tp" in fields and "layout.dp" in fields
     with pytest.raises(ScenarioError) as exc:
-        step(_gpt3_workload(tp=1, pp=97))  # more stages than GPT-3's 96 layers (5 would now be split unevenly)
+        step(
+            _gpt3_workload(tp=1, pp=97)
+        )  # more stages than GPT-3's 96 layers (5 would now be split unevenly)
     assert "layout.pp" in [p[0] for p in exc.value.problems]
     with pytest.raises(ScenarioError) as exc:
         step(_gpt3_workload(gbs=100))

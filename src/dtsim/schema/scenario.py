@@ -436,20 +436,31 @@ def parse_set(assignments: list[str]) -> dict[str, Any]:
     return out
 
 
-def read_scenario_file(path: str | Path) -> dict[str, Any]:
-    """Fields from a YAML or JSON scenario file (JSON is YAML, so one parser reads both)."""
+def read_text_file(path: str | Path) -> str:
+    """A UTF-8 text file's contents, or a ScenarioError naming the file and why it cannot be read."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError([("file", str(path), f"cannot read: {exc.strerror or exc}")]) from None
+
+
+def parse_data_text(text: str, path: str | Path) -> Any:
+    """YAML or JSON text (by the file's suffix; JSON is YAML, so one parser reads both) as data."""
+    path = Path(path)
     try:
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+        return json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         first = str(exc).strip().splitlines()[0]
         raise ScenarioError(
             [("file", str(path), f"malformed {'JSON' if path.suffix == '.json' else 'YAML'}: {first}")]
         ) from None
+
+
+def read_scenario_file(path: str | Path) -> dict[str, Any]:
+    """Fields from a YAML or JSON scenario file (JSON is YAML, so one parser reads both)."""
+    path = Path(path)
+    data = parse_data_text(read_text_file(path), path)
     if data is None:
         data = {}
     if not isinstance(data, dict):

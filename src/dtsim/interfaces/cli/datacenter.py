@@ -139,6 +139,84 @@ def resolve_model(model: str | None, shape: dict[str, Any]):
     return build(Architecture, {"name": "custom", **given}, "model.")
 
 
+LAYOUT_FILE_ROWS = 10_000  # a layouts file of more rows is refused (plan searches grids that large)
+
+
+def read_layouts_file(path: Path) -> list[dict[str, Any]]:
+    """Rows of layout fields from a CSV file (a header of field names) or a YAML/JSON list of mappings
+    (or a mapping whose `layouts` is one)."""
+    import csv
+    import io
+
+    from dtsim.schema.scenario import parse_data_text, read_text_file
+
+    text = read_text_file(path)
+    if path.suffix.lower() == ".csv":
+        rows: Any = [
+            {k.strip(): v.strip() for k, v in row.items() if k is not None and v not in (None, "")}
+            for row in csv.DictReader(io.StringIO(text))
+        ]
+    else:
+        rows = parse_data_text(text, path)
+        if isinstance(rows, dict) and set(rows) == {"layouts"}:
+            rows = rows["layouts"]
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
+        raise ScenarioError(
+            [("layouts", str(path), "must hold a non-empty list of layouts (mappings of layout fields)")]
+        )
+    if len(rows) > LAYOUT_FILE_ROWS:
+        raise ScenarioError(
+            [("layouts", str(path), f"holds {len(rows):,} layouts; at most {LAYOUT_FILE_ROWS:,}")]
+        )
+    for row in rows:
+        if isinstance(row.get("pp_layers"), str):
+            row["pp_layers"] = parse_stage_layers(row["pp_layers"])
+    return rows
+
+
+def step_layouts(rows: list[dict[str, Any]], base: dict[str, Any], run: dict[str, Any], doc):
+    """Each row's layout (the flags filling what it leaves out) stepped; every bad row is reported,
+    named `layouts[i].field`."""
+    from dtsim.models.datacenter.step import step as run_step
+    from dtsim.models.datacenter.workload import Layout, Workload, build
+
+    results, problems = [], []
+    for i, row in enumerate(rows):
+        try:
+            layout = build(Layout, {**base, **row}, f"layouts[{i}].")
+            results.append(run_step(build(Workload, {**run, "layout": layout}), calibration=doc))
+        except ScenarioError as exc:
+            problems += [(f.replace("layout.", f"layouts[{i}].", 1), v, m) for f, v, m in exc.problems]
+    if problems:
+        raise ScenarioError(problems)
+    return results
+
+
+def print_layout_table(results, title: str) -> None:
+    """Layouts side by side: step time, MFU, memory, fit, warnings."""
+    con = console()
+    t = table(title=title, title_justify="left")
+    for col in ("#", "s/iter", "TFLOP/s", "MFU", "GB", "fits"):
+        t.add_column(col, justify="right", no_wrap=True)
+    t.add_column("layout", overflow="fold")
+    for i, r in enumerate(results):
+        t.add_row(
+            str(i),
+            f"{r.step_time_s:.2f}",
+            f"{r.model_tflops_per_gpu:.0f}",
+            f"{r.mfu:.1%}" + ("!" if r.warnings else ""),
+            f"{r.memory_per_gpu_gb:.0f}",
+            "yes" if r.fits else "[red]no[/red]",
+            layout_label(r.layout),
+        )
+    con.print(t)
+    flagged = [r for r in results if r.warnings]
+    if flagged:
+        con.print(f"[yellow]warning (MFU marked !):[/yellow] {flagged[0].warnings[0]}", highlight=False)
+    if any(not r.fits for r in results):
+        con.print("[red]Layouts marked no do not fit in GPU memory: their times are not answers.[/red]")
+
+
 def parse_stage_layers(text: str | None) -> tuple[int, ...] | None:
     """`--pp-layers 5,6,6,5` as a tuple of whole numbers."""
     if text is None:
@@ -251,10 +329,18 @@ def step(
     precision: Annotated[str, typer.Option(help="bf16 | fp16 | fp8.")] = "bf16",
     tokens: TokensOpt = None,
     usd_per_gpu_hour: UsdPerGpuHourOpt = None,
+    layouts: Annotated[
+        Path | None,
+        typer.Option(
+            "--layouts",
+            help="A CSV, YAML or JSON file of layouts (rows of layout fields: tp, pp, dp, mbs, gbs, zero, ...); "
+            "each is evaluated, the layout flags giving what a row leaves out.",
+        ),
+    ] = None,
     calibration: CalibrationOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
-    """Step time, TFLOP/s per GPU, MFU/HFU and memory of one parallel layout."""
+    """Step time, TFLOP/s per GPU, MFU/HFU and memory of one parallel layout (or of a file of them)."""
     from dtsim.models.datacenter.step import step as run_step
     from dtsim.models.datacenter.workload import Cluster, Layout, Workload, build
 
@@ -263,41 +349,39 @@ def step(
         arch = resolve_model(model, {k: v for k, v in locals().items() if k in SHAPE_FLAGS})
         given = {k: v for k, v in locals().items() if k in CLUSTER_FLAGS and v is not None}
         cluster = build(Cluster, given, "cluster.")
-        layout = build(
-            Layout,
-            {
-                "dp": dp,
-                "tp": tp,
-                "pp": pp,
-                "vpp": vpp,
-                "cp": cp,
-                "ep": ep,
-                "mbs": mbs,
-                "gbs": gbs,
-                "recompute": recompute,
-                "zero": zero,
-                "shard_group": shard_group,
-                "pp_layers": parse_stage_layers(pp_layers),
-                "sequence_parallel": sequence_parallel,
-                "schedule": schedule,
-                "embedding_stages": embedding_stages,
-                "flash_attention": not no_flash,
-                "overlap_grad_reduce": not no_overlap,
-                "overlap_tp_comm": overlap_tp,
-            },
-            "layout.",
-        )
-        workload = build(
-            Workload,
-            {
-                "model": arch,
-                "cluster": cluster,
-                "layout": layout,
-                "precision": precision,
-                "tokens": tokens,
-                "usd_per_gpu_hour": usd_per_gpu_hour,
-            },
-        )
+        base = {
+            "dp": dp,
+            "tp": tp,
+            "pp": pp,
+            "vpp": vpp,
+            "cp": cp,
+            "ep": ep,
+            "mbs": mbs,
+            "gbs": gbs,
+            "recompute": recompute,
+            "zero": zero,
+            "shard_group": shard_group,
+            "pp_layers": parse_stage_layers(pp_layers),
+            "sequence_parallel": sequence_parallel,
+            "schedule": schedule,
+            "embedding_stages": embedding_stages,
+            "flash_attention": not no_flash,
+            "overlap_grad_reduce": not no_overlap,
+            "overlap_tp_comm": overlap_tp,
+        }
+        run = {"model": arch, "cluster": cluster, "precision": precision, "tokens": tokens}
+        run["usd_per_gpu_hour"] = usd_per_gpu_hour
+        if layouts is not None:
+            results = step_layouts(read_layouts_file(layouts), base, run, doc)
+            if as_json:
+                sys.stdout.write(
+                    json.dumps({"layouts": [r.model_dump(mode="json") for r in results]}, indent=2)
+                )
+                sys.stdout.write("\n")
+            else:
+                print_layout_table(results, f"{len(results)} layouts from {layouts}")
+            return
+        workload = build(Workload, {**run, "layout": build(Layout, base, "layout.")})
         result = run_step(workload, calibration=doc)
     except ScenarioError as exc:
         fail(exc)
