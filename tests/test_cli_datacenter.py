@@ -490,3 +490,16 @@ def test_step_evaluates_a_file_of_layouts_with_the_flags_filling_the_rest(tmp_pa
         assert res.exit_code == 2 and "must hold a non-empty list of layouts" in res.output
     res = runner.invoke(app, [*base, "--layouts", str(tmp_path / "missing.csv")])
     assert res.exit_code == 2 and "cannot read" in res.output
+
+
+def test_fabric_checks_that_the_compute_fits_the_schedule_it_dimensions():
+    d = json.loads(runner.invoke(app, ["fabric", "--json"]).stdout)
+    # seed 001's 10 GW scenario: 6 · 72e12 · 2000e12 FLOP over 95 of its 100 days at 1.8e22 FLOP/s
+    assert d["compute_flop"] == pytest.approx(6 * 72e12 * 2000e12)
+    assert d["required_mfu"] == pytest.approx(6 * 72e12 * 2000e12 / (d["peak_flop_s"] * 100 * 86400 * 0.95))
+    res = runner.invoke(app, ["fabric"])
+    assert d["required_mfu"] > 1 and "the schedule cannot be met" in res.output
+    res = runner.invoke(app, ["fabric", "--train-days", "2000"])
+    assert "cannot be met" not in res.output and "need an MFU of" in res.output
+    res = runner.invoke(app, ["fabric", "--pod-pflops", "-3"])
+    assert res.exit_code == 2 and "pod-pflops = -3.0" in res.output

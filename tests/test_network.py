@@ -174,3 +174,29 @@ def test_a_fabric_brings_its_gpu_and_refuses_another_generation():
     assert (field, value) == ("cluster.gpu", "a100-80gb") and "blackwell" in message
     # fewer GPUs per node keep the fabric's NICs per GPU
     assert Cluster(fabric="dgx-h100-ndr", gpus_per_node=4).network_fields()["nics_per_node"] == 4
+
+
+def test_seed_001_eq_3_19_is_reachable_from_the_cli():
+    """T = (N−1)·(T_prop + S/(N·BW)), T_prop = 5 µs per km of fibre between neighbouring ranks."""
+    res = runner.invoke(
+        app,
+        [
+            "collective",
+            "--algorithm",
+            "wan-ring",
+            "--ranks",
+            "23",
+            "--size-mb",
+            "1000",
+            "--bandwidth-gbs",
+            "100",
+            "--hop-km",
+            "200",
+            "--json",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert d["time_s"] == pytest.approx(22 * (200 * 5e-6 + 1e9 / (23 * 100e9)), rel=1e-12)
+    res = runner.invoke(app, ["collective", "--algorithm", "wan-ring", "--hop-km", "-1"])
+    assert res.exit_code == 2 and "hop_km = -1.0" in res.output

@@ -21,12 +21,13 @@ from typing import Any
 import numpy as np
 
 from dtsim import catalog
+from dtsim.assumptions import Assumptions
 from dtsim.errors import ScenarioError
 from dtsim.physics import collectives as coll
 from dtsim.physics.fabric import FabricPlan, plan_fabric
 
 OPS = ("allreduce", "reduce-scatter", "all-gather", "broadcast", "p2p", "all-to-all")
-ALLREDUCE_ALGORITHMS = ("ring", "ring-bidirectional", "tree")
+ALLREDUCE_ALGORITHMS = ("ring", "ring-bidirectional", "tree", "wan-ring")
 DEFAULT_FABRIC = "nvlink3"  # the fabric whose bandwidth and latency apply when none is given
 # GB200 NVL72 rack (seed 001 §3.4, eq. 3.15): trays per rack, ConnectX-7 ports per tray, bit/s per port.
 NVL72_TRAYS_PER_RACK = 18
@@ -166,11 +167,14 @@ def collective(
     fabric: str | None = None,
     bandwidth_bytes_s: float | None = None,
     latency_s: float | None = None,
+    hop_km: float = 0.0,
 ) -> CollectiveResult:
     """α-β time of one collective over `ranks` ranks of `size_bytes` each.
 
     The bus bandwidth and per-step latency come from `fabric` (a catalog id), or from
-    `bandwidth_bytes_s` / `latency_s`, each defaulting to the DEFAULT_FABRIC's."""
+    `bandwidth_bytes_s` / `latency_s`, each defaulting to the DEFAULT_FABRIC's. The `wan-ring`
+    all-reduce is seed 001 eq. 3.19, T = (N−1)·(T_prop + S/(N·BW)), a bidirectional ring whose every
+    step pays the propagation delay of `hop_km` of fibre (5 µs/km, eq. 3.9) instead of α."""
     if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
         raise ScenarioError([("ranks", ranks, "must be an integer ≥ 1")])
     if not (isinstance(size_bytes, int | float) and math.isfinite(size_bytes) and size_bytes > 0):
@@ -185,6 +189,8 @@ def collective(
         fab = fabrics[DEFAULT_FABRIC]
         bw = fab.bus_bytes_per_s if bandwidth_bytes_s is None else bandwidth_bytes_s
         alpha = fab.latency_s if latency_s is None else latency_s
+    if isinstance(hop_km, bool) or not isinstance(hop_km, int | float) or not 0 <= hop_km <= 40_075:
+        raise ScenarioError([("hop_km", hop_km, "must be a distance in km between 0 and 40075")])
     if not (math.isfinite(bw) and bw > 0) or not (math.isfinite(alpha) and alpha >= 0):
         raise ScenarioError(
             [("bandwidth_bytes_s/latency_s", (bandwidth_bytes_s, latency_s), "must be finite, > 0 and ≥ 0")]
@@ -199,11 +205,13 @@ def collective(
     if op == "allreduce":
         if algorithm not in ALLREDUCE_ALGORITHMS:
             raise ScenarioError([("algorithm", algorithm, f"must be {_words(ALLREDUCE_ALGORITHMS)}")])
-        t = (
-            coll.tree_allreduce_time(ranks, size, bw, alpha)
-            if algorithm == "tree"
-            else coll.ring_allreduce_time(ranks, size, bw, alpha, algorithm == "ring-bidirectional")
-        )
+        if algorithm == "wan-ring":
+            alpha = float(coll.propagation_delay(hop_km))
+            t = coll.thesis_ring_time(ranks, size, bw, alpha)
+        elif algorithm == "tree":
+            t = coll.tree_allreduce_time(ranks, size, bw, alpha)
+        else:
+            t = coll.ring_allreduce_time(ranks, size, bw, alpha, algorithm == "ring-bidirectional")
         per_rank = float(coll.allreduce_bytes_per_rank(ranks, size))
     elif op == "p2p":
         t, per_rank = coll.p2p_time(size, bw, alpha), size
@@ -283,6 +291,7 @@ def fabric(
         NVL72_PORTS_PER_TRAY,
         NVL72_PORT_BITS_S,
         sync_budget_s,
+        Assumptions({}).flops_per_param_token,
     )
 
 

@@ -26,6 +26,8 @@ class FabricPlan:
     min_bandwidth_bits_s: float
     rack_bandwidth_bits_s: float
     dc_internal_bandwidth_bits_s: float
+    compute_flop: float = 0.0  # F·N·D, the training's model FLOPs
+    required_mfu: float = 0.0  # the MFU that fits them into the compute share of train_days
 
 
 def plan_fabric(
@@ -45,6 +47,7 @@ def plan_fabric(
     ports_per_tray: int,
     port_bits_s: float,
     sync_budget_s: float | None = None,
+    flops_per_param_token: float = 6.0,
 ) -> FabricPlan:
     """Seed 001 §3.2–3.4:
       P_dc = P_cluster / N_dc (3.1); N_pod = P_cluster / P_pod (3.2); pods per DC = N_pod / N_dc (3.3);
@@ -53,6 +56,9 @@ def plan_fabric(
       S_grad = N_param · bits (3.12); BW_min = S_grad / (T_synch − T_prop − T_hop) (3.13);
       BW_rack = trays · ports · BW_port (3.15); BW_dc = pods per DC · BW_rack (3.16).
     `sync_budget_s` overrides α_net·T_batch (the thesis rounds 0.05 × 4.9 s to 250 ms).
+    Whether the compute fits the schedule it dimensions: the training's F·N·D model FLOPs over the
+    compute share (1 − α_net) of T_train at the cluster's peak is the MFU the schedule requires; above
+    1 no utilization can meet it.
     """
     pods = cluster_power_w / pod_power_w
     b_crit = critical_batch_k * np.sqrt(tokens)
@@ -65,6 +71,8 @@ def plan_fabric(
     room = budget - prop - hop
     bw_min = grad_bits / room if room > 0 else float("inf")
     rack = trays_per_rack * ports_per_tray * port_bits_s
+    compute = flops_per_param_token * parameters * tokens
+    compute_time = train_days * 86400.0 * (1.0 - network_fraction)
     return FabricPlan(
         power_per_dc_w=cluster_power_w / datacenters,
         pods=pods,
@@ -80,4 +88,6 @@ def plan_fabric(
         min_bandwidth_bits_s=bw_min,
         rack_bandwidth_bits_s=rack,
         dc_internal_bandwidth_bits_s=pods / datacenters * rack,
+        compute_flop=compute,
+        required_mfu=compute / (pods * pod_peak_flop_s * compute_time) if compute_time > 0 else float("inf"),
     )

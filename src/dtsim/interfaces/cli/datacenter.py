@@ -591,7 +591,11 @@ def collective(
         str, typer.Option(help="allreduce | reduce-scatter | all-gather | broadcast | p2p | all-to-all.")
     ] = "allreduce",
     algorithm: Annotated[
-        str, typer.Option(help="ring | ring-bidirectional | tree (all-reduce only).")
+        str,
+        typer.Option(
+            help="ring | ring-bidirectional | tree | wan-ring (all-reduce only; wan-ring is seed 001 eq. 3.19, "
+            "(N−1)·(T_prop + S/(N·BW)), with --hop-km of fibre per ring step)."
+        ),
     ] = "ring",
     ranks: Annotated[int, typer.Option(help="Participating ranks.")] = 8,
     size_mb: Annotated[float, typer.Option("--size-mb", help="Message size in MB (10^6 bytes).")] = 1000.0,
@@ -600,6 +604,9 @@ def collective(
         float | None, typer.Option("--bandwidth-gbs", help="Bus bandwidth in GB/s.")
     ] = None,
     latency_us: Annotated[float | None, typer.Option("--latency-us", help="Per-step latency in µs.")] = None,
+    hop_km: Annotated[
+        float, typer.Option("--hop-km", help="wan-ring: fibre between neighbouring ranks, km (5 µs/km).")
+    ] = 0.0,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
     """α-β time of a collective (seed 003; seed 001 §3.5); formats `dtsim.collective`."""
@@ -622,6 +629,7 @@ def collective(
             fabric,
             None if bandwidth_gbs is None else bandwidth_gbs * 1e9,
             None if latency_us is None else latency_us * 1e-6,
+            hop_km,
         )
     except ScenarioError as exc:
         fail(exc)
@@ -657,50 +665,35 @@ def fabric(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
     """Scale-across fabric dimensioning (seed 001 ch. 3); defaults are its 10 GW, 23-datacenter scenario."""
-    from dtsim.physics.fabric import plan_fabric
+    from dtsim.models.network import fabric as plan
 
-    values = {
-        "cluster-power-gw": cluster_power_gw,
-        "datacenters": datacenters,
-        "pod-power-kw": pod_power_kw,
-        "pod-pflops": pod_pflops,
-        "params-t": params_t,
-        "tokens-t": tokens_t,
-        "bits": bits,
-        "train-days": train_days,
-        "critical-batch-k": critical_batch_k,
+    # API argument → (flag, factor from the flag's unit to the API's SI unit)
+    flags = {
+        "cluster_power_w": ("cluster-power-gw", 1e9),
+        "datacenters": ("datacenters", 1),
+        "pod_power_w": ("pod-power-kw", 1e3),
+        "pod_peak_flop_s": ("pod-pflops", 1e15),
+        "parameters": ("params-t", 1e12),
+        "tokens": ("tokens-t", 1e12),
+        "bits_per_param": ("bits", 1),
+        "train_days": ("train-days", 1),
+        "network_fraction": ("network-fraction", 1),
+        "sync_budget_s": ("sync-budget-ms", 1e-3),
+        "ring_km": ("ring-km", 1),
+        "hop_latency_s": ("hop-us", 1e-6),
+        "critical_batch_k": ("critical-batch-k", 1),
     }
+    values = (cluster_power_gw, datacenters, pod_power_kw, pod_pflops, params_t, tokens_t, bits, train_days)
+    values += (network_fraction, sync_budget_ms, ring_km, hop_us, critical_batch_k)
+    given = dict(zip(flags, values, strict=True))
     try:
-        for k, v in values.items():
-            if not v > 0:
-                raise ScenarioError([(k, v, "must be > 0")])
-        if not 0 < network_fraction <= 1:
-            raise ScenarioError([("network-fraction", network_fraction, "must be in (0, 1]")])
-        for k, v in (("ring-km", ring_km), ("hop-us", hop_us)):
-            if not v >= 0:
-                raise ScenarioError([(k, v, "must be ≥ 0")])
-        if sync_budget_ms is not None and not sync_budget_ms > 0:
-            raise ScenarioError([("sync-budget-ms", sync_budget_ms, "must be > 0")])
-        p = plan_fabric(
-            cluster_power_gw * 1e9,
-            datacenters,
-            pod_power_kw * 1e3,
-            pod_pflops * 1e15,
-            params_t * 1e12,
-            tokens_t * 1e12,
-            bits,
-            train_days,
-            network_fraction,
-            ring_km,
-            hop_us * 1e-6,
-            critical_batch_k,
-            18,
-            4,
-            400e9,
-            None if sync_budget_ms is None else sync_budget_ms * 1e-3,
-        )
+        p = plan(**{k: (v if v is None else v * flags[k][1]) for k, v in given.items()})
     except ScenarioError as exc:
-        fail(exc)
+        fail(
+            ScenarioError(
+                [(flags[f][0], given[f], m) if f in flags else (f, v, m) for f, v, m in exc.problems]
+            )
+        )
         return
     out = p.__dict__
     if as_json:
@@ -725,6 +718,14 @@ def fabric(
         else "[red]The sync budget is spent on latency alone: no bandwidth suffices.[/red]"
     )
     c.print(f"Internal capacity per datacenter: {p.dc_internal_bandwidth_bits_s / 1e15:,.1f} Pbit/s")
+    need = p.required_mfu
+    line = (
+        f"Compute: {p.compute_flop:.2e} FLOP need an MFU of {need:.1%} over the compute share of the schedule"
+    )
+    if need > 1:
+        c.print(f"[red]{line}: more than the cluster's peak — the schedule cannot be met.[/red]")
+    else:
+        c.print(line)
 
 
 COMMANDS = {"step": step, "plan": plan, "collective": collective, "fabric": fabric}
