@@ -350,7 +350,7 @@ def test_step_that_does_not_fit_says_why_and_is_not_an_answer():
     args = ["step", "--model", "llama3.1-405b", "--nodes", "1", "--tp", "8", "--gbs", "64"]
     d = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
     assert d["fits"] is False and d["memory_per_gpu_gb"] > d["usable_memory_gb"]
-    assert d["fit_note"].startswith("does not fit: needs") and "--zero 3" in d["fit_note"]
+    assert d["fit_note"].startswith("does not fit: needs") and "more GPUs" in d["fit_note"]
     res = runner.invoke(app, args)
     assert res.exit_code == 0 and "not an answer" in res.output
     fits = json.loads(
@@ -503,3 +503,57 @@ def test_fabric_checks_that_the_compute_fits_the_schedule_it_dimensions():
     assert "cannot be met" not in res.output and "need an MFU of" in res.output
     res = runner.invoke(app, ["fabric", "--pod-pflops", "-3"])
     assert res.exit_code == 2 and "pod-pflops = -3.0" in res.output
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"tp,pp\n8,8,8\n", "line 2 has 3 values for 2 columns"),
+        (b"tp,pp\n8\n", "line 2 has 1 values for 2 columns"),
+        (b"tp,tp\n8,4\n", "the header must name each column once"),
+        (bytes(range(128, 256)) * 8, "is not UTF-8 text"),
+    ],
+)
+def test_a_malformed_layouts_file_is_refused_in_one_line(tmp_path, content, message):
+    path = tmp_path / "layouts.csv"
+    path.write_bytes(content)
+    res = runner.invoke(
+        app, ["step", "--model", "gpt3-175b", "--nodes", "64", "--gbs", "1536", "--layouts", str(path)]
+    )
+    assert res.exit_code == 2 and message in " ".join(res.output.split()) and "Traceback" not in res.output
+
+
+def test_a_spreadsheets_byte_order_mark_is_read_past(tmp_path):
+    path = tmp_path / "layouts.csv"
+    path.write_bytes(b"\xef\xbb\xbftp,pp\n8,8\n")
+    res = runner.invoke(
+        app,
+        ["step", "--model", "gpt3-175b", "--nodes", "64", "--gbs", "1536", "--layouts", str(path), "--json"],
+    )
+    assert res.exit_code == 0 and json.loads(res.stdout)["layouts"][0]["layout"]["tp"] == 8
+
+
+def test_network_and_price_inputs_that_cannot_hold_are_refused():
+    base = ["step", "--model", "llama2-70b", "--gpu", "h100-sxm", "--nodes", "8", "--tp", "8", "--gbs", "64"]
+    for flag, value in (("--nic-gbps", "1e-320"), ("--nvlink-gbps", "1e-300")):
+        res = runner.invoke(app, [*base, flag, value])
+        assert res.exit_code == 2 and "greater than or equal" in res.output
+    res = runner.invoke(app, [*base, "--usd-per-gpu-hour", "3"])
+    assert res.exit_code == 2 and "needs tokens" in res.output
+    res = runner.invoke(app, ["plan", "--model", "gpt2", "--gbs", "64", "--usd-per-gpu-hour", "3"])
+    assert res.exit_code == 2 and "needs tokens" in res.output
+
+
+def test_fit_advice_offers_zero_3_only_where_there_are_ranks_to_shard_over():
+    one = json.loads(
+        runner.invoke(
+            app, ["step", "--model", "gpt3-175b", "--nodes", "2", "--tp", "16", "--gbs", "64", "--json"]
+        ).stdout
+    )
+    assert one["fits"] is False and "--zero 3" not in one["fit_note"]
+    many = json.loads(
+        runner.invoke(
+            app, ["step", "--model", "gpt3-175b", "--nodes", "8", "--tp", "8", "--gbs", "64", "--json"]
+        ).stdout
+    )
+    assert many["fits"] is False and "--zero 3" in many["fit_note"]

@@ -443,6 +443,10 @@ def read_text_file(path: str | Path) -> str:
         return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError([("file", str(path), f"cannot read: {exc.strerror or exc}")]) from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(
+            [("file", str(path), f"is not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8")]
+        ) from None
 
 
 def parse_data_text(text: str, path: str | Path) -> Any:

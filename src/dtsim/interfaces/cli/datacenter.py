@@ -150,12 +150,29 @@ def read_layouts_file(path: Path) -> list[dict[str, Any]]:
 
     from dtsim.schema.scenario import parse_data_text, read_text_file
 
-    text = read_text_file(path)
+    text = read_text_file(path).removeprefix("\ufeff")  # a byte-order mark, as spreadsheets write
     if path.suffix.lower() == ".csv":
-        rows: Any = [
-            {k.strip(): v.strip() for k, v in row.items() if k is not None and v not in (None, "")}
-            for row in csv.DictReader(io.StringIO(text))
-        ]
+        reader = csv.reader(io.StringIO(text))
+        header = [h.strip() for h in next(reader, [])]
+        if len(set(header)) != len(header) or "" in header:
+            raise ScenarioError(
+                [("layouts", str(path), f"the header must name each column once: {','.join(header)}")]
+            )
+        rows: Any = []
+        for line, values in enumerate(reader, start=2):
+            if not any(v.strip() for v in values):
+                continue
+            if len(values) != len(header):
+                raise ScenarioError(
+                    [
+                        (
+                            "layouts",
+                            str(path),
+                            f"line {line} has {len(values)} values for {len(header)} columns",
+                        )
+                    ]
+                )
+            rows.append({k: v.strip() for k, v in zip(header, values, strict=True) if v.strip()})
     else:
         rows = parse_data_text(text, path)
         if isinstance(rows, dict) and set(rows) == {"layouts"}:
@@ -261,6 +278,10 @@ def layout_label(lay: dict[str, Any]) -> str:
     if lay.get("ep", 1) > 1:
         parts.append(f"ep{lay['ep']}")
     parts.append(f"mbs{lay['mbs']} zero{lay['zero']} rc:{lay['recompute']}")
+    if lay.get("shard_group"):
+        parts.append(f"shard{lay['shard_group']}")
+    if lay.get("pp_layers"):
+        parts.append("layers " + "/".join(map(str, lay["pp_layers"])))
     if lay["sequence_parallel"]:
         parts.append("sp")
     parts.append(lay["schedule"])

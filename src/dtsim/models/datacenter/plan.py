@@ -204,6 +204,10 @@ def plan(
         )
         if value is not None and not (isinstance(value, int | float) and 0 < value <= limit)
     ]
+    if opt.usd_per_gpu_hour is not None and opt.tokens is None:
+        problems.append(
+            ("usd_per_gpu_hour", opt.usd_per_gpu_hour, "needs tokens (--tokens): the price is for a run")
+        )
     if problems:
         raise ScenarioError(problems)
     with calibration_in_use(calibration):

@@ -664,7 +664,7 @@ def _step(workload: Workload, clock_derate: float | None, calibrated: bool) -> S
         gpu=workload.cluster.gpu,
         network=workload.cluster.network_fields(),
         usable_memory_gb=usable,
-        fit_note=_fit_note(v["memory_per_gpu_gb"], usable, workload.layout),
+        fit_note=_fit_note(v["memory_per_gpu_gb"], usable, workload.layout, col["dp"]),
         params_b=count_params(a).total / 1e9,
         model_flop_per_step=v["model_flop"],
         hardware_flop_per_step=v["hardware_flop"],
@@ -672,12 +672,12 @@ def _step(workload: Workload, clock_derate: float | None, calibrated: bool) -> S
     )
 
 
-def _fit_note(need_gb: float, usable_gb: float, layout: Layout) -> str:
+def _fit_note(need_gb: float, usable_gb: float, layout: Layout, dp: int) -> str:
     """Why a layout does not fit and what would shrink it ('' when it fits)."""
     if need_gb <= usable_gb:
         return ""
     moves = []
-    if layout.zero < 3:
+    if layout.zero < 3 and dp * layout.cp > 1:  # ZeRO shards over data-parallel ranks only
         moves.append("--zero 3")
     moves.append("more --pp or --tp")
     if layout.recompute != "full":

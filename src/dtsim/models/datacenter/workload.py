@@ -48,14 +48,14 @@ class Cluster(BaseModel):
     )
     nic_gbps: float | None = Field(
         None,
-        gt=0,
+        ge=0.01,  # 10 Mbit/s: below it no datacenter NIC exists and step times overflow
         le=100_000,
         allow_inf_nan=False,
         description="Line rate of one NIC in Gbit/s (default: the NIC link type's).",
     )
     nvlink_gbps: float | None = Field(
         None,
-        gt=0,
+        ge=1,  # 1 Gbit/s: far below any NVLink or PCIe generation
         le=1_000_000,
         allow_inf_nan=False,
         description="NVLink bandwidth per GPU, one direction, in Gbit/s (default: the NVLink link type's).",
@@ -209,6 +209,20 @@ class Workload(BaseModel):
         description="Rental price per GPU-hour (for the run cost).",
     )
     assumptions: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _price_needs_tokens(self) -> Workload:
+        if self.usd_per_gpu_hour is not None and self.tokens is None:
+            raise ScenarioError(
+                [
+                    (
+                        "usd_per_gpu_hour",
+                        self.usd_per_gpu_hour,
+                        "needs tokens (--tokens): the price is for a run",
+                    )
+                ]
+            )
+        return self
 
 
 def layout_arrays(layout: Layout, n_gpus: int) -> dict[str, Any]:
