@@ -402,7 +402,7 @@ def test_an_mfu_above_the_best_measured_carries_a_warning_that_cites_the_record(
     for r in plan["layouts"]:
         lay = r["layout"]
         best = ceilings()["ampere"].get(parallelism_class(lay["zero"], lay["tp"], lay["pp"]))
-        assert bool(r["warnings"]) == (best is not None and r["mfu"] > best["mfu"])
+        assert bool(r["warnings"]) == (best is None or r["mfu"] > best["mfu"])
 
 
 def test_tokens_turn_a_step_into_days_gpu_hours_cost_and_energy():
@@ -557,3 +557,26 @@ def test_fit_advice_offers_zero_3_only_where_there_are_ranks_to_shard_over():
         ).stdout
     )
     assert many["fits"] is False and "--zero 3" in many["fit_note"]
+
+
+def test_plan_by_target_size_marks_implausible_mfus_and_fails_when_nothing_fits():
+    res = runner.invoke(app, ["plan", "--target-params-b", "7", "--nodes", "4", "--gbs", "512", "--top", "3"])
+    assert res.exit_code == 0
+    d = json.loads(
+        runner.invoke(
+            app, ["plan", "--target-params-b", "7", "--nodes", "4", "--gbs", "512", "--top", "3", "--json"]
+        ).stdout
+    )
+    if any(r["warnings"] for r in d["shapes"]):
+        assert "!" in res.output and "warning (MFU marked !)" in res.output
+    res = runner.invoke(app, ["plan", "--target-params-b", "500", "--nodes", "1", "--gbs", "64"])
+    assert res.exit_code == 1 and "no shape near the target fits" in " ".join(res.output.split())
+
+
+def test_an_mfu_no_record_can_check_is_called_unchecked():
+    d = json.loads(
+        runner.invoke(
+            app, ["step", "--model", "megatron-1.7b", "--gpu", "v100", "--gbs", "64", "--json"]
+        ).stdout
+    )
+    assert len(d["warnings"]) == 1 and "unchecked" in d["warnings"][0] and "volta" in d["warnings"][0]

@@ -540,14 +540,23 @@ def plan(
                 "shapes_searched": len(shapes),
                 "shapes": rows[:top],
             }
+            none = (
+                "no shape near the target fits in GPU memory on this cluster" if shapes else "no shape found"
+            )
             if as_json:
                 sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+                if not rows:
+                    raise typer.Exit(1)
                 return
+            if not rows:
+                err.print(f"[bold red]error:[/bold red] {none} ({len(shapes)} shapes searched)")
+                raise typer.Exit(1)
             t = table(
                 title=f"Model shapes near {target_params_b:g}B on {cluster.n_gpus} × {cluster.gpu}",
                 title_justify="left",
             )
-            for col in ("hidden", "layers", "heads", "params B", "µs/token", "MFU", "layout"):
+            days = [] if tokens is None else ["days"]
+            for col in ("hidden", "layers", "heads", "params B", "µs/token", *days, "MFU", "layout"):
                 t.add_column(col)
             for r in rows[:top]:
                 lay = r["layout"]
@@ -557,10 +566,17 @@ def plan(
                     str(r["heads"]),
                     f"{r['params_b']:.1f}",
                     f"{r['seconds_per_token'] * 1e6:.3f}",
-                    f"{r['mfu']:.1%}",
+                    *([f"{r['run']['days']:,.1f}"] if r.get("run") else []),
+                    f"{r['mfu']:.1%}" + ("!" if r["warnings"] else ""),
                     layout_label(lay),
                 )
-            console().print(t)
+            con = console()
+            con.print(t)
+            flagged = [r for r in rows[:top] if r["warnings"]]
+            if flagged:
+                con.print(
+                    f"[yellow]warning (MFU marked !):[/yellow] {flagged[0]['warnings'][0]}", highlight=False
+                )
             return
         arch = resolve_model(model, {k: v for k, v in locals().items() if k in SHAPE_FLAGS})
         result = run_plan(arch, cluster, opt, top=top, calibration=doc)

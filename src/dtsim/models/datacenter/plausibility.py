@@ -35,12 +35,17 @@ def ceilings() -> dict[str, Any]:
 
 
 def mfu_warning(gpu: str, layout: dict[str, Any], mfu: float) -> str:
-    """A warning when `mfu` is above the best measured for the GPU's generation and the layout's class
-    ('' when it is not, or when the records hold no run of that generation and class)."""
+    """A warning when `mfu` is above the best measured for the GPU's generation and the layout's class,
+    or when the records hold no run of that generation and class to check it against ('' otherwise)."""
     generation = catalog.gpus()[gpu].micro.generation
     cls = parallelism_class(int(layout["zero"]), int(layout["tp"]), int(layout["pp"]))
     best = (ceilings().get(generation) or {}).get(cls)
-    if best is None or mfu <= best["mfu"]:
+    if best is None:
+        return (
+            f"predicted MFU {mfu:.1%} is unchecked: dtsim's records hold no measured run of {generation} GPUs "
+            f"with {CLASSES[cls]}"
+        )
+    if mfu <= best["mfu"]:
         return ""
     shown = ".1%" if f"{mfu:.1%}" != f"{best['mfu']:.1%}" else ".2%"  # never "56.3% is above 56.3%"
     return (
