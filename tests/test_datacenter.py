@@ -516,3 +516,35 @@ def test_bad_pipeline_splits_name_the_field(layout, field):
     with pytest.raises(ScenarioError) as err:
         check_layout(_shape(70) if layout["pp"] != 4 else _shape(80), Layout(tp=8, gbs=64, **layout), cluster)
     assert err.value.problems[0][0] == field
+
+
+def test_flash_attention_runs_a_head_dimension_of_108_on_the_128_kernel():
+    """FlashAttention-2 rounds head dims ≤ 192 up to a multiple of 32: 128 heads of 108 cost what 128
+    heads of 128 cost, 128/108 of the FLOPs; materialized attention computes 108 (the GEMM model's
+    own tiles aside)."""
+    from dtsim.models.datacenter.step import _attention_core, _flash_kernel_head_dim
+
+    shape = {"layers": 8, "heads": 128, "vocab": 32000, "seq_len": 4096}
+    d108 = get_architecture({"name": "d108", "hidden": 13824, **shape})
+    d128 = get_architecture({"name": "d128", "hidden": 16384, **shape})
+    assert (d108.d_head, d128.d_head) == (108, 128)
+    hw = resolve_hardware(Cluster(gpu="h100-sxm"), "bf16")
+    asm = Assumptions({})
+
+    def core(a, flash):
+        fwd, bwd = _attention_core(
+            a, 1.0, 1.0, 1.0, 4096, np.asarray(flash), hw.micro, 16, hw.clock_derate, asm
+        )
+        return float(fwd) + float(bwd)
+
+    assert core(d108, True) == pytest.approx(core(d128, True), rel=1e-12)
+    assert core(d108, False) < core(d128, False)
+    assert [float(_flash_kernel_head_dim(d, asm)) for d in (64, 96, 108, 128, 160, 200, 256)] == [
+        64,
+        96,
+        128,
+        128,
+        160,
+        256,
+        256,
+    ]

@@ -188,6 +188,12 @@ def _gemm_set_time(gemms, micro, bits, derate):
     return fwd, bwd
 
 
+def _flash_kernel_head_dim(d, asm: Assumptions):
+    """The head dimension of the FlashAttention kernel that runs head dimension d."""
+    k = asm.flash_head_dim_multiple
+    return np.where(d <= asm.flash_head_dim_round_limit, np.ceil(d / k) * k, max(asm.flash_head_dim_max, d))
+
+
 def _attention_core(a: Architecture, tp, cp, mbs, s, flash, micro, bits, derate, asm):
     """Forward and backward time of the score and context matmuls (plus softmax traffic when not
     using FlashAttention) for one layer and one micro-batch on one GPU."""
@@ -199,6 +205,10 @@ def _attention_core(a: Architecture, tp, cp, mbs, s, flash, micro, bits, derate,
         dqk = dv = a.d_head
     sq = s / cp
     count = mbs * heads
+    # FlashAttention runs a head dimension on the kernel compiled for the next multiple of 32 (≤ 192;
+    # above, the 256 kernel): a head dimension of 108 costs what 128 costs (FlashAttention-2 flash_api.cpp).
+    dqk = np.where(flash, _flash_kernel_head_dim(dqk, asm), dqk)
+    dv = np.where(flash, _flash_kernel_head_dim(dv, asm), dv)
     score = gemm_time(sq, dqk, s, micro, bits, False, derate)
     context = gemm_time(sq, s, dv, micro, bits, False, derate)
     lat = micro.matmul_latency_s
