@@ -384,6 +384,7 @@ def layouts(draw):
         "mbs": mbs,
         "gbs": dp * mbs * m,
         "zero": draw(st.integers(0, 3)),
+        "shard": 0,  # ZeRO-3 over the whole dp·cp group
         "recompute": draw(st.integers(0, 2)),
         "schedule": draw(st.integers(0, 3)),
         "overlap_grad": draw(st.booleans()),

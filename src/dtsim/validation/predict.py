@@ -63,9 +63,10 @@ def _convention_flop_per_step(rec, w, r) -> float:
     return mpt_flops_per_token(w.model, recompute, w.seq_len) * w.layout.gbs * (w.seq_len or w.model.seq_len)
 
 
-def _record_peak(rec, w) -> float:
+def _peak_flop_s(w, precision: str) -> float:
+    """The dense peak of the workload's GPU at a precision (the MFU denominator `step` uses)."""
     gpu = catalog.gpus()[w.cluster.gpu]
-    return (gpu.peak_tflops(rec.peak_precision or rec.precision) or gpu.fp16_tflops) * 1e12
+    return (gpu.peak_tflops(precision) or gpu.fp16_tflops) * 1e12
 
 
 def predict_datacenter(rec) -> tuple[float, dict[str, Any]]:
@@ -75,7 +76,11 @@ def predict_datacenter(rec) -> tuple[float, dict[str, Any]]:
     r = step(w)
     n, t = r.n_gpus, r.step_time_s
     per_gpu = _convention_flop_per_step(rec, w, r) / (t * n)
-    value = per_gpu / 1e12 if rec.metric == "tflops_per_gpu" else 100.0 * per_gpu / _record_peak(rec, w)
+    value = (
+        per_gpu / 1e12
+        if rec.metric == "tflops_per_gpu"
+        else 100.0 * per_gpu / _peak_flop_s(w, rec.peak_precision or rec.precision)
+    )
     bits = PRECISION_BITS[w.precision]
     return value, {"step_time_s": t, "precision_bits": bits, "breakdown_s": r.breakdown_s}
 
@@ -91,10 +96,9 @@ def measured_model_mfu(rec) -> float:
     if rec.metric == "tflops_per_gpu":
         per_gpu = rec.measured * 1e12
     else:
-        per_gpu = rec.measured / 100.0 * _record_peak(rec, w)
+        per_gpu = rec.measured / 100.0 * _peak_flop_s(w, rec.peak_precision or rec.precision)
     per_gpu_model = per_gpu * r.model_flop_per_step / _convention_flop_per_step(rec, w, r)
-    gpu = catalog.gpus()[w.cluster.gpu]
-    return per_gpu_model / ((gpu.peak_tflops(w.precision) or gpu.fp16_tflops) * 1e12)
+    return per_gpu_model / _peak_flop_s(w, w.precision)
 
 
 # --- collectives and GEMMs ------------------------------------------------------------------------------

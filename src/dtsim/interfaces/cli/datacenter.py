@@ -198,15 +198,28 @@ def step_layouts(rows: list[dict[str, Any]], base: dict[str, Any], run: dict[str
     from dtsim.models.datacenter.workload import Layout, Workload, build
 
     results, problems = [], []
-    for i, row in enumerate(rows):
-        try:
-            layout = build(Layout, {**base, **row}, f"layouts[{i}].")
-            results.append(run_step(build(Workload, {**run, "layout": layout}), calibration=doc))
-        except ScenarioError as exc:
-            problems += [(f.replace("layout.", f"layouts[{i}].", 1), v, m) for f, v, m in exc.problems]
+    with calibration_in_use(doc):  # once for the whole file, not once per row
+        for i, row in enumerate(rows):
+            try:
+                layout = build(Layout, {**base, **row}, f"layouts[{i}].")
+                results.append(run_step(build(Workload, {**run, "layout": layout})))
+            except ScenarioError as exc:
+                problems += [(f.replace("layout.", f"layouts[{i}].", 1), v, m) for f, v, m in exc.problems]
     if problems:
         raise ScenarioError(problems)
     return results
+
+
+def mfu_cell(mfu: float, warnings: list[str]) -> str:
+    """A table's MFU, marked ! when a plausibility warning goes with it."""
+    return f"{mfu:.1%}" + ("!" if warnings else "")
+
+
+def print_mfu_flag(con, warnings_by_row: list[list[str]]) -> None:
+    """Under a table: the first plausibility warning, for the MFUs marked !."""
+    first = next((w[0] for w in warnings_by_row if w), None)
+    if first:
+        con.print(f"[yellow]warning (MFU marked !):[/yellow] {first}", highlight=False)
 
 
 def print_layout_table(results, title: str) -> None:
@@ -221,15 +234,13 @@ def print_layout_table(results, title: str) -> None:
             str(i),
             f"{r.step_time_s:.2f}",
             f"{r.model_tflops_per_gpu:.0f}",
-            f"{r.mfu:.1%}" + ("!" if r.warnings else ""),
+            mfu_cell(r.mfu, r.warnings),
             f"{r.memory_per_gpu_gb:.0f}",
             "yes" if r.fits else "[red]no[/red]",
             layout_label(r.layout),
         )
     con.print(t)
-    flagged = [r for r in results if r.warnings]
-    if flagged:
-        con.print(f"[yellow]warning (MFU marked !):[/yellow] {flagged[0].warnings[0]}", highlight=False)
+    print_mfu_flag(con, [r.warnings for r in results])
     if any(not r.fits for r in results):
         con.print("[red]Layouts marked no do not fit in GPU memory: their times are not answers.[/red]")
 
@@ -567,16 +578,12 @@ def plan(
                     f"{r['params_b']:.1f}",
                     f"{r['seconds_per_token'] * 1e6:.3f}",
                     *([f"{r['run']['days']:,.1f}"] if r.get("run") else []),
-                    f"{r['mfu']:.1%}" + ("!" if r["warnings"] else ""),
+                    mfu_cell(r["mfu"], r["warnings"]),
                     layout_label(lay),
                 )
             con = console()
             con.print(t)
-            flagged = [r for r in rows[:top] if r["warnings"]]
-            if flagged:
-                con.print(
-                    f"[yellow]warning (MFU marked !):[/yellow] {flagged[0]['warnings'][0]}", highlight=False
-                )
+            print_mfu_flag(con, [r["warnings"] for r in rows[:top]])
             return
         arch = resolve_model(model, {k: v for k, v in locals().items() if k in SHAPE_FLAGS})
         result = run_plan(arch, cluster, opt, top=top, calibration=doc)
@@ -606,15 +613,13 @@ def plan(
             f"{r.step_time_s:.2f}",
             *([f"{r.run.days:,.1f}"] if r.run is not None else []),
             f"{r.model_tflops_per_gpu:.0f}",
-            f"{r.mfu:.1%}" + ("!" if r.warnings else ""),
+            mfu_cell(r.mfu, r.warnings),
             f"{r.memory_per_gpu_gb:.0f}",
             layout_label(r.layout),
         )
     if shown:
         con.print(t)
-    flagged = [r for r in result.ranked if r.warnings]
-    if flagged:
-        con.print(f"[yellow]warning (MFU marked !):[/yellow] {flagged[0].warnings[0]}", highlight=False)
+    print_mfu_flag(con, [r.warnings for r in result.ranked])
     con.print("Rejected: " + ", ".join(f"{v:,} {k}" for k, v in result.rejected.items() if v))
     if not result.fits:
         err.print(
@@ -705,32 +710,26 @@ def fabric(
     from dtsim.models.network import fabric as plan
 
     # API argument → (flag, factor from the flag's unit to the API's SI unit)
+    # API argument → (flag, value given, factor from the flag's unit to the API's SI unit)
     flags = {
-        "cluster_power_w": ("cluster-power-gw", 1e9),
-        "datacenters": ("datacenters", 1),
-        "pod_power_w": ("pod-power-kw", 1e3),
-        "pod_peak_flop_s": ("pod-pflops", 1e15),
-        "parameters": ("params-t", 1e12),
-        "tokens": ("tokens-t", 1e12),
-        "bits_per_param": ("bits", 1),
-        "train_days": ("train-days", 1),
-        "network_fraction": ("network-fraction", 1),
-        "sync_budget_s": ("sync-budget-ms", 1e-3),
-        "ring_km": ("ring-km", 1),
-        "hop_latency_s": ("hop-us", 1e-6),
-        "critical_batch_k": ("critical-batch-k", 1),
+        "cluster_power_w": ("cluster-power-gw", cluster_power_gw, 1e9),
+        "datacenters": ("datacenters", datacenters, 1),
+        "pod_power_w": ("pod-power-kw", pod_power_kw, 1e3),
+        "pod_peak_flop_s": ("pod-pflops", pod_pflops, 1e15),
+        "parameters": ("params-t", params_t, 1e12),
+        "tokens": ("tokens-t", tokens_t, 1e12),
+        "bits_per_param": ("bits", bits, 1),
+        "train_days": ("train-days", train_days, 1),
+        "network_fraction": ("network-fraction", network_fraction, 1),
+        "sync_budget_s": ("sync-budget-ms", sync_budget_ms, 1e-3),
+        "ring_km": ("ring-km", ring_km, 1),
+        "hop_latency_s": ("hop-us", hop_us, 1e-6),
+        "critical_batch_k": ("critical-batch-k", critical_batch_k, 1),
     }
-    values = (cluster_power_gw, datacenters, pod_power_kw, pod_pflops, params_t, tokens_t, bits, train_days)
-    values += (network_fraction, sync_budget_ms, ring_km, hop_us, critical_batch_k)
-    given = dict(zip(flags, values, strict=True))
     try:
-        p = plan(**{k: (v if v is None else v * flags[k][1]) for k, v in given.items()})
+        p = plan(**{k: (v if v is None else v * factor) for k, (_, v, factor) in flags.items()})
     except ScenarioError as exc:
-        fail(
-            ScenarioError(
-                [(flags[f][0], given[f], m) if f in flags else (f, v, m) for f, v, m in exc.problems]
-            )
-        )
+        fail(ScenarioError([(*flags[f][:2], m) if f in flags else (f, v, m) for f, v, m in exc.problems]))
         return
     out = p.__dict__
     if as_json:

@@ -20,15 +20,14 @@ import numpy as np
 from dtsim.assumptions import Assumptions
 from dtsim.catalog.calibration_file import calibration_in_use
 from dtsim.errors import ScenarioError
-from dtsim.models.datacenter.plausibility import mfu_warning
-from dtsim.models.datacenter.step import (
-    LayoutPerformance,
-    evaluate,
-    performance_at,
-    resolve_hardware,
-    run_totals,
+from dtsim.models.datacenter.step import LayoutPerformance, annotated_performance, evaluate, resolve_hardware
+from dtsim.models.datacenter.workload import (
+    PRECISION_BITS,
+    RECOMPUTES,
+    SCHEDULES,
+    Cluster,
+    run_budget_problems,
 )
-from dtsim.models.datacenter.workload import PRECISION_BITS, RECOMPUTES, SCHEDULES, Cluster
 from dtsim.physics.transformer import Architecture, count_params
 
 
@@ -134,6 +133,7 @@ def enumerate_layouts(
     lay["overlap_grad"] = np.full(len(cols), opt.overlap_grad_reduce)
     lay["overlap_tp"] = np.full(len(cols), opt.overlap_tp_comm)
     lay["flash"] = np.full(len(cols), opt.flash_attention)
+    lay["shard"] = np.zeros(len(cols))  # ZeRO-3 over the whole dp·cp group (no HSDP search)
     return lay, rejected
 
 
@@ -196,18 +196,7 @@ def plan(
 ) -> Plan:
     """Rank every valid layout of `a` on `cluster` by step time (`dtsim plan`); `calibration` (a file
     written by `dtsim calibrate --out`, or its document) replaces catalog/calibration.yaml."""
-    problems = [
-        (name, value, f"must be a finite number > 0 and ≤ {limit:g}")
-        for name, value, limit in (
-            ("tokens", opt.tokens, 1e18),
-            ("usd_per_gpu_hour", opt.usd_per_gpu_hour, 1e4),
-        )
-        if value is not None and not (isinstance(value, int | float) and 0 < value <= limit)
-    ]
-    if opt.usd_per_gpu_hour is not None and opt.tokens is None:
-        problems.append(
-            ("usd_per_gpu_hour", opt.usd_per_gpu_hour, "needs tokens (--tokens): the price is for a run")
-        )
+    problems = run_budget_problems(opt.tokens, opt.usd_per_gpu_hour)
     if problems:
         raise ScenarioError(problems)
     with calibration_in_use(calibration):
@@ -273,13 +262,8 @@ def _performance(lay, out, i: int, opt: PlanOptions, cluster: Cluster, asm: Assu
         "schedule": SCHEDULES[int(row["schedule"])],
         "embedding_stages": "balanced" if row["balanced"] else "first-last",
     }
-    perf = performance_at(out, i)
-    warning = mfu_warning(cluster.gpu, layout, perf["mfu"])
-    if opt.tokens is not None:
-        perf["run"] = run_totals(
-            opt.tokens, perf["tokens_per_s"], cluster.n_gpus, cluster.gpu, asm, opt.usd_per_gpu_hour
-        )
-    return LayoutPerformance(layout=layout, warnings=[warning] if warning else [], **perf)
+    perf = annotated_performance(out, i, layout, cluster, asm, opt.tokens, opt.usd_per_gpu_hour)
+    return LayoutPerformance(layout=layout, **perf)
 
 
 def shapes_near(

@@ -39,6 +39,7 @@ from dtsim.models.datacenter.workload import (
 )
 from dtsim.models.network import ClusterNetwork, cluster_network
 from dtsim.physics import collectives as coll
+from dtsim.physics import cost
 from dtsim.physics.dataparallel import exposed_bucketed_allreduce
 from dtsim.physics.gemm import gemm_time, memory_bound_time
 from dtsim.physics.transformer import (
@@ -191,7 +192,9 @@ def _gemm_set_time(gemms, micro, bits, derate):
 def _flash_kernel_head_dim(d, asm: Assumptions):
     """The head dimension of the FlashAttention kernel that runs head dimension d."""
     k = asm.flash_head_dim_multiple
-    return np.where(d <= asm.flash_head_dim_round_limit, np.ceil(d / k) * k, max(asm.flash_head_dim_max, d))
+    return np.where(
+        d <= asm.flash_head_dim_round_limit, np.ceil(d / k) * k, np.maximum(asm.flash_head_dim_max, d)
+    )
 
 
 def _attention_core(a: Architecture, tp, cp, mbs, s, flash, micro, bits, derate, asm):
@@ -233,8 +236,10 @@ def evaluate(
     clock_derate=None,
 ) -> dict[str, np.ndarray]:
     """Step time, throughput and memory for layouts given as arrays (or scalars) in `lay`:
-    dp, tp, pp, vpp, cp, ep, sp, mbs, gbs, zero (0–3), recompute (0 none, 1 selective, 2 full),
-    schedule (index into SCHEDULES), overlap_grad, overlap_tp, flash, balanced (embedding stages)."""
+    dp, tp, pp, vpp, cp, ep, sp, mbs, gbs, zero (0–3), shard (HSDP shard group; 0: all of dp·cp),
+    recompute (0 none, 1 selective, 2 full), schedule (index into SCHEDULES), overlap_grad, overlap_tp,
+    flash, balanced (embedding stages); optionally first_layers, mid_layers, last_layers (an explicit
+    pipeline split, layout_arrays of a Layout with pp_layers)."""
     f = {k: np.asarray(v) for k, v in lay.items()}
     dp, tp, pp, vpp, cp, ep = (f[k].astype(float) for k in ("dp", "tp", "pp", "vpp", "cp", "ep"))
     sp, flash, balanced = f["sp"].astype(bool), f["flash"].astype(bool), f["balanced"].astype(bool)
@@ -405,7 +410,7 @@ def evaluate(
     # pipeline, the bubble's included. HSDP (`shard`) shards over groups of `shard` ranks and
     # all-reduces the shard's gradients across the replica groups once per step, overlapped with the
     # backward pass like DDP buckets.
-    shard = np.where(f["shard"] > 0, f["shard"], dp_group) if "shard" in f else dp_group
+    shard = np.where(f["shard"] > 0, f["shard"], dp_group)
     replicas = dp_group / shard
     s_bw, s_alpha = net.ring(shard, tp)
     units = stage_layers
@@ -447,10 +452,11 @@ def evaluate(
         + per_mb / buckets
     )
     budget = np.maximum(m * work - z3_hidden, 0.0)
-    dp_exposed = np.where(overlap, np.maximum(tails, overlappable - budget), overlappable) + z3_exposed
+    reduce_exposed = np.where(overlap, np.maximum(tails, overlappable - budget), overlappable)
+    dp_exposed = reduce_exposed + z3_exposed
     # Compute slows while a collective overlaps it (communication kernels hold SMs and HBM bandwidth):
     # charge `overlap_compute_slowdown` of every second of hidden communication (arXiv 2507.03114).
-    hidden = np.where(overlap, np.maximum(overlappable + z3_hidden + z3_exposed - dp_exposed, 0.0), 0.0)
+    hidden = np.where(overlap, np.maximum(overlappable - reduce_exposed + z3_hidden, 0.0), 0.0)
     hidden_tp = m * np.where(overlap_tp, (tp_f - exp_tp_f) + (tp_b - exp_tp_b), 0.0) * per_stage
     interference = asm.overlap_compute_slowdown * (hidden + hidden_tp)
     # What each rank keeps of the stage's weights, gradients and optimizer state: 1/divisor.
@@ -557,8 +563,6 @@ class RunTotals(BaseModel):
 def run_totals(
     tokens: float, tokens_per_s: float, n_gpus: int, gpu: str, asm: Assumptions, usd_per_gpu_hour=None
 ) -> RunTotals:
-    from dtsim.physics import cost
-
     g = catalog.gpus()[gpu]
     seconds = tokens / tokens_per_s
     hours = float(cost.gpu_hours(n_gpus, seconds))
@@ -608,6 +612,27 @@ def performance_at(out: dict[str, np.ndarray], i: int) -> dict[str, Any]:
     return row
 
 
+def annotated_performance(
+    out: dict[str, np.ndarray],
+    i: int,
+    layout: dict[str, Any],
+    cluster: Cluster,
+    asm: Assumptions,
+    tokens: float | None = None,
+    usd_per_gpu_hour: float | None = None,
+) -> dict[str, Any]:
+    """performance_at plus what step and plan add to every layout they report: the MFU plausibility
+    warning and, when tokens are given, the run's totals."""
+    perf = performance_at(out, i)
+    warning = mfu_warning(cluster.gpu, layout, perf["mfu"])
+    perf["warnings"] = [warning] if warning else []
+    if tokens is not None:
+        perf["run"] = run_totals(
+            tokens, perf["tokens_per_s"], cluster.n_gpus, cluster.gpu, asm, usd_per_gpu_hour
+        )
+    return perf
+
+
 class StepResult(LayoutPerformance):
     micro_batches: float
     model: str
@@ -653,20 +678,10 @@ def _step(workload: Workload, clock_derate: float | None, calibrated: bool) -> S
     usable = asm.usable_memory_fraction * hw.memory_bytes / 1e9
     layout = workload.layout.model_dump()
     layout["dp"] = col["dp"]
-    perf = performance_at(out, 0)
-    warning = mfu_warning(workload.cluster.gpu, layout, perf["mfu"])
-    if workload.tokens is not None:
-        perf["run"] = run_totals(
-            workload.tokens,
-            perf["tokens_per_s"],
-            workload.cluster.n_gpus,
-            workload.cluster.gpu,
-            asm,
-            workload.usd_per_gpu_hour,
-        )
     return StepResult(
-        **perf,
-        warnings=[warning] if warning else [],
+        **annotated_performance(
+            out, 0, layout, workload.cluster, asm, workload.tokens, workload.usd_per_gpu_hour
+        ),
         layout=layout,
         micro_batches=v["micro_batches"],
         model=a.name,

@@ -198,31 +198,30 @@ class Workload(BaseModel):
     precision: Literal["bf16", "fp16", "fp8"] = "bf16"
     cluster: Cluster = Field(default_factory=Cluster)
     layout: Layout
-    tokens: float | None = Field(
-        None, gt=0, le=1e18, allow_inf_nan=False, description="Training tokens: report days, cost and energy."
-    )
-    usd_per_gpu_hour: float | None = Field(
-        None,
-        gt=0,
-        le=10_000,
-        allow_inf_nan=False,
-        description="Rental price per GPU-hour (for the run cost).",
-    )
+    tokens: float | None = Field(None, description="Training tokens: report days, cost and energy.")
+    usd_per_gpu_hour: float | None = Field(None, description="Rental price per GPU-hour (for the run cost).")
     assumptions: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _price_needs_tokens(self) -> Workload:
-        if self.usd_per_gpu_hour is not None and self.tokens is None:
-            raise ScenarioError(
-                [
-                    (
-                        "usd_per_gpu_hour",
-                        self.usd_per_gpu_hour,
-                        "needs tokens (--tokens): the price is for a run",
-                    )
-                ]
-            )
+    def _run_budget(self) -> Workload:
+        problems = run_budget_problems(self.tokens, self.usd_per_gpu_hour)
+        if problems:
+            raise ScenarioError(problems)
         return self
+
+
+def run_budget_problems(tokens: float | None, usd_per_gpu_hour: float | None) -> list[tuple[str, Any, str]]:
+    """What is wrong with a token budget and a price per GPU-hour (`step` and `plan` alike)."""
+    problems = [
+        (name, value, f"must be a finite number > 0 and ≤ {limit:g}")
+        for name, value, limit in (("tokens", tokens, 1e18), ("usd_per_gpu_hour", usd_per_gpu_hour, 1e4))
+        if value is not None and not (isinstance(value, int | float) and 0 < value <= limit)
+    ]
+    if usd_per_gpu_hour is not None and tokens is None:
+        problems.append(
+            ("usd_per_gpu_hour", usd_per_gpu_hour, "needs tokens (--tokens): the price is for a run")
+        )
+    return problems
 
 
 def layout_arrays(layout: Layout, n_gpus: int) -> dict[str, Any]:
