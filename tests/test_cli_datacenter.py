@@ -580,3 +580,27 @@ def test_an_mfu_no_record_can_check_is_called_unchecked():
         ).stdout
     )
     assert len(d["warnings"]) == 1 and "unchecked" in d["warnings"][0] and "volta" in d["warnings"][0]
+
+
+def test_fp32_grad_accumulation_flag_reaches_step_and_plan():
+    """Issue 13 item 4: `--fp32-grad-accumulation` on an fp16 run adds 2 bytes a parameter of gradient
+    memory; without the flag fp16 keeps fp16 gradients (Megatron-LM's default), shown as resolved."""
+    base = ["step", "--model", "gpt3-175b", "--nodes", "64", "--tp", "8", "--pp", "8", "--gbs", "1536"]
+    base += ["--precision", "fp16", "--json"]
+    runs = [runner.invoke(app, base + extra) for extra in ([], ["--fp32-grad-accumulation"])]
+    assert all(r.exit_code == 0 for r in runs), runs[0].output
+    half, full = (json.loads(r.stdout) for r in runs)
+    assert (
+        half["layout"]["fp32_grad_accumulation"] is False and full["layout"]["fp32_grad_accumulation"] is True
+    )
+    assert full["memory_per_gpu_gb"] > half["memory_per_gpu_gb"] + 5
+    plans = [
+        runner.invoke(
+            app,
+            ["plan", "--model", "megatron-1.7b", "--nodes", "1", "--gbs", "64", "--top", "1", "--json", *f],
+        )
+        for f in ([], ["--no-fp32-grad-accumulation"])
+    ]
+    assert all(p.exit_code == 0 for p in plans), plans[0].output
+    mem = [json.loads(p.stdout)["layouts"][0]["memory_per_gpu_gb"] for p in plans]
+    assert mem[1] < mem[0]

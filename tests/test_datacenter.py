@@ -202,12 +202,54 @@ def test_gemm_small_shape_pays_latency_and_bandwidth():
 
 
 def test_wave_quantization_penalises_hidden_not_divisible_by_sms():
-    """BLOOM's team saw throughput drop when h/TP leaves a partial wave (Scao et al. 2022)."""
+    """A partial last wave idles the other SMs (NVIDIA, Matrix Multiplication Background §3.2)."""
     m = catalog.gpus()["a100-80gb"].micro
     # 108 SMs: 108 output tiles of 128×128 make one full wave; one tile more needs a second wave.
     full = float(gemm_time(108 * 128, 8192, 128, m, 16))
     ragged = float(gemm_time(109 * 128, 8192, 128, m, 16))
     assert ragged / full > 1.5
+
+
+def test_tile_quantization_charges_a_partial_tile_as_a_whole_one():
+    """NVIDIA, Matrix Multiplication Background §3.1: an output 129 wide needs two 128-wide tiles,
+    so it costs what 256 costs, far more than 128 (108 rows of tiles fill A100's 108 SMs once per
+    column of tiles). A dimension narrower than one tile runs on a tile cut to it: 96 < 128."""
+    m = catalog.gpus()["a100-80gb"].micro
+    rows = 108 * 128
+    t96, t128, t129, t256 = (float(gemm_time(rows, 8192, n, m, 16)) for n in (96, 128, 129, 256))
+    assert t129 == pytest.approx(t256, rel=1e-9)
+    assert t129 > 1.5 * t128
+    assert t96 < t128
+    # the limits model (seed 002) runs GEMMs unquantized: 129 costs about 129/128 of 128
+    lim = {"wave_quantization": False}
+    ratio = float(gemm_time(rows, 8192, 129, m, 16, **lim)) / float(gemm_time(rows, 8192, 128, m, 16, **lim))
+    assert ratio < 1.15
+
+
+def test_hidden_14400_is_slower_per_flop_than_14336():
+    """Issue 13 'done when': 14400-wide GEMMs are slower per FLOP than 14336-wide ones. 14336/TP is a
+    whole number of 128-wide output tiles for every TP up to 8; 14400/TP is not, so its edge tiles run
+    partly empty. Wave quantization adds or removes up to a wave either way, so at one TP and token
+    count the two can tie (TP=4, 2048 tokens: 14400 is 0.04 % faster); over TP 1–8 and 2k–8k tokens
+    per micro-batch 14400 is slower on average and never more than 0.1 % faster. The whole layer's
+    GEMM set, forward and backward, is compared."""
+    from dtsim.models.datacenter.step import _gemm_set_time, _layer_gemms
+
+    m = catalog.gpus()["a100-80gb"].micro
+    ratios = []
+    for tp in (1, 2, 4, 8):
+        for tokens in (2048.0, 4096.0, 8192.0):
+            per_flop = []
+            for h in (14336, 14400):
+                heads = h // 120 if h % 128 else h // 128
+                a = Architecture(name="t", hidden=h, layers=2, heads=heads, vocab=50304, seq_len=2048)
+                gemms = _layer_gemms(a, tp, tokens, False, 1)
+                fwd, bwd = _gemm_set_time(gemms, m, 16, m.clock_derate)
+                flop = 3.0 * sum(2.0 * d1 * d2 * b * n for d1, d2, b, n in gemms)  # fwd + 2 bwd GEMMs
+                per_flop.append((float(fwd) + float(bwd)) / flop)
+            ratios.append(per_flop[1] / per_flop[0])
+    assert sum(ratios) / len(ratios) > 1.001
+    assert min(ratios) > 0.999
 
 
 # --- step time ----------------------------------------------------------------------------------------------
@@ -385,6 +427,7 @@ def layouts(draw):
         "gbs": dp * mbs * m,
         "zero": draw(st.integers(0, 3)),
         "shard": 0,  # ZeRO-3 over the whole dp·cp group
+        "fp32_grads": draw(st.booleans()),
         "recompute": draw(st.integers(0, 2)),
         "schedule": draw(st.integers(0, 3)),
         "overlap_grad": draw(st.booleans()),
@@ -549,3 +592,32 @@ def test_flash_attention_runs_a_head_dimension_of_108_on_the_128_kernel():
         256,
         256,
     ]
+
+
+def test_fp32_grad_accumulation_follows_megatron_defaults_and_costs_memory_and_traffic():
+    """Issue 13 item 4: gradients are FP32 by default for bf16 (Megatron-LM forces it) and fp16 for
+    fp16; FP32 gradients take 2 more bytes a parameter and double the gradient all-reduce."""
+    from dtsim.models.datacenter.workload import fp32_grads
+
+    assert fp32_grads(None, "bf16") and fp32_grads(None, "fp8") and not fp32_grads(None, "fp16")
+    assert fp32_grads(True, "fp16") and not fp32_grads(False, "bf16")
+
+    def run(precision, flag):
+        lay = {"tp": 8, "pp": 8, "gbs": 1536, "zero": 0, "overlap_grad_reduce": False}
+        return step(
+            Workload(
+                model="gpt3-175b",
+                precision=precision,
+                cluster=Cluster(gpu="a100-80gb", nodes=64),
+                layout=Layout(**lay, fp32_grad_accumulation=flag),
+            )
+        )
+
+    half, full = run("fp16", None), run("fp16", True)
+    assert half.layout["fp32_grad_accumulation"] is False and full.layout["fp32_grad_accumulation"] is True
+    params_gpu = 175e9 / 64  # the stage's parameters on one GPU, roughly
+    assert full.memory_per_gpu_gb - half.memory_per_gpu_gb == pytest.approx(2 * params_gpu / 1e9, rel=0.1)
+    assert full.breakdown_s["dp_comm_exposed"] == pytest.approx(
+        2 * half.breakdown_s["dp_comm_exposed"], rel=0.05
+    )
+    assert run("bf16", None).memory_per_gpu_gb == pytest.approx(run("bf16", True).memory_per_gpu_gb)

@@ -7,14 +7,16 @@ of a d1×b block with a b×d2 block) takes
 
 - arithmetic: 2·d1·d2·b FLOP, each dimension padded to the 16-wide tensor-core chunk, at the
   sustained tensor-core rate (SMs × 128 threads × FLOP/clock/thread × boost clock × sustained-clock
-  derate), divided by the wave efficiency of the SM count (below);
+  derate), quantized to whole output tiles and whole waves of tiles (below);
 - traffic at each memory level: the kernel is tiled by the weight matrix (seed 002 §8.1.1) so each
   tile fits the level's usable capacity (75% of L2, of the four processing blocks' registers per SM,
   of one block's registers); activations are re-read once per tile row and output partial sums
   re-written once per tile column; weights move only when weights and gradients do not fit at the
   lower level. Hopper's distributed shared memory lets SMs share loads instead of re-reading L2.
-- wave quantization: the output is computed in 128×128 tiles spread over the SMs; a last partial
-  wave idles the rest (why BLOOM chose hidden sizes divisible by 128·TP: Scao et al. 2022).
+- tile and wave quantization: the output is computed in 128×128 tiles spread over the SMs; a
+  partly filled tile costs a whole one and a last partial wave idles the rest of the SMs (NVIDIA,
+  "Matrix Multiplication Background User's Guide" §3.1–3.2), so a hidden size that 128·TP does not
+  divide costs more per FLOP than its neighbour that it does divide.
 
 All inputs broadcast; nothing branches in Python on values.
 """
@@ -106,14 +108,20 @@ def gemm_time(
     smem_bytes = np.where(smem_counts_l2_loads, l2_sm, 0.0) + dsmem + sm_reg
 
     flop = 2.0 * np.ceil(d1 / chunk) * np.ceil(d2 / chunk) * np.ceil(b / chunk) * chunk**3
-    out_rows = np.where(weight_grads, d1, d1)
     out_cols = np.where(weight_grads, d2, b)
-    units = np.ceil(out_rows / OUTPUT_TILE) * np.ceil(out_cols / OUTPUT_TILE)
+    inner = np.where(weight_grads, b, d2)
+    units = np.ceil(d1 / OUTPUT_TILE) * np.ceil(out_cols / OUTPUT_TILE)
     waves = np.ceil(units / micro.num_sms)
-    wave_efficiency = np.where(wave_quantization, units / (waves * micro.num_sms), 1.0)
     flop_rate = micro.flop_per_clock_per_thread[bits] * 128 * micro.num_sms * clock
 
-    arithmetic = flop / (flop_rate * wave_efficiency)
+    # Tile and wave quantization (NVIDIA, "Matrix Multiplication Background User's Guide" §3): a
+    # partly filled output tile costs a whole tile, and a wave of tiles takes as long as its SMs'
+    # busiest one, so the kernel runs `waves` rounds of a full tile's arithmetic on every SM.
+    def tile(n):  # a dimension narrower than one tile runs on a tile cut to its width
+        return np.minimum(OUTPUT_TILE, np.ceil(n / chunk) * chunk)
+
+    quantized = waves * micro.num_sms * 2.0 * tile(d1) * tile(out_cols) * np.ceil(inner / chunk) * chunk
+    arithmetic = np.where(wave_quantization, quantized, flop) / flop_rate
     movement = np.maximum(
         np.maximum(hbm_bytes / micro.hbm_bytes_per_s, l2_bytes / micro.l2_bytes_per_s),
         smem_bytes / (SMEM_BYTES_PER_CLOCK_PER_SM * micro.num_sms * clock),

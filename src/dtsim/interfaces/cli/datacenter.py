@@ -72,6 +72,14 @@ OversubscriptionOpt = Annotated[
         "collectives spanning more than leaf_switch_nodes (32) nodes.",
     ),
 ]
+Fp32GradsOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--fp32-grad-accumulation/--no-fp32-grad-accumulation",
+        help="Accumulate and reduce gradients in FP32 (4 bytes a parameter) or in the training precision "
+        "[default: FP32 for bf16 and fp8, fp16 for fp16, as Megatron-LM does].",
+    ),
+]
 TokensOpt = Annotated[
     float | None,
     typer.Option("--tokens", help="Training tokens (e.g. 15e12): report days, GPU-hours, cost and energy."),
@@ -359,6 +367,7 @@ def step(
     ] = False,
     overlap_tp: Annotated[bool, typer.Option("--overlap-tp-comm", help="Overlap TP collectives.")] = False,
     precision: Annotated[str, typer.Option(help="bf16 | fp16 | fp8.")] = "bf16",
+    fp32_grad_accumulation: Fp32GradsOpt = None,
     tokens: TokensOpt = None,
     usd_per_gpu_hour: UsdPerGpuHourOpt = None,
     layouts: Annotated[
@@ -400,6 +409,7 @@ def step(
             "flash_attention": not no_flash,
             "overlap_grad_reduce": not no_overlap,
             "overlap_tp_comm": overlap_tp,
+            "fp32_grad_accumulation": fp32_grad_accumulation,
         }
         run = {"model": arch, "cluster": cluster, "precision": precision, "tokens": tokens}
         run["usd_per_gpu_hour"] = usd_per_gpu_hour
@@ -486,6 +496,7 @@ def plan(
         ),
     ] = None,
     precision: Annotated[str, typer.Option(help="bf16 | fp16 | fp8.")] = "bf16",
+    fp32_grad_accumulation: Fp32GradsOpt = None,
     tokens: TokensOpt = None,
     usd_per_gpu_hour: UsdPerGpuHourOpt = None,
     calibration: CalibrationOpt = None,
@@ -520,6 +531,7 @@ def plan(
             gbs_multiple=gbs_multiple,
             flash_attention=not no_flash,
             overlap_tp_comm=overlap_tp,
+            fp32_grad_accumulation=fp32_grad_accumulation,
             tokens=tokens,
             usd_per_gpu_hour=usd_per_gpu_hour,
         )

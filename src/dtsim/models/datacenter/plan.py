@@ -26,6 +26,7 @@ from dtsim.models.datacenter.workload import (
     RECOMPUTES,
     SCHEDULES,
     Cluster,
+    fp32_grads,
     run_budget_problems,
 )
 from dtsim.physics.transformer import Architecture, count_params
@@ -47,6 +48,7 @@ class PlanOptions:
     flash_attention: bool = True
     overlap_grad_reduce: bool = True
     overlap_tp_comm: bool = False
+    fp32_grad_accumulation: bool | None = None  # None: Megatron-LM's default for the precision
     tokens: float | None = None  # training tokens: each layout reports days, GPU-hours, cost and energy
     usd_per_gpu_hour: float | None = None
     assumptions: dict[str, Any] = field(default_factory=dict)
@@ -134,6 +136,7 @@ def enumerate_layouts(
     lay["overlap_tp"] = np.full(len(cols), opt.overlap_tp_comm)
     lay["flash"] = np.full(len(cols), opt.flash_attention)
     lay["shard"] = np.zeros(len(cols))  # ZeRO-3 over the whole dp·cp group (no HSDP search)
+    lay["fp32_grads"] = np.full(len(cols), fp32_grads(opt.fp32_grad_accumulation, opt.precision))
     return lay, rejected
 
 

@@ -238,7 +238,8 @@ def evaluate(
     """Step time, throughput and memory for layouts given as arrays (or scalars) in `lay`:
     dp, tp, pp, vpp, cp, ep, sp, mbs, gbs, zero (0–3), shard (HSDP shard group; 0: all of dp·cp),
     recompute (0 none, 1 selective, 2 full), schedule (index into SCHEDULES), overlap_grad, overlap_tp,
-    flash, balanced (embedding stages); optionally first_layers, mid_layers, last_layers (an explicit
+    flash, balanced (embedding stages), fp32_grads (gradients accumulated and reduced in FP32, else in
+    the weights' width); optionally first_layers, mid_layers, last_layers (an explicit
     pipeline split, layout_arrays of a Layout with pp_layers)."""
     f = {k: np.asarray(v) for k, v in lay.items()}
     dp, tp, pp, vpp, cp, ep = (f[k].astype(float) for k in ("dp", "tp", "pp", "vpp", "cp", "ep"))
@@ -381,7 +382,8 @@ def evaluate(
     # bucket. The DP group is one NCCL ring over the cluster network (ClusterNetwork.ring); buckets
     # follow each other through the same channels, so the ring's latency (its pipeline fill) is paid
     # once per pass, not once per bucket. ZeRO-3 is modelled unit by unit below.
-    grad_size = stage_params * asm.grad_bytes
+    grad_bytes = np.where(f["fp32_grads"].astype(bool), asm.grad_bytes, asm.weight_bytes)
+    grad_size = stage_params * grad_bytes
     weight_size = stage_params * asm.weight_bytes
     dp_group = dp * cp
     busbw, alpha = net.ring(dp_group, tp)  # the DP×CP ranks of one TP rank: tp apart
@@ -472,10 +474,10 @@ def evaluate(
     # ZeRO-3 shards over the shard group (HSDP) and holds two gathered units (the one computing and the
     # prefetched one) and one unit's unsharded gradients (Zhao et al. 2023 §3.3).
     w = stage_params * asm.weight_bytes / w_div
-    g = stage_params * asm.grad_bytes / g_div
+    g = stage_params * grad_bytes / g_div
     o = stage_params * asm.optimizer_bytes / o_div
     unit_buffers = np.where(
-        z3 & (shard > 1), stage_params / units * (2.0 * asm.weight_bytes + asm.grad_bytes), 0.0
+        z3 & (shard > 1), stage_params / units * (2.0 * asm.weight_bytes + grad_bytes), 0.0
     )
     # FlashAttention never stores the s×s scores, so its layers keep what selective recomputation keeps.
     act_layer = np.where(
@@ -503,7 +505,7 @@ def evaluate(
     logits_mem = np.where(pp == 1, 1.0, 0.0) * tokens * a.vocab / tp * 4.0
     memory = w + g + o + unit_buffers + activations + logits_mem + asm.framework_overhead_gb * 1e9
     last_stage_memory = (
-        last_params * (asm.weight_bytes / w_div + asm.grad_bytes / g_div + asm.optimizer_bytes / o_div)
+        last_params * (asm.weight_bytes / w_div + grad_bytes / g_div + asm.optimizer_bytes / o_div)
         + unit_buffers
         + layers_last * act_layer
         + tokens * a.vocab / tp * 4.0
@@ -671,13 +673,14 @@ def _step(workload: Workload, clock_derate: float | None, calibrated: bool) -> S
     check_layout(a, workload.layout, workload.cluster, workload.seq_len)
     asm = Assumptions(workload.assumptions)
     hw = resolve_hardware(workload.cluster, workload.precision, calibrated, asm)
-    col = layout_arrays(workload.layout, workload.cluster.n_gpus)
+    col = layout_arrays(workload.layout, workload.cluster.n_gpus, workload.precision)
     seq = workload.seq_len or a.seq_len
     out = evaluate(a, hw, col, asm, seq, PRECISION_BITS[workload.precision], clock_derate)
     v = {k: float(np.asarray(x).reshape(-1)[0]) for k, x in out.items()}
     usable = asm.usable_memory_fraction * hw.memory_bytes / 1e9
     layout = workload.layout.model_dump()
     layout["dp"] = col["dp"]
+    layout["fp32_grad_accumulation"] = col["fp32_grads"]  # as resolved for the precision
     return StepResult(
         **annotated_performance(
             out, 0, layout, workload.cluster, asm, workload.tokens, workload.usd_per_gpu_hour

@@ -187,6 +187,11 @@ class Layout(BaseModel):
         None,
         description="Transformer layers of each pipeline stage, first to last (default: as even as possible).",
     )
+    fp32_grad_accumulation: bool | None = Field(
+        None,
+        description="Accumulate and reduce gradients in FP32 (default: on for bf16 and fp8, off for fp16, as "
+        "Megatron-LM does).",
+    )
 
 
 class Workload(BaseModel):
@@ -224,8 +229,16 @@ def run_budget_problems(tokens: float | None, usd_per_gpu_hour: float | None) ->
     return problems
 
 
-def layout_arrays(layout: Layout, n_gpus: int) -> dict[str, Any]:
-    """One Layout as the scalar columns `evaluate` reads."""
+def fp32_grads(flag: bool | None, precision: str) -> bool:
+    """Whether gradients are accumulated and reduced in FP32. Megatron-LM's default: bf16 training
+    forces it ("bfloat16 requires gradient accumulation and all-reduce to be done in fp32",
+    megatron/training/arguments.py); fp16 keeps gradients in fp16 unless
+    --accumulate-allreduce-grads-in-fp32 is given."""
+    return flag if flag is not None else precision != "fp16"
+
+
+def layout_arrays(layout: Layout, n_gpus: int, precision: str = "bf16") -> dict[str, Any]:
+    """One Layout as the scalar columns `evaluate` reads (`precision` settles the gradient width)."""
     model_par = layout.tp * layout.pp * layout.cp
     dp = layout.dp if layout.dp is not None else n_gpus // model_par
     schedule = layout.schedule
@@ -249,6 +262,7 @@ def layout_arrays(layout: Layout, n_gpus: int) -> dict[str, Any]:
         "overlap_tp": layout.overlap_tp_comm,
         "flash": layout.flash_attention,
         "balanced": layout.embedding_stages == "balanced",
+        "fp32_grads": fp32_grads(layout.fp32_grad_accumulation, precision),
     } | _stage_split(layout)
 
 
