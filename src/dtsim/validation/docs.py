@@ -31,6 +31,17 @@ def render() -> str:
         "schema as the bundled files).",
         "",
     ]
+    fv = result.fit_verdicts
+    wrong = "; ".join(
+        f"{x['id']} ({x['memory_per_gpu_gb']:.0f} of {x['usable_memory_gb']:.0f} GB)" for x in fv["wrong"]
+    )
+    out += [
+        "**Fit verdicts.** Every measured training run here ran, so the right memory verdict for each is",
+        f'"fits": {fv["right"]} of {fv["runs"]} are predicted to fit'
+        + (f"; called out of memory: {wrong}." if wrong else "."),
+        "No recorded out-of-memory layout is bundled yet, so only this direction is checked.",
+        "",
+    ]
     summary = result.summary
     for name, entry in summary.items():
         group = data.groups.get(name)
@@ -81,6 +92,10 @@ def render() -> str:
             out.append("")
         if group is not None and group.leaves_out:
             out.append("What the model leaves out: " + group.leaves_out)
+            out.append("")
+        if entry.worst is not None and len(rows) > 1 and abs(entry.worst_error) >= 0.05:
+            why = (entry.worst_why or "").split("leaves out:")[0].rstrip("; ")
+            out.append(f"Worst run: {entry.worst} ({entry.worst_error:+.1%})" + (f"; {why}." if why else "."))
             out.append("")
     out.append("## Fitted constants")
     out.append("")

@@ -82,7 +82,14 @@ def predict_datacenter(rec) -> tuple[float, dict[str, Any]]:
         else 100.0 * per_gpu / _peak_flop_s(w, rec.peak_precision or rec.precision)
     )
     bits = PRECISION_BITS[w.precision]
-    return value, {"step_time_s": t, "precision_bits": bits, "breakdown_s": r.breakdown_s}
+    return value, {
+        "step_time_s": t,
+        "precision_bits": bits,
+        "breakdown_s": r.breakdown_s,
+        "fits": r.fits,  # every measured run ran, so the right verdict is True
+        "memory_per_gpu_gb": r.memory_per_gpu_gb,
+        "usable_memory_gb": r.usable_memory_gb,
+    }
 
 
 def measured_model_mfu(rec) -> float:

@@ -56,6 +56,9 @@ class GroupSummary:
     max_abs_points: float | None = None
     spearman: float | None = None  # rank correlation, for groups that compare layouts on one metric
     bounds: list[BoundCheck] = field(default_factory=list)
+    worst: str | None = None  # the run with the largest |error|
+    worst_error: float | None = None
+    worst_why: str | None = None  # the largest part of its predicted step, and what the group leaves out
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,22 @@ class ValidationReport:
     def predicted_runs(self) -> list[RunPrediction]:
         return [r for r in self.runs if r.predicted is not None]
 
+    @property
+    def fit_verdicts(self) -> dict[str, Any]:
+        """Memory verdicts on measured training runs: each ran, so the model should say it fits.
+        `runs` judged, `right` of them, and the ones it calls out of memory (need/usable GB)."""
+        judged = [r for r in self.runs if r.details is not None and r.details.get("fits") is not None]
+        wrong = [
+            {
+                "id": r.id,
+                "memory_per_gpu_gb": r.details["memory_per_gpu_gb"],
+                "usable_memory_gb": r.details["usable_memory_gb"],
+            }
+            for r in judged
+            if not r.details["fits"]
+        ]
+        return {"runs": len(judged), "right": len(judged) - len(wrong), "wrong": wrong}
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "runs": [asdict(r) for r in self.runs],
@@ -101,4 +120,5 @@ class ValidationReport:
             "files": list(self.files),
             "seconds": self.seconds,
             "bounds_ok": self.bounds_ok,
+            "fit_verdicts": self.fit_verdicts,
         }

@@ -152,6 +152,9 @@ def summarise(rows: list[RunPrediction], groups: dict) -> dict[str, GroupSummary
             metrics = {r.metric for r in scored}
             if grp is not None and grp.compares_layouts and len(metrics) == 1:
                 stats["spearman"] = spearman([r.measured for r in scored], [r.predicted for r in scored])
+            worst = max(scored, key=lambda r: abs(r.error))
+            stats["worst"], stats["worst_error"] = worst.id, worst.error
+            stats["worst_why"] = _why(worst, grp)
         checks = []
         if grp is not None and grp.bounds:
             for metric in sorted({r.metric for r in scored}):
@@ -175,6 +178,22 @@ def summarise(rows: list[RunPrediction], groups: dict) -> dict[str, GroupSummary
             **stats,
         )
     return out
+
+
+def _why(run: RunPrediction, grp) -> str:
+    """What may explain a run's error: the largest parts of its predicted step beyond compute
+    (datacenter runs), where a mechanism's error would show, and what the group's model leaves out."""
+    parts = []
+    breakdown = (run.details or {}).get("breakdown_s") or {}
+    total = sum(breakdown.values())
+    if total > 0:
+        compute = ("forward", "backward", "recompute")
+        rest = sorted(((v, k) for k, v in breakdown.items() if k not in compute), reverse=True)[:2]
+        shares = [f"{k} {100 * v / total:.0f}%" for v, k in rest if v > 0.01 * total]
+        parts.append("predicted step beyond compute: " + (", ".join(shares) if shares else "under 1%"))
+    if grp is not None and grp.leaves_out:
+        parts.append("leaves out: " + grp.leaves_out)
+    return "; ".join(parts)
 
 
 def validate(

@@ -182,6 +182,24 @@ def validate(
             bounds or "—",
         )
     con.print(s)
+    w = table(title="Worst run of each group, and what may explain it", title_justify="left")
+    for col in ("group", "run", "error", "why"):
+        w.add_column(col, no_wrap=col != "why", overflow="fold")
+    for g, e in result.summary.items():
+        if e.worst is not None and e.worst_error is not None and abs(e.worst_error) >= 0.05:
+            w.add_row(g, e.worst, f"{e.worst_error:+.1%}", e.worst_why or "—")
+    if w.rows:
+        con.print(w)
+    fv = result.fit_verdicts
+    if fv["runs"]:
+        wrong = "; ".join(
+            f"{x['id']} ({x['memory_per_gpu_gb']:.0f} of {x['usable_memory_gb']:.0f} GB)" for x in fv["wrong"]
+        )
+        con.print(
+            f"Fit verdicts: {fv['right']} of {fv['runs']} measured training runs (every one ran) predicted "
+            "to fit" + (f"; called out of memory: {wrong}" if wrong else ""),
+            highlight=False,
+        )
     c = table(
         title=f"Fitted constants in use (calibration of {result.calibration_date})",
         title_justify="left",

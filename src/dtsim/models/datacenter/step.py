@@ -489,7 +489,12 @@ def evaluate(
             activation_bytes_per_layer(a, mbs, tp, sp, "none", s) / cp,
         ),
     )
-    full_layer = activation_bytes_per_layer(a, mbs, tp, sp, "none", s) / cp
+    # the layer being recomputed holds its full activations — without the s×s scores under FlashAttention
+    full_layer = np.where(
+        flash,
+        activation_bytes_per_layer(a, mbs, tp, sp, "selective", s) / cp,
+        activation_bytes_per_layer(a, mbs, tp, sp, "none", s) / cp,
+    )
     in_flight = np.where(
         schedule == 0,
         m,
