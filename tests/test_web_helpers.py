@@ -85,14 +85,14 @@ NUMERIC = ("number", "int", "optional", "steps")
 
 def _field_limits(name: str) -> tuple[float | None, float | None]:
     """The limits the pydantic field validates (its Ge/Gt/Le metadata), else the published JSON Schema's
-    integer branch (the step fields, whose limits the schema checks after the 'auto' words)."""
+    numeric branch (the step fields and mfu, whose limits the schema checks beside the 'auto' words)."""
     lo = hi = None
     for m in Scenario.model_fields[name].metadata:
         lo = getattr(m, "ge", getattr(m, "gt", lo))
         hi = getattr(m, "le", hi)
     if lo is None and hi is None:
         prop = scenario_json_schema()["properties"][name]
-        (branch,) = [b for b in prop.get("anyOf", [prop]) if b.get("type") == "integer"]
+        (branch,) = [b for b in prop.get("anyOf", [prop]) if b.get("type") in ("integer", "number")]
         lo, hi = branch["minimum"], branch["maximum"]
     return lo, hi
 
@@ -106,7 +106,8 @@ def test_every_numeric_input_has_the_schema_limits():
         bounds = BOUNDS[spec.name]
         assert (spec.min, spec.max) == (bounds.get("ge", bounds.get("gt")), bounds["le"]), spec.name
         assert (spec.min, spec.max) == _field_limits(spec.name), spec.name
-        schema_type = "integer" if spec.kind in ("int", "steps") else None
+        # a step-count field is an integer or its 'auto' words; mfu (also with 'auto') is a fraction
+        schema_type = {"int": "integer", "steps": "integer" if spec.step == 1 else "number"}.get(spec.kind)
         if schema_type:
             prop = scenario_json_schema()["properties"][spec.name]
             assert schema_type in {b.get("type") for b in prop.get("anyOf", [prop])}, spec.name

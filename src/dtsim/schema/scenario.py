@@ -56,6 +56,11 @@ from dtsim.schema.fields import (
 )
 
 
+def auto_word(value: Any) -> Any:
+    """'auto' in any case and with blanks around it is 'auto'; other values pass unchanged."""
+    return "auto" if isinstance(value, str) and lower_word(value) == "auto" else value
+
+
 class Scenario(BaseModel):
     """One training scenario. Defaults are seed 000 §9's (144B dense model, 12T tokens, 72 nodes of
     16× GH200 at 32 PFLOPS and 2304 GB, 100 Mbps and 100 ms WAN)."""
@@ -97,7 +102,22 @@ class Scenario(BaseModel):
         "pflops_per_node", "Peak dense PFLOP/s per node at the training precision.", 32.0
     )
     vram_per_node_gb: Num = num_field("vram_per_node_gb", "Accelerator memory per node in GB.", 2304.0)
-    mfu: Num = num_field("mfu", "Base model FLOP utilization per node (fraction).", 0.4)
+    mfu: Annotated[
+        Num | Literal["auto"],
+        BeforeValidator(auto_word),
+        WithJsonSchema(
+            {
+                "anyOf": [
+                    {"type": "number", "minimum": BOUNDS["mfu"]["ge"], "maximum": BOUNDS["mfu"]["le"]},
+                    ci_string_schema(("auto",)),
+                ]
+            }
+        ),
+    ] = Field(
+        0.4,
+        description="Base model FLOP utilization per node (fraction), or 'auto': the datacenter model's "
+        "MFU for a dense model of this size on one node of its GPUs.",
+    )
     precision: Annotated[Precision, Lower, enum_schema(words(Precision))] = Field(
         Precision.fp16, description="Training precision."
     )
@@ -188,6 +208,8 @@ class Scenario(BaseModel):
 
     # The fields as given, before node/gpu presets filled in the rest (None: built another way).
     _given: dict[str, Any] | None = PrivateAttr(default=None)
+    # Where `mfu: auto` took its value from, once the models layer has planned it (engine.resolve_mfu).
+    _mfu_source: str | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
     @classmethod
@@ -256,6 +278,8 @@ class Scenario(BaseModel):
             problems.append(
                 ("inner_steps", self.inner_steps, bound_text("inner_steps") + ", 'auto' or 'auto-quality'")
             )
+        if isinstance(self.mfu, float) and not BOUNDS["mfu"]["ge"] <= self.mfu <= BOUNDS["mfu"]["le"]:
+            problems.append(("mfu", self.mfu, bound_text("mfu") + ", or 'auto'"))
         if isinstance(self.regional_steps, int) and not (
             1 <= self.regional_steps <= BOUNDS["regional_steps"]["le"]
         ):
@@ -317,6 +341,17 @@ class Scenario(BaseModel):
         if not data.get("assumptions"):
             data.pop("assumptions", None)
         return data
+
+    @property
+    def mfu_source(self) -> str | None:
+        """Where a planned `mfu: auto` came from (None when the MFU was given as a number)."""
+        return self._mfu_source
+
+    def with_planned_mfu(self, value: float, source: str) -> Scenario:
+        """This scenario with `mfu: auto` replaced by the planned value (what was given stays 'auto')."""
+        out = self.model_copy(update={"mfu": value})
+        out._mfu_source = source
+        return out
 
     def replace(self, **changes: Any) -> Scenario:
         """A new scenario: these fields over the given ones, layered as `--set` layers over a file."""
@@ -549,7 +584,7 @@ _BOUND_ERRORS = frozenset(
 
 def field_message(field: str, error_type: str) -> str | None:
     """What is allowed for a scenario field, in place of pydantic's wording (None: keep pydantic's)."""
-    if field in ("inner_steps", "regional_steps"):
+    if field in ("inner_steps", "regional_steps", "mfu"):
         extra = "'auto' or 'auto-quality'" if field == "inner_steps" else "'auto'"
         return f"{bound_text(field)}, or {extra}"
     if field in BOUNDS and error_type in _BOUND_ERRORS:

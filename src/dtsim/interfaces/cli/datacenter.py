@@ -503,7 +503,7 @@ def plan(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
     """Rank every valid layout of a model on a cluster by seconds per iteration."""
-    from dtsim.models.datacenter.plan import PlanOptions, shapes_near
+    from dtsim.models.datacenter.plan import PlanOptions, plan_by_size
     from dtsim.models.datacenter.plan import plan as run_plan
     from dtsim.models.datacenter.workload import Cluster, build
 
@@ -540,31 +540,18 @@ def plan(
                 raise ScenarioError(
                     [("target-params-b", target_params_b, "must be between 0.001 and 100000")]
                 )
-            shapes = shapes_near(target_params_b * 1e9, vocab or 50257, seq_len or 2048)
-            rows = []
-            with calibration_in_use(doc):  # once for the whole search, not once per shape
-                plans = [(arch, run_plan(arch, cluster, opt, top=1)) for arch in shapes]
-            for arch, p in plans:
-                if p.ranked:
-                    best = p.ranked[0]
-                    rows.append(
-                        {
-                            "hidden": arch.hidden,
-                            "layers": arch.layers,
-                            "heads": arch.heads,
-                            "params_b": p.params_b,
-                            "seconds_per_token": best.step_time_s / (gbs * arch.seq_len),
-                            **best.model_dump(),
-                        }
-                    )
-            rows.sort(key=lambda r: r["seconds_per_token"])
+            rows, searched = plan_by_size(
+                target_params_b * 1e9, cluster, opt, vocab or 50257, seq_len or 2048, calibration=doc
+            )
             payload = {
                 "target_params_b": target_params_b,
-                "shapes_searched": len(shapes),
+                "shapes_searched": searched,
                 "shapes": rows[:top],
             }
             none = (
-                "no shape near the target fits in GPU memory on this cluster" if shapes else "no shape found"
+                "no shape near the target fits in GPU memory on this cluster"
+                if searched
+                else "no shape found"
             )
             if as_json:
                 sys.stdout.write(json.dumps(payload, indent=2) + "\n")
@@ -572,7 +559,7 @@ def plan(
                     raise typer.Exit(1)
                 return
             if not rows:
-                err.print(f"[bold red]error:[/bold red] {none} ({len(shapes)} shapes searched)")
+                err.print(f"[bold red]error:[/bold red] {none} ({searched} shapes searched)")
                 raise typer.Exit(1)
             t = table(
                 title=f"Model shapes near {target_params_b:g}B on {cluster.n_gpus} × {cluster.gpu}",

@@ -61,6 +61,10 @@ def render(r: Result, title: str = "dtsim", explain: bool = False) -> Group:
 
     s = _table("Steps")
     s.add_row("Compute per step (T_comp)", _duration(r.compute_step_s), "whole model, one node")
+    if r.mfu_source:
+        s.add_row(
+            "Node MFU (mfu: auto)", _num(r.scenario.get("mfu") if r.scenario else None, ".1%"), "see below"
+        )
     if r.mode in ("pp-group-diloco", "pp-over-wan"):
         s.add_row("Pipeline step", _duration(r.inner_step_s), f"{r.pp_stages} stages, GPipe")
     if r.mode != "pp-over-wan":
@@ -77,6 +81,8 @@ def render(r: Result, title: str = "dtsim", explain: bool = False) -> Group:
             f"auto would pick {r.auto_inner_steps:,}" if r.auto_inner_steps else "",
         )
     parts.append(s)
+    if r.mfu_source:
+        parts.append(Text(r.mfu_source + ".", style="dim"))
 
     if r.outer_step_s:
         b = Table(title="One outer step", title_justify="left", box=None, pad_edge=False)

@@ -304,3 +304,39 @@ def shapes_near(
             if abs(p / target_params - 1.0) <= tolerance:
                 out.append(arch)
     return out
+
+
+def plan_by_size(
+    target_params: float,
+    cluster: Cluster,
+    opt: PlanOptions,
+    vocab: int,
+    seq_len: int,
+    calibration: str | Path | dict[str, Any] | None = None,
+) -> tuple[list[dict[str, Any]], int]:
+    """The reverse question (`dtsim plan --target-params-b`): every shape near `target_params`
+    (shapes_near) planned on `cluster`, the fastest layout of each that fits, fastest per token first.
+    Returns (rows, shapes searched); a row is the shape (hidden, layers, heads, params_b,
+    seconds_per_token) and its best LayoutPerformance's fields."""
+    problems = run_budget_problems(opt.tokens, opt.usd_per_gpu_hour)
+    if problems:
+        raise ScenarioError(problems)
+    shapes = shapes_near(target_params, vocab, seq_len)
+    rows = []
+    with calibration_in_use(calibration):  # once for the whole search, not once per shape
+        for arch in shapes:
+            p = _plan(arch, cluster, opt, 1)
+            if p.ranked:
+                best = p.ranked[0]
+                rows.append(
+                    {
+                        "hidden": arch.hidden,
+                        "layers": arch.layers,
+                        "heads": arch.heads,
+                        "params_b": p.params_b,
+                        "seconds_per_token": best.step_time_s / (opt.gbs * arch.seq_len),
+                        **best.model_dump(),
+                    }
+                )
+    rows.sort(key=lambda r: r["seconds_per_token"])
+    return rows, len(shapes)

@@ -277,7 +277,7 @@ def simulate(scenario: Scenario | Mapping[str, Any] | None = None, **fields: Any
     """
     from dtsim.models.decentralized.result import build_result
 
-    s = _as_scenario(scenario, fields)
+    s = resolve_mfu(_as_scenario(scenario, fields))
     asm = Assumptions(s.assumptions)
     frame = Frame({k: np.asarray(v) for k, v in encode_scenario(s).items()}, n=1)
     out = run_frame(frame, asm)
@@ -339,6 +339,9 @@ def simulate_batch(base: Scenario | Mapping[str, Any] | None = None, **fields: A
     s = _as_scenario(
         base, {k: (v.item() if isinstance(v, np.generic | np.ndarray) else v) for k, v in scalars.items()}
     )
+    if s.mfu == "auto":
+        _check_auto_mfu(arrays)
+        s = resolve_mfu(s)
     lengths = {k: len(v) for k, v in arrays.items()}
     if len(set(lengths.values())) > 1:
         raise ScenarioError([("batch", lengths, "all array fields must have the same length")])
@@ -349,6 +352,71 @@ def simulate_batch(base: Scenario | Mapping[str, Any] | None = None, **fields: A
     asm = Assumptions(s.assumptions)
     check_alpha_domain(frame.parameters, asm)
     return BatchResult(run_chunked(frame, asm), n, asm, frame)
+
+
+# The fields `mfu: auto` is planned from (dtsim.models.datacenter.node_mfu).
+AUTO_MFU_INPUTS = (
+    "parameters_b",
+    "node",
+    "gpu",
+    "gpus_per_node",
+    "pflops_per_node",
+    "precision",
+    "local_batch_tokens",
+    "moe",
+    "assumptions",
+)
+
+
+def resolve_mfu(s: Scenario) -> Scenario:
+    """The scenario with `mfu: auto` planned by the datacenter model (models/datacenter/node_mfu.py),
+    where it came from in `_mfu_source`; a scenario whose MFU is a number is returned as it is."""
+    if s.mfu != "auto":
+        return s
+    from dtsim.models.datacenter.node_mfu import node_mfu
+    from dtsim.schema.fields import BOUNDS, bound_text
+
+    value, source = node_mfu(
+        s.parameters_b,
+        s.gpu,
+        s.gpus_per_node,
+        s.precision.value,
+        s.local_batch_tokens,
+        s.pflops_per_node,
+        s.moe,
+        s.assumptions,
+    )
+    if not BOUNDS["mfu"]["ge"] <= value <= BOUNDS["mfu"]["le"]:
+        raise ScenarioError(
+            [
+                (
+                    "mfu",
+                    f"auto ({value:.3g})",
+                    f"{bound_text('mfu')}: pflops_per_node {s.pflops_per_node:g} is below what the node's GPUs "
+                    "achieve; correct it or give the MFU as a number",
+                )
+            ]
+        )
+    return s.with_planned_mfu(value, source)
+
+
+def _check_auto_mfu(arrays: Mapping[str, Any]) -> None:
+    """`mfu: auto` is planned once, for the base scenario: a batch that varies what it is planned from
+    would run every row at the base's MFU, so it is refused."""
+    if "mfu" in arrays:
+        return
+    varied = [k for k in AUTO_MFU_INPUTS if k in arrays]
+    if varied:
+        raise ScenarioError(
+            [
+                (
+                    "mfu",
+                    "auto",
+                    f"is planned once for the base scenario, not per row; this batch varies {', '.join(varied)}: "
+                    "give mfu as a number (or values per row)",
+                )
+            ]
+        )
 
 
 CHUNK_ROWS = 1 << 17

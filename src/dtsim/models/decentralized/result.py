@@ -99,6 +99,9 @@ class Result(BaseModel):
     details: dict[str, Any] = Field(description="Intermediate values, for --explain and the oracle tests.")
     assumptions_overridden: dict[str, Any]
     scenario: dict[str, Any] | None
+    mfu_source: str | None = Field(
+        None, description="Where `mfu: auto` took the MFU from (null when it was given as a number)."
+    )
 
     def to_json(self, **kw: Any) -> str:
         return self.model_dump_json(**kw)
@@ -233,4 +236,5 @@ def build_result(out: dict, i: int, scenario, asm, frame) -> Result:
         details=details,
         assumptions_overridden=dict(asm.overridden),
         scenario=scenario.to_fields() if scenario is not None else None,
+        mfu_source=scenario.mfu_source if scenario is not None else None,
     )

@@ -1,0 +1,96 @@
+"""`mfu: auto` (issue 13 item 6): a decentralized scenario takes its node's MFU from the datacenter
+model, so `simulate` and `plan` agree on how fast a node computes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from dtsim.errors import ScenarioError
+from dtsim.interfaces.cli.main import app
+from dtsim.models.datacenter.plan import PlanOptions, plan_by_size
+from dtsim.models.datacenter.workload import Cluster
+from dtsim.models.decentralized.engine import simulate, simulate_batch
+from dtsim.schema.scenario import load_scenario, make_scenario, scenario_json_schema
+
+runner = CliRunner()
+BASE = {"parameters_b": 13.0, "node": "16x-h100-sxm", "precision": "bf16", "mfu": "auto"}
+
+
+def test_auto_mfu_makes_the_node_compute_at_the_datacenter_models_speed():
+    s = make_scenario(BASE)
+    assert s.mfu == "auto" and s.given_fields()["mfu"] == "auto"  # what the user saved stays 'auto'
+    r = simulate(s)
+    assert 0.05 < r.scenario["mfu"] < 0.8
+    assert "datacenter model" in r.mfu_source and "16 × h100-sxm" in r.mfu_source
+    # the plan the MFU came from: its tokens/s on one node, scaled from its shape to the scenario's size
+    rows, _ = plan_by_size(
+        13e9,
+        Cluster(gpu="h100-sxm", nodes=1, gpus_per_node=16),
+        PlanOptions(gbs=32, seq_len=4096),
+        32000,
+        4096,
+    )
+    best = rows[0]
+    expected = s.local_batch_tokens / best["tokens_per_s"] * (13.0 / best["params_b"])
+    assert r.compute_step_s == pytest.approx(expected, rel=1e-9)
+    assert simulate(make_scenario({**BASE, "mfu": 0.4})).mfu_source is None
+
+
+def test_auto_mfu_is_relative_to_the_declared_peak_and_says_so():
+    r = simulate(make_scenario({**BASE, "pflops_per_node": 20.0}))  # not 16 × the H100's dense 989 TFLOP/s
+    assert "is 1.26× the node's dense peak" in r.mfu_source
+    plain = simulate(make_scenario(BASE))
+    assert r.scenario["mfu"] * 20.0 == pytest.approx(
+        plain.scenario["mfu"] * plain.scenario["pflops_per_node"]
+    )
+    assert r.compute_step_s == pytest.approx(plain.compute_step_s, rel=1e-9)  # the same speed
+
+
+@pytest.mark.parametrize(
+    ("fields", "needle"),
+    [
+        ({"moe": True, "active_parameters_b": 3}, "dense models only"),
+        ({"node": "57x-tpu-v4"}, "needs a gpu the datacenter model covers"),
+        ({"parameters_b": 400.0, "node": "dgx-h100"}, "fits one node"),
+        ({"local_batch_tokens": 1024}, "under one sequence"),
+        ({"pflops_per_node": 1.0}, "pflops_per_node 1 is below what the node's GPUs achieve"),
+    ],
+)
+def test_auto_mfu_that_cannot_be_planned_names_why(fields, needle):
+    with pytest.raises(ScenarioError) as exc:
+        simulate(make_scenario({**BASE, **fields}))
+    assert needle in str(exc.value)
+    args = ["simulate", "--json"] + [f"--set={k}={v}" for k, v in {**BASE, **fields}.items()]
+    out = runner.invoke(app, args)
+    assert out.exit_code == 2 and "Traceback" not in out.output and "mfu" in out.output
+
+
+def test_a_batch_cannot_vary_what_auto_mfu_was_planned_from():
+    base = make_scenario(BASE)
+    ok = simulate_batch(base, num_nodes=np.array([8, 16]))
+    assert np.all(ok["step_s"] == simulate(base).compute_step_s)
+    with pytest.raises(ScenarioError, match="planned once for the base scenario"):
+        simulate_batch(base, parameters_b=np.array([7.0, 13.0]))
+    simulate_batch(base, parameters_b=np.array([7.0, 13.0]), mfu=np.array([0.4, 0.4]))
+
+
+def test_auto_mfu_from_the_command_line_and_the_schema():
+    out = runner.invoke(
+        app, ["simulate", "--set", "mfu=auto", "--set", "parameters_b=13", "--set", "node=16x-h100-sxm"]
+    )
+    assert out.exit_code == 0, out.output
+    assert "Node MFU (mfu: auto)" in out.stdout and "from the datacenter model" in out.stdout
+    js = json.loads(
+        runner.invoke(app, ["simulate", "--json", "--set", "mfu=AUTO", "--set", "parameters_b=13"]).stdout
+    )
+    assert js["mfu_source"] and 0 < js["scenario"]["mfu"] <= 1
+    schema = scenario_json_schema()["properties"]["mfu"]
+    assert any(part.get("type") == "string" and "[aA]" in part["pattern"] for part in schema["anyOf"])
+    s = load_scenario(overrides={"mfu": " Auto ", "parameters_b": 13})
+    assert s.mfu == "auto" and simulate(s).scenario["mfu"] == pytest.approx(js["scenario"]["mfu"])
+    bad = runner.invoke(app, ["simulate", "--set", "mfu=fast"])
+    assert bad.exit_code == 2 and "or 'auto'" in bad.output and "Traceback" not in bad.output
