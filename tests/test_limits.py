@@ -352,7 +352,7 @@ JSON_KEYS = (  # noqa: SIM905 (the wire format, pinned as one string)
     "d_model d_ff params layers sparsity batch_tokens training_flop months utilization n_gpus dp tp_model tp_ff pp "
     "pp_interleaving ep microbatches schedule bubble_fraction dp_per_level tp_model_per_level tp_ff_per_level "
     "pp_per_level ep_per_level parallelism_fraction step_s gemm_months tp_comm_months dp_comm_months "
-    "pp_comm_months latency_months gemm_shape_per_gpu memory layouts_searched"
+    "pp_comm_months latency_months gemm_shape_per_gpu memory layouts_searched gpu_hours capital_cost_usd energy_kwh"
 ).split()
 
 
@@ -400,4 +400,46 @@ def test_search_point_as_dict_is_the_cli_json():
     best = dtsim.limits.search(shape, get_hardware("h100-sxm"), 3.0)
     r = runner.invoke(app, ["limits", "search", "--compute", "1e27", "--json"])
     assert r.exit_code == 0, r.output
-    assert r.stdout == json.dumps({"found": True, **limits_point(shape, best).as_dict()}, indent=2) + "\n"
+    point = limits_point(shape, best, get_hardware("h100-sxm"))
+    assert r.stdout == json.dumps({"found": True, **point.as_dict()}, indent=2) + "\n"
+
+
+def test_every_point_carries_its_gpu_hours_cost_and_energy():
+    """Issue 13 item 9: `limits` reports cost and energy per point, counted as `simulate` counts them."""
+    from dtsim import catalog
+    from dtsim.assumptions import Assumptions
+    from dtsim.models.limits.search import SECONDS_PER_MONTH
+
+    hw = get_hardware("h100-sxm")
+    shape = shape_for_compute(1e26)
+    p = limits_point(shape, dtsim_search(shape, hw), hw)
+    g = catalog.gpus()["h100-sxm"]
+    hours = p.n_gpus * p.months * SECONDS_PER_MONTH / 3600
+    assert p.gpu_hours == pytest.approx(hours, rel=1e-9)
+    assert p.capital_cost_usd == pytest.approx(p.n_gpus * g.price_usd, rel=1e-9)
+    assert p.energy_kwh == pytest.approx(hours * g.board_power_w / 1000 * Assumptions().pue, rel=1e-9)
+    r = runner.invoke(app, ["limits", "search", "--compute", "1e26"])
+    assert r.exit_code == 0 and "GPU-hours" in r.stdout and "GWh" in r.stdout
+
+
+def test_custom_hardware_as_seed_002_table_2_describes_a_chip():
+    """Issue 13 item 9: peak, HBM bandwidth and memory of a custom chip, beside the network overrides.
+    Twice the peak trains the same run on fewer GPUs or sooner; nonsense is refused by name."""
+    base = get_hardware("h100-sxm")
+    fast = custom(base, peak_tflops=2 * base.peak_flop_s / 1e12, hbm_tb_s=6.7, memory_gb=141)
+    assert fast.peak_flop_s == pytest.approx(2 * base.peak_flop_s)
+    assert fast.micro.hbm_bytes_per_s == 6.7e12 and fast.memory_bytes == 141e9
+    shape = shape_for_compute(1e26)
+    slow_pt, fast_pt = (dtsim_search(shape, hw) for hw in (base, fast))
+    assert fast_pt.n_gpus * fast_pt.months < slow_pt.n_gpus * slow_pt.months
+    out = runner.invoke(app, ["limits", "search", "--compute", "1e26", "--peak-tflops", "1979", "--json"])
+    assert out.exit_code == 0 and json.loads(out.stdout)["found"]
+    for flag, value in (("--peak-tflops", "0"), ("--hbm-tb-s", "inf"), ("--memory-gb", "-5")):
+        bad = runner.invoke(app, ["limits", "curve", flag, value])
+        assert bad.exit_code == 2 and flag.strip("-").replace("-", "_") in bad.output, bad.output
+
+
+def dtsim_search(shape, hw):
+    import dtsim
+
+    return dtsim.limits.search(shape, hw, 3.0)

@@ -63,7 +63,17 @@ CSV_FIELDS = (
     "dp_comm_months",
     "pp_comm_months",
     "latency_months",
+    "gpu_hours",
+    "capital_cost_usd",
+    "energy_kwh",
 )
+
+PeakOpt = Annotated[
+    float | None,
+    typer.Option("--peak-tflops", help="Custom chip: dense TFLOP/s at 16-bit (seed 002 Table 2's peak)."),
+]
+HbmOpt = Annotated[float | None, typer.Option("--hbm-tb-s", help="Custom chip: HBM bandwidth in TB/s.")]
+MemGbOpt = Annotated[float | None, typer.Option("--memory-gb", help="Custom chip: memory per GPU in GB.")]
 
 
 def _check_common(months: float, scaling: str, memory: str) -> None:
@@ -78,12 +88,21 @@ def _check_common(months: float, scaling: str, memory: str) -> None:
         raise ScenarioError(problems)
 
 
-def _hardware(names: list[str] | None, bandwidth: str | None, latency: str | None):
+def _hardware(
+    names: list[str] | None,
+    bandwidth: str | None,
+    latency: str | None,
+    peak_tflops: float | None = None,
+    hbm_tb_s: float | None = None,
+    memory_gb: float | None = None,
+):
     from dtsim.models.limits.hardware import custom, get
 
     out = []
     for name in names or ["h100-sxm"]:
         hw = get(name)
+        if peak_tflops is not None or hbm_tb_s is not None or memory_gb is not None:
+            hw = custom(hw, peak_tflops=peak_tflops, hbm_tb_s=hbm_tb_s, memory_gb=memory_gb)
         if bandwidth is not None or latency is not None:
             try:
                 bws = None if bandwidth is None else [float(x) for x in bandwidth.split(",")]
@@ -252,6 +271,9 @@ def curve_cmd(
     level_latency_us: Annotated[
         str | None, typer.Option("--level-latency-us", help="Override: µs per level, comma-separated.")
     ] = None,
+    peak_tflops: PeakOpt = None,
+    hbm_tb_s: HbmOpt = None,
+    memory_gb: MemGbOpt = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="A JSON list of points (one list per --gpu when several).")
     ] = False,
@@ -264,11 +286,13 @@ def curve_cmd(
     ] = None,
 ) -> None:
     """Utilization against training compute for compute-optimal runs within the time limit."""
+    from dtsim import catalog
+    from dtsim.assumptions import Assumptions
     from dtsim.models.limits.curve import curve, linear_scaling_stop
 
     try:
         _check_common(months, scaling, memory)
-        hws = _hardware(gpu, level_bandwidth, level_latency_us)
+        hws = _hardware(gpu, level_bandwidth, level_latency_us, peak_tflops, hbm_tb_s, memory_gb)
         series = [
             (hw.name, curve(hw, sparse=sparse, batch_law=scaling, months=months, memory=memory)) for hw in hws
         ]
@@ -298,7 +322,19 @@ def curve_cmd(
             title=f"{name}: {'sparse' if sparse else 'dense'}, {scaling} batch scaling, ≤ {months:g} months",
             title_justify="left",
         )
-        for col in ("d_model", "FLOP", "util", "GPUs", "months", "DP×TPm×TPff×PP×EP", "v", "m", "sched"):
+        cols = (
+            "d_model",
+            "FLOP",
+            "util",
+            "GPUs",
+            "months",
+            "GPU cost $",
+            "GWh",
+            "DP×TPm×TPff×PP×EP",
+            "v",
+            "m",
+        )
+        for col in (*cols, "sched"):
             t.add_column(col, justify="right")
         for p in pts:
             t.add_row(
@@ -307,12 +343,19 @@ def curve_cmd(
                 f"{p.utilization:.3f}",
                 f"{p.n_gpus:.3g}",
                 f"{p.months:.2f}",
+                f"{p.capital_cost_usd:.2g}",
+                f"{p.energy_kwh / 1e6:.3g}",
                 f"{p.dp}×{p.tp_model}×{p.tp_ff}×{p.pp}×{p.ep}",
                 str(p.pp_interleaving),
                 str(p.microbatches),
                 "ZB" if p.schedule == "zero-bubble" else "1F1B",
             )
         c.print(t)
+        g = catalog.gpus()[hw.gpu]
+        c.print(
+            f"GPU cost: GPUs × {g.price_usd:,.0f} USD ({hw.gpu}, purchase); energy: GPUs × {g.board_power_w:g} W × "
+            f"time × PUE {Assumptions().pue:g} (--json adds GPU-hours)."
+        )
         stop = linear_scaling_stop(pts, hw)
         if stop:
             c.print(
@@ -329,6 +372,9 @@ def search_cmd(
     sparse: Annotated[bool, typer.Option("--sparse")] = False,
     scaling: ScalingOpt = "default",
     memory: MemoryOpt = "per-gpu",
+    peak_tflops: PeakOpt = None,
+    hbm_tb_s: HbmOpt = None,
+    memory_gb: MemGbOpt = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """The smallest cluster that trains a compute-optimal run of this compute within the time limit,
@@ -340,7 +386,7 @@ def search_cmd(
         _check_common(months, scaling, memory)
         if not (math.isfinite(compute) and 1e18 <= compute <= 1e40):
             raise ScenarioError([("compute", compute, "must be between 1e18 and 1e40 FLOP")])
-        (hw,) = _hardware([gpu], None, None)
+        (hw,) = _hardware([gpu], None, None, peak_tflops, hbm_tb_s, memory_gb)
         try:
             shape = shape_for_compute(compute, sparse, scaling)
         except ValueError as exc:
@@ -349,7 +395,7 @@ def search_cmd(
     except ScenarioError as exc:
         fail(exc)
         return
-    point = None if best is None else limits_point(shape, best)
+    point = None if best is None else limits_point(shape, best, hw)
     if point is None:
         out = {
             "found": False,
@@ -371,6 +417,10 @@ def search_cmd(
         f"{p.training_flop:.3g} FLOP run (d_model {p.d_model}, {p.layers} layers, E = {p.sparsity}, "
         f"batch {p.batch_tokens:,} tokens) on {hw.name}: [bold]{p.n_gpus:,} GPUs[/bold], "
         f"{p.months:.2f} months, utilization {p.utilization:.3f}"
+    )
+    c.print(
+        f"{p.gpu_hours:.3g} GPU-hours; GPUs' purchase cost ${p.capital_cost_usd:,.0f}; energy "
+        f"{p.energy_kwh / 1e6:,.3g} GWh (board power × time × PUE)"
     )
     c.print(
         f"Layout DP {p.dp} × TP {p.tp_model}×{p.tp_ff} × PP {p.pp} (v = {p.pp_interleaving}, m = {p.microbatches}, "

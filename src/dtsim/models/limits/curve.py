@@ -9,10 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from dtsim import catalog
 from dtsim.assumptions import Assumptions
 from dtsim.models.limits import scaling
 from dtsim.models.limits.hardware import LimitsHardware
 from dtsim.models.limits.search import SECONDS_PER_MONTH, Best, cluster_size
+from dtsim.physics import cost
 
 LINEAR_SCALING_FRACTION = Assumptions().limits_linear_scaling_fraction  # Tables 3–4
 
@@ -55,6 +57,11 @@ class LimitsPoint:
     gemm_shape_per_gpu: tuple[int, int, int]
     memory: dict[str, Any]  # per-GPU `_gb` figures and which memory checks pass
     layouts_searched: int
+    # The run's GPU-hours, the GPUs' purchase cost (catalog price) and facility energy (board power ×
+    # time × PUE), counted as `simulate` and `step --tokens` count them (physics/cost.py).
+    gpu_hours: float
+    capital_cost_usd: float
+    energy_kwh: float
 
     def as_dict(self) -> dict[str, Any]:
         """The flat JSON form: the per-level factors spread into the top level, lists for tuples."""
@@ -86,11 +93,17 @@ SHAPE_FIELDS = ("d_model", "d_ff", "params", "layers", "sparsity", "batch_tokens
 LAYOUT_FIELDS = ("dp", "tp_model", "tp_ff", "pp", "pp_interleaving", "ep", "microbatches", "schedule")
 
 
-def limits_point(shape: scaling.Shape, best: Best) -> LimitsPoint:
-    """The curve point of `shape` trained with the search's answer `best`."""
+def limits_point(
+    shape: scaling.Shape, best: Best, hw: LimitsHardware, asm: Assumptions | None = None
+) -> LimitsPoint:
+    """The curve point of `shape` trained with the search's answer `best` on `hw` (whose catalog GPU
+    prices the run and gives its board power)."""
     L = best.layout
     n = best.n_gpus
     steps = shape.steps
+    gpu = catalog.gpus()[hw.gpu]
+    seconds = best.months * SECONDS_PER_MONTH
+    pue = (asm or Assumptions()).pue
 
     def frac(x: int) -> float:
         return math.log(x) / math.log(n) if n > 1 else 0.0
@@ -122,6 +135,9 @@ def limits_point(shape: scaling.Shape, best: Best) -> LimitsPoint:
         gemm_shape_per_gpu=tuple(best.gemm_shape),
         memory=best.memory,
         layouts_searched=best.searched,
+        gpu_hours=float(cost.gpu_hours(n, seconds)),
+        capital_cost_usd=float(cost.capital_cost(n, gpu.price_usd)),
+        energy_kwh=float(cost.energy_kwh(n, gpu.board_power_w, seconds, pue)),
     )
 
 
@@ -144,7 +160,7 @@ def curve(
         best = cluster_size(shape, hw, months, memory)
         if best is None:
             break
-        out.append(limits_point(shape, best))
+        out.append(limits_point(shape, best, hw))
         if best.utilization < stop_utilization:
             break
     return out

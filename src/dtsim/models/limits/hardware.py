@@ -150,13 +150,41 @@ def get(name: str) -> LimitsHardware:
 
 
 def custom(
-    base: LimitsHardware, bandwidth=None, latency=None, level_sizes=None, matmul_latency_s=None
+    base: LimitsHardware,
+    bandwidth=None,
+    latency=None,
+    level_sizes=None,
+    matmul_latency_s=None,
+    peak_tflops=None,
+    hbm_tb_s=None,
+    memory_gb=None,
 ) -> LimitsHardware:
-    """A variant of `base` with some network constants replaced (validated)."""
+    """A variant of `base` with some constants replaced (validated), as seed 002 Table 2 describes a
+    chip: the dense peak at the model's precision (the same design clocked to reach it: SMs × FLOP per
+    clock × clock), HBM bandwidth and capacity, and the network levels' bandwidth and latency."""
+    problems = [
+        (name, value, f"must be a finite number > 0 and ≤ {limit:g}")
+        for name, value, limit in (
+            ("peak_tflops", peak_tflops, 1e6),
+            ("hbm_tb_s", hbm_tb_s, 1e4),
+            ("memory_gb", memory_gb, 1e6),
+        )
+        if value is not None and not (math.isfinite(value) and 0 < value <= limit)
+    ]
+    if problems:
+        raise ScenarioError(problems)
+    micro = base.micro
+    if peak_tflops is not None:
+        per_clock = micro.flop_per_clock_per_thread[base.bits] * 128 * micro.num_sms
+        micro = dataclasses.replace(micro, max_clock_hz=peak_tflops * 1e12 / per_clock)
+    if hbm_tb_s is not None:
+        micro = dataclasses.replace(micro, hbm_bytes_per_s=hbm_tb_s * 1e12)
     return _check(
         base.replace(
             id=base.id + "-custom",
             name=base.name + " (custom)",
+            micro=micro,
+            memory_bytes=base.memory_bytes if memory_gb is None else memory_gb * 1e9,
             bandwidth=base.bandwidth if bandwidth is None else tuple(float(x) for x in bandwidth),
             latency=base.latency if latency is None else tuple(float(x) for x in latency),
             level_sizes=base.level_sizes if level_sizes is None else tuple(int(x) for x in level_sizes),
