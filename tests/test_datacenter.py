@@ -621,3 +621,31 @@ def test_fp32_grad_accumulation_follows_megatron_defaults_and_costs_memory_and_t
         2 * half.breakdown_s["dp_comm_exposed"], rel=0.05
     )
     assert run("bf16", None).memory_per_gpu_gb == pytest.approx(run("bf16", True).memory_per_gpu_gb)
+
+
+def _cp_step(cp, nodes=2, **cluster):
+    return step(
+        Workload(
+            model="llama2-70b",
+            seq_len=32768,
+            cluster=Cluster(gpu="h100-sxm", nodes=nodes, **cluster),
+            layout=Layout(tp=8, cp=cp, gbs=16, zero=3, recompute="full"),
+        )
+    )
+
+
+def test_context_parallel_exchange_is_charged_where_the_ring_cannot_hide_it():
+    """Issue 13 item 5: CP passes K and V around its ring (ring attention) every layer, forward and
+    backward. Across nodes on a thin NIC the exchange outlasts the attention it overlaps and shows in
+    the step; on NDR it hides; without CP there is none."""
+    # TP 8 stays on NVLink in each node, so the NIC changes only the CP ring (and ZeRO-3's traffic,
+    # which is not in tp_comm): tp_comm's difference is the exposed exchange.
+    thin, ndr, wide = (_cp_step(2, nic_gbps=g) for g in (10, None, 100_000))
+    assert thin.breakdown_s["tp_comm"] > ndr.breakdown_s["tp_comm"] + 1.0
+    assert thin.step_time_s > ndr.step_time_s
+    # on NDR one K/V block (16384 tokens · 8 kv heads · 128 · 2 (K, V) / TP 8 · 2 B ≈ 1 MB) moves
+    # well within its block's attention: nothing is exposed, as with a limitless NIC
+    assert ndr.breakdown_s["tp_comm"] == pytest.approx(wide.breakdown_s["tp_comm"], rel=1e-12)
+    # without CP the NIC does not touch tp_comm
+    solo = [_cp_step(1, nodes=1, nic_gbps=g).breakdown_s["tp_comm"] for g in (10, None)]
+    assert solo[0] == pytest.approx(solo[1], rel=1e-12)

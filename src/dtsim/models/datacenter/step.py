@@ -263,15 +263,15 @@ def evaluate(
         replicated = 11.0 * h * np.where(sp, 1.0 / tp, 1.0)  # norms and bias-dropout-residual adds
         sharded = (a.ffn_matrices + 1.0) * ffn / tp  # activation function read/write
         elem_fwd = memory_bound_time(2.0 * tokens * (replicated + sharded), micro, asm.hbm_efficiency)
-        return fwd + af + elem_fwd, bwd + ab + 2.0 * elem_fwd, af
+        return fwd + af + elem_fwd, bwd + ab + 2.0 * elem_fwd, af, ab
 
     moe_layers = a.moe_layers
     dense_layers = a.layers - moe_layers
-    d_f, d_b, d_attn = layer_times(False)
+    d_f, d_b, d_attn, d_attn_b = layer_times(False)
     if moe_layers:
-        m_f, m_b, m_attn = layer_times(True)
+        m_f, m_b, m_attn, m_attn_b = layer_times(True)
     else:
-        m_f = m_b = m_attn = 0.0
+        m_f = m_b = m_attn = m_attn_b = 0.0
     mean_f = (dense_layers * d_f + moe_layers * m_f) / a.layers
     mean_b = (dense_layers * d_b + moe_layers * m_b) / a.layers
     mean_attn = (dense_layers * d_attn + moe_layers * m_attn) / a.layers
@@ -291,6 +291,33 @@ def evaluate(
     overlap_tp = f["overlap_tp"].astype(bool)
     exp_tp_f = np.where(overlap_tp, np.maximum(0.0, tp_f - 0.5 * mean_f), tp_f)
     exp_tp_b = np.where(overlap_tp, np.maximum(0.0, tp_b - 0.5 * mean_b), tp_b)
+    # Context parallelism exchanges keys and values around the CP ring as ring attention does
+    # (Liu et al. 2023, "Ring Attention with Blockwise Transformers"; Megatron-Core's context
+    # parallelism): cp − 1 steps per layer, each passing one rank's K and V block (2 · tokens/cp ·
+    # kv_heads · head_dim / tp values) to the next rank while the attention of the block in hand is
+    # computed; backward passes K and V again and their gradients (twice the bytes). A step costs the
+    # larger of its transfer and its share (1/cp) of the attention core; only the excess is exposed.
+    # Every rank of the ring sends at once, so each gets its own NIC share once the ring leaves the
+    # NVLink domain (ranks tp apart, Megatron's order).
+    if a.attention == "mla" and a.mla is not None:
+        kv_width = a.heads * (a.mla.qk_nope_head_dim + a.mla.qk_rope_head_dim + a.mla.v_head_dim) / 2.0
+    else:
+        kv_width = a.n_kv * a.d_head
+    cp_bw, cp_alpha = net.per_rank(cp, tp)
+    kv_block = 2.0 * tokens * kv_width / tp * 2.0  # K and V, 16-bit
+    cp_on = cp > 1
+    cp_steps = np.maximum(cp - 1.0, 0.0)
+    cp_f = np.where(cp_on, cp_steps * coll.p2p_time(kv_block, cp_bw, cp_alpha), 0.0)
+    cp_b = np.where(cp_on, cp_steps * coll.p2p_time(2.0 * kv_block, cp_bw, cp_alpha), 0.0)
+    cp_exp_f = np.where(
+        cp_on, cp_steps * np.maximum(0.0, cp_f / np.maximum(cp_steps, 1.0) - mean_attn / cp), 0.0
+    )
+    mean_attn_b = (dense_layers * d_attn_b + moe_layers * m_attn_b) / a.layers
+    cp_exp_b = np.where(
+        cp_on, cp_steps * np.maximum(0.0, cp_b / np.maximum(cp_steps, 1.0) - mean_attn_b / cp), 0.0
+    )
+    exp_tp_f = exp_tp_f + cp_exp_f
+    exp_tp_b = exp_tp_b + cp_exp_b
 
     rc_compute = np.where(
         recompute == 2, mean_f, np.where(recompute == 1, np.where(flash, 0.0, mean_attn), 0.0)
@@ -459,7 +486,15 @@ def evaluate(
     # Compute slows while a collective overlaps it (communication kernels hold SMs and HBM bandwidth):
     # charge `overlap_compute_slowdown` of every second of hidden communication (arXiv 2507.03114).
     hidden = np.where(overlap, np.maximum(overlappable - reduce_exposed + z3_hidden, 0.0), 0.0)
-    hidden_tp = m * np.where(overlap_tp, (tp_f - exp_tp_f) + (tp_b - exp_tp_b), 0.0) * per_stage
+    hidden_tp = (
+        m
+        * per_stage
+        * (
+            np.where(overlap_tp, (tp_f + cp_exp_f - exp_tp_f) + (tp_b + cp_exp_b - exp_tp_b), 0.0)
+            + (cp_f - cp_exp_f)
+            + (cp_b - cp_exp_b)
+        )
+    )
     interference = asm.overlap_compute_slowdown * (hidden + hidden_tp)
     # What each rank keeps of the stage's weights, gradients and optimizer state: 1/divisor.
     w_div = np.where(z3, shard, 1.0)
