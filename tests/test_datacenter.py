@@ -649,3 +649,27 @@ def test_context_parallel_exchange_is_charged_where_the_ring_cannot_hide_it():
     # without CP the NIC does not touch tp_comm
     solo = [_cp_step(1, nodes=1, nic_gbps=g).breakdown_s["tp_comm"] for g in (10, None)]
     assert solo[0] == pytest.approx(solo[1], rel=1e-12)
+
+
+def test_h800_is_an_h100_with_less_than_half_the_nvlink():
+    """Issue 13 item 5: H800 (NVLink 400 GB/s bidirectional against H100's 900) computes like an H100
+    and pays 450/200 = 2.25× for NVLink-bound tensor-parallel traffic; its links share NVLink 4's
+    calibrated efficiency and latency (fabrics.yaml `calibrated_as`)."""
+    f = catalog.fabrics()
+    assert (f["nvlink4-h800"].efficiency, f["nvlink4-h800"].latency_s) == (
+        f["nvlink4"].efficiency,
+        f["nvlink4"].latency_s,
+    )
+
+    def run(gpu):
+        return step(
+            Workload(
+                model="llama2-70b", cluster=Cluster(gpu=gpu, nodes=8), layout=Layout(tp=8, pp=2, gbs=512)
+            )
+        )
+
+    h100, h800 = run("h100-sxm"), run("h800")
+    assert h800.breakdown_s["forward"] == pytest.approx(h100.breakdown_s["forward"], rel=1e-12)
+    ratio = h800.breakdown_s["tp_comm"] / h100.breakdown_s["tp_comm"]
+    assert 1.9 < ratio < 2.25  # bandwidth-bound, less the per-step latency both pay
+    assert h800.step_time_s > h100.step_time_s

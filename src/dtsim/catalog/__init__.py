@@ -151,9 +151,10 @@ def fabrics() -> MappingProxyType:
     out = {}
     for fid, row in load_table("fabrics.yaml").items():
         row = dict(row)
+        fitted_id = row.pop("calibrated_as", fid)  # a link that shares another's measured behaviour
         for key in ("efficiency", "latency_s"):
-            if key in (fitted.get(fid) or {}):
-                row[key] = fitted[fid][key]
+            if key in (fitted.get(fitted_id) or {}):
+                row[key] = fitted[fitted_id][key]
         out[fid] = Fabric(
             id=fid, **{**row, **{k: float(row[k]) for k in ("bandwidth_gb_s", "latency_s", "efficiency")}}
         )
