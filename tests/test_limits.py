@@ -443,3 +443,10 @@ def dtsim_search(shape, hw):
     import dtsim
 
     return dtsim.limits.search(shape, hw, 3.0)
+
+
+def test_hardware_that_trains_nothing_says_so_instead_of_an_empty_table():
+    r = runner.invoke(app, ["limits", "curve", "--memory-gb", "1e-9"])
+    assert (
+        r.exit_code == 2 and "trains not even the grid's smallest" in r.output and "d_model 12288" in r.output
+    )

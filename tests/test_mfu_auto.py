@@ -26,17 +26,15 @@ def test_auto_mfu_makes_the_node_compute_at_the_datacenter_models_speed():
     r = simulate(s)
     assert 0.05 < r.scenario["mfu"] < 0.8
     assert "datacenter model" in r.mfu_source and "16 × h100-sxm" in r.mfu_source
-    # the plan the MFU came from: its tokens/s on one node, scaled from its shape to the scenario's size
-    rows, _ = plan_by_size(
-        13e9,
-        Cluster(gpu="h100-sxm", nodes=1, gpus_per_node=16),
-        PlanOptions(gbs=32, seq_len=4096),
-        32000,
-        4096,
-    )
-    best = rows[0]
+    # the plan the MFU came from: 16 GPUs as two NVLink servers of 8; of the shapes within 5 % of 13B
+    # the best utilization; its tokens/s scaled from its size to the scenario's
+    cluster = Cluster(gpu="h100-sxm", nodes=2, gpus_per_node=8)
+    rows, _ = plan_by_size(13e9, cluster, PlanOptions(gbs=32, seq_len=4096), 32000, 4096)
+    near = [r for r in rows if abs(r["params_b"] / 13.0 - 1) <= 0.05]
+    best = max(near, key=lambda r: r["params_b"] * r["tokens_per_s"])
     expected = s.local_batch_tokens / best["tokens_per_s"] * (13.0 / best["params_b"])
     assert r.compute_step_s == pytest.approx(expected, rel=1e-9)
+    assert "NVLink domains of 8" in r.mfu_source
     assert simulate(make_scenario({**BASE, "mfu": 0.4})).mfu_source is None
 
 
@@ -55,7 +53,9 @@ def test_auto_mfu_is_relative_to_the_declared_peak_and_says_so():
     [
         ({"moe": True, "active_parameters_b": 3}, "dense models only"),
         ({"node": "57x-tpu-v4"}, "needs a gpu the datacenter model covers"),
-        ({"parameters_b": 400.0, "node": "dgx-h100"}, "fits one node"),
+        ({"parameters_b": 400.0, "node": "dgx-h100"}, "within ±5% of 400B fits one node"),
+        ({"parameters_b": 0.01}, "no model shape exists near 0.01B"),
+        ({"node": "16x-h100-sxm", "pflops_per_node": 20000.0}, "far above the node's GPUs' peak"),
         ({"local_batch_tokens": 1024}, "under one sequence"),
         ({"pflops_per_node": 1.0}, "pflops_per_node 1 is below what the node's GPUs achieve"),
     ],
@@ -73,9 +73,37 @@ def test_a_batch_cannot_vary_what_auto_mfu_was_planned_from():
     base = make_scenario(BASE)
     ok = simulate_batch(base, num_nodes=np.array([8, 16]))
     assert np.all(ok["step_s"] == simulate(base).compute_step_s)
-    with pytest.raises(ScenarioError, match="planned once for the base scenario"):
+    with pytest.raises(ScenarioError, match="is planned once, for one scenario"):
         simulate_batch(base, parameters_b=np.array([7.0, 13.0]))
-    simulate_batch(base, parameters_b=np.array([7.0, 13.0]), mfu=np.array([0.4, 0.4]))
+    # a batch that gives every row its own MFU plans nothing, even for a node no model fits
+    rows = simulate_batch(
+        make_scenario({**BASE, "node": "dgx-h100", "parameters_b": 400.0}), mfu=np.array([0.2, 0.4])
+    )
+    assert rows["step_s"][0] == pytest.approx(2 * rows["step_s"][1])
+
+
+def test_auto_mfu_follows_the_scenarios_assumptions_and_servers():
+    """The scenario's assumption overrides reach the datacenter model, and a pod of many GPUs is planned
+    as NVLink servers of mfu_auto_server_gpus, not as one NVLink domain."""
+    plain = simulate(make_scenario(BASE)).scenario["mfu"]
+    heavy = simulate(make_scenario({**BASE, "assumptions": {"overlap_compute_slowdown": 0.6}})).scenario[
+        "mfu"
+    ]
+    assert heavy < plain
+    one_server = simulate(make_scenario({**BASE, "assumptions": {"mfu_auto_server_gpus": 16}}))
+    assert "NVLink domains of 16" in one_server.mfu_source
+    assert one_server.scenario["mfu"] >= plain  # NVLink across all 16 is never slower
+
+
+def test_the_api_answers_an_unplannable_auto_mfu_with_422():
+    from fastapi.testclient import TestClient
+
+    from dtsim.interfaces.api.app import create_app
+
+    client = TestClient(create_app(ui=False))
+    for body in ({"mfu": "auto", "node": "dgx-h100"}, {"scenarios": [{"mfu": "auto", "node": "dgx-h100"}]}):
+        r = client.post("/api/simulate", json=body)
+        assert r.status_code == 422 and r.json()["detail"][0]["field"] == "mfu"
 
 
 def test_auto_mfu_from_the_command_line_and_the_schema():

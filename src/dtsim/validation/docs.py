@@ -31,14 +31,9 @@ def render() -> str:
         "schema as the bundled files).",
         "",
     ]
-    fv = result.fit_verdicts
-    wrong = "; ".join(
-        f"{x['id']} ({x['memory_per_gpu_gb']:.0f} of {x['usable_memory_gb']:.0f} GB)" for x in fv["wrong"]
-    )
     out += [
         "**Fit verdicts.** Every measured training run here ran, so the right memory verdict for each is",
-        f'"fits": {fv["right"]} of {fv["runs"]} are predicted to fit'
-        + (f"; called out of memory: {wrong}." if wrong else "."),
+        f'"fits": {result.fit_verdicts_text()}.',
         "No recorded out-of-memory layout is bundled yet, so only this direction is checked.",
         "",
     ]

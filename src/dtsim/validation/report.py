@@ -107,6 +107,19 @@ class ValidationReport:
         ]
         return {"runs": len(judged), "right": len(judged) - len(wrong), "wrong": wrong}
 
+    def fit_verdicts_text(self) -> str:
+        """One sentence for the CLI and the docs page ('' when no training run was judged)."""
+        fv = self.fit_verdicts
+        if not fv["runs"]:
+            return ""
+        wrong = "; ".join(
+            f"{x['id']} ({x['memory_per_gpu_gb']:.0f} of {x['usable_memory_gb']:.0f} GB)" for x in fv["wrong"]
+        )
+        return (
+            f"{fv['right']} of {fv['runs']} measured training runs (every one ran) are predicted to fit"
+            + (f"; called out of memory: {wrong}" if wrong else "")
+        )
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "runs": [asdict(r) for r in self.runs],

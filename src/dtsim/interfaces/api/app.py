@@ -307,6 +307,12 @@ def create_app(ui: bool = True) -> FastAPI:
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
         return _error(exc.status, exc.problems)
 
+    @app.exception_handler(ScenarioError)
+    async def _scenario_error(_request: Request, exc: ScenarioError) -> JSONResponse:
+        # a scenario that loads but cannot be computed as asked (e.g. `mfu: auto` with no layout that
+        # fits a node): the same 422 as a field the schema refuses
+        return _error(422, _scenario_problems(exc))
+
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
         # FastAPI answers an unparseable JSON body with 400; the API's contract is 422 with a field.

@@ -88,6 +88,12 @@ def _check_common(months: float, scaling: str, memory: str) -> None:
         raise ScenarioError(problems)
 
 
+def scaling_grid_start() -> int:
+    from dtsim.models.limits.scaling import d_model_grid
+
+    return int(d_model_grid()[0])
+
+
 def _hardware(
     names: list[str] | None,
     bandwidth: str | None,
@@ -308,6 +314,18 @@ def curve_cmd(
                 for p in pts:
                     w.writerow((name, *(getattr(p, k) for k in CSV_FIELDS)))
             csv_path.write_text(buf.getvalue(), encoding="utf-8")
+        empty = [name for name, pts in series if not pts]
+        if empty:
+            raise ScenarioError(
+                [
+                    (
+                        "gpu",
+                        empty[0],
+                        f"trains not even the grid's smallest model (d_model {scaling_grid_start()}) within "
+                        f"{months:g} months: its memory, bandwidth or peak is too small",
+                    )
+                ]
+            )
     except ScenarioError as exc:
         fail(exc)
         return

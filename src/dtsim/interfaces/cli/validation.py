@@ -190,16 +190,8 @@ def validate(
             w.add_row(g, e.worst, f"{e.worst_error:+.1%}", e.worst_why or "—")
     if w.rows:
         con.print(w)
-    fv = result.fit_verdicts
-    if fv["runs"]:
-        wrong = "; ".join(
-            f"{x['id']} ({x['memory_per_gpu_gb']:.0f} of {x['usable_memory_gb']:.0f} GB)" for x in fv["wrong"]
-        )
-        con.print(
-            f"Fit verdicts: {fv['right']} of {fv['runs']} measured training runs (every one ran) predicted "
-            "to fit" + (f"; called out of memory: {wrong}" if wrong else ""),
-            highlight=False,
-        )
+    if result.fit_verdicts_text():
+        con.print(f"Fit verdicts: {result.fit_verdicts_text()}", highlight=False)
     c = table(
         title=f"Fitted constants in use (calibration of {result.calibration_date})",
         title_justify="left",

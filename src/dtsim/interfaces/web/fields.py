@@ -159,7 +159,8 @@ HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
                 "mfu",
                 "Base MFU",
                 "Model FLOP utilization per node: PaLM 46%, LLaMA-3.1 38–43%, INTELLECT-1 36–43% "
-                "(seed 000 §1.3). Warning above {mfu_warning_threshold:.0%}.",
+                "(seed 000 §1.3). Warning above {mfu_warning_threshold:.0%}. 'auto' takes the datacenter "
+                "model's MFU for this model on one node (dense models).",
                 step=0.01,
             ),
             Hint(

@@ -281,7 +281,7 @@ class Page:
         data = result.model_dump(mode="json")
         self.mode_badge.text = result.mode_label
         self.mode_badge.props(f"data-value={result.mode}")
-        self.reason_label.text = result.mode_reason
+        self.reason_label.text = result.mode_reason + (f" {result.mfu_source}." if result.mfu_source else "")
         self.summary.text = summary_text(result)
         self.bottleneck_badge.text = bottleneck_text(result)
         for key, _title in BIG_OUTPUTS:
@@ -322,12 +322,19 @@ class Page:
         try:
             values = default_range(scenario, fname, 41).tolist()
             batch = sweep(scenario, fname, values)
-        except ScenarioError:
+            # a planned `mfu: auto` is marked where the simulation put it
+            planned = fname == "mfu" and scenario.mfu == "auto" and self.state.result is not None
+            here = self.state.result.scenario["mfu"] if planned else current_value(scenario, fname)
+        except ScenarioError as exc:
+            # no stale chart: say why this field cannot be swept here
+            self.sweep_plot.options.clear()
+            self.sweep_plot.options.update({"title": {"text": "No sweep: " + problems_text(exc, " ")}})
+            self.sweep_plot.update()
             return
         days = [None if d != d else float(d) for d in batch["wall_clock_days"].tolist()]
         mfu = [None if m != m else float(m) for m in batch["global_mfu"].tolist()]
         self.sweep_plot.options.clear()
-        self.sweep_plot.options.update(sweep_chart(fname, values, days, mfu, current_value(scenario, fname)))
+        self.sweep_plot.options.update(sweep_chart(fname, values, days, mfu, here))
         self.sweep_plot.props(f"data-version={self.state.version}-{fname}")
         self.sweep_plot.update()
 

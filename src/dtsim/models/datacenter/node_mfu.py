@@ -1,21 +1,23 @@
 """`mfu: auto` — the MFU a decentralized scenario's node reaches, from the datacenter model.
 
 A DiLoCo-family run trains one model replica per node (seed 000 §1.2), so the utilization of a node is
-the datacenter model's answer for a model of the scenario's size on one node of its GPUs: the fastest
-layout (`plan`) of the fastest shape near the parameter count (`plan_by_size`, Kaplan et al. 2020 §3.1:
-shapes in the searched band are interchangeable for quality), at the scenario's precision, with
-`local_batch_tokens` per step in sequences of `mfu_auto_seq_len`. The MFU it returns is
+the datacenter model's answer for a model of the scenario's size on one node of its GPUs, wired as
+NVLink servers of `mfu_auto_server_gpus`: `plan_by_size` (the shapes of `dtsim plan --target-params-b`)
+at the scenario's precision and assumptions, `local_batch_tokens` a step in sequences of
+`mfu_auto_seq_len`, keeping the shapes within `mfu_auto_size_tolerance` of the parameter count and
+taking the best utilization among them. The MFU it returns is
 
     6 · P_shape · tokens/s  /  (pflops_per_node · 10¹⁵)
 
-so the simulated compute time of a step (6 · P · tokens / (peak · MFU), seed 000 §1.2) is the one the
-datacenter model predicts, even when the scenario's `pflops_per_node` is not the GPUs' dense peak (the
-explanation then says so). The decentralized days still differ from `plan`'s by what the decentralized
-model adds: synchronization, stragglers and η.
+so a step of the scenario's model (6 · P · tokens / (peak · MFU), seed 000 §1.2) runs at the utilization
+the datacenter model predicts for a model of nearly its size, even when `pflops_per_node` is not the
+GPUs' dense peak (the explanation then says so). The decentralized days still differ from `plan`'s by
+what the decentralized model adds: synchronization, stragglers and η.
 """
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from typing import Any
 
@@ -35,11 +37,10 @@ def node_mfu(
     moe: bool = False,
     assumptions: dict[str, Any] | None = None,
 ) -> tuple[float, str]:
-    """(MFU, where it comes from) for `mfu: auto`; a ScenarioError names the field that prevents it."""
-    from dtsim.assumptions import Assumptions
-
-    asm = Assumptions(assumptions or {})
-    key = (
+    """(MFU, where it comes from) for `mfu: auto`; a ScenarioError names the field that prevents it.
+    `assumptions` (the scenario's overrides) reach the datacenter model too."""
+    overrides = json.dumps(assumptions or {}, sort_keys=True, default=str)
+    return _node_mfu(
         float(parameters_b),
         gpu,
         gpus_per_node,
@@ -47,10 +48,14 @@ def node_mfu(
         int(local_batch_tokens),
         float(pflops_per_node),
         bool(moe),
-        int(asm.mfu_auto_seq_len),
-        int(asm.mfu_auto_vocab),
+        overrides,
     )
-    return _node_mfu(*key)
+
+
+def nvlink_node(count: int, server_gpus: int) -> int:
+    """GPUs per NVLink domain of a decentralized node of `count` GPUs: the largest divisor of the count
+    up to `server_gpus` (a DGX-style server; a 1,120-GPU pod is 140 servers, not one NVLink domain)."""
+    return max(d for d in range(1, min(count, server_gpus) + 1) if count % d == 0)
 
 
 @lru_cache(maxsize=256)
@@ -62,12 +67,20 @@ def _node_mfu(
     local_batch_tokens: int,
     pflops_per_node: float,
     moe: bool,
-    seq_len: int,
-    vocab: int,
+    overrides: str,
 ) -> tuple[float, str]:
+    from dtsim.assumptions import Assumptions
     from dtsim.models.datacenter.plan import PlanOptions, plan_by_size
+    from dtsim.models.datacenter.step import resolve_hardware
     from dtsim.models.datacenter.workload import Cluster
 
+    assumptions = json.loads(overrides)
+    asm = Assumptions(assumptions)
+    seq_len, vocab, tolerance = (
+        int(asm.mfu_auto_seq_len),
+        int(asm.mfu_auto_vocab),
+        asm.mfu_auto_size_tolerance,
+    )
     modelled = [k for k, g in catalog.gpus().items() if g.micro is not None]
     if moe:
         raise ScenarioError(
@@ -106,27 +119,22 @@ def _node_mfu(
                 )
             ]
         )
-    cluster = Cluster(gpu=spec.id, nodes=1, gpus_per_node=int(gpus_per_node))
-    rows, searched = plan_by_size(
-        parameters_b * 1e9,
-        cluster,
-        PlanOptions(gbs=sequences, seq_len=seq_len, precision=precision),
-        vocab,
-        seq_len,
-    )
-    if not rows:
-        raise ScenarioError(
-            [
-                (
-                    "mfu",
-                    "auto",
-                    f"no layout of any of the {searched} shapes near {parameters_b:g}B fits one node of "
-                    f"{gpus_per_node} × {spec.id} ({sequences} sequences of {seq_len:,} tokens a step); give "
-                    "the MFU as a number",
-                )
-            ]
+    count = int(gpus_per_node)
+    per_domain = nvlink_node(count, int(asm.mfu_auto_server_gpus))
+    cluster = Cluster(gpu=spec.id, nodes=count // per_domain, gpus_per_node=per_domain)
+    opt = PlanOptions(gbs=sequences, seq_len=seq_len, precision=precision, assumptions=assumptions)
+    rows, searched = plan_by_size(parameters_b * 1e9, cluster, opt, vocab, seq_len)
+    near = [r for r in rows if abs(r["params_b"] / parameters_b - 1.0) <= tolerance]
+    where = f"one node of {count} × {spec.id} ({sequences} sequences of {seq_len:,} tokens a step)"
+    if not near:
+        found = (
+            f"none of the {searched} shapes within ±{tolerance:.0%} of {parameters_b:g}B fits {where}"
+            if searched
+            else f"no model shape exists near {parameters_b:g}B (heads of 128, layers a multiple of 4)"
         )
-    best = rows[0]
+        raise ScenarioError([("mfu", "auto", f"{found}; give the MFU as a number")])
+    # utilization carries over between shapes of nearly one size; the best layout of the best shape
+    best = max(near, key=lambda r: r["params_b"] * r["tokens_per_s"])
     tokens_per_s = best["tokens_per_s"]
     mfu = 6.0 * best["params_b"] * 1e9 * tokens_per_s / (pflops_per_node * 1e15)
     lay = best["layout"]
@@ -134,17 +142,16 @@ def _node_mfu(
     text = (
         f"MFU {mfu:.3f} from the datacenter model: the fastest layout ({', '.join(parts)}, recompute "
         f"{lay['recompute']}) of a {best['params_b']:.1f}B shape (hidden {best['hidden']}, {best['layers']} "
-        f"layers) on one node of {gpus_per_node} × {spec.id} at {precision}, {sequences} sequences of "
-        f"{seq_len:,} tokens a step: {tokens_per_s:,.0f} tokens/s, {best['model_tflops_per_gpu']:.0f} TFLOP/s "
-        "per GPU"
+        f"layers) on {where}, in NVLink domains of {per_domain}: {tokens_per_s:,.0f} tokens/s, "
+        f"{best['model_tflops_per_gpu']:.0f} TFLOP/s per GPU"
     )
     if best["warnings"]:
         text += f". {best['warnings'][0]}"
-    dense = gpus_per_node * (spec.peak_tflops(precision) or spec.fp16_tflops) / 1000.0
+    dense = count * resolve_hardware(cluster, precision).peak_flop_s / 1e15
     if abs(pflops_per_node / dense - 1.0) > 0.01:
         text += (
             f". pflops_per_node {pflops_per_node:g} is {pflops_per_node / dense:.2f}× the node's dense peak "
-            f"({dense:.2f} PFLOP/s), and this MFU is relative to it, so the step takes the time the datacenter "
-            "model predicts"
+            f"({dense:.2f} PFLOP/s) and this MFU is relative to it, so the node computes at the rate the "
+            "datacenter model predicts"
         )
     return mfu, text

@@ -514,22 +514,12 @@ def evaluate(
     unit_buffers = np.where(
         z3 & (shard > 1), stage_params / units * (2.0 * asm.weight_bytes + grad_bytes), 0.0
     )
-    # FlashAttention never stores the s×s scores, so its layers keep what selective recomputation keeps.
-    act_layer = np.where(
-        recompute == 2,
-        activation_bytes_per_layer(a, mbs, tp, sp, "full", s) / cp,
-        np.where(
-            (recompute == 1) | flash,
-            activation_bytes_per_layer(a, mbs, tp, sp, "selective", s) / cp,
-            activation_bytes_per_layer(a, mbs, tp, sp, "none", s) / cp,
-        ),
-    )
-    # the layer being recomputed holds its full activations — without the s×s scores under FlashAttention
-    full_layer = np.where(
-        flash,
-        activation_bytes_per_layer(a, mbs, tp, sp, "selective", s) / cp,
-        activation_bytes_per_layer(a, mbs, tp, sp, "none", s) / cp,
-    )
+    # FlashAttention never stores the s×s scores, so its layers keep what selective recomputation keeps;
+    # under full recomputation a layer keeps its input, and the layer being recomputed holds its full
+    # activations (without the scores under FlashAttention).
+    act = {r: activation_bytes_per_layer(a, mbs, tp, sp, r, s) / cp for r in RECOMPUTES}
+    full_layer = np.where(flash, act["selective"], act["none"])
+    act_layer = np.where(recompute == 2, act["full"], np.where(recompute == 1, act["selective"], full_layer))
     in_flight = np.where(
         schedule == 0,
         m,

@@ -302,7 +302,7 @@ def encode_batch(s: Scenario, arrays: dict[str, Any], n: int) -> Frame:
     Row i equals the scalar scenario `load_scenario(layers=[s.given_fields(), row_i])`."""
     cols: dict[str, Any] = encode_scenario(s)
     given = s.given_fields()
-    if s.mfu_source is not None:  # a planned `mfu: auto` holds for every row (engine refuses otherwise)
+    if isinstance(given.get("mfu"), str):  # 'auto', planned (or replaced per row) by the engine
         given["mfu"] = s.mfu
     if "bandwidth_mbps" in arrays:
         pair = [k for k in ("bandwidth_up_mbps", "bandwidth_down_mbps") if k in arrays]

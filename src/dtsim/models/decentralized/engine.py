@@ -340,8 +340,11 @@ def simulate_batch(base: Scenario | Mapping[str, Any] | None = None, **fields: A
         base, {k: (v.item() if isinstance(v, np.generic | np.ndarray) else v) for k, v in scalars.items()}
     )
     if s.mfu == "auto":
-        _check_auto_mfu(arrays)
-        s = resolve_mfu(s)
+        if "mfu" in arrays:  # every row gives its own MFU: the base's 'auto' plans nothing
+            s = s.with_planned_mfu(float(np.asarray(arrays["mfu"]).flat[0]), None)
+        else:
+            _check_auto_mfu(arrays)
+            s = resolve_mfu(s)
     lengths = {k: len(v) for k, v in arrays.items()}
     if len(set(lengths.values())) > 1:
         raise ScenarioError([("batch", lengths, "all array fields must have the same length")])
@@ -387,13 +390,14 @@ def resolve_mfu(s: Scenario) -> Scenario:
         s.assumptions,
     )
     if not BOUNDS["mfu"]["ge"] <= value <= BOUNDS["mfu"]["le"]:
+        where = "below what the node's GPUs achieve" if value > 1 else "far above the node's GPUs' peak"
         raise ScenarioError(
             [
                 (
                     "mfu",
                     f"auto ({value:.3g})",
-                    f"{bound_text('mfu')}: pflops_per_node {s.pflops_per_node:g} is below what the node's GPUs "
-                    "achieve; correct it or give the MFU as a number",
+                    f"{bound_text('mfu')}: pflops_per_node {s.pflops_per_node:g} is {where}; correct it or give "
+                    "the MFU as a number",
                 )
             ]
         )
@@ -412,8 +416,8 @@ def _check_auto_mfu(arrays: Mapping[str, Any]) -> None:
                 (
                     "mfu",
                     "auto",
-                    f"is planned once for the base scenario, not per row; this batch varies {', '.join(varied)}: "
-                    "give mfu as a number (or values per row)",
+                    f"is planned once, for one scenario; this computation (a sweep, target or governance "
+                    f"search) varies {', '.join(varied)} across its rows: give mfu as a number",
                 )
             ]
         )
