@@ -347,8 +347,9 @@ class Scenario(BaseModel):
         """Where a planned `mfu: auto` came from (None when the MFU was given as a number)."""
         return self._mfu_source
 
-    def with_planned_mfu(self, value: float, source: str) -> Scenario:
-        """This scenario with `mfu: auto` replaced by the planned value (what was given stays 'auto')."""
+    def with_planned_mfu(self, value: float, source: str | None) -> Scenario:
+        """This scenario with `mfu: auto` replaced by the planned value (what was given stays 'auto');
+        `source` None when the value only stands in for per-row MFUs of a batch."""
         out = self.model_copy(update={"mfu": value})
         out._mfu_source = source
         return out

@@ -88,12 +88,6 @@ def _check_common(months: float, scaling: str, memory: str) -> None:
         raise ScenarioError(problems)
 
 
-def scaling_grid_start() -> int:
-    from dtsim.models.limits.scaling import d_model_grid
-
-    return int(d_model_grid()[0])
-
-
 def _hardware(
     names: list[str] | None,
     bandwidth: str | None,
@@ -104,26 +98,20 @@ def _hardware(
 ):
     from dtsim.models.limits.hardware import custom, get
 
+    try:
+        bws = None if bandwidth is None else [float(x) for x in bandwidth.split(",")]
+        lats = None if latency is None else [float(x) * 1e-6 for x in latency.split(",")]
+    except ValueError:
+        raise ScenarioError(
+            [("--level-bandwidth/--level-latency-us", bandwidth or latency, "comma-separated numbers")]
+        ) from None
+    chip = {"peak_tflops": peak_tflops, "hbm_tb_s": hbm_tb_s, "memory_gb": memory_gb}
+    given = any(v is not None for v in (bws, lats, *chip.values()))
     out = []
     for name in names or ["h100-sxm"]:
         hw = get(name)
-        if peak_tflops is not None or hbm_tb_s is not None or memory_gb is not None:
-            hw = custom(hw, peak_tflops=peak_tflops, hbm_tb_s=hbm_tb_s, memory_gb=memory_gb)
-        if bandwidth is not None or latency is not None:
-            try:
-                bws = None if bandwidth is None else [float(x) for x in bandwidth.split(",")]
-                lats = None if latency is None else [float(x) * 1e-6 for x in latency.split(",")]
-            except ValueError:
-                raise ScenarioError(
-                    [
-                        (
-                            "--level-bandwidth/--level-latency-us",
-                            bandwidth or latency,
-                            "comma-separated numbers",
-                        )
-                    ]
-                ) from None
-            hw = custom(hw, bandwidth=bws, latency=lats)
+        if given:
+            hw = custom(hw, bandwidth=bws, latency=lats, **chip)
         out.append(hw)
     return out
 
@@ -295,6 +283,7 @@ def curve_cmd(
     from dtsim import catalog
     from dtsim.assumptions import Assumptions
     from dtsim.models.limits.curve import curve, linear_scaling_stop
+    from dtsim.models.limits.scaling import d_model_grid as scaling_grid
 
     try:
         _check_common(months, scaling, memory)
@@ -302,6 +291,19 @@ def curve_cmd(
         series = [
             (hw.name, curve(hw, sparse=sparse, batch_law=scaling, months=months, memory=memory)) for hw in hws
         ]
+        empty = [name for name, pts in series if not pts]
+        if empty:
+            smallest = scaling_grid()[0]
+            raise ScenarioError(
+                [
+                    (
+                        "gpu",
+                        empty[0],
+                        f"trains not even the grid's smallest model (d_model {smallest}) within {months:g} "
+                        "months: its memory, bandwidth or peak is too small",
+                    )
+                ]
+            )
         if plot is not None:
             _plot_curves(series, plot)
         if fractions_plot is not None:
@@ -314,18 +316,6 @@ def curve_cmd(
                 for p in pts:
                     w.writerow((name, *(getattr(p, k) for k in CSV_FIELDS)))
             csv_path.write_text(buf.getvalue(), encoding="utf-8")
-        empty = [name for name, pts in series if not pts]
-        if empty:
-            raise ScenarioError(
-                [
-                    (
-                        "gpu",
-                        empty[0],
-                        f"trains not even the grid's smallest model (d_model {scaling_grid_start()}) within "
-                        f"{months:g} months: its memory, bandwidth or peak is too small",
-                    )
-                ]
-            )
     except ScenarioError as exc:
         fail(exc)
         return

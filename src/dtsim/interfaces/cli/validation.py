@@ -190,8 +190,9 @@ def validate(
             w.add_row(g, e.worst, f"{e.worst_error:+.1%}", e.worst_why or "—")
     if w.rows:
         con.print(w)
-    if result.fit_verdicts_text():
-        con.print(f"Fit verdicts: {result.fit_verdicts_text()}", highlight=False)
+    verdicts = result.fit_verdicts_text()
+    if verdicts:
+        con.print(f"Fit verdicts: {verdicts}", highlight=False)
     c = table(
         title=f"Fitted constants in use (calibration of {result.calibration_date})",
         title_justify="left",

@@ -38,18 +38,10 @@ def node_mfu(
     assumptions: dict[str, Any] | None = None,
 ) -> tuple[float, str]:
     """(MFU, where it comes from) for `mfu: auto`; a ScenarioError names the field that prevents it.
-    `assumptions` (the scenario's overrides) reach the datacenter model too."""
-    overrides = json.dumps(assumptions or {}, sort_keys=True, default=str)
-    return _node_mfu(
-        float(parameters_b),
-        gpu,
-        gpus_per_node,
-        str(precision),
-        int(local_batch_tokens),
-        float(pflops_per_node),
-        bool(moe),
-        overrides,
-    )
+    `assumptions` (the scenario's overrides, possibly tables) reach the datacenter model too; they enter
+    the cache key as JSON."""
+    key = (parameters_b, gpu, gpus_per_node, precision, local_batch_tokens, pflops_per_node, moe)
+    return _planned(key, json.dumps(assumptions or {}, sort_keys=True, default=str))
 
 
 def nvlink_node(count: int, server_gpus: int) -> int:
@@ -59,21 +51,13 @@ def nvlink_node(count: int, server_gpus: int) -> int:
 
 
 @lru_cache(maxsize=256)
-def _node_mfu(
-    parameters_b: float,
-    gpu: str | None,
-    gpus_per_node: int | None,
-    precision: str,
-    local_batch_tokens: int,
-    pflops_per_node: float,
-    moe: bool,
-    overrides: str,
-) -> tuple[float, str]:
+def _planned(key: tuple, overrides: str) -> tuple[float, str]:
     from dtsim.assumptions import Assumptions
     from dtsim.models.datacenter.plan import PlanOptions, plan_by_size
     from dtsim.models.datacenter.step import resolve_hardware
     from dtsim.models.datacenter.workload import Cluster
 
+    parameters_b, gpu, gpus_per_node, precision, local_batch_tokens, pflops_per_node, moe = key
     assumptions = json.loads(overrides)
     asm = Assumptions(assumptions)
     seq_len, vocab, tolerance = (

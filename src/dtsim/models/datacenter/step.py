@@ -305,16 +305,18 @@ def evaluate(
         kv_width = a.n_kv * a.d_head
     cp_bw, cp_alpha = net.per_rank(cp, tp)
     kv_block = 2.0 * tokens * kv_width / tp * 2.0  # K and V, 16-bit
-    cp_on = cp > 1
-    cp_steps = np.maximum(cp - 1.0, 0.0)
-    cp_f = np.where(cp_on, cp_steps * coll.p2p_time(kv_block, cp_bw, cp_alpha), 0.0)
-    cp_b = np.where(cp_on, cp_steps * coll.p2p_time(2.0 * kv_block, cp_bw, cp_alpha), 0.0)
-    cp_exp_f = np.where(
-        cp_on, cp_steps * np.maximum(0.0, cp_f / np.maximum(cp_steps, 1.0) - mean_attn / cp), 0.0
-    )
+    cp_steps = cp - 1.0  # none without CP
+    step_f = coll.p2p_time(kv_block, cp_bw, cp_alpha)
+    step_b = coll.p2p_time(2.0 * kv_block, cp_bw, cp_alpha)
     mean_attn_b = (dense_layers * d_attn_b + moe_layers * m_attn_b) / a.layers
-    cp_exp_b = np.where(
-        cp_on, cp_steps * np.maximum(0.0, cp_b / np.maximum(cp_steps, 1.0) - mean_attn_b / cp), 0.0
+    cp_exp_f = cp_steps * np.maximum(0.0, step_f - mean_attn / cp)
+    cp_exp_b = cp_steps * np.maximum(0.0, step_b - mean_attn_b / cp)
+    # communication hidden under a layer's compute (charged as interference below): TP's overlapped
+    # share and the CP steps' hidden part
+    hidden_layer = (
+        np.where(overlap_tp, (tp_f - exp_tp_f) + (tp_b - exp_tp_b), 0.0)
+        + cp_steps * (step_f + step_b)
+        - (cp_exp_f + cp_exp_b)
     )
     exp_tp_f = exp_tp_f + cp_exp_f
     exp_tp_b = exp_tp_b + cp_exp_b
@@ -486,15 +488,7 @@ def evaluate(
     # Compute slows while a collective overlaps it (communication kernels hold SMs and HBM bandwidth):
     # charge `overlap_compute_slowdown` of every second of hidden communication (arXiv 2507.03114).
     hidden = np.where(overlap, np.maximum(overlappable - reduce_exposed + z3_hidden, 0.0), 0.0)
-    hidden_tp = (
-        m
-        * per_stage
-        * (
-            np.where(overlap_tp, (tp_f + cp_exp_f - exp_tp_f) + (tp_b + cp_exp_b - exp_tp_b), 0.0)
-            + (cp_f - cp_exp_f)
-            + (cp_b - cp_exp_b)
-        )
-    )
+    hidden_tp = m * per_stage * hidden_layer
     interference = asm.overlap_compute_slowdown * (hidden + hidden_tp)
     # What each rank keeps of the stage's weights, gradients and optimizer state: 1/divisor.
     w_div = np.where(z3, shard, 1.0)

@@ -407,8 +407,6 @@ def resolve_mfu(s: Scenario) -> Scenario:
 def _check_auto_mfu(arrays: Mapping[str, Any]) -> None:
     """`mfu: auto` is planned once, for the base scenario: a batch that varies what it is planned from
     would run every row at the base's MFU, so it is refused."""
-    if "mfu" in arrays:
-        return
     varied = [k for k in AUTO_MFU_INPUTS if k in arrays]
     if varied:
         raise ScenarioError(

@@ -93,9 +93,7 @@ SHAPE_FIELDS = ("d_model", "d_ff", "params", "layers", "sparsity", "batch_tokens
 LAYOUT_FIELDS = ("dp", "tp_model", "tp_ff", "pp", "pp_interleaving", "ep", "microbatches", "schedule")
 
 
-def limits_point(
-    shape: scaling.Shape, best: Best, hw: LimitsHardware, asm: Assumptions | None = None
-) -> LimitsPoint:
+def limits_point(shape: scaling.Shape, best: Best, hw: LimitsHardware) -> LimitsPoint:
     """The curve point of `shape` trained with the search's answer `best` on `hw` (whose catalog GPU
     prices the run and gives its board power)."""
     L = best.layout
@@ -103,7 +101,7 @@ def limits_point(
     steps = shape.steps
     gpu = catalog.gpus()[hw.gpu]
     seconds = best.months * SECONDS_PER_MONTH
-    pue = (asm or Assumptions()).pue
+    pue = Assumptions().pue
 
     def frac(x: int) -> float:
         return math.log(x) / math.log(n) if n > 1 else 0.0
