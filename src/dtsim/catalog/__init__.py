@@ -45,6 +45,9 @@ class Micro:
     nics_per_gpu: float
     source: str
     l1_bytes_per_sm: float | None = None  # combined L1 / shared memory per SM (SRAM totals, seed 002 Table 2)
+    # best fraction of the dense 16-bit tensor peak each FlashAttention kernel ("flash2", "flash1") reaches
+    # on this generation (gpus.yaml sources); empty where no measurement is published
+    flash_attention_efficiency: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
 
     def peak_flop_s(self, bits: int) -> float:
         return self.flop_per_clock_per_thread[bits] * 128 * self.num_sms * self.max_clock_hz
@@ -134,6 +137,9 @@ def gpus() -> MappingProxyType:
                     **{k: float(micro[k]) for k in numeric},
                     "flop_per_clock_per_thread": MappingProxyType(
                         {int(k): float(v) for k, v in micro["flop_per_clock_per_thread"].items()}
+                    ),
+                    "flash_attention_efficiency": MappingProxyType(
+                        {k: float(v) for k, v in (micro.get("flash_attention_efficiency") or {}).items()}
                     ),
                 }
             )

@@ -39,6 +39,10 @@ def datacenter_workload(rec):
     from dtsim.physics.transformer import get_architecture
 
     arch = get_architecture(rec.model)
+    if arch.positions == "learned" and rec.seq_len and rec.seq_len > arch.seq_len:
+        # a learned position table has a row per position of the sequence trained on (llm-foundry's
+        # benchmarks set the model's max_seq_len to the run's, as their parameter counts show)
+        arch = arch.model_copy(update={"seq_len": rec.seq_len})
     cluster = build(Cluster, dict(rec.cluster), "cluster.")
     layout = build(Layout, dict(rec.layout), "layout.")
     workload = Workload(
@@ -63,6 +67,10 @@ def _convention_flop_per_step(rec, w, r) -> float:
     return mpt_flops_per_token(w.model, recompute, w.seq_len) * w.layout.gbs * (w.seq_len or w.model.seq_len)
 
 
+def _tokens_per_step(w) -> int:
+    return w.layout.gbs * (w.seq_len or w.model.seq_len)
+
+
 def _peak_flop_s(w, precision: str) -> float:
     """The dense peak of the workload's GPU at a precision (the MFU denominator `step` uses)."""
     gpu = catalog.gpus()[w.cluster.gpu]
@@ -75,12 +83,15 @@ def predict_datacenter(rec) -> tuple[float, dict[str, Any]]:
     w = datacenter_workload(rec)
     r = step(w)
     n, t = r.n_gpus, r.step_time_s
-    per_gpu = _convention_flop_per_step(rec, w, r) / (t * n)
-    value = (
-        per_gpu / 1e12
-        if rec.metric == "tflops_per_gpu"
-        else 100.0 * per_gpu / _peak_flop_s(w, rec.peak_precision or rec.precision)
-    )
+    if rec.metric == "tokens_per_s_per_gpu":
+        value = _tokens_per_step(w) / (t * n)
+    else:
+        per_gpu = _convention_flop_per_step(rec, w, r) / (t * n)
+        value = (
+            per_gpu / 1e12
+            if rec.metric == "tflops_per_gpu"
+            else 100.0 * per_gpu / _peak_flop_s(w, rec.peak_precision or rec.precision)
+        )
     bits = PRECISION_BITS[w.precision]
     return value, {
         "step_time_s": t,
@@ -100,6 +111,8 @@ def measured_model_mfu(rec) -> float:
 
     w = datacenter_workload(rec)
     r = step(w)
+    if rec.metric == "tokens_per_s_per_gpu":  # model FLOPs of the measured token rate
+        return rec.measured * r.model_flop_per_step / _tokens_per_step(w) / _peak_flop_s(w, w.precision)
     if rec.metric == "tflops_per_gpu":
         per_gpu = rec.measured * 1e12
     else:

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 
 CERTAINTY = Literal["P", "P*", "S", "D", "user"]
 
@@ -45,9 +46,14 @@ class _Base(BaseModel):
 
 class DatacenterRecord(_Base):
     kind: Literal["datacenter"]
-    metric: Literal["tflops_per_gpu", "mfu", "hfu"]
-    convention: Literal["megatron2021", "model", "hardware", "mpt"] = Field(
-        description="How the FLOPs behind the number were counted (reference README)."
+    metric: Literal["tflops_per_gpu", "mfu", "hfu", "tokens_per_s_per_gpu"] = Field(
+        description="What was measured: a FLOP rate per GPU, MFU or HFU (each in its `convention`), or "
+        "training throughput in tokens per second per GPU (no FLOP convention needed)."
+    )
+    convention: Literal["megatron2021", "model", "hardware", "mpt"] | None = Field(
+        None,
+        description="How the FLOPs behind the number were counted (reference README); required for the "
+        "FLOP metrics.",
     )
     model: str | dict[str, Any]
     seq_len: int | None = Field(None, ge=1)
@@ -57,6 +63,16 @@ class DatacenterRecord(_Base):
     )
     cluster: dict[str, Any]
     layout: dict[str, Any]
+
+    @model_validator(mode="after")
+    def _convention_for_flops(self):
+        if self.metric != "tokens_per_s_per_gpu" and self.convention is None:
+            raise PydanticCustomError(
+                "convention_missing",
+                "convention: needed for metric {metric} (megatron2021, model, hardware or mpt)",
+                {"metric": self.metric},
+            )
+        return self
 
 
 class CollectiveRecord(_Base):

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+import numpy as np
+
 Role = Literal["calibration", "check", "reference"]
 
 
@@ -107,6 +109,17 @@ class ValidationReport:
         ]
         return {"runs": len(judged), "right": len(judged) - len(wrong), "wrong": wrong}
 
+    @property
+    def datacenter_check(self) -> dict[str, Any]:
+        """All check-role datacenter training runs pooled across groups: how many and their median
+        |error| (issue 13's target for the check groups together is 7 %)."""
+        errs = [
+            abs(r.error)
+            for r in self.runs
+            if r.role == "check" and r.kind == "datacenter" and r.error is not None
+        ]
+        return {"runs": len(errs), "median_abs_error": float(np.median(errs)) if errs else None}
+
     def fit_verdicts_text(self) -> str:
         """One sentence for the CLI and the docs page ('' when no training run was judged)."""
         fv = self.fit_verdicts
@@ -134,4 +147,5 @@ class ValidationReport:
             "seconds": self.seconds,
             "bounds_ok": self.bounds_ok,
             "fit_verdicts": self.fit_verdicts,
+            "datacenter_check": self.datacenter_check,
         }

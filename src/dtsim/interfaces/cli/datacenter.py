@@ -80,6 +80,14 @@ Fp32GradsOpt = Annotated[
         "[default: FP32 for bf16 and fp8, fp16 for fp16, as Megatron-LM does].",
     ),
 ]
+AttentionKernelOpt = Annotated[
+    str,
+    typer.Option(
+        "--attention-kernel",
+        help="flash2 (FlashAttention-2: PyTorch SDPA, flash-attn ≥ 2) | flash1 (flash-attn 1.x), each at its "
+        "published share of the tensor peak.",
+    ),
+]
 TokensOpt = Annotated[
     float | None,
     typer.Option("--tokens", help="Training tokens (e.g. 15e12): report days, GPU-hours, cost and energy."),
@@ -368,6 +376,7 @@ def step(
     overlap_tp: Annotated[bool, typer.Option("--overlap-tp-comm", help="Overlap TP collectives.")] = False,
     precision: Annotated[str, typer.Option(help="bf16 | fp16 | fp8.")] = "bf16",
     fp32_grad_accumulation: Fp32GradsOpt = None,
+    attention_kernel: AttentionKernelOpt = "flash2",
     tokens: TokensOpt = None,
     usd_per_gpu_hour: UsdPerGpuHourOpt = None,
     layouts: Annotated[
@@ -410,6 +419,7 @@ def step(
             "overlap_grad_reduce": not no_overlap,
             "overlap_tp_comm": overlap_tp,
             "fp32_grad_accumulation": fp32_grad_accumulation,
+            "attention_kernel": attention_kernel,
         }
         run = {"model": arch, "cluster": cluster, "precision": precision, "tokens": tokens}
         run["usd_per_gpu_hour"] = usd_per_gpu_hour
@@ -497,6 +507,7 @@ def plan(
     ] = None,
     precision: Annotated[str, typer.Option(help="bf16 | fp16 | fp8.")] = "bf16",
     fp32_grad_accumulation: Fp32GradsOpt = None,
+    attention_kernel: AttentionKernelOpt = "flash2",
     tokens: TokensOpt = None,
     usd_per_gpu_hour: UsdPerGpuHourOpt = None,
     calibration: CalibrationOpt = None,
@@ -523,6 +534,8 @@ def plan(
             )
         if precision not in ("bf16", "fp16", "fp8"):
             raise ScenarioError([("precision", precision, "must be bf16, fp16 or fp8")])
+        if attention_kernel not in ("flash2", "flash1"):
+            raise ScenarioError([("--attention-kernel", attention_kernel, "must be flash2 or flash1")])
         opt = PlanOptions(
             gbs=gbs,
             seq_len=seq_len,
@@ -532,6 +545,7 @@ def plan(
             flash_attention=not no_flash,
             overlap_tp_comm=overlap_tp,
             fp32_grad_accumulation=fp32_grad_accumulation,
+            attention_kernel=attention_kernel,
             tokens=tokens,
             usd_per_gpu_hour=usd_per_gpu_hour,
         )

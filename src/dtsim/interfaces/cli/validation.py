@@ -190,6 +190,12 @@ def validate(
             w.add_row(g, e.worst, f"{e.worst_error:+.1%}", e.worst_why or "—")
     if w.rows:
         con.print(w)
+    pooled = result.datacenter_check
+    if pooled["runs"]:
+        con.print(
+            f"Datacenter check runs pooled: {pooled['runs']}, median |error| {pooled['median_abs_error']:.1%}",
+            highlight=False,
+        )
     verdicts = result.fit_verdicts_text()
     if verdicts:
         con.print(f"Fit verdicts: {verdicts}", highlight=False)

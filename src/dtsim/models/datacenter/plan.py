@@ -46,6 +46,7 @@ class PlanOptions:
     recompute_choices: tuple[str, ...] = RECOMPUTES
     schedule_choices: tuple[str, ...] = SCHEDULES
     flash_attention: bool = True
+    attention_kernel: str = "flash2"  # flash2 | flash1 (Layout.attention_kernel)
     overlap_grad_reduce: bool = True
     overlap_tp_comm: bool = False
     fp32_grad_accumulation: bool | None = None  # None: Megatron-LM's default for the precision
@@ -135,6 +136,7 @@ def enumerate_layouts(
     lay["overlap_grad"] = np.full(len(cols), opt.overlap_grad_reduce)
     lay["overlap_tp"] = np.full(len(cols), opt.overlap_tp_comm)
     lay["flash"] = np.full(len(cols), opt.flash_attention)
+    lay["flash1"] = np.full(len(cols), opt.attention_kernel == "flash1")
     lay["shard"] = np.zeros(len(cols))  # ZeRO-3 over the whole dp·cp group (no HSDP search)
     lay["fp32_grads"] = np.full(len(cols), fp32_grads(opt.fp32_grad_accumulation, opt.precision))
     return lay, rejected

@@ -179,6 +179,12 @@ class Layout(BaseModel):
     )
     overlap_tp_comm: bool = Field(False, description="Overlap tensor-parallel collectives with GEMMs.")
     flash_attention: bool = True
+    attention_kernel: Literal["flash2", "flash1"] = Field(
+        "flash2",
+        description="Which FlashAttention runs when flash_attention is on: flash2 (FlashAttention-2, as in "
+        "PyTorch's SDPA and flash-attn ≥ 2) or flash1 (flash-attn 1.x); each reaches its published share of "
+        "the tensor peak (gpus.yaml).",
+    )
     embedding_stages: Literal["first-last", "balanced"] = Field(
         "first-last",
         description="Embedding and output layer on the first/last stages, or as their own slots.",
@@ -261,6 +267,7 @@ def layout_arrays(layout: Layout, n_gpus: int, precision: str = "bf16") -> dict[
         "overlap_grad": layout.overlap_grad_reduce,
         "overlap_tp": layout.overlap_tp_comm,
         "flash": layout.flash_attention,
+        "flash1": layout.attention_kernel == "flash1",
         "balanced": layout.embedding_stages == "balanced",
         "fp32_grads": fp32_grads(layout.fp32_grad_accumulation, precision),
     } | _stage_split(layout)
