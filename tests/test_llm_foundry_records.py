@@ -1,7 +1,7 @@
 """The MPT and MPT-FP8 measured runs are every row of llm-foundry's benchmark tables, transcribed exactly
 (the tables are vendored verbatim in tests/data/llm_foundry_benchmarks.md), and predicting them uses
-the mechanisms the tables exercise: tokens per second per GPU as the metric, FlashAttention v1 at its
-published share of the tensor peak, learned position tables as long as the run's sequence."""
+the mechanisms the tables exercise: tokens per second per GPU as the metric, Triton FlashAttention at
+its published share of the tensor peak, learned position tables as long as the run's sequence."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def test_every_table_row_is_one_record_with_the_tables_numbers(mpt_records):
         assert rec.layout["recompute"] == ("full" if ckpt == "True" else "none"), rec.id
         assert rec.layout["zero"] == (2 if shard == "SHARD_GRAD_OP" else 3), rec.id
         assert rec.layout.get("fp32_grad_accumulation") == (False if mp == "PURE" else None), rec.id
-        assert rec.layout["attention_kernel"] == "flash1"
+        assert rec.layout["attention_kernel"] == "triton"  # the yamls' attn_impl
 
 
 def test_learned_positions_cover_the_runs_sequence():

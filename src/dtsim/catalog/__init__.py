@@ -45,7 +45,7 @@ class Micro:
     nics_per_gpu: float
     source: str
     l1_bytes_per_sm: float | None = None  # combined L1 / shared memory per SM (SRAM totals, seed 002 Table 2)
-    # best fraction of the dense 16-bit tensor peak each FlashAttention kernel ("flash2", "flash1") reaches
+    # best fraction of the dense 16-bit tensor peak each FlashAttention kernel ("flash2", "flash1", "triton") reaches
     # on this generation (gpus.yaml sources); empty where no measurement is published
     flash_attention_efficiency: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
 

@@ -31,6 +31,13 @@ def render() -> str:
         "schema as the bundled files).",
         "",
     ]
+    pooled = result.datacenter_check
+    if pooled["runs"]:
+        out += [
+            f"**Datacenter check runs pooled:** {pooled['runs']}, median |error| "
+            f"{pooled['median_abs_error']:.1%} (issue 13 aims at 7 %).",
+            "",
+        ]
     out += [
         "**Fit verdicts.** Every measured training run here ran, so the right memory verdict for each is",
         f'"fits": {result.fit_verdicts_text()}.',

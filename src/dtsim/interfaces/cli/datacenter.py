@@ -84,10 +84,21 @@ AttentionKernelOpt = Annotated[
     str,
     typer.Option(
         "--attention-kernel",
-        help="flash2 (FlashAttention-2: PyTorch SDPA, flash-attn ≥ 2) | flash1 (flash-attn 1.x), each at its "
-        "published share of the tensor peak.",
+        help="flash2 (FlashAttention-2: flash-attn ≥ 2, PyTorch ≥ 2.2 SDPA) | flash1 (flash-attn 1.x) | triton "
+        "(Triton FlashAttention), each no faster than its published share of the tensor peak.",
     ),
 ]
+
+
+def check_attention_kernel(kernel: str) -> None:
+    from dtsim.models.datacenter.workload import ATTENTION_KERNELS
+
+    if kernel not in ATTENTION_KERNELS:
+        raise ScenarioError(
+            [("--attention-kernel", kernel, f"must be one of {', '.join(ATTENTION_KERNELS)}")]
+        )
+
+
 TokensOpt = Annotated[
     float | None,
     typer.Option("--tokens", help="Training tokens (e.g. 15e12): report days, GPU-hours, cost and energy."),
@@ -396,6 +407,7 @@ def step(
 
     try:
         doc = calibration_option(calibration)
+        check_attention_kernel(attention_kernel)
         arch = resolve_model(model, {k: v for k, v in locals().items() if k in SHAPE_FLAGS})
         given = {k: v for k, v in locals().items() if k in CLUSTER_FLAGS and v is not None}
         cluster = build(Cluster, given, "cluster.")
@@ -520,6 +532,7 @@ def plan(
 
     try:
         doc = calibration_option(calibration)
+        check_attention_kernel(attention_kernel)
         given = {k: v for k, v in locals().items() if k in CLUSTER_FLAGS and v is not None}
         cluster = build(Cluster, given, "cluster.")
         if gbs < 1 or top < 1 or dp_multiple < 1 or gbs_multiple < 1:
@@ -534,8 +547,6 @@ def plan(
             )
         if precision not in ("bf16", "fp16", "fp8"):
             raise ScenarioError([("precision", precision, "must be bf16, fp16 or fp8")])
-        if attention_kernel not in ("flash2", "flash1"):
-            raise ScenarioError([("--attention-kernel", attention_kernel, "must be flash2 or flash1")])
         opt = PlanOptions(
             gbs=gbs,
             seq_len=seq_len,

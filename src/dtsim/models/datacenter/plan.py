@@ -22,6 +22,7 @@ from dtsim.catalog.calibration_file import calibration_in_use
 from dtsim.errors import ScenarioError
 from dtsim.models.datacenter.step import LayoutPerformance, annotated_performance, evaluate, resolve_hardware
 from dtsim.models.datacenter.workload import (
+    ATTENTION_KERNELS,
     PRECISION_BITS,
     RECOMPUTES,
     SCHEDULES,
@@ -46,7 +47,7 @@ class PlanOptions:
     recompute_choices: tuple[str, ...] = RECOMPUTES
     schedule_choices: tuple[str, ...] = SCHEDULES
     flash_attention: bool = True
-    attention_kernel: str = "flash2"  # flash2 | flash1 (Layout.attention_kernel)
+    attention_kernel: str = "flash2"  # one of ATTENTION_KERNELS (Layout.attention_kernel)
     overlap_grad_reduce: bool = True
     overlap_tp_comm: bool = False
     fp32_grad_accumulation: bool | None = None  # None: Megatron-LM's default for the precision
@@ -136,7 +137,7 @@ def enumerate_layouts(
     lay["overlap_grad"] = np.full(len(cols), opt.overlap_grad_reduce)
     lay["overlap_tp"] = np.full(len(cols), opt.overlap_tp_comm)
     lay["flash"] = np.full(len(cols), opt.flash_attention)
-    lay["flash1"] = np.full(len(cols), opt.attention_kernel == "flash1")
+    lay["attn_kernel"] = np.full(len(cols), ATTENTION_KERNELS.index(opt.attention_kernel))
     lay["shard"] = np.zeros(len(cols))  # ZeRO-3 over the whole dp·cp group (no HSDP search)
     lay["fp32_grads"] = np.full(len(cols), fp32_grads(opt.fp32_grad_accumulation, opt.precision))
     return lay, rejected
@@ -202,6 +203,10 @@ def plan(
     """Rank every valid layout of `a` on `cluster` by step time (`dtsim plan`); `calibration` (a file
     written by `dtsim calibrate --out`, or its document) replaces catalog/calibration.yaml."""
     problems = run_budget_problems(opt.tokens, opt.usd_per_gpu_hour)
+    if opt.attention_kernel not in ATTENTION_KERNELS:
+        problems.append(
+            ("attention_kernel", opt.attention_kernel, f"must be one of {', '.join(ATTENTION_KERNELS)}")
+        )
     if problems:
         raise ScenarioError(problems)
     with calibration_in_use(calibration):
@@ -266,6 +271,8 @@ def _performance(lay, out, i: int, opt: PlanOptions, cluster: Cluster, asm: Assu
         "recompute": RECOMPUTES[int(row["recompute"])],
         "schedule": SCHEDULES[int(row["schedule"])],
         "embedding_stages": "balanced" if row["balanced"] else "first-last",
+        "flash_attention": opt.flash_attention,
+        "attention_kernel": opt.attention_kernel,
     }
     perf = annotated_performance(out, i, layout, cluster, asm, opt.tokens, opt.usd_per_gpu_hour)
     return LayoutPerformance(layout=layout, **perf)

@@ -28,6 +28,7 @@ from dtsim.models.datacenter.plausibility import mfu_warning
 # The inputs live in workload.py; they are re-exported here so that `from dtsim.models.datacenter.step
 # import Cluster, Layout, Workload, step` reads the whole model from one place.
 from dtsim.models.datacenter.workload import (
+    ATTENTION_KERNELS,
     PRECISION_BITS,
     RECOMPUTES,
     SCHEDULES,
@@ -197,7 +198,7 @@ def _flash_kernel_head_dim(d, asm: Assumptions):
     )
 
 
-def _attention_core(a: Architecture, tp, cp, mbs, s, flash, flash1, micro, bits, derate, asm):
+def _attention_core(a: Architecture, tp, cp, mbs, s, flash, kernel, micro, bits, derate, asm):
     """Forward and backward time of the score and context matmuls (plus softmax traffic when not
     using FlashAttention) for one layer and one micro-batch on one GPU."""
     heads = a.heads / tp
@@ -227,7 +228,8 @@ def _attention_core(a: Architecture, tp, cp, mbs, s, flash, flash1, micro, bits,
         # FlashAttention's fused kernel reaches at best `eff` of the 16-bit tensor peak (Dao 2023; Shah et
         # al. 2024), below the GEMM model's rate for its two matmuls: 4·sq·s·d FLOPs per head forward
         # (FlashAttention-2 §4.1), flash_backward_factor × that backward, both skipping masked blocks.
-        eff = np.where(flash1, effs.get("flash1", effs["flash2"]), effs["flash2"])
+        # kernel: an index into ATTENTION_KERNELS; one without a figure here gets FlashAttention-2's
+        eff = np.asarray([effs.get(k, effs["flash2"]) for k in ATTENTION_KERNELS])[kernel]
         flop = count * 2.0 * sq * s * (dqk + dv) * causal
         rate = eff * micro.peak_flop_s(16)
         fwd = np.where(flash, np.maximum(fwd, flop / rate), fwd)
@@ -252,13 +254,13 @@ def evaluate(
     """Step time, throughput and memory for layouts given as arrays (or scalars) in `lay`:
     dp, tp, pp, vpp, cp, ep, sp, mbs, gbs, zero (0–3), shard (HSDP shard group; 0: all of dp·cp),
     recompute (0 none, 1 selective, 2 full), schedule (index into SCHEDULES), overlap_grad, overlap_tp,
-    flash, flash1 (FlashAttention v1 rather than v2; optional), balanced (embedding stages), fp32_grads (gradients accumulated and reduced in FP32, else in
+    flash, attn_kernel (optional: index into ATTENTION_KERNELS, default FlashAttention-2), balanced (embedding stages), fp32_grads (gradients accumulated and reduced in FP32, else in
     the weights' width); optionally first_layers, mid_layers, last_layers (an explicit
     pipeline split, layout_arrays of a Layout with pp_layers)."""
     f = {k: np.asarray(v) for k, v in lay.items()}
     dp, tp, pp, vpp, cp, ep = (f[k].astype(float) for k in ("dp", "tp", "pp", "vpp", "cp", "ep"))
     sp, flash, balanced = f["sp"].astype(bool), f["flash"].astype(bool), f["balanced"].astype(bool)
-    flash1 = f["flash1"].astype(bool) if "flash1" in f else np.zeros_like(flash)
+    kernel = f["attn_kernel"].astype(int) if "attn_kernel" in f else np.zeros(np.shape(flash), dtype=int)
     mbs, gbs = f["mbs"].astype(float), f["gbs"].astype(float)
     zero, recompute, schedule = f["zero"], f["recompute"], f["schedule"]
     micro = hw.micro
@@ -273,7 +275,7 @@ def evaluate(
     # --- one micro-batch through one layer on one GPU --------------------------------------------------
     def layer_times(moe_layer: bool):
         fwd, bwd = _gemm_set_time(_layer_gemms(a, tp, tokens, moe_layer, ep), micro, bits, clock_derate)
-        af, ab = _attention_core(a, tp, cp, mbs, s, flash, flash1, micro, bits, clock_derate, asm)
+        af, ab = _attention_core(a, tp, cp, mbs, s, flash, kernel, micro, bits, clock_derate, asm)
         ffn = (a.moe.expert_ffn or a.ffn_size) * a.moe.top_k if (moe_layer and a.moe) else a.ffn_size
         replicated = 11.0 * h * np.where(sp, 1.0 / tp, 1.0)  # norms and bias-dropout-residual adds
         sharded = (a.ffn_matrices + 1.0) * ffn / tp  # activation function read/write

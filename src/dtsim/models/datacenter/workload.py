@@ -179,11 +179,12 @@ class Layout(BaseModel):
     )
     overlap_tp_comm: bool = Field(False, description="Overlap tensor-parallel collectives with GEMMs.")
     flash_attention: bool = True
-    attention_kernel: Literal["flash2", "flash1"] = Field(
+    attention_kernel: Literal["flash2", "flash1", "triton"] = Field(
         "flash2",
-        description="Which FlashAttention runs when flash_attention is on: flash2 (FlashAttention-2, as in "
-        "PyTorch's SDPA and flash-attn ≥ 2) or flash1 (flash-attn 1.x); each reaches its published share of "
-        "the tensor peak (gpus.yaml).",
+        description="Which FlashAttention runs when flash_attention is on: flash2 (FlashAttention-2: "
+        "flash-attn ≥ 2, PyTorch ≥ 2.2 SDPA), flash1 (flash-attn 1.x) or triton (the Triton implementation, "
+        "e.g. llm-foundry's attn_impl: triton); each no faster than its published share of the tensor peak "
+        "(gpus.yaml).",
     )
     embedding_stages: Literal["first-last", "balanced"] = Field(
         "first-last",
@@ -235,6 +236,9 @@ def run_budget_problems(tokens: float | None, usd_per_gpu_hour: float | None) ->
     return problems
 
 
+ATTENTION_KERNELS = ("flash2", "flash1", "triton")  # Layout.attention_kernel, as the "attn_kernel" column
+
+
 def fp32_grads(flag: bool | None, precision: str) -> bool:
     """Whether gradients are accumulated and reduced in FP32. Megatron-LM's default: bf16 training
     forces it ("bfloat16 requires gradient accumulation and all-reduce to be done in fp32",
@@ -267,7 +271,7 @@ def layout_arrays(layout: Layout, n_gpus: int, precision: str = "bf16") -> dict[
         "overlap_grad": layout.overlap_grad_reduce,
         "overlap_tp": layout.overlap_tp_comm,
         "flash": layout.flash_attention,
-        "flash1": layout.attention_kernel == "flash1",
+        "attn_kernel": ATTENTION_KERNELS.index(layout.attention_kernel),
         "balanced": layout.embedding_stages == "balanced",
         "fp32_grads": fp32_grads(layout.fp32_grad_accumulation, precision),
     } | _stage_split(layout)
