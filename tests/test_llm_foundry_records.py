@@ -69,12 +69,18 @@ def test_every_table_row_is_one_record_with_the_tables_numbers(mpt_records):
 
 def test_learned_positions_cover_the_runs_sequence():
     """llm-foundry's parameter counts grow by max_seq_len × d_model with the sequence (MPT-1B: 1,315,950,592
-    at 2,048 tokens, 1,445,974,016 at 65,536), so the predictor sizes the position table to the run."""
+    at 2,048 tokens, 1,445,974,016 at 65,536): step and plan size a learned position table to the run's
+    sequence (transformer.at_sequence); rotary and ALiBi models are unchanged."""
+    from dtsim.models.datacenter.step import step
+    from dtsim.physics.transformer import at_sequence
+
     rec = next(r for r in load_dataset().records if r.id == "MPT-1B-A100-80-8-s65536")
-    w = predict.datacenter_workload(rec)
     base = get_architecture("mpt-1b")
-    grown = count_params(w.model).total - count_params(base).total
-    assert grown == (65536 - 2048) * base.hidden
+    r = step(predict.datacenter_workload(rec))
+    assert r.params_b * 1e9 == pytest.approx(count_params(base).total + (65536 - 2048) * base.hidden)
+    assert at_sequence(base, 1024) is base
+    llama = get_architecture("llama2-70b")
+    assert at_sequence(llama, 8 * llama.seq_len) is llama
 
 
 def test_tokens_per_second_is_what_the_step_implies(mpt_records):

@@ -165,6 +165,15 @@ def ffn_params(a: Architecture, size: int) -> tuple[int, int]:
     return mats + biases, mats
 
 
+def at_sequence(a: Architecture, seq_len: int) -> Architecture:
+    """`a` as trained at `seq_len`: a learned position table has a row per position of the sequence
+    trained on, so it grows past the architecture's own length (llm-foundry's benchmark parameter
+    counts grow by max_seq_len × d_model with the sequence); other architectures are unchanged."""
+    if a.positions == "learned" and seq_len > a.seq_len:
+        return a.model_copy(update={"seq_len": seq_len})
+    return a
+
+
 def count_params(a: Architecture) -> ParamCount:
     h = a.hidden
     norm = 2 * h if a.norm == "layernorm" else h  # LayerNorm has a gain and a bias, RMSNorm a gain

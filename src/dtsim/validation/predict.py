@@ -39,10 +39,6 @@ def datacenter_workload(rec):
     from dtsim.physics.transformer import get_architecture
 
     arch = get_architecture(rec.model)
-    if arch.positions == "learned" and rec.seq_len and rec.seq_len > arch.seq_len:
-        # a learned position table has a row per position of the sequence trained on (llm-foundry's
-        # benchmarks set the model's max_seq_len to the run's, as their parameter counts show)
-        arch = arch.model_copy(update={"seq_len": rec.seq_len})
     cluster = build(Cluster, dict(rec.cluster), "cluster.")
     layout = build(Layout, dict(rec.layout), "layout.")
     workload = Workload(
@@ -64,7 +60,7 @@ def _convention_flop_per_step(rec, w, r) -> float:
         return r.hardware_flop_per_step
     # mpt: llm-foundry counts 3 (MFU) or 4 (HFU, with activation checkpointing) forward passes
     recompute = rec.metric == "hfu" and w.layout.recompute != "none"
-    return mpt_flops_per_token(w.model, recompute, w.seq_len) * w.layout.gbs * (w.seq_len or w.model.seq_len)
+    return mpt_flops_per_token(w.model, recompute, w.seq_len) * _tokens_per_step(w)
 
 
 def _tokens_per_step(w) -> int:
@@ -84,7 +80,7 @@ def predict_datacenter(rec) -> tuple[float, dict[str, Any]]:
     r = step(w)
     n, t = r.n_gpus, r.step_time_s
     if rec.metric == "tokens_per_s_per_gpu":
-        value = _tokens_per_step(w) / (t * n)
+        value = r.tokens_per_s / n
     else:
         per_gpu = _convention_flop_per_step(rec, w, r) / (t * n)
         value = (

@@ -91,12 +91,11 @@ AttentionKernelOpt = Annotated[
 
 
 def check_attention_kernel(kernel: str) -> None:
-    from dtsim.models.datacenter.workload import ATTENTION_KERNELS
+    from dtsim.models.datacenter.workload import attention_kernel_problems
 
-    if kernel not in ATTENTION_KERNELS:
-        raise ScenarioError(
-            [("--attention-kernel", kernel, f"must be one of {', '.join(ATTENTION_KERNELS)}")]
-        )
+    problems = attention_kernel_problems(kernel, "--attention-kernel")
+    if problems:
+        raise ScenarioError(problems)
 
 
 TokensOpt = Annotated[

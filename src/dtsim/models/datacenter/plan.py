@@ -26,11 +26,13 @@ from dtsim.models.datacenter.workload import (
     PRECISION_BITS,
     RECOMPUTES,
     SCHEDULES,
+    AttentionKernel,
     Cluster,
+    attention_kernel_problems,
     fp32_grads,
     run_budget_problems,
 )
-from dtsim.physics.transformer import Architecture, count_params
+from dtsim.physics.transformer import Architecture, at_sequence, count_params
 
 
 @dataclass
@@ -47,7 +49,7 @@ class PlanOptions:
     recompute_choices: tuple[str, ...] = RECOMPUTES
     schedule_choices: tuple[str, ...] = SCHEDULES
     flash_attention: bool = True
-    attention_kernel: str = "flash2"  # one of ATTENTION_KERNELS (Layout.attention_kernel)
+    attention_kernel: AttentionKernel = "flash2"  # Layout.attention_kernel
     overlap_grad_reduce: bool = True
     overlap_tp_comm: bool = False
     fp32_grad_accumulation: bool | None = None  # None: Megatron-LM's default for the precision
@@ -203,10 +205,7 @@ def plan(
     """Rank every valid layout of `a` on `cluster` by step time (`dtsim plan`); `calibration` (a file
     written by `dtsim calibrate --out`, or its document) replaces catalog/calibration.yaml."""
     problems = run_budget_problems(opt.tokens, opt.usd_per_gpu_hour)
-    if opt.attention_kernel not in ATTENTION_KERNELS:
-        problems.append(
-            ("attention_kernel", opt.attention_kernel, f"must be one of {', '.join(ATTENTION_KERNELS)}")
-        )
+    problems += attention_kernel_problems(opt.attention_kernel)
     if problems:
         raise ScenarioError(problems)
     with calibration_in_use(calibration):
@@ -218,6 +217,7 @@ def _plan(a: Architecture, cluster: Cluster, opt: PlanOptions, top: int) -> Plan
     lay, rejected = enumerate_layouts(a, cluster, opt)
     n_candidates = len(lay["dp"])
     seq = opt.seq_len or a.seq_len
+    a = at_sequence(a, seq)
     bits = PRECISION_BITS[opt.precision]
     asm = Assumptions(opt.assumptions)
     hw = resolve_hardware(cluster, opt.precision, asm=asm)

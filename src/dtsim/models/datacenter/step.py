@@ -46,6 +46,7 @@ from dtsim.physics.gemm import gemm_time, memory_bound_time
 from dtsim.physics.transformer import (
     Architecture,
     activation_bytes_per_layer,
+    at_sequence,
     attention_params,
     count_params,
     ffn_params,
@@ -223,7 +224,7 @@ def _attention_core(a: Architecture, tp, cp, mbs, s, flash, kernel, micro, bits,
     causal = np.where(flash, asm.causal_skip_fraction, 1.0)
     fwd = core * causal
     bwd_flash = asm.flash_backward_factor * core * causal
-    effs = getattr(micro, "flash_attention_efficiency", None) or {}
+    effs = micro.flash_attention_efficiency
     if "flash2" in effs:
         # FlashAttention's fused kernel reaches at best `eff` of the 16-bit tensor peak (Dao 2023; Shah et
         # al. 2024), below the GEMM model's rate for its two matmuls: 4·sq·s·d FLOPs per head forward
@@ -716,6 +717,7 @@ def _step(workload: Workload, clock_derate: float | None, calibrated: bool) -> S
     hw = resolve_hardware(workload.cluster, workload.precision, calibrated, asm)
     col = layout_arrays(workload.layout, workload.cluster.n_gpus, workload.precision)
     seq = workload.seq_len or a.seq_len
+    a = at_sequence(a, seq)
     out = evaluate(a, hw, col, asm, seq, PRECISION_BITS[workload.precision], clock_derate)
     v = {k: float(np.asarray(x).reshape(-1)[0]) for k, x in out.items()}
     usable = asm.usable_memory_fraction * hw.memory_bytes / 1e9

@@ -5,7 +5,7 @@ validation alike)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -153,6 +153,10 @@ class Cluster(BaseModel):
         return self.nodes * self.gpus_per_node
 
 
+AttentionKernel = Literal["flash2", "flash1", "triton"]
+ATTENTION_KERNELS: tuple[str, ...] = get_args(AttentionKernel)  # as the "attn_kernel" column: an index
+
+
 class Layout(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     dp: int | None = Field(None, ge=1, description="Data-parallel degree (default: GPUs / (tp·pp·cp)).")
@@ -179,7 +183,7 @@ class Layout(BaseModel):
     )
     overlap_tp_comm: bool = Field(False, description="Overlap tensor-parallel collectives with GEMMs.")
     flash_attention: bool = True
-    attention_kernel: Literal["flash2", "flash1", "triton"] = Field(
+    attention_kernel: AttentionKernel = Field(
         "flash2",
         description="Which FlashAttention runs when flash_attention is on: flash2 (FlashAttention-2: "
         "flash-attn ≥ 2, PyTorch ≥ 2.2 SDPA), flash1 (flash-attn 1.x) or triton (the Triton implementation, "
@@ -236,7 +240,11 @@ def run_budget_problems(tokens: float | None, usd_per_gpu_hour: float | None) ->
     return problems
 
 
-ATTENTION_KERNELS = ("flash2", "flash1", "triton")  # Layout.attention_kernel, as the "attn_kernel" column
+def attention_kernel_problems(kernel: str, name: str = "attention_kernel") -> list[tuple[str, Any, str]]:
+    """What is wrong with an attention kernel given as `name` (`step` and `plan` alike)."""
+    if kernel in ATTENTION_KERNELS:
+        return []
+    return [(name, kernel, f"must be one of {', '.join(ATTENTION_KERNELS)}")]
 
 
 def fp32_grads(flag: bool | None, precision: str) -> bool:
