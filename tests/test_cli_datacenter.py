@@ -638,3 +638,26 @@ def test_attention_kernel_flag_reaches_step_and_plan_and_refuses_unknown_kernels
     )
     assert plan.exit_code == 0, plan.output
     assert {r["layout"]["attention_kernel"] for r in json.loads(plan.stdout)["layouts"]} == {"triton"}
+
+
+def test_moe_flags_reach_step_and_plan_and_refuse_dense_models():
+    """Issue 13 item 5: `--moe-imbalance` and `--moe-capacity-factor` on step and plan; a capacity below
+    the load warns that tokens are dropped; a dense model refuses them, naming the flag's field."""
+    base = ["step", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--nodes", "4", "--tp", "2"]
+    base += ["--ep", "8", "--gbs", "64", "--seq-len", "4096", "--json"]
+    extras = ([], ["--moe-imbalance", "1.5"], ["--moe-capacity-factor", "1", "--moe-imbalance", "1.5"])
+    runs = [runner.invoke(app, base + e) for e in extras]
+    assert all(r.exit_code == 0 for r in runs), runs[0].output
+    even, skew, dropping = (json.loads(r.stdout) for r in runs)
+    assert skew["step_time_s"] > even["step_time_s"] and skew["layout"]["moe_imbalance"] == 1.5
+    assert any("drops at least 33%" in w for w in dropping["warnings"])
+    plain = runner.invoke(app, [*base[:-1], "--moe-capacity-factor", "1", "--moe-imbalance", "1.5"])
+    assert "warning:" in plain.output and "drops" in plain.output
+    for cmd in (["step", "--model", "gpt2"], ["plan", "--model", "gpt2", "--nodes", "1"]):
+        bad = runner.invoke(app, [*cmd, "--moe-imbalance", "1.2"])
+        assert bad.exit_code != 0 and "Traceback" not in bad.output
+        assert "moe_imbalance = 1.2: needs an MoE model" in bad.output
+    bad = runner.invoke(
+        app, ["plan", "--model", "mixtral-8x7b", "--nodes", "4", "--moe-capacity-factor", "-1"]
+    )
+    assert bad.exit_code != 0 and "moe_capacity_factor = -1.0" in bad.output

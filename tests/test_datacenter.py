@@ -657,6 +657,49 @@ def test_attention_stays_16_bit_in_fp8_training():
     assert _attention("b200", 4096, bits=8, precision="fp8")[:2] == _attention("b200", 4096)[:2]
 
 
+def test_fp8_pays_for_its_casts_and_keeps_the_lm_head_16_bit():
+    """Issue 13 item 5 (FP8 with its real speed-up): every FP8 GEMM first quantizes its 16-bit operands
+    (Transformer Engine's cast-transpose), a memory-bound cost that the halved GEMM time does not hide,
+    and the output layer stays 16-bit. So FP8 is faster than BF16 but by less than the 2x peak ratio;
+    zero cast bytes make it faster; the cast cost grows with the bytes charged."""
+    from dtsim.models.datacenter.step import _fp8_cast_time
+
+    def run(precision, **asm):
+        return step(
+            Workload(
+                model="mpt-3b",
+                seq_len=2048,
+                precision=precision,
+                cluster=Cluster(gpu="h100-sxm"),
+                layout=Layout(zero=3, mbs=8, gbs=512),
+                assumptions=asm,
+            )
+        )
+
+    bf16, fp8 = run("bf16"), run("fp8")
+    free = run("fp8", fp8_cast_bytes_per_element=0)
+    assert free.step_time_s < fp8.step_time_s < bf16.step_time_s
+    assert bf16.step_time_s / fp8.step_time_s < 2.0
+    hw = resolve_hardware(Cluster(gpu="h100-sxm"), "fp8")
+    gemms = [(7680.0, 2560.0, 16384.0, 1.0)]
+    f4, b4 = _fp8_cast_time(gemms, hw.micro, Assumptions({}))
+    f8, b8 = _fp8_cast_time(gemms, hw.micro, Assumptions({"fp8_cast_bytes_per_element": 8}))
+    assert f8 == pytest.approx(2 * f4) and b8 == pytest.approx(2 * b4)
+    # forward casts the input (2560 wide) and the weight, backward the output gradient (7680 wide)
+    rate = hw.micro.hbm_bytes_per_s * Assumptions({}).hbm_efficiency
+    assert f4 == pytest.approx(4 * (2560 * 16384 + 7680 * 2560) / rate)
+    assert b4 == pytest.approx(4 * 7680 * 16384 / rate)
+    # a model that is almost all LM head gains almost nothing from FP8
+    head = {"name": "head", "hidden": 2048, "heads": 16, "layers": 1, "vocab": 256000, "seq_len": 2048}
+    t = {
+        p: step(
+            Workload(model=head, precision=p, cluster=Cluster(gpu="h100-sxm"), layout=Layout(mbs=8, gbs=64))
+        ).step_time_s
+        for p in ("bf16", "fp8")
+    }
+    assert t["fp8"] > 0.85 * t["bf16"]
+
+
 def test_attention_kernel_is_a_layout_choice_that_step_and_plan_honour():
     base = dict(model="mpt-7b", seq_len=32768, cluster=Cluster(gpu="a100-80gb"))
     lay = dict(tp=1, zero=3, mbs=1, gbs=16, recompute="full")
@@ -750,3 +793,50 @@ def test_h800_is_an_h100_with_less_than_half_the_nvlink():
     ratio = h800.breakdown_s["tp_comm"] / h100.breakdown_s["tp_comm"]
     assert 1.9 < ratio < 2.25  # bandwidth-bound, less the per-step latency both pay
     assert h800.step_time_s > h100.step_time_s
+
+
+def _moe_step(**layout):
+    return step(
+        Workload(
+            model="mixtral-8x7b",
+            seq_len=4096,
+            cluster=Cluster(gpu="h100-sxm", nodes=4),
+            layout=Layout(tp=2, ep=8, zero=1, gbs=64, recompute="selective", **layout),
+        )
+    )
+
+
+def test_moe_capacity_and_imbalance_set_the_pace_of_expert_layers():
+    """Issue 13 item 5 (MoE capacity factor, token imbalance): the busiest expert-parallel rank sets the
+    pace. A dropless run with a 1.5× imbalance, or a capacity factor of 1.25 (padded buffers), is slower
+    than a balanced one, in its expert GEMMs and its all-to-all, and needs more activation memory; a
+    capacity below the load drops tokens and says so; the step scales with the load, not arbitrarily."""
+    base = _moe_step()
+    skewed = _moe_step(moe_imbalance=1.5)
+    capped = _moe_step(moe_capacity_factor=1.25)
+    assert base.step_time_s < capped.step_time_s < skewed.step_time_s
+    assert base.breakdown_s["tp_comm"] < capped.breakdown_s["tp_comm"] < skewed.breakdown_s["tp_comm"]
+    assert base.breakdown_s["forward"] < skewed.breakdown_s["forward"]
+    assert base.memory_per_gpu_gb < capped.memory_per_gpu_gb < skewed.memory_per_gpu_gb
+    assert not base.warnings and not skewed.warnings and not capped.warnings
+    # a capacity of 1.0 under a 1.5× imbalance drops a third of the busiest rank's tokens and runs as a
+    # balanced dropless run does
+    dropping = _moe_step(moe_capacity_factor=1.0, moe_imbalance=1.5)
+    assert dropping.step_time_s == pytest.approx(base.step_time_s)
+    assert any("drops at least 33%" in w for w in dropping.warnings)
+    assert dropping.layout["moe_capacity_factor"] == 1.0
+
+
+def test_moe_options_need_an_moe_model_and_plan_honours_them():
+    with pytest.raises(ScenarioError, match=r"moe_imbalance.*needs an MoE model"):
+        step(Workload(model="gpt2", layout=Layout(gbs=8, moe_imbalance=1.2)))
+    with pytest.raises(ScenarioError, match="moe_capacity_factor"):
+        plan(get_architecture("llama2-70b"), Cluster(nodes=8), PlanOptions(gbs=512, moe_capacity_factor=1.25))
+    with pytest.raises(ScenarioError, match="moe_imbalance"):
+        plan(get_architecture("mixtral-8x7b"), Cluster(nodes=4), PlanOptions(gbs=64, moe_imbalance=0.5))
+    arch = get_architecture("mixtral-8x7b")
+    opts = dict(gbs=64, seq_len=4096)
+    even = plan(arch, Cluster(gpu="h100-sxm", nodes=4), PlanOptions(**opts))
+    skew = plan(arch, Cluster(gpu="h100-sxm", nodes=4), PlanOptions(**opts, moe_imbalance=2.0))
+    assert skew.ranked[0].step_time_s > even.ranked[0].step_time_s
+    assert skew.ranked[0].layout["moe_imbalance"] == 2.0 and "moe_imbalance" not in even.ranked[0].layout

@@ -12,7 +12,7 @@ attention (MLA).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -174,7 +174,9 @@ def at_sequence(a: Architecture, seq_len: int) -> Architecture:
     return a
 
 
+@lru_cache(maxsize=1024)
 def count_params(a: Architecture) -> ParamCount:
+    """Parameters of an architecture (cached: an Architecture is frozen, so hashable)."""
     h = a.hidden
     norm = 2 * h if a.norm == "layernorm" else h  # LayerNorm has a gain and a bias, RMSNorm a gain
     emb = a.vocab * h

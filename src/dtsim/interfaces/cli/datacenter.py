@@ -80,6 +80,21 @@ Fp32GradsOpt = Annotated[
         "[default: FP32 for bf16 and fp8, fp16 for fp16, as Megatron-LM does].",
     ),
 ]
+MoeCapacityOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--moe-capacity-factor",
+        help="MoE expert capacity as a multiple of the mean load (e.g. 1.25): experts compute padded "
+        "buffers of that size and drop overflow [default: dropless].",
+    ),
+]
+MoeImbalanceOpt = Annotated[
+    float,
+    typer.Option(
+        "--moe-imbalance",
+        help="Dropless MoE: routed tokens on the busiest expert-parallel rank over the mean (1 = balanced).",
+    ),
+]
 AttentionKernelOpt = Annotated[
     str,
     typer.Option(
@@ -387,6 +402,8 @@ def step(
     precision: Annotated[str, typer.Option(help="bf16 | fp16 | fp8.")] = "bf16",
     fp32_grad_accumulation: Fp32GradsOpt = None,
     attention_kernel: AttentionKernelOpt = "flash2",
+    moe_capacity_factor: MoeCapacityOpt = None,
+    moe_imbalance: MoeImbalanceOpt = 1.0,
     tokens: TokensOpt = None,
     usd_per_gpu_hour: UsdPerGpuHourOpt = None,
     layouts: Annotated[
@@ -431,6 +448,8 @@ def step(
             "overlap_tp_comm": overlap_tp,
             "fp32_grad_accumulation": fp32_grad_accumulation,
             "attention_kernel": attention_kernel,
+            "moe_capacity_factor": moe_capacity_factor,
+            "moe_imbalance": moe_imbalance,
         }
         run = {"model": arch, "cluster": cluster, "precision": precision, "tokens": tokens}
         run["usd_per_gpu_hour"] = usd_per_gpu_hour
@@ -519,6 +538,8 @@ def plan(
     precision: Annotated[str, typer.Option(help="bf16 | fp16 | fp8.")] = "bf16",
     fp32_grad_accumulation: Fp32GradsOpt = None,
     attention_kernel: AttentionKernelOpt = "flash2",
+    moe_capacity_factor: MoeCapacityOpt = None,
+    moe_imbalance: MoeImbalanceOpt = 1.0,
     tokens: TokensOpt = None,
     usd_per_gpu_hour: UsdPerGpuHourOpt = None,
     calibration: CalibrationOpt = None,
@@ -556,6 +577,8 @@ def plan(
             overlap_tp_comm=overlap_tp,
             fp32_grad_accumulation=fp32_grad_accumulation,
             attention_kernel=attention_kernel,
+            moe_capacity_factor=moe_capacity_factor,
+            moe_imbalance=moe_imbalance,
             tokens=tokens,
             usd_per_gpu_hour=usd_per_gpu_hour,
         )

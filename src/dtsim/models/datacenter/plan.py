@@ -30,6 +30,8 @@ from dtsim.models.datacenter.workload import (
     Cluster,
     attention_kernel_problems,
     fp32_grads,
+    moe_load,
+    moe_problems,
     run_budget_problems,
 )
 from dtsim.physics.transformer import Architecture, at_sequence, count_params
@@ -53,6 +55,8 @@ class PlanOptions:
     overlap_grad_reduce: bool = True
     overlap_tp_comm: bool = False
     fp32_grad_accumulation: bool | None = None  # None: Megatron-LM's default for the precision
+    moe_capacity_factor: float | None = None  # Layout.moe_capacity_factor (None: dropless)
+    moe_imbalance: float = 1.0  # Layout.moe_imbalance
     tokens: float | None = None  # training tokens: each layout reports days, GPU-hours, cost and energy
     usd_per_gpu_hour: float | None = None
     assumptions: dict[str, Any] = field(default_factory=dict)
@@ -142,6 +146,7 @@ def enumerate_layouts(
     lay["attn_kernel"] = np.full(len(cols), ATTENTION_KERNELS.index(opt.attention_kernel))
     lay["shard"] = np.zeros(len(cols))  # ZeRO-3 over the whole dp·cp group (no HSDP search)
     lay["fp32_grads"] = np.full(len(cols), fp32_grads(opt.fp32_grad_accumulation, opt.precision))
+    lay["moe_load"] = np.full(len(cols), moe_load(opt.moe_capacity_factor, opt.moe_imbalance))
     return lay, rejected
 
 
@@ -206,6 +211,7 @@ def plan(
     written by `dtsim calibrate --out`, or its document) replaces catalog/calibration.yaml."""
     problems = run_budget_problems(opt.tokens, opt.usd_per_gpu_hour)
     problems += attention_kernel_problems(opt.attention_kernel)
+    problems += moe_problems(a, opt.moe_capacity_factor, opt.moe_imbalance)
     if problems:
         raise ScenarioError(problems)
     with calibration_in_use(calibration):
@@ -274,6 +280,8 @@ def _performance(lay, out, i: int, opt: PlanOptions, cluster: Cluster, asm: Assu
         "flash_attention": opt.flash_attention,
         "attention_kernel": opt.attention_kernel,
     }
+    if opt.moe_capacity_factor is not None or opt.moe_imbalance != 1.0:
+        layout |= {"moe_capacity_factor": opt.moe_capacity_factor, "moe_imbalance": opt.moe_imbalance}
     perf = annotated_performance(out, i, layout, cluster, asm, opt.tokens, opt.usd_per_gpu_hour)
     return LayoutPerformance(layout=layout, **perf)
 

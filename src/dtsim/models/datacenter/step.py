@@ -37,6 +37,7 @@ from dtsim.models.datacenter.workload import (
     Workload,
     check_layout,
     layout_arrays,
+    moe_dropped_fraction,
 )
 from dtsim.models.network import ClusterNetwork, cluster_network
 from dtsim.physics import collectives as coll
@@ -135,8 +136,9 @@ def resolve_hardware(
     )
 
 
-def _layer_gemms(a: Architecture, tp, tokens, moe_layer: bool, ep):
-    """[(d1, d2, b, count)] for the weight GEMMs of one layer on one GPU, forward pass."""
+def _layer_gemms(a: Architecture, tp, tokens, moe_layer: bool, ep, load=1.0):
+    """[(d1, d2, b, count)] for the weight GEMMs of one layer on one GPU, forward pass. `load`: routed
+    tokens on this (the busiest) expert-parallel rank over the mean (moe_load)."""
     h = a.hidden
     out = []
     if a.attention == "mla" and a.mla is not None:
@@ -158,7 +160,8 @@ def _layer_gemms(a: Architecture, tp, tokens, moe_layer: bool, ep):
     if moe_layer and a.moe is not None:
         e_ffn = a.moe.expert_ffn or a.ffn_size
         local_experts = a.moe.experts / ep
-        routed_tokens = tokens * ep * a.moe.top_k / a.moe.experts  # tokens each local expert receives
+        # tokens each local expert receives: the mean, times the busiest rank's load
+        routed_tokens = tokens * ep * a.moe.top_k / a.moe.experts * load
         out += [
             (a.moe.experts, h, tokens, 1.0),  # router
             (up * e_ffn / tp, h, routed_tokens, local_experts),
@@ -189,6 +192,25 @@ def _gemm_set_time(gemms, micro, bits, derate):
         fwd = fwd + count * f
         bwd = bwd + count * (f + w)  # input gradient (same shape) + weight gradient
     return fwd, bwd
+
+
+def _fp8_cast_time(gemms, micro, asm: Assumptions):
+    """Forward and backward time of the casts an FP8 GEMM set needs on one GPU (memory-bound).
+
+    Transformer Engine quantizes each FP8 GEMM's 16-bit operands first: forward, the input
+    activations (d2·b elements) and the weights (d1·d2, on every micro-batch unless the caller caches
+    them); backward, the output gradients (d1·b). Each cast reads the 16-bit tensor and writes an FP8
+    copy plus a transposed FP8 copy (fused cast-transpose), because Hopper's FP8 tensor cores take
+    only the TN layout and the weight-gradient GEMM needs the other orientation (NVIDIA Transformer
+    Engine documentation, "Using FP8 with Transformer Engine"; cuBLASLt FP8 layout requirements)."""
+    act = asm.fp8_cast_bytes_per_element
+    fwd_bytes = 0.0
+    bwd_bytes = 0.0
+    for d1, d2, b, count in gemms:
+        fwd_bytes = fwd_bytes + count * act * (d2 * b + d1 * d2)
+        bwd_bytes = bwd_bytes + count * act * d1 * b
+    eff = asm.hbm_efficiency
+    return memory_bound_time(fwd_bytes, micro, eff), memory_bound_time(bwd_bytes, micro, eff)
 
 
 def _flash_kernel_head_dim(d, asm: Assumptions):
@@ -256,13 +278,15 @@ def evaluate(
     dp, tp, pp, vpp, cp, ep, sp, mbs, gbs, zero (0–3), shard (HSDP shard group; 0: all of dp·cp),
     recompute (0 none, 1 selective, 2 full), schedule (index into SCHEDULES), overlap_grad, overlap_tp,
     flash, attn_kernel (optional: index into ATTENTION_KERNELS, default FlashAttention-2), balanced (embedding stages), fp32_grads (gradients accumulated and reduced in FP32, else in
-    the weights' width); optionally first_layers, mid_layers, last_layers (an explicit
+    the weights' width), moe_load (optional: routed tokens on the busiest expert-parallel rank over the
+    mean, workload.moe_load; default 1); optionally first_layers, mid_layers, last_layers (an explicit
     pipeline split, layout_arrays of a Layout with pp_layers)."""
     f = {k: np.asarray(v) for k, v in lay.items()}
     dp, tp, pp, vpp, cp, ep = (f[k].astype(float) for k in ("dp", "tp", "pp", "vpp", "cp", "ep"))
     sp, flash, balanced = f["sp"].astype(bool), f["flash"].astype(bool), f["balanced"].astype(bool)
     kernel = f["attn_kernel"].astype(int) if "attn_kernel" in f else np.zeros(np.shape(flash), dtype=int)
     mbs, gbs = f["mbs"].astype(float), f["gbs"].astype(float)
+    moe_load = f["moe_load"].astype(float) if "moe_load" in f else 1.0
     zero, recompute, schedule = f["zero"], f["recompute"], f["schedule"]
     micro = hw.micro
     if clock_derate is None:
@@ -275,9 +299,15 @@ def evaluate(
 
     # --- one micro-batch through one layer on one GPU --------------------------------------------------
     def layer_times(moe_layer: bool):
-        fwd, bwd = _gemm_set_time(_layer_gemms(a, tp, tokens, moe_layer, ep), micro, bits, clock_derate)
+        gemms = _layer_gemms(a, tp, tokens, moe_layer, ep, moe_load)
+        fwd, bwd = _gemm_set_time(gemms, micro, bits, clock_derate)
+        if bits == 8:
+            cf, cb = _fp8_cast_time(gemms, micro, asm)
+            fwd, bwd = fwd + cf, bwd + cb
         af, ab = _attention_core(a, tp, cp, mbs, s, flash, kernel, micro, bits, clock_derate, asm)
-        ffn = (a.moe.expert_ffn or a.ffn_size) * a.moe.top_k if (moe_layer and a.moe) else a.ffn_size
+        ffn = (
+            (a.moe.expert_ffn or a.ffn_size) * a.moe.top_k * moe_load if (moe_layer and a.moe) else a.ffn_size
+        )
         replicated = 11.0 * h * np.where(sp, 1.0 / tp, 1.0)  # norms and bias-dropout-residual adds
         sharded = (a.ffn_matrices + 1.0) * ffn / tp  # activation function read/write
         elem_fwd = memory_bound_time(2.0 * tokens * (replicated + sharded), micro, asm.hbm_efficiency)
@@ -303,7 +333,8 @@ def evaluate(
     tp_f, tp_b = 2.0 * tp_one, 2.0 * tp_one
     if moe_layers:
         ep_bw, ep_alpha = net.per_rank(ep, tp)
-        a2a = coll.all_to_all_time(ep, tokens * h * 2.0 * a.moe.top_k, ep_bw, ep_alpha)
+        # the busiest rank receives moe_load × the mean (padded to capacity, or its imbalance)
+        a2a = coll.all_to_all_time(ep, tokens * h * 2.0 * a.moe.top_k * moe_load, ep_bw, ep_alpha)
         tp_f = tp_f + 2.0 * a2a * moe_layers / a.layers
         tp_b = tp_b + 2.0 * a2a * moe_layers / a.layers
     overlap_tp = f["overlap_tp"].astype(bool)
@@ -362,7 +393,9 @@ def evaluate(
         first_slots = np.where((r > 0) & (r > pp - 2.0), q + 1.0, q)
     layers_last = np.where(balanced, last_slots - 1.0, last_slots)
     first_layers = np.where(balanced, first_slots - 1.0, first_slots)
-    logits_f, logits_b = _gemm_set_time([(a.vocab / tp, h, tokens, 1.0)], micro, bits, clock_derate)
+    # The output layer stays 16-bit in FP8 training (Micikevicius et al. 2022, "FP8 Formats for Deep
+    # Learning", keep the embedding and LM head in higher precision; Transformer Engine's recipes too).
+    logits_f, logits_b = _gemm_set_time([(a.vocab / tp, h, tokens, 1.0)], micro, max(bits, 16), clock_derate)
     ce = memory_bound_time(
         tokens * a.vocab / tp * 4.0 * 3.0, micro, asm.hbm_efficiency
     )  # fp32 softmax + loss
@@ -530,6 +563,23 @@ def evaluate(
     # under full recomputation a layer keeps its input, and the layer being recomputed holds its full
     # activations (without the scores under FlashAttention).
     act = {r: activation_bytes_per_layer(a, mbs, tp, sp, r, s) / cp for r in RECOMPUTES}
+    if moe_layers:
+        # An MoE layer's FFN keeps, per token and 16-bit: its k routed copies (the permuted input, also
+        # the all-to-all receive buffer) and their expert outputs (kept for the weighted combine), 2·k·h
+        # each, and each copy's expert intermediates ((up + 1)·e_ffn/t: the up projection(s) and the
+        # activation output), all at the busiest rank's load; shared experts add their intermediates.
+        # This replaces the dense 4h FFN's 16·h/t of Korthikanti et al. 2022 (their 19·s·b·h MLP term
+        # less the input and dropout mask, which an MoE layer keeps as well). Megatron-Core's MoE
+        # token dispatcher permutes and unpermutes these buffers (megatron/core/transformer/moe).
+        e_ffn = a.moe.expert_ffn or a.ffn_size
+        up = a.ffn_matrices - 1
+        k = a.moe.top_k * moe_load
+        routed = (
+            2.0 * k * (2.0 * h + (up + 1.0) * e_ffn / tp)
+            + 2.0 * a.moe.shared_experts * (up + 1.0) * e_ffn / tp
+        )
+        extra = tokens * (routed - 16.0 * h / tp) * moe_layers / a.layers
+        act = {r: act[r] + np.where(r == "full", 0.0, extra) for r in RECOMPUTES}
     full_layer = np.where(flash, act["selective"], act["none"])
     act_layer = np.where(recompute == 2, act["full"], np.where(recompute == 1, act["selective"], full_layer))
     in_flight = np.where(
@@ -588,7 +638,8 @@ def evaluate(
         "overlap_interference": interference,
         "optimizer": optimizer,
     }
-    return {k: np.broadcast_to(v, np.shape(step)) for k, v in out.items()}
+    shape = np.shape(step)
+    return {k: v if np.shape(v) == shape else np.broadcast_to(v, shape) for k, v in out.items()}
 
 
 class RunTotals(BaseModel):
@@ -670,6 +721,14 @@ def annotated_performance(
     perf = performance_at(out, i)
     warning = mfu_warning(cluster.gpu, layout, perf["mfu"])
     perf["warnings"] = [warning] if warning else []
+    cf, imbalance = layout.get("moe_capacity_factor"), layout.get("moe_imbalance", 1.0)
+    dropped = moe_dropped_fraction(cf, imbalance)
+    if dropped > 0:
+        perf["warnings"].append(
+            f"an expert capacity of {cf:g}× the mean load drops at least {dropped:.0%} of the routed tokens "
+            f"on the busiest expert-parallel rank (load {imbalance:g}× the mean): faster than a dropless run, "
+            "but those tokens skip their experts"
+        )
     if tokens is not None:
         perf["run"] = run_totals(
             tokens, perf["tokens_per_s"], cluster.n_gpus, cluster.gpu, asm, usd_per_gpu_hour

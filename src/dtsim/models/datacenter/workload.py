@@ -203,6 +203,24 @@ class Layout(BaseModel):
         description="Accumulate and reduce gradients in FP32 (default: on for bf16 and fp8, off for fp16, as "
         "Megatron-LM does).",
     )
+    moe_capacity_factor: float | None = Field(
+        None,
+        gt=0,
+        le=64,
+        allow_inf_nan=False,
+        description="MoE expert capacity as a multiple of the mean load (GShard; Switch Transformer): every "
+        "expert computes and exchanges buffers of that many tokens, padded, and drops what overflows. "
+        "Default: dropless (Megatron-Core's default), which runs at moe_imbalance.",
+    )
+    moe_imbalance: float = Field(
+        1.0,
+        ge=1,
+        le=64,
+        allow_inf_nan=False,
+        description="Dropless MoE: routed tokens on the busiest expert-parallel rank over the mean (1: "
+        "perfectly balanced). Every rank waits for it in the all-to-all, so its expert GEMMs, its all-to-all "
+        "and its buffers set the pace and the memory.",
+    )
 
 
 class Workload(BaseModel):
@@ -282,7 +300,40 @@ def layout_arrays(layout: Layout, n_gpus: int, precision: str = "bf16") -> dict[
         "attn_kernel": ATTENTION_KERNELS.index(layout.attention_kernel),
         "balanced": layout.embedding_stages == "balanced",
         "fp32_grads": fp32_grads(layout.fp32_grad_accumulation, precision),
+        "moe_load": moe_load(layout.moe_capacity_factor, layout.moe_imbalance),
     } | _stage_split(layout)
+
+
+def moe_load(capacity_factor: float | None, imbalance: float) -> float:
+    """Routed tokens the busiest expert-parallel rank computes and receives, over the mean: the capacity
+    factor when experts run at a fixed capacity (padded buffers; GShard, Lepikhin et al. 2020 §2.2;
+    Switch Transformer, Fedus et al. 2022 §2.2), else the dropless imbalance."""
+    return capacity_factor if capacity_factor is not None else imbalance
+
+
+def moe_problems(
+    a: Architecture, capacity_factor: float | None, imbalance: float, prefix: str = ""
+) -> list[tuple[str, Any, str]]:
+    """What is wrong with an expert capacity factor and a load imbalance (`step` and `plan` alike):
+    Layout's own ranges, and both need an MoE model."""
+    try:
+        Layout(gbs=1, moe_capacity_factor=capacity_factor, moe_imbalance=imbalance)
+    except ValidationError as exc:
+        fields = {"moe_capacity_factor": capacity_factor, "moe_imbalance": imbalance}
+        return [(prefix + f, v, m) for f, v, m in validation_problems(exc, fields, field_message)]
+    given = [("moe_capacity_factor", capacity_factor)] if capacity_factor is not None else []
+    given += [("moe_imbalance", imbalance)] if imbalance != 1.0 else []
+    if a.moe is None:
+        return [(prefix + f, v, "needs an MoE model (one with moe: experts and top_k)") for f, v in given]
+    return []
+
+
+def moe_dropped_fraction(capacity_factor: float | None, imbalance: float) -> float:
+    """Routed tokens a capacity drops at least, on the busiest rank (0 when dropless or when capacity
+    covers the imbalance): 1 − capacity / load."""
+    if capacity_factor is None:
+        return 0.0
+    return max(0.0, 1.0 - capacity_factor / imbalance)
 
 
 def _stage_split(layout: Layout) -> dict[str, int]:
@@ -340,6 +391,7 @@ def check_layout(a: Architecture, layout: Layout, cluster: Cluster, seq_len: int
                 f"must be ≤ dp·cp = {dp * cp} (experts are sharded over data-parallel ranks)",
             )
         )
+    problems += moe_problems(a, layout.moe_capacity_factor, layout.moe_imbalance, "layout.")
     if layout.shard_group is not None:
         if layout.zero != 3:
             problems.append(("layout.shard_group", layout.shard_group, "needs zero = 3 (HSDP shards ZeRO-3)"))
