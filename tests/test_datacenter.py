@@ -840,3 +840,40 @@ def test_moe_options_need_an_moe_model_and_plan_honours_them():
     skew = plan(arch, Cluster(gpu="h100-sxm", nodes=4), PlanOptions(**opts, moe_imbalance=2.0))
     assert skew.ranked[0].step_time_s > even.ranked[0].step_time_s
     assert skew.ranked[0].layout["moe_imbalance"] == 2.0 and "moe_imbalance" not in even.ranked[0].layout
+
+
+def test_a_model_without_dropout_stores_no_dropout_masks():
+    """Korthikanti et al. 2022 §4.1 itemise the 34·s·b·h and 5·a·s²·b bytes of a layer; two s·b·h and
+    the a·s²·b mask plus its 2·a·s²·b output belong to dropout. A model trained without it (MPT, Llama:
+    `dropout: false`) stores 32 and 2 instead, with and without tensor and sequence parallelism; full
+    recomputation keeps only the layer input either way."""
+    from dtsim.physics.transformer import activation_bytes_per_layer
+
+    with_dropout = get_architecture(
+        {"name": "x", "hidden": 4096, "heads": 32, "layers": 2, "vocab": 1000, "seq_len": 2048}
+    )
+    without = with_dropout.model_copy(update={"dropout": False})
+    s, b, h, a = 2048, 4, 4096, 32
+    sbh = s * b * h
+    for tp, sp, expect_with, expect_without in (
+        (1, False, sbh * (34 + 5 * a * s / h), sbh * (32 + 2 * a * s / h)),
+        (8, False, sbh * (10 + 24 / 8 + 5 * a * s / (h * 8)), sbh * (8 + 24 / 8 + 2 * a * s / (h * 8))),
+        (8, True, sbh / 8 * (34 + 5 * a * s / h), sbh / 8 * (32 + 2 * a * s / h)),
+    ):
+        assert float(activation_bytes_per_layer(with_dropout, b, tp, sp, "none", s)) == pytest.approx(
+            expect_with
+        )
+        assert float(activation_bytes_per_layer(without, b, tp, sp, "none", s)) == pytest.approx(
+            expect_without
+        )
+    for m in (with_dropout, without):
+        assert float(activation_bytes_per_layer(m, b, 1, False, "full", s)) == pytest.approx(2 * sbh)
+    assert not get_architecture("mpt-1b").dropout and get_architecture("gpt3-175b").dropout
+    run = dict(
+        cluster=Cluster(gpu="a100-40gb", nodes=4), layout=Layout(zero=3, mbs=10, gbs=320, recompute="none")
+    )
+    mpt = get_architecture("mpt-1b")
+    assert (
+        step(Workload(model=mpt, **run)).memory_per_gpu_gb
+        < step(Workload(model=mpt.model_copy(update={"dropout": True}), **run)).memory_per_gpu_gb - 1.5
+    )

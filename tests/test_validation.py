@@ -148,14 +148,14 @@ def test_fit_verdicts_are_counted_and_the_misses_named(result):
     verdict for each is "fits"; the report counts them and names those called out of memory, with the
     memory needed and usable. Every run outside llm-foundry's tables is called right (MPT-7B on A100-40GB
     was once called out of memory while the recomputed layer's buffer counted FlashAttention's
-    never-stored scores). Of llm-foundry's 216 FSDP runs, 37 small-scale ones are still called out of
-    memory by 0.4–8 GB (the memory model is conservative there); this guards that level (85 % right;
-    the issue aims at 90 %)."""
+    never-stored scores). MPT trains without dropout, so no dropout masks are stored; of llm-foundry's
+    216 FSDP runs, 21 are still called out of memory by 0.1–8 GB (the memory model is conservative
+    there); this guards that level (91 % right; the issue aims at 90 %)."""
     fv = result.fit_verdicts
     assert fv["runs"] >= 240
     wrong = {w["id"] for w in fv["wrong"]}
     assert all(i.startswith("MPT-") for i in wrong), wrong
-    assert fv["right"] / fv["runs"] >= 0.84
+    assert fv["right"] / fv["runs"] >= 0.9
     for w in fv["wrong"]:
         assert w["memory_per_gpu_gb"] > w["usable_memory_gb"]
         assert w["id"] in result.fit_verdicts_text()

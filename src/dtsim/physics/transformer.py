@@ -59,6 +59,12 @@ class Architecture(BaseModel):
     norm: Literal["layernorm", "rmsnorm"] = "layernorm"
     bias: bool = True
     embedding_norm: bool = Field(False, description="A norm right after the embedding (BLOOM).")
+    dropout: bool = Field(
+        True,
+        description="Dropout on the attention probabilities and on the attention and FFN outputs "
+        "(Megatron-LM's default, 0.1): its masks are stored activations (Korthikanti et al. 2022 §4.1). "
+        "false: trained without dropout (MPT, Llama).",
+    )
     attention: Literal["standard", "mla"] = "standard"
     mla: MLA | None = None
     moe: MoE | None = None
@@ -303,18 +309,23 @@ def activation_bytes_per_layer(
     tensor + sequence par.:  s·b·h/t·(34 + 5·a·s/h)
     selective recompute drops the 5·a·s/h attention term; full recompute keeps only the layer input
     (2·s·b·h, divided by t with sequence parallelism).
-    """
+
+    Without dropout (`a.dropout` false) the two 1-byte masks of the attention and FFN output dropouts
+    (s·b·h each, replicated across TP: 34 → 32, 10 → 8) and the attention-probability dropout's mask
+    and output (a·s²·b and 2·a·s²·b: 5 → 2 in the attention term) are never stored (§4.1's
+    itemisation of the 34 and the 5)."""
     import numpy as np
 
     s = seq_len or a.seq_len
     h = a.hidden
     sbh = s * np.asarray(micro_batch, dtype=float) * h
     tp = np.asarray(tp, dtype=float)
-    attn_term = 5.0 * a.heads * s / h
+    masks = 2.0 if a.dropout else 0.0
+    attn_term = (5.0 if a.dropout else 2.0) * a.heads * s / h
     sp = np.asarray(sequence_parallel, dtype=bool)
     if recompute == "full":
         return np.where(sp, 2.0 * sbh / tp, 2.0 * sbh)
-    core = np.where(sp, sbh / tp * 34.0, sbh * (10.0 + 24.0 / tp))
+    core = np.where(sp, sbh / tp * (32.0 + masks), sbh * (8.0 + masks + 24.0 / tp))
     if recompute == "selective":
         return core
     return core + sbh * attn_term / tp
