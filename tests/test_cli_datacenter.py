@@ -661,3 +661,19 @@ def test_moe_flags_reach_step_and_plan_and_refuse_dense_models():
         app, ["plan", "--model", "mixtral-8x7b", "--nodes", "4", "--moe-capacity-factor", "-1"]
     )
     assert bad.exit_code != 0 and "moe_capacity_factor = -1.0" in bad.output
+
+
+def test_an_attention_kernel_beside_no_flash_attention_is_refused():
+    """`--no-flash-attention` runs no FlashAttention kernel, so naming one beside it is a contradiction
+    (step, plan, a layouts file and the Layout itself), not silently ignored; alone, either flag works."""
+    for cmd in (["step", "--model", "gpt2"], ["plan", "--model", "gpt2", "--nodes", "1"]):
+        bad = runner.invoke(app, [*cmd, "--no-flash-attention", "--attention-kernel", "triton"])
+        assert bad.exit_code != 0 and "Traceback" not in bad.output
+        assert "--attention-kernel = 'triton': needs FlashAttention" in bad.output
+        for ok in (["--no-flash-attention"], ["--attention-kernel", "triton"]):
+            assert runner.invoke(app, [*cmd, *ok, "--json"]).exit_code == 0
+    from dtsim.errors import ScenarioError
+    from dtsim.models.datacenter.workload import Layout, build
+
+    with pytest.raises(ScenarioError, match=r"layout\.attention_kernel = 'flash1': needs flash_attention"):
+        build(Layout, {"gbs": 8, "flash_attention": False, "attention_kernel": "flash1"}, "layout.")

@@ -877,3 +877,23 @@ def test_a_model_without_dropout_stores_no_dropout_masks():
         step(Workload(model=mpt, **run)).memory_per_gpu_gb
         < step(Workload(model=mpt.model_copy(update={"dropout": True}), **run)).memory_per_gpu_gb - 1.5
     )
+
+
+def test_plan_searches_hsdp_and_step_agrees_with_it():
+    """Issue 13 item 2 (HSDP) in the planner: ZeRO-3 sharded over whole nodes and replicated across them
+    is a candidate. Restricted to ZeRO-3 on a slow scale-out network (one 100 Gb/s NIC per node) the
+    best layout shards within a few nodes and beats every fully sharded one; the same layout through
+    `step` gives the same time; `hsdp=False` searches without it."""
+    arch = get_architecture("mpt-7b")
+    cluster = Cluster(gpu="a100-80gb", nodes=64, nics_per_node=1, nic_gbps=100)
+    opts = dict(gbs=512, zero_choices=(3,))
+    with_hsdp = plan(arch, cluster, PlanOptions(**opts))
+    without = plan(arch, cluster, PlanOptions(**opts, hsdp=False))
+    best = with_hsdp.ranked[0]
+    assert best.layout.get("shard_group") and best.step_time_s < 0.8 * without.ranked[0].step_time_s
+    assert not any("shard_group" in r.layout for r in without.ranked)
+    assert with_hsdp.searched > without.searched
+    lay = {k: v for k, v in best.layout.items() if k != "dp"}
+    again = step(Workload(model=arch, cluster=cluster, layout=Layout(**lay)))
+    assert again.step_time_s == pytest.approx(best.step_time_s, rel=1e-9)
+    assert again.memory_per_gpu_gb == pytest.approx(best.memory_per_gpu_gb, rel=1e-9)

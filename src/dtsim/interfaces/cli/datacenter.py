@@ -96,21 +96,29 @@ MoeImbalanceOpt = Annotated[
     ),
 ]
 AttentionKernelOpt = Annotated[
-    str,
+    str | None,
     typer.Option(
         "--attention-kernel",
         help="flash2 (FlashAttention-2: flash-attn ≥ 2, PyTorch ≥ 2.2 SDPA) | flash1 (flash-attn 1.x) | triton "
-        "(Triton FlashAttention), each no faster than its published share of the tensor peak.",
+        "(Triton FlashAttention), each no faster than its published share of the tensor peak "
+        "[default: flash2].",
     ),
 ]
 
 
-def check_attention_kernel(kernel: str) -> None:
+def check_attention_kernel(kernel: str | None, no_flash: bool) -> str:
+    """The attention kernel a command runs (FlashAttention-2 unless given); refuses an unknown one and
+    one given beside --no-flash-attention, which runs no FlashAttention kernel."""
     from dtsim.models.datacenter.workload import attention_kernel_problems
 
+    if kernel is None:
+        return "flash2"
     problems = attention_kernel_problems(kernel, "--attention-kernel")
+    if not problems and no_flash:
+        problems = [("--attention-kernel", kernel, "needs FlashAttention: drop --no-flash-attention")]
     if problems:
         raise ScenarioError(problems)
+    return kernel
 
 
 TokensOpt = Annotated[
@@ -401,7 +409,7 @@ def step(
     overlap_tp: Annotated[bool, typer.Option("--overlap-tp-comm", help="Overlap TP collectives.")] = False,
     precision: Annotated[str, typer.Option(help="bf16 | fp16 | fp8.")] = "bf16",
     fp32_grad_accumulation: Fp32GradsOpt = None,
-    attention_kernel: AttentionKernelOpt = "flash2",
+    attention_kernel: AttentionKernelOpt = None,
     moe_capacity_factor: MoeCapacityOpt = None,
     moe_imbalance: MoeImbalanceOpt = 1.0,
     tokens: TokensOpt = None,
@@ -423,7 +431,7 @@ def step(
 
     try:
         doc = calibration_option(calibration)
-        check_attention_kernel(attention_kernel)
+        attention_kernel = check_attention_kernel(attention_kernel, no_flash)
         arch = resolve_model(model, {k: v for k, v in locals().items() if k in SHAPE_FLAGS})
         given = {k: v for k, v in locals().items() if k in CLUSTER_FLAGS and v is not None}
         cluster = build(Cluster, given, "cluster.")
@@ -537,7 +545,7 @@ def plan(
     ] = None,
     precision: Annotated[str, typer.Option(help="bf16 | fp16 | fp8.")] = "bf16",
     fp32_grad_accumulation: Fp32GradsOpt = None,
-    attention_kernel: AttentionKernelOpt = "flash2",
+    attention_kernel: AttentionKernelOpt = None,
     moe_capacity_factor: MoeCapacityOpt = None,
     moe_imbalance: MoeImbalanceOpt = 1.0,
     tokens: TokensOpt = None,
@@ -552,7 +560,7 @@ def plan(
 
     try:
         doc = calibration_option(calibration)
-        check_attention_kernel(attention_kernel)
+        attention_kernel = check_attention_kernel(attention_kernel, no_flash)
         given = {k: v for k, v in locals().items() if k in CLUSTER_FLAGS and v is not None}
         cluster = build(Cluster, given, "cluster.")
         if gbs < 1 or top < 1 or dp_multiple < 1 or gbs_multiple < 1:

@@ -57,6 +57,7 @@ class PlanOptions:
     fp32_grad_accumulation: bool | None = None  # None: Megatron-LM's default for the precision
     moe_capacity_factor: float | None = None  # Layout.moe_capacity_factor (None: dropless)
     moe_imbalance: float = 1.0  # Layout.moe_imbalance
+    hsdp: bool = True  # also search ZeRO-3 sharded over 1, 2 or 4 nodes (Layout.shard_group)
     tokens: float | None = None  # training tokens: each layout reports days, GPU-hours, cost and energy
     usd_per_gpu_hour: float | None = None
     assumptions: dict[str, Any] = field(default_factory=dict)
@@ -79,6 +80,20 @@ def enumerate_layouts(
         "batch-ramp constraint": 0,
     }
     rows: list[tuple] = []
+
+    def zero_shards(group: int) -> list[tuple[int, int]]:
+        """(ZeRO stage, HSDP shard group) pairs for a dp·cp group: every stage over the whole group
+        (shard 0) and, with opt.hsdp, ZeRO-3 sharded over 1, 2 or 4 whole nodes of it and replicated
+        across the rest (HSDP; Zhao et al. 2023 §3.2.2), the shard group being dp·cp ranks tp apart."""
+        out = [(z, 0) for z in opt.zero_choices]
+        if opt.hsdp and 3 in opt.zero_choices:
+            per_node = max(1, cluster.gpus_per_node // tp)  # dp·cp ranks of one node (TP innermost)
+            for nodes in (1, 2, 4):
+                g = per_node * nodes
+                if g < group and group % g == 0:
+                    out.append((3, g))
+        return out
+
     ep_choices = [1] if a.moe is None else [e for e in _divisors(a.moe.experts)]
     # With FlashAttention selective recomputation changes nothing (the scores are never stored).
     recompute_choices = [r for r in opt.recompute_choices if not (opt.flash_attention and r == "selective")]
@@ -114,7 +129,7 @@ def enumerate_layouts(
                                 continue
                             for v in vs:
                                 for sp in (False, True) if tp > 1 else (False,):
-                                    for zero in opt.zero_choices:
+                                    for zero, shard in zero_shards(dp * cp):
                                         for rc in recompute_choices:
                                             rows.append(
                                                 (
@@ -130,10 +145,25 @@ def enumerate_layouts(
                                                     RECOMPUTES.index(rc),
                                                     SCHEDULES.index(sched),
                                                     balanced,
+                                                    shard,
                                                 )
                                             )
-    cols = np.array(rows, dtype=float).reshape(-1, 12)
-    names = ("dp", "tp", "pp", "vpp", "cp", "ep", "sp", "mbs", "zero", "recompute", "schedule", "balanced")
+    names = (
+        "dp",
+        "tp",
+        "pp",
+        "vpp",
+        "cp",
+        "ep",
+        "sp",
+        "mbs",
+        "zero",
+        "recompute",
+        "schedule",
+        "balanced",
+        "shard",
+    )
+    cols = np.array(rows, dtype=float).reshape(-1, len(names))
     lay = {k: cols[:, i] for i, k in enumerate(names)}
     for k in ("sp", "balanced"):
         lay[k] = lay[k].astype(bool)
@@ -144,7 +174,6 @@ def enumerate_layouts(
     lay["overlap_tp"] = np.full(len(cols), opt.overlap_tp_comm)
     lay["flash"] = np.full(len(cols), opt.flash_attention)
     lay["attn_kernel"] = np.full(len(cols), ATTENTION_KERNELS.index(opt.attention_kernel))
-    lay["shard"] = np.zeros(len(cols))  # ZeRO-3 over the whole dp·cp group (no HSDP search)
     lay["fp32_grads"] = np.full(len(cols), fp32_grads(opt.fp32_grad_accumulation, opt.precision))
     lay["moe_load"] = np.full(len(cols), moe_load(opt.moe_capacity_factor, opt.moe_imbalance))
     return lay, rejected
@@ -212,6 +241,14 @@ def plan(
     problems = run_budget_problems(opt.tokens, opt.usd_per_gpu_hour)
     problems += attention_kernel_problems(opt.attention_kernel)
     problems += moe_problems(a, opt.moe_capacity_factor, opt.moe_imbalance)
+    if not opt.flash_attention and opt.attention_kernel != "flash2":
+        problems.append(
+            (
+                "attention_kernel",
+                opt.attention_kernel,
+                "needs flash_attention (materialised attention runs no FlashAttention kernel)",
+            )
+        )
     if problems:
         raise ScenarioError(problems)
     with calibration_in_use(calibration):
@@ -280,6 +317,8 @@ def _performance(lay, out, i: int, opt: PlanOptions, cluster: Cluster, asm: Assu
         "flash_attention": opt.flash_attention,
         "attention_kernel": opt.attention_kernel,
     }
+    if row["shard"]:
+        layout["shard_group"] = int(row["shard"])
     if opt.moe_capacity_factor is not None or opt.moe_imbalance != 1.0:
         layout |= {"moe_capacity_factor": opt.moe_capacity_factor, "moe_imbalance": opt.moe_imbalance}
     perf = annotated_performance(out, i, layout, cluster, asm, opt.tokens, opt.usd_per_gpu_hour)

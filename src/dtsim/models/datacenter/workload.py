@@ -222,6 +222,20 @@ class Layout(BaseModel):
         "and its buffers set the pace and the memory.",
     )
 
+    @model_validator(mode="after")
+    def _kernel_needs_flash(self) -> Layout:
+        if not self.flash_attention and self.attention_kernel != "flash2":
+            raise ScenarioError(
+                [
+                    (
+                        "attention_kernel",
+                        self.attention_kernel,
+                        "needs flash_attention (materialised attention runs no FlashAttention kernel)",
+                    )
+                ]
+            )
+        return self
+
 
 class Workload(BaseModel):
     """A model on a cluster with a layout: the input of `dtsim step`."""
