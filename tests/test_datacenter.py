@@ -682,13 +682,25 @@ def test_fp8_pays_for_its_casts_and_keeps_the_lm_head_16_bit():
     assert bf16.step_time_s / fp8.step_time_s < 2.0
     hw = resolve_hardware(Cluster(gpu="h100-sxm"), "fp8")
     gemms = [(7680.0, 2560.0, 16384.0, 1.0)]
-    f4, b4 = _fp8_cast_time(gemms, hw.micro, Assumptions({}))
-    f8, b8 = _fp8_cast_time(gemms, hw.micro, Assumptions({"fp8_cast_bytes_per_element": 8}))
-    assert f8 == pytest.approx(2 * f4) and b8 == pytest.approx(2 * b4)
+    a4, w4, b4 = _fp8_cast_time(gemms, hw.micro, Assumptions({}))
+    a8, w8, b8 = _fp8_cast_time(gemms, hw.micro, Assumptions({"fp8_cast_bytes_per_element": 8}))
+    assert (a8, w8, b8) == pytest.approx((2 * a4, 2 * w4, 2 * b4))
     # forward casts the input (2560 wide) and the weight, backward the output gradient (7680 wide)
     rate = hw.micro.hbm_bytes_per_s * Assumptions({}).hbm_efficiency
-    assert f4 == pytest.approx(4 * (2560 * 16384 + 7680 * 2560) / rate)
+    assert a4 == pytest.approx(4 * 2560 * 16384 / rate) and w4 == pytest.approx(4 * 7680 * 2560 / rate)
     assert b4 == pytest.approx(4 * 7680 * 16384 / rate)
+    # weights are cast once a step unless ZeRO-3 gathers them anew for every micro-batch: with many
+    # micro-batches, ZeRO-1 pays fewer casts (mbs 1: the weight cast is a large share of a GEMM's time)
+    lay = dict(mbs=1, gbs=64)
+    cast = {
+        z: step(
+            Workload(
+                model="mpt-3b", precision="fp8", cluster=Cluster(gpu="h100-sxm"), layout=Layout(zero=z, **lay)
+            )
+        ).breakdown_s["forward"]
+        for z in (1, 3)
+    }
+    assert cast[3] > cast[1]
     # a model that is almost all LM head gains almost nothing from FP8
     head = {"name": "head", "hidden": 2048, "heads": 16, "layers": 1, "vocab": 256000, "seq_len": 2048}
     t = {
@@ -826,6 +838,24 @@ def test_moe_capacity_and_imbalance_set_the_pace_of_expert_layers():
     assert any("drops at least 33%" in w for w in dropping.warnings)
     assert dropping.layout["moe_capacity_factor"] == 1.0
 
+    # without expert parallelism every rank holds every expert: no rank is busier than the mean
+    def no_ep(**kw):
+        return step(
+            Workload(
+                model="mixtral-8x7b",
+                seq_len=4096,
+                cluster=Cluster(gpu="h100-sxm", nodes=4),
+                layout=Layout(tp=4, ep=1, zero=1, gbs=64, **kw),
+            )
+        )
+
+    assert no_ep(moe_imbalance=2.0).step_time_s == no_ep().step_time_s
+    assert not no_ep(moe_capacity_factor=1.0, moe_imbalance=2.0).warnings
+    assert no_ep(moe_capacity_factor=1.25).step_time_s > no_ep().step_time_s  # padding still happens
+    # a capacity below the mean would drop tokens even when balanced, which is not modelled
+    with pytest.raises(ValueError, match="greater than or equal to 1"):
+        Layout(gbs=8, moe_capacity_factor=0.5)
+
 
 def test_moe_options_need_an_moe_model_and_plan_honours_them():
     with pytest.raises(ScenarioError, match=r"moe_imbalance.*needs an MoE model"):
@@ -892,6 +922,7 @@ def test_plan_searches_hsdp_and_step_agrees_with_it():
     best = with_hsdp.ranked[0]
     assert best.layout.get("shard_group") and best.step_time_s < 0.8 * without.ranked[0].step_time_s
     assert not any("shard_group" in r.layout for r in without.ranked)
+    assert all(r.layout.get("shard_group", 2) > 1 for r in with_hsdp.ranked)  # 1 would be ZeRO-0
     assert with_hsdp.searched > without.searched
     lay = {k: v for k, v in best.layout.items() if k != "dp"}
     again = step(Workload(model=arch, cluster=cluster, layout=Layout(**lay)))

@@ -30,7 +30,6 @@ from dtsim.models.datacenter.workload import (
     Cluster,
     attention_kernel_problems,
     fp32_grads,
-    moe_load,
     moe_problems,
     run_budget_problems,
 )
@@ -90,7 +89,7 @@ def enumerate_layouts(
             per_node = max(1, cluster.gpus_per_node // tp)  # dp·cp ranks of one node (TP innermost)
             for nodes in (1, 2, 4):
                 g = per_node * nodes
-                if g < group and group % g == 0:
+                if 1 < g < group and group % g == 0:
                     out.append((3, g))
         return out
 
@@ -175,7 +174,8 @@ def enumerate_layouts(
     lay["flash"] = np.full(len(cols), opt.flash_attention)
     lay["attn_kernel"] = np.full(len(cols), ATTENTION_KERNELS.index(opt.attention_kernel))
     lay["fp32_grads"] = np.full(len(cols), fp32_grads(opt.fp32_grad_accumulation, opt.precision))
-    lay["moe_load"] = np.full(len(cols), moe_load(opt.moe_capacity_factor, opt.moe_imbalance))
+    lay["moe_cf"] = np.full(len(cols), opt.moe_capacity_factor or 0.0)
+    lay["moe_imb"] = np.full(len(cols), opt.moe_imbalance)
     return lay, rejected
 
 

@@ -39,6 +39,7 @@ from dtsim.models.datacenter.workload import (
     layout_arrays,
     moe_dropped_fraction,
 )
+from dtsim.models.datacenter.workload import moe_load as load_of_moe
 from dtsim.models.network import ClusterNetwork, cluster_network
 from dtsim.physics import collectives as coll
 from dtsim.physics import cost
@@ -195,22 +196,23 @@ def _gemm_set_time(gemms, micro, bits, derate):
 
 
 def _fp8_cast_time(gemms, micro, asm: Assumptions):
-    """Forward and backward time of the casts an FP8 GEMM set needs on one GPU (memory-bound).
+    """Time of the casts an FP8 GEMM set needs on one GPU (memory-bound), per micro-batch: (forward
+    activations, weights, backward output gradients).
 
     Transformer Engine quantizes each FP8 GEMM's 16-bit operands first: forward, the input
     activations (d2·b elements) and the weights (d1·d2, on every micro-batch unless the caller caches
-    them); backward, the output gradients (d1·b). Each cast reads the 16-bit tensor and writes an FP8
+    them with is_first_microbatch); backward, the output gradients (d1·b). Each cast reads the 16-bit tensor and writes an FP8
     copy plus a transposed FP8 copy (fused cast-transpose), because Hopper's FP8 tensor cores take
     only the TN layout and the weight-gradient GEMM needs the other orientation (NVIDIA Transformer
     Engine documentation, "Using FP8 with Transformer Engine"; cuBLASLt FP8 layout requirements)."""
-    act = asm.fp8_cast_bytes_per_element
-    fwd_bytes = 0.0
-    bwd_bytes = 0.0
+    per = asm.fp8_cast_bytes_per_element
+    act_bytes = weight_bytes = grad_bytes = 0.0
     for d1, d2, b, count in gemms:
-        fwd_bytes = fwd_bytes + count * act * (d2 * b + d1 * d2)
-        bwd_bytes = bwd_bytes + count * act * d1 * b
+        act_bytes = act_bytes + count * per * d2 * b
+        weight_bytes = weight_bytes + count * per * d1 * d2
+        grad_bytes = grad_bytes + count * per * d1 * b
     eff = asm.hbm_efficiency
-    return memory_bound_time(fwd_bytes, micro, eff), memory_bound_time(bwd_bytes, micro, eff)
+    return tuple(memory_bound_time(x, micro, eff) for x in (act_bytes, weight_bytes, grad_bytes))
 
 
 def _flash_kernel_head_dim(d, asm: Assumptions):
@@ -278,15 +280,16 @@ def evaluate(
     dp, tp, pp, vpp, cp, ep, sp, mbs, gbs, zero (0–3), shard (HSDP shard group; 0: all of dp·cp),
     recompute (0 none, 1 selective, 2 full), schedule (index into SCHEDULES), overlap_grad, overlap_tp,
     flash, attn_kernel (optional: index into ATTENTION_KERNELS, default FlashAttention-2), balanced (embedding stages), fp32_grads (gradients accumulated and reduced in FP32, else in
-    the weights' width), moe_load (optional: routed tokens on the busiest expert-parallel rank over the
-    mean, workload.moe_load; default 1); optionally first_layers, mid_layers, last_layers (an explicit
+    the weights' width), moe_cf and moe_imb (optional: expert capacity factor, 0 for dropless, and the
+    dropless imbalance; workload.moe_load turns them into the busiest rank's load; default 1); optionally
+    first_layers, mid_layers, last_layers (an explicit
     pipeline split, layout_arrays of a Layout with pp_layers)."""
     f = {k: np.asarray(v) for k, v in lay.items()}
     dp, tp, pp, vpp, cp, ep = (f[k].astype(float) for k in ("dp", "tp", "pp", "vpp", "cp", "ep"))
     sp, flash, balanced = f["sp"].astype(bool), f["flash"].astype(bool), f["balanced"].astype(bool)
     kernel = f["attn_kernel"].astype(int) if "attn_kernel" in f else np.zeros(np.shape(flash), dtype=int)
     mbs, gbs = f["mbs"].astype(float), f["gbs"].astype(float)
-    moe_load = f["moe_load"].astype(float) if "moe_load" in f else 1.0
+    moe_load = load_of_moe(f["moe_cf"], f["moe_imb"], f["ep"]) if "moe_cf" in f else 1.0
     zero, recompute, schedule = f["zero"], f["recompute"], f["schedule"]
     micro = hw.micro
     if clock_derate is None:
@@ -302,8 +305,10 @@ def evaluate(
         gemms = _layer_gemms(a, tp, tokens, moe_layer, ep, moe_load)
         fwd, bwd = _gemm_set_time(gemms, micro, bits, clock_derate)
         if bits == 8:
-            cf, cb = _fp8_cast_time(gemms, micro, asm)
-            fwd, bwd = fwd + cf, bwd + cb
+            # weights are cast anew on every micro-batch only when ZeRO-3 gathers them anew; otherwise
+            # once a step (Megatron-Core passes Transformer Engine is_first_microbatch)
+            ca, cw, cb = _fp8_cast_time(gemms, micro, asm)
+            fwd, bwd = fwd + ca + cw * np.where(zero == 3, 1.0, 1.0 / m), bwd + cb
         af, ab = _attention_core(a, tp, cp, mbs, s, flash, kernel, micro, bits, clock_derate, asm)
         ffn = (
             (a.moe.expert_ffn or a.ffn_size) * a.moe.top_k * moe_load if (moe_layer and a.moe) else a.ffn_size
@@ -722,7 +727,7 @@ def annotated_performance(
     warning = mfu_warning(cluster.gpu, layout, perf["mfu"])
     perf["warnings"] = [warning] if warning else []
     cf, imbalance = layout.get("moe_capacity_factor"), layout.get("moe_imbalance", 1.0)
-    dropped = moe_dropped_fraction(cf, imbalance)
+    dropped = moe_dropped_fraction(cf, imbalance, layout.get("ep", 1))
     if dropped > 0:
         perf["warnings"].append(
             f"an expert capacity of {cf:g}× the mean load drops at least {dropped:.0%} of the routed tokens "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from dtsim import catalog
@@ -205,12 +206,13 @@ class Layout(BaseModel):
     )
     moe_capacity_factor: float | None = Field(
         None,
-        gt=0,
+        ge=1,
         le=64,
         allow_inf_nan=False,
         description="MoE expert capacity as a multiple of the mean load (GShard; Switch Transformer): every "
         "expert computes and exchanges buffers of that many tokens, padded, and drops what overflows. "
-        "Default: dropless (Megatron-Core's default), which runs at moe_imbalance.",
+        "Default: dropless (Megatron-Core's default), which runs at moe_imbalance. Below 1 even a balanced "
+        "router drops tokens, which dtsim does not model.",
     )
     moe_imbalance: float = Field(
         1.0,
@@ -219,7 +221,8 @@ class Layout(BaseModel):
         allow_inf_nan=False,
         description="Dropless MoE: routed tokens on the busiest expert-parallel rank over the mean (1: "
         "perfectly balanced). Every rank waits for it in the all-to-all, so its expert GEMMs, its all-to-all "
-        "and its buffers set the pace and the memory.",
+        "and its buffers set the pace and the memory. Without expert parallelism (ep = 1) every rank holds "
+        "every expert and gets the mean, so it has no effect there.",
     )
 
     @model_validator(mode="after")
@@ -314,15 +317,18 @@ def layout_arrays(layout: Layout, n_gpus: int, precision: str = "bf16") -> dict[
         "attn_kernel": ATTENTION_KERNELS.index(layout.attention_kernel),
         "balanced": layout.embedding_stages == "balanced",
         "fp32_grads": fp32_grads(layout.fp32_grad_accumulation, precision),
-        "moe_load": moe_load(layout.moe_capacity_factor, layout.moe_imbalance),
+        "moe_cf": layout.moe_capacity_factor or 0.0,  # 0: dropless
+        "moe_imb": layout.moe_imbalance,
     } | _stage_split(layout)
 
 
-def moe_load(capacity_factor: float | None, imbalance: float) -> float:
-    """Routed tokens the busiest expert-parallel rank computes and receives, over the mean: the capacity
-    factor when experts run at a fixed capacity (padded buffers; GShard, Lepikhin et al. 2020 §2.2;
-    Switch Transformer, Fedus et al. 2022 §2.2), else the dropless imbalance."""
-    return capacity_factor if capacity_factor is not None else imbalance
+def moe_load(capacity_factor, imbalance, ep):
+    """Routed tokens the busiest expert-parallel rank computes and receives, over the mean (arrays
+    broadcast; capacity_factor 0 means dropless): the capacity factor when experts run at a fixed
+    capacity (padded buffers; GShard, Lepikhin et al. 2020 §2.2; Switch Transformer, Fedus et al. 2022
+    §2.2), else the dropless imbalance, which needs expert parallelism (with ep = 1 every rank holds
+    every expert and gets the mean)."""
+    return np.where(capacity_factor > 0, capacity_factor, np.where(ep > 1, imbalance, 1.0))
 
 
 def moe_problems(
@@ -342,10 +348,10 @@ def moe_problems(
     return []
 
 
-def moe_dropped_fraction(capacity_factor: float | None, imbalance: float) -> float:
-    """Routed tokens a capacity drops at least, on the busiest rank (0 when dropless or when capacity
-    covers the imbalance): 1 − capacity / load."""
-    if capacity_factor is None:
+def moe_dropped_fraction(capacity_factor: float | None, imbalance: float, ep: int) -> float:
+    """Routed tokens a capacity drops at least, on the busiest rank (0 when dropless, without expert
+    parallelism, or when capacity covers the imbalance): 1 − capacity / load."""
+    if capacity_factor is None or ep <= 1:
         return 0.0
     return max(0.0, 1.0 - capacity_factor / imbalance)
 
