@@ -807,13 +807,13 @@ def test_h800_is_an_h100_with_less_than_half_the_nvlink():
     assert h800.step_time_s > h100.step_time_s
 
 
-def _moe_step(**layout):
+def _moe_step(tp=2, ep=8, **layout):
     return step(
         Workload(
             model="mixtral-8x7b",
             seq_len=4096,
             cluster=Cluster(gpu="h100-sxm", nodes=4),
-            layout=Layout(tp=2, ep=8, zero=1, gbs=64, recompute="selective", **layout),
+            layout=Layout(tp=tp, ep=ep, zero=1, gbs=64, recompute="selective", **layout),
         )
     )
 
@@ -840,14 +840,7 @@ def test_moe_capacity_and_imbalance_set_the_pace_of_expert_layers():
 
     # without expert parallelism every rank holds every expert: no rank is busier than the mean
     def no_ep(**kw):
-        return step(
-            Workload(
-                model="mixtral-8x7b",
-                seq_len=4096,
-                cluster=Cluster(gpu="h100-sxm", nodes=4),
-                layout=Layout(tp=4, ep=1, zero=1, gbs=64, **kw),
-            )
-        )
+        return _moe_step(tp=4, ep=1, **kw)
 
     assert no_ep(moe_imbalance=2.0).step_time_s == no_ep().step_time_s
     assert not no_ep(moe_capacity_factor=1.0, moe_imbalance=2.0).warnings

@@ -271,24 +271,39 @@ def print_mfu_flag(con, warnings_by_row: list[list[str]]) -> None:
         con.print(f"[yellow]warning (MFU marked !):[/yellow] {first}", highlight=False)
 
 
-def print_layout_table(results, title: str) -> None:
-    """Layouts side by side: step time, MFU, memory, fit, warnings."""
-    con = console()
+def layout_table(results, title: str, first: int = 0, days: bool = False, fits: bool = False):
+    """Layouts side by side, numbered from `first`: step time, days of the run (`days`), TFLOP/s, MFU
+    (marked ! when implausible), memory, whether each fits (`fits`) and the layout."""
     t = table(title=title, title_justify="left")
-    for col in ("#", "s/iter", "TFLOP/s", "MFU", "GB", "fits"):
+    for col in (
+        "#",
+        "s/iter",
+        *(["days"] if days else []),
+        "TFLOP/s",
+        "MFU",
+        "GB",
+        *(["fits"] if fits else []),
+    ):
         t.add_column(col, justify="right", no_wrap=True)
     t.add_column("layout", overflow="fold")
-    for i, r in enumerate(results):
+    for i, r in enumerate(results, first):
         t.add_row(
             str(i),
             f"{r.step_time_s:.2f}",
+            *([f"{r.run.days:,.1f}" if r.run is not None else ""] if days else []),
             f"{r.model_tflops_per_gpu:.0f}",
             mfu_cell(r.mfu, r.warnings),
             f"{r.memory_per_gpu_gb:.0f}",
-            "yes" if r.fits else "[red]no[/red]",
+            *(["yes" if r.fits else "[red]no[/red]"] if fits else []),
             layout_label(r.layout),
         )
-    con.print(t)
+    return t
+
+
+def print_layout_table(results, title: str) -> None:
+    """Layouts side by side: step time, MFU, memory, fit, warnings."""
+    con = console()
+    con.print(layout_table(results, title, fits=True))
     print_mfu_flag(con, [r.warnings for r in results])
     if any(not r.fits for r in results):
         con.print("[red]Layouts marked no do not fit in GPU memory: their times are not answers.[/red]")
@@ -656,23 +671,8 @@ def plan(
     )
     shown = result.ranked or result.nearest
     title = "Fastest layouts that fit" if result.fits else "Nothing fits — the closest layouts (not answers)"
-    t = table(title=title, title_justify="left")
-    days = [] if tokens is None else ["days"]
-    for col in ("#", "s/iter", *days, "TFLOP/s", "MFU", "GB"):
-        t.add_column(col, justify="right", no_wrap=True)
-    t.add_column("layout", overflow="fold")
-    for i, r in enumerate(shown, 1):
-        t.add_row(
-            str(i),
-            f"{r.step_time_s:.2f}",
-            *([f"{r.run.days:,.1f}"] if r.run is not None else []),
-            f"{r.model_tflops_per_gpu:.0f}",
-            mfu_cell(r.mfu, r.warnings),
-            f"{r.memory_per_gpu_gb:.0f}",
-            layout_label(r.layout),
-        )
     if shown:
-        con.print(t)
+        con.print(layout_table(shown, title, first=1, days=tokens is not None))
     print_mfu_flag(con, [r.warnings for r in result.ranked])
     con.print("Rejected: " + ", ".join(f"{v:,} {k}" for k, v in result.rejected.items() if v))
     if not result.fits:

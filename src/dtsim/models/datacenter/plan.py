@@ -80,7 +80,7 @@ def enumerate_layouts(
     }
     rows: list[tuple] = []
 
-    def zero_shards(group: int) -> list[tuple[int, int]]:
+    def zero_shards(group: int, tp: int) -> list[tuple[int, int]]:
         """(ZeRO stage, HSDP shard group) pairs for a dp·cp group: every stage over the whole group
         (shard 0) and, with opt.hsdp, ZeRO-3 sharded over 1, 2 or 4 whole nodes of it and replicated
         across the rest (HSDP; Zhao et al. 2023 §3.2.2), the shard group being dp·cp ranks tp apart."""
@@ -104,6 +104,7 @@ def enumerate_layouts(
             continue
         for pp in _divisors(n // (tp * cp)):
             dp = n // (tp * cp * pp)
+            shards = zero_shards(dp * cp, tp)
             for balanced in (False, True):
                 slots = a.layers + (2 if balanced else 0)
                 if balanced and pp == 1:
@@ -128,7 +129,7 @@ def enumerate_layouts(
                                 continue
                             for v in vs:
                                 for sp in (False, True) if tp > 1 else (False,):
-                                    for zero, shard in zero_shards(dp * cp):
+                                    for zero, shard in shards:
                                         for rc in recompute_choices:
                                             rows.append(
                                                 (

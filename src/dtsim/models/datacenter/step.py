@@ -39,7 +39,7 @@ from dtsim.models.datacenter.workload import (
     layout_arrays,
     moe_dropped_fraction,
 )
-from dtsim.models.datacenter.workload import moe_load as load_of_moe
+from dtsim.models.datacenter.workload import moe_load as load_of_moe  # `moe_load` names the array below
 from dtsim.models.network import ClusterNetwork, cluster_network
 from dtsim.physics import collectives as coll
 from dtsim.physics import cost
