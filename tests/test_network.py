@@ -77,6 +77,7 @@ def test_a_fabric_sets_the_cluster_and_explicit_fields_override_it():
         "nics_per_node": 8,
         "nic_gbps": 400.0,
         "oversubscription": 1.0,
+        "nvls": True,
     }
     c = Cluster(
         gpu="h100-sxm", fabric="dgx-h100-ndr", nodes=2, gpus_per_node=4, nics_per_node=2, nic_gbps=100
@@ -200,3 +201,83 @@ def test_seed_001_eq_3_19_is_reachable_from_the_cli():
     assert d["time_s"] == pytest.approx(22 * (200 * 5e-6 + 1e9 / (23 * 100e9)), rel=1e-12)
     res = runner.invoke(app, ["collective", "--algorithm", "wan-ring", "--hop-km", "-1"])
     assert res.exit_code == 2 and "hop_km = -1.0" in res.output
+
+
+# --- the all-reduce algorithm NCCL picks: ring, tree or NVLS (issue 13 item 1) --------------------------
+
+
+def _ring_allreduce(net, size, nbytes, stride=1):
+    busbw, alpha = net.ring(size, stride)
+    return float(2 * (size - 1) * alpha + 2 * (size - 1) / size * nbytes / busbw)
+
+
+def test_nvls_speeds_up_a_large_all_reduce_inside_a_hopper_node_only():
+    fab = catalog.fabrics()
+    hopper = cluster_network(8, fab["nvlink4"], fab["ib-ndr"], nics_per_node=8)
+    ampere = cluster_network(8, fab["nvlink3"], fab["ib-hdr"], nics_per_node=8)
+    off = cluster_network(8, fab["nvlink4"], fab["ib-ndr"], nics_per_node=8, nvls=False)
+    big = 16 * 2**30
+    t = float(hopper.allreduce(8, big))
+    # the measured ratio of the calibration rows, NVLS 482.26 vs ring 367.61 GB/s busbw, comes out
+    assert _ring_allreduce(hopper, 8, big) / t == pytest.approx(482.26 / 367.61, rel=0.01)
+    assert float(off.allreduce(8, big)) == pytest.approx(_ring_allreduce(off, 8, big))
+    assert float(ampere.allreduce(8, big)) == pytest.approx(
+        _ring_allreduce(ampere, 8, big)
+    )  # no SHARP on A100
+    # a small message pays NVLS's fixed latency (NCCL's tuner: 23 µs) against the ring's 14 steps
+    small = 32 * 1024
+    nvls = hopper.nvls_alpha + small / hopper.nvls_bw
+    assert float(hopper.allreduce(8, small)) == pytest.approx(min(nvls, _ring_allreduce(hopper, 8, small)))
+    assert hopper.nvls_alpha == pytest.approx(23e-6)
+    # across nodes NVLS does not apply; the ring or the tree carries it
+    assert float(hopper.allreduce(16, big)) <= _ring_allreduce(hopper, 16, big)
+
+
+def test_the_tree_wins_small_all_reduces_across_many_nodes_and_the_ring_large_ones():
+    fab = catalog.fabrics()
+    net = cluster_network(8, fab["nvlink3"], fab["ib-hdr"], nics_per_node=8, n_gpus=8 * 256)
+    small, large = 1e6, 4e9
+    ring_small = _ring_allreduce(net, 256, small, stride=8)
+    assert float(net.allreduce(256, small, 8)) < 0.5 * ring_small  # log2 vs linear latency
+    assert float(net.allreduce(256, large, 8)) == pytest.approx(_ring_allreduce(net, 256, large, stride=8))
+    # never slower than the ring, element by element over arrays (the planner's path)
+    sizes = [2.0, 16.0, 64.0, 256.0]
+    both = net.allreduce(sizes, [small] * 4, 8)
+    assert all(
+        float(b) <= _ring_allreduce(net, n, small, 8) * (1 + 1e-12) for b, n in zip(both, sizes, strict=True)
+    )
+
+
+def test_nvls_shortens_a_hopper_step_whose_tp_all_reduces_and_the_flag_turns_it_off():
+    base = {"model": "llama2-70b", "cluster": Cluster(gpu="h100-sxm", nodes=1)}
+    lay = {"tp": 8, "gbs": 8, "sequence_parallel": False, "recompute": "full"}
+    on = step(Workload(**base, layout=Layout(**lay)))
+    off = step(
+        Workload(
+            model="llama2-70b", cluster=Cluster(gpu="h100-sxm", nodes=1, nvls=False), layout=Layout(**lay)
+        )
+    )
+    assert on.breakdown_s["tp_comm"] < 0.85 * off.breakdown_s["tp_comm"]
+    # with sequence parallelism TP runs reduce-scatter + all-gather, which NVLS does not shorten
+    sp = {**lay, "sequence_parallel": True}
+    assert step(Workload(**base, layout=Layout(**sp))).breakdown_s["tp_comm"] == pytest.approx(
+        step(
+            Workload(
+                model="llama2-70b", cluster=Cluster(gpu="h100-sxm", nodes=1, nvls=False), layout=Layout(**sp)
+            )
+        ).breakdown_s["tp_comm"]
+    )
+    res = runner.invoke(
+        app, ["step", "--model", "llama2-70b", "--gpu", "h100-sxm", "--tp", "8", "--no-nvls", "--json"]
+    )
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["network"]["nvls"] is False
+
+
+def test_collective_nvls_needs_a_switch_that_reduces():
+    res = runner.invoke(app, ["collective", "--algorithm", "nvls", "--fabric", "nvlink4", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["bytes_sent_per_rank"] == out["size_bytes"]  # each rank sends S once
+    res = runner.invoke(app, ["collective", "--algorithm", "nvls", "--fabric", "nvlink3"])
+    assert res.exit_code == 2 and "algorithm = 'nvls'" in res.output and "nvlink4" in res.output

@@ -477,3 +477,55 @@ def test_a_measured_mfu_in_the_model_convention_is_taken_as_it_stands():
     for rec in recs:
         if rec.metric == "mfu" and (rec.peak_precision or rec.precision) == rec.precision:
             assert measured_model_mfu(rec) == pytest.approx(rec.measured / 100, rel=1e-12)
+
+
+def test_nvls_is_calibrated_on_its_own_row_and_a_misplaced_nvls_record_is_rejected(tmp_path):
+    """The NVLS row fits nvlink4's nvls_efficiency (the ring rows its ring efficiency); an NVLS record
+    across nodes, or on an NVLink without SHARP, is refused naming the field."""
+    r = runner.invoke(app, ["calibrate", "--subset", "NCCL", "--dry-run", "--json"])
+    assert r.exit_code == 0, r.output
+    nv4 = json.loads(r.stdout)["fabrics"]["nvlink4"]
+    assert 0.55 < nv4["nvls_efficiency"] < 0.7 and abs(nv4["residuals"]["NCCL-H200x8-NVLS"]) < 0.01
+    assert "nvls_efficiency" not in json.loads(r.stdout)["fabrics"]["nvlink3"]
+    bad = {
+        "groups": {"MINE": {"description": "my NVLS runs", "role": "check"}},
+        "records": [
+            {
+                "id": "MY-NVLS-1",
+                "kind": "collective",
+                "group": "MINE",
+                "source": "me",
+                "certainty": "user",
+                "metric": "busbw_gb_s",
+                "convention": "nccl-busbw",
+                "unit": "GB/s",
+                "measured": 400,
+                "ranks": 16,
+                "gpus_per_node": 8,
+                "size_bytes": 1e9,
+                "intra_fabric": "nvlink4",
+                "inter_fabric": "ib-ndr",
+                "algorithm": "nvls",
+            },
+            {
+                "id": "MY-NVLS-2",
+                "kind": "collective",
+                "group": "MINE",
+                "source": "me",
+                "certainty": "user",
+                "metric": "busbw_gb_s",
+                "convention": "nccl-busbw",
+                "unit": "GB/s",
+                "measured": 200,
+                "ranks": 8,
+                "gpus_per_node": 8,
+                "size_bytes": 1e9,
+                "intra_fabric": "nvlink3",
+                "algorithm": "nvls",
+            },
+        ],
+    }
+    (tmp_path / "nvls.yaml").write_text(yaml.safe_dump(bad, sort_keys=False))
+    r = runner.invoke(app, ["validate", "--runs", str(tmp_path), "--json"])
+    problems = {(p["record"], p["field"]) for p in json.loads(r.stdout)["problems"]}
+    assert {("MY-NVLS-1", "algorithm"), ("MY-NVLS-2", "algorithm")} <= problems

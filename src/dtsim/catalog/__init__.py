@@ -61,11 +61,21 @@ class Fabric:
     latency_s: float
     efficiency: float
     source: str
+    # NVLink SHARP (NCCL's NVLS all-reduce, reduced in the NVSwitch): the all-reduce's algorithm bandwidth
+    # per GPU as a fraction of `bandwidth_gb_s`, and its latency; None where the switch cannot reduce
+    nvls_efficiency: float | None = None
+    nvls_latency_s: float | None = None
+    nvls_source: str | None = None
 
     @property
     def bus_bytes_per_s(self) -> float:
         """Achievable unidirectional bandwidth per GPU (or NIC): wire rate × NCCL bus efficiency."""
         return self.bandwidth_gb_s * 1e9 * self.efficiency
+
+    @property
+    def nvls_bytes_per_s(self) -> float | None:
+        """NVLS all-reduce algorithm bandwidth per GPU (bytes reduced per second), None without NVLS."""
+        return None if self.nvls_efficiency is None else self.bandwidth_gb_s * 1e9 * self.nvls_efficiency
 
 
 @dataclass(frozen=True)
@@ -158,12 +168,11 @@ def fabrics() -> MappingProxyType:
     for fid, row in load_table("fabrics.yaml").items():
         row = dict(row)
         fitted_id = row.pop("calibrated_as", fid)  # a link that shares another's measured behaviour
-        for key in ("efficiency", "latency_s"):
-            if key in (fitted.get(fitted_id) or {}):
+        for key in ("efficiency", "latency_s", "nvls_efficiency"):
+            if key in (fitted.get(fitted_id) or {}) and (key != "nvls_efficiency" or "nvls_latency_s" in row):
                 row[key] = fitted[fitted_id][key]
-        out[fid] = Fabric(
-            id=fid, **{**row, **{k: float(row[k]) for k in ("bandwidth_gb_s", "latency_s", "efficiency")}}
-        )
+        floats = ("bandwidth_gb_s", "latency_s", "efficiency", "nvls_efficiency", "nvls_latency_s")
+        out[fid] = Fabric(id=fid, **{**row, **{k: float(row[k]) for k in floats if k in row}})
     return MappingProxyType(out)
 
 

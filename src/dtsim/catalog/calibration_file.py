@@ -20,7 +20,11 @@ SECTIONS = ("about", "subset", "date", "method", "generations", "fabrics", "test
 # section → {constant: (lowest, highest, whether the lowest is allowed)}
 _ENTRY_CONSTANTS = {
     "generations": {"clock_derate": (0.0, 1.0, False)},
-    "fabrics": {"efficiency": (0.0, 1.0, False), "latency_s": (0.0, 1.0, True)},
+    "fabrics": {
+        "efficiency": (0.0, 1.0, False),
+        "latency_s": (0.0, 1.0, True),
+        "nvls_efficiency": (0.0, 1.0, False),
+    },
 }
 # what the models read from each entry without fail (catalog/calibration.yaml always has it)
 _REQUIRED = {"generations": "clock_derate"}

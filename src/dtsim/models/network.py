@@ -27,7 +27,7 @@ from dtsim.physics import collectives as coll
 from dtsim.physics.fabric import FabricPlan, plan_fabric
 
 OPS = ("allreduce", "reduce-scatter", "all-gather", "broadcast", "p2p", "all-to-all")
-ALLREDUCE_ALGORITHMS = ("ring", "ring-bidirectional", "tree", "wan-ring")
+ALLREDUCE_ALGORITHMS = ("ring", "ring-bidirectional", "tree", "nvls", "wan-ring")
 DEFAULT_FABRIC = "nvlink3"  # the fabric whose bandwidth and latency apply when none is given
 # GB200 NVL72 rack (seed 001 §3.4, eq. 3.15): trays per rack, ConnectX-7 ports per tray, bit/s per port.
 NVL72_TRAYS_PER_RACK = 18
@@ -61,6 +61,9 @@ class ClusterNetwork:
     n_gpus: float  # GPUs in the job: a job inside one domain or leaf never leaves it
     oversubscription: float = 1.0  # scale-out bandwidth ratio above the leaf switches (1: non-blocking)
     leaf_nodes: float = math.inf  # nodes one leaf switch (rail group) connects
+    nvls_bw: float = 0.0  # NVLS all-reduce algorithm bandwidth per GPU inside the domain, B/s (0: no NVLS)
+    nvls_alpha: float = 0.0  # NVLS all-reduce latency, s
+    tree_factor: float = 0.46  # tree algorithm bandwidth / ring bus bandwidth (nccl_tree_bandwidth_factor)
 
     def _fewest(self, size, stride, block):
         """The fewest ranks a group holds in one block of `block` consecutive ranks, over the job's
@@ -82,14 +85,42 @@ class ClusterNetwork:
             slow = np.where(leaf < size, self.oversubscription, 1.0)
         return per_domain, per_domain < size, slow
 
-    def ring(self, size, stride=1):
-        """(bus bandwidth B/s, α s per step) of NCCL's ring over `size` ranks `stride` apart."""
-        size = np.asarray(size, dtype=float)
+    def _ring(self, size, stride):
         per_domain, cross, slow = self._span(size, stride)
         busbw = coll.nccl_ring_busbw(
             per_domain, size / per_domain, self.nvlink_bw, self.nic_bw_per_gpu / slow
         )
-        return busbw, np.where(cross, self.nic_alpha, self.nvlink_alpha)
+        return busbw, np.where(cross, self.nic_alpha, self.nvlink_alpha), per_domain, cross
+
+    def ring(self, size, stride=1):
+        """(bus bandwidth B/s, α s per step) of NCCL's ring over `size` ranks `stride` apart."""
+        busbw, alpha, _, _ = self._ring(np.asarray(size, dtype=float), stride)
+        return busbw, alpha
+
+    def allreduce(self, size, nbytes, stride=1):
+        """Time of an all-reduce of `nbytes` over `size` ranks `stride` apart, by the algorithm NCCL's
+        tuner would pick: the one with the least modelled time, latency + bytes / algorithm bandwidth
+        (NCCL src/graph/tuning.cc, ncclTopoTuneModel and ncclTopoGetAlgoTime). The candidates:
+        - ring: 2(n−1) steps of α plus 2(n−1)/n·S at the ring's bus bandwidth (`ring`);
+        - tree, once the group leaves the NVLink domain: NCCL's double binary tree across domains with a
+          chain inside each, 2·((ppn−1)·α_nvlink + ⌈log2 domains⌉·α_nic) of latency and an algorithm
+          bandwidth of tree_factor (0.92 × ½, tuning.cc) × the ring's bus bandwidth;
+        - NVLS, inside one NVLink domain whose switches reduce (NVLink SHARP): each GPU sends S once and
+          receives the sum once, α_nvls + S / nvls_bw (catalog/fabrics.yaml nvls_*).
+        """
+        size = np.asarray(size, dtype=float)
+        nbytes = np.asarray(nbytes, dtype=float)
+        busbw, alpha, per_domain, cross = self._ring(size, stride)
+        t = coll.nccl_ring_time(size, nbytes, busbw, alpha, 2.0)
+        if np.any(cross):
+            hops = np.ceil(np.log2(np.maximum(size / per_domain, 1.0)))
+            tree_lat = 2.0 * ((per_domain - 1.0) * self.nvlink_alpha + hops * self.nic_alpha)
+            tree = tree_lat + nbytes / (self.tree_factor * busbw)
+            t = np.where(cross & (size > 1), np.minimum(t, tree), t)
+        if self.nvls_bw > 0:
+            nvls = self.nvls_alpha + nbytes / self.nvls_bw
+            t = np.where(~cross & (size > 1), np.minimum(t, nvls), t)
+        return t
 
     def per_rank(self, size, stride=1):
         """(bandwidth B/s, α s) of each rank when every rank of the group sends at once to others in it
@@ -111,12 +142,15 @@ def cluster_network(
     oversubscription: float = 1.0,
     leaf_nodes: float = math.inf,
     n_gpus: float = math.inf,
+    nvls: bool = True,
+    tree_factor: float = 0.46,
 ) -> ClusterNetwork:
     """A ClusterNetwork from link types (fabrics.yaml: wire rate, NCCL efficiency, α) and counts.
 
     `nvlink_gbps` / `nic_gbps` replace the link types' wire rates (Gbit/s: per GPU in one direction for
     NVLink, per NIC for the NICs) and keep their efficiency and latency. No NVLink (`nvlink` None) is a
-    node of one GPU; no NIC (`nic` None) a cluster of one node."""
+    node of one GPU; no NIC (`nic` None) a cluster of one node. `nvls` False turns NVLink SHARP off
+    (NCCL_NVLS_ENABLE=0) where the NVLink type has it."""
 
     def bus(link: catalog.Fabric | None, gbps: float | None, missing: float) -> tuple[float, float]:
         if link is None:
@@ -126,6 +160,10 @@ def cluster_network(
 
     nvlink_bw, nvlink_alpha = bus(nvlink, nvlink_gbps, math.inf)
     nic_bw, nic_alpha = bus(nic, nic_gbps, 0.0)
+    nvls_bw = nvls_alpha = 0.0
+    if nvls and nvlink is not None and nvlink.nvls_efficiency is not None:
+        wire = nvlink.bandwidth_gb_s * 1e9 if nvlink_gbps is None else nvlink_gbps * 1e9 / 8.0
+        nvls_bw, nvls_alpha = wire * nvlink.nvls_efficiency, float(nvlink.nvls_latency_s or 0.0)
     return ClusterNetwork(
         gpus_per_node=gpus_per_node,
         nvlink_domain=nvlink_domain or gpus_per_node,
@@ -136,6 +174,9 @@ def cluster_network(
         n_gpus=n_gpus,
         oversubscription=oversubscription,
         leaf_nodes=leaf_nodes,
+        nvls_bw=nvls_bw,
+        nvls_alpha=nvls_alpha,
+        tree_factor=tree_factor,
     )
 
 
@@ -174,7 +215,8 @@ def collective(
     The bus bandwidth and per-step latency come from `fabric` (a catalog id), or from
     `bandwidth_bytes_s` / `latency_s`, each defaulting to the DEFAULT_FABRIC's. The `wan-ring`
     all-reduce is seed 001 eq. 3.19, T = (N−1)·(T_prop + S/(N·BW)), a bidirectional ring whose every
-    step pays the propagation delay of `hop_km` of fibre (5 µs/km, eq. 3.9) instead of α."""
+    step pays the propagation delay of `hop_km` of fibre (5 µs/km, eq. 3.9) instead of α. The `nvls`
+    all-reduce reduces in the NVLink switch (NVLink SHARP): α_nvls + S at the fabric's NVLS bandwidth."""
     if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
         raise ScenarioError([("ranks", ranks, "must be an integer ≥ 1")])
     if not (isinstance(size_bytes, int | float) and math.isfinite(size_bytes) and size_bytes > 0):
@@ -208,11 +250,26 @@ def collective(
         if algorithm == "wan-ring":
             alpha = float(coll.propagation_delay(hop_km))
             t = coll.thesis_ring_time(ranks, size, bw, alpha)
+        elif algorithm == "nvls":
+            if fab.nvls_bytes_per_s is None or bandwidth_bytes_s is not None or latency_s is not None:
+                with_nvls = ", ".join(k for k, f in fabrics.items() if f.nvls_efficiency is not None)
+                raise ScenarioError(
+                    [
+                        (
+                            "algorithm",
+                            algorithm,
+                            f"NVLS needs --fabric with NVLink SHARP ({with_nvls}), not a bandwidth",
+                        )
+                    ]
+                )
+            # NVLink SHARP: each rank sends S once and receives the sum once (catalog/fabrics.yaml nvls_*)
+            bw, alpha = fab.nvls_bytes_per_s, float(fab.nvls_latency_s or 0.0)
+            t = coll.p2p_time(size, bw, alpha) if ranks > 1 else 0.0
         elif algorithm == "tree":
             t = coll.tree_allreduce_time(ranks, size, bw, alpha)
         else:
             t = coll.ring_allreduce_time(ranks, size, bw, alpha, algorithm == "ring-bidirectional")
-        per_rank = float(coll.allreduce_bytes_per_rank(ranks, size))
+        per_rank = size if algorithm == "nvls" else float(coll.allreduce_bytes_per_rank(ranks, size))
     elif op == "p2p":
         t, per_rank = coll.p2p_time(size, bw, alpha), size
     elif op in others:

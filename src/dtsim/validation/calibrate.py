@@ -3,9 +3,10 @@
 The constants, each fitted by golden-section search of Σ log²(predicted / measured) over the subset's
 records that constrain it, in this order (each later fit uses the earlier ones):
 
-1. fabrics — per fabric, the achievable bus-bandwidth fraction on its large-message NCCL/gloo rows and
+1. fabrics — per fabric, the achievable bus-bandwidth fraction on its large-message NCCL/gloo ring rows,
    the per-step latency α on its small-message rows (a record constrains the fabric that limits it:
-   NVLink inside a node, the NICs when a ring spans nodes and they are the slower path);
+   NVLink inside a node, the NICs when a ring spans nodes and they are the slower path) and, for an
+   NVLink whose switch reduces, the NVLS all-reduce bandwidth fraction on its NVLS rows;
 2. testbed — the host-limited all-reduce rate of the thesis testbed (its uncapped rows);
 3. wan — the TCP window of single-stream WAN transfers (decentralized rows marked window-limited);
 4. generations — the sustained-clock derate of each GPU generation (datacenter rows).
@@ -115,8 +116,9 @@ def calibrate(dataset: Dataset, subset: list[str] | None = None) -> dict[str, An
                 by_fabric.setdefault(fid, []).append(r)
     for _ in range(2):
         for fid, recs in by_fabric.items():
-            lat = [r for r in recs if not _bandwidth_bound(r)]
-            bw = [r for r in recs if _bandwidth_bound(r)]
+            lat = [r for r in recs if not _bandwidth_bound(r) and r.algorithm == "ring"]
+            bw = [r for r in recs if _bandwidth_bound(r) and r.algorithm == "ring"]
+            nvls = [r for r in recs if _bandwidth_bound(r) and r.algorithm == "nvls"]
             entry = doc["fabrics"].setdefault(fid, {})
             if bw:
                 entry["efficiency"] = round(
@@ -125,6 +127,13 @@ def calibrate(dataset: Dataset, subset: list[str] | None = None) -> dict[str, An
             if lat:
                 value = _fit(doc, lat, ("fabrics", fid, "latency_s"), 1e-8, 1e-2, log=True, keep_entry=True)
                 entry["latency_s"] = float(f"{value:.4g}")
+            if nvls:  # NVLink SHARP's bandwidth (its latency is NCCL's own figure, fabrics.yaml)
+                entry["nvls_efficiency"] = round(
+                    _fit(
+                        doc, nvls, ("fabrics", fid, "nvls_efficiency"), 0.02, 1.0, log=False, keep_entry=True
+                    ),
+                    4,
+                )
     for fid, recs in by_fabric.items():
         entry = doc["fabrics"][fid]
         entry["fitted_on"] = [r.id for r in recs]

@@ -132,14 +132,31 @@ def _collective_setup(rec):
     if min(rec.ranks, rec.gpus_per_node) > 1 and intra is None:
         raise ScenarioError([("intra_fabric", None, "required when a node holds several ranks")])
     nics = rec.nics_per_node if rec.nics_per_node is not None else rec.gpus_per_node
+    if rec.algorithm == "nvls" and (nodes > 1 or intra is None or intra.nvls_efficiency is None):
+        raise ScenarioError(
+            [
+                (
+                    "algorithm",
+                    rec.algorithm,
+                    "NVLS needs one node whose intra_fabric reduces in the switch (nvlink4, nvlink5)",
+                )
+            ]
+        )
     net = cluster_network(rec.gpus_per_node, intra, inter, nics, n_gpus=rec.ranks)
+    if rec.algorithm == "nvls":
+        return net.nvls_bw, net.nvls_alpha
     busbw, alpha = net.ring(rec.ranks)
     return float(busbw), float(alpha)
 
 
 def predict_collective(rec) -> tuple[float, dict[str, Any]]:
+    """The record's all-reduce on the algorithm it ran: NCCL's ring (α-β over the ring's bus bandwidth),
+    or NVLS (α_nvls + S at the switch-reduced algorithm bandwidth; models.network.ClusterNetwork)."""
     busbw, alpha = _collective_setup(rec)
-    t = float(coll.nccl_ring_time(rec.ranks, rec.size_bytes, busbw, alpha, 2.0))
+    if rec.algorithm == "nvls":
+        t = alpha + rec.size_bytes / busbw
+    else:
+        t = float(coll.nccl_ring_time(rec.ranks, rec.size_bytes, busbw, alpha, 2.0))
     if rec.metric == "busbw_gb_s":
         # nccl-tests' bus bandwidth: algbw·2(n−1)/n, the bytes each rank sends per second
         value = float(coll.allreduce_bytes_per_rank(rec.ranks, rec.size_bytes)) / t / 1e9

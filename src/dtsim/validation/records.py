@@ -85,6 +85,9 @@ class CollectiveRecord(_Base):
     intra_fabric: str | None = None
     inter_fabric: str | None = None
     nics_per_node: float | None = Field(None, gt=0, description="NICs per node (default: one per GPU).")
+    algorithm: Literal["ring", "nvls"] = Field(
+        "ring", description="NCCL algorithm the benchmark ran (NCCL_ALGO): ring, or NVLS (NVLink SHARP)."
+    )
     convention: Literal["nccl-busbw", "time"] = "time"
 
 
@@ -344,6 +347,12 @@ def _check_record(rec) -> list[tuple[str, str]]:
                 v = getattr(rec, f)
                 if v is not None and v not in catalog.fabrics():
                     return [(f, f"{v!r} is not a catalog fabric ({', '.join(catalog.fabrics())})")]
+            if rec.algorithm == "nvls":
+                intra = catalog.fabrics().get(rec.intra_fabric or "")
+                if rec.ranks > rec.gpus_per_node or intra is None or intra.nvls_efficiency is None:
+                    return [
+                        ("algorithm", "nvls needs the ranks in one node on an intra_fabric with NVLink SHARP")
+                    ]
         elif rec.kind == "testbed":
             from dtsim.physics.transformer import get_architecture
 

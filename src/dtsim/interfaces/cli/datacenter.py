@@ -72,6 +72,14 @@ OversubscriptionOpt = Annotated[
         "collectives spanning more than leaf_switch_nodes (32) nodes.",
     ),
 ]
+NvlsOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--nvls/--no-nvls",
+        help="NCCL's NVLS all-reduce (NVLink SHARP) inside an NVLink 4/5 domain; --no-nvls as with "
+        "NCCL_NVLS_ENABLE=0 [default: on where the NVLink has it].",
+    ),
+]
 Fp32GradsOpt = Annotated[
     bool | None,
     typer.Option(
@@ -141,6 +149,7 @@ CLUSTER_FLAGS = (
     "nvlink_gbps",
     "nvlink_domain",
     "oversubscription",
+    "nvls",
 )
 CalibrationOpt = Annotated[
     Path | None,
@@ -342,6 +351,8 @@ def network_label(net: dict[str, Any]) -> str:
     )
     if net["oversubscription"] != 1:
         text += f"; {net['oversubscription']:g}:1 oversubscribed"
+    if net.get("nvls"):
+        text += "; NVLS all-reduce"
     return text + (f" ({net['fabric']})" if net["fabric"] else "")
 
 
@@ -384,6 +395,7 @@ def step(
     nvlink_gbps: NvlinkGbpsOpt = None,
     nvlink_domain: NvlinkDomainOpt = None,
     oversubscription: OversubscriptionOpt = None,
+    nvls: NvlsOpt = None,
     dp: Annotated[int | None, typer.Option(help="Data parallel (default: the rest).")] = None,
     tp: Annotated[int, typer.Option(help="Tensor parallel.")] = 1,
     pp: Annotated[int, typer.Option(help="Pipeline parallel.")] = 1,
@@ -545,6 +557,7 @@ def plan(
     nvlink_gbps: NvlinkGbpsOpt = None,
     nvlink_domain: NvlinkDomainOpt = None,
     oversubscription: OversubscriptionOpt = None,
+    nvls: NvlsOpt = None,
     gbs: Annotated[int, typer.Option(help="Global batch size (sequences).")] = 512,
     top: Annotated[int, typer.Option(help="How many layouts to list.")] = 10,
     dp_multiple: Annotated[int, typer.Option("--dp-multiple", help="Require dp % N == 0 (batch ramp).")] = 1,
@@ -689,7 +702,8 @@ def collective(
     algorithm: Annotated[
         str,
         typer.Option(
-            help="ring | ring-bidirectional | tree | wan-ring (all-reduce only; wan-ring is seed 001 eq. 3.19, "
+            help="ring | ring-bidirectional | tree | nvls | wan-ring (all-reduce only; nvls reduces in the "
+            "NVLink switch, with --fabric nvlink4 or nvlink5; wan-ring is seed 001 eq. 3.19, "
             "(N−1)·(T_prop + S/(N·BW)), with --hop-km of fibre per ring step)."
         ),
     ] = "ring",

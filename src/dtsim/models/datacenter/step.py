@@ -126,6 +126,8 @@ def resolve_hardware(
         oversubscription=net["oversubscription"],
         leaf_nodes=(asm or Assumptions({})).leaf_switch_nodes,
         n_gpus=cluster.n_gpus,
+        nvls=net["nvls"],
+        tree_factor=(asm or Assumptions({})).nccl_tree_bandwidth_factor,
     )
     return Hardware(
         micro=m,
@@ -330,11 +332,13 @@ def evaluate(
     mean_attn = (dense_layers * d_attn + moe_layers * m_attn) / a.layers
 
     # tensor-parallel collectives: 2 per layer forward, 2 backward (all-reduce, or reduce-scatter +
-    # all-gather with sequence parallelism: the same bytes); 2 more forward when fully recomputing
+    # all-gather with sequence parallelism: the same bytes on a ring); 2 more forward when fully
+    # recomputing. The all-reduce runs on the algorithm NCCL picks (NVLS inside an NVLink 4/5 domain:
+    # ClusterNetwork.allreduce); reduce-scatter and all-gather move the same bytes by any algorithm.
     net = hw.network
     tp_bw, tp_alpha = net.ring(tp)  # cross-node TP runs on the NICs of the GPUs it holds per node
     tp_size = tokens * h * 2.0
-    tp_one = coll.ring_allreduce_time(tp, tp_size, tp_bw, tp_alpha)
+    tp_one = np.where(sp, coll.ring_allreduce_time(tp, tp_size, tp_bw, tp_alpha), net.allreduce(tp, tp_size))
     tp_f, tp_b = 2.0 * tp_one, 2.0 * tp_one
     if moe_layers:
         ep_bw, ep_alpha = net.per_rank(ep, tp)
@@ -474,7 +478,7 @@ def evaluate(
     busbw, alpha = net.ring(dp_group, tp)  # the DP×CP ranks of one TP rank: tp apart
     buckets = np.maximum(np.ceil(grad_size / (asm.ddp_bucket_mb * 1e6)), 1.0)
     stage_layers = np.maximum(np.where(last_f >= mid_f, layers_last, per_stage), 1.0)
-    allreduce = coll.nccl_ring_time(dp_group, grad_size, busbw, alpha, 2.0)
+    allreduce = net.allreduce(dp_group, grad_size, tp)  # ring, tree or NVLS, as NCCL picks
     reduce_scatter = coll.nccl_ring_time(dp_group, grad_size, busbw, alpha, 1.0)
     gather = coll.nccl_ring_time(dp_group, weight_size, busbw, alpha, 1.0)
     multi = dp_group > 1
@@ -523,9 +527,8 @@ def evaluate(
     z3_bubble = bubble_slots * z3_mb
     pipeline = pipeline + z3_bubble
     bubble = bubble + z3_bubble
-    r_bw, r_alpha = net.ring(replicas, tp * shard)
     hsdp_allreduce = np.where(
-        z3 & (replicas > 1), coll.nccl_ring_time(replicas, grad_size / shard, r_bw, r_alpha, 2.0), 0.0
+        z3 & (replicas > 1), net.allreduce(replicas, grad_size / shard, tp * shard), 0.0
     )
     once = once + hsdp_allreduce
     # The once-per-step reductions (and ZeRO-2's per-micro-batch ones) compete for one compute budget,

@@ -74,6 +74,11 @@ class Cluster(BaseModel):
         allow_inf_nan=False,
         description="Scale-out oversubscription above the leaf switches (default: the fabric's, else 1).",
     )
+    nvls: bool = Field(
+        True,
+        description="NCCL's NVLS all-reduce (NVLink SHARP, reduced in the NVSwitch) where the NVLink type has it "
+        "(NVLink 4 and 5); false as with NCCL_NVLS_ENABLE=0.",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -147,6 +152,7 @@ class Cluster(BaseModel):
             or (fab.nics_per_node / fab.gpus_per_node if fab else micro.nics_per_gpu) * self.gpus_per_node,
             "nic_gbps": self.nic_gbps or links[nic].bandwidth_gb_s * 8.0,
             "oversubscription": self.oversubscription or (fab.oversubscription if fab else 1.0),
+            "nvls": self.nvls and links[nvlink].nvls_efficiency is not None,
         }
 
     @property
