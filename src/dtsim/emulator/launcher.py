@@ -324,7 +324,7 @@ def command_line(opts: EmulateOptions) -> str:
     return " ".join(parts)
 
 
-def _interrupt(signum, frame):  # SIGTERM behaves like Ctrl-C: unwind and clean up
+def _interrupt(signum, frame):  # SIGINT and SIGTERM: unwind and clean up
     raise KeyboardInterrupt
 
 
@@ -354,8 +354,11 @@ def run(opts: EmulateOptions, command: str = "") -> EmulationSummary:
     )
     work = Path(tempfile.mkdtemp(prefix=f"dtsim-emu-{topo.run_id}-"))
     procs: list[subprocess.Popen] = []
-    old = {s: signal.getsignal(s) for s in (signal.SIGTERM,)}
-    signal.signal(signal.SIGTERM, _interrupt)
+    # Ctrl-C and SIGTERM unwind into the cleanup below, even when this process inherited SIGINT
+    # ignored (a parent that ignores it passes SIG_IGN on through exec, and the run would not stop)
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for sig in old:
+        signal.signal(sig, _interrupt)
     started = time.time()
     try:
         topo.create()
