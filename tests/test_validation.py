@@ -529,3 +529,19 @@ def test_nvls_is_calibrated_on_its_own_row_and_a_misplaced_nvls_record_is_reject
     r = runner.invoke(app, ["validate", "--runs", str(tmp_path), "--json"])
     problems = {(p["record"], p["field"]) for p in json.loads(r.stdout)["problems"]}
     assert {("MY-NVLS-1", "algorithm"), ("MY-NVLS-2", "algorithm")} <= problems
+
+
+def test_a_calibration_file_cannot_give_nvls_to_a_switch_without_it(tmp_path):
+    from importlib import resources
+
+    from dtsim.models.datacenter.workload import Cluster
+
+    doc = yaml.safe_load(resources.files("dtsim.catalog").joinpath("calibration.yaml").read_bytes())
+    doc["fabrics"]["nvlink3"]["nvls_efficiency"] = 0.5  # NVLink 3's NVSwitch cannot reduce
+    path = tmp_path / "cal.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    r = runner.invoke(app, ["step", "--model", "megatron-1.7b", "--calibration", str(path)])
+    assert r.exit_code == 2 and "fabrics.nvlink3.nvls_efficiency" in r.output
+    # and NVLS needs more than one GPU behind the switch
+    assert not Cluster(gpu="h100-sxm", gpus_per_node=1).network_fields()["nvls"]
+    assert Cluster(gpu="h100-sxm").network_fields()["nvls"]

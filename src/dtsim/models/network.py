@@ -106,19 +106,27 @@ class ClusterNetwork:
           chain inside each, 2·((ppn−1)·α_nvlink + ⌈log2 domains⌉·α_nic) of latency and an algorithm
           bandwidth of tree_factor (0.92 × ½, tuning.cc) × the ring's bus bandwidth;
         - NVLS, inside one NVLink domain whose switches reduce (NVLink SHARP): each GPU sends S once and
-          receives the sum once, α_nvls + S / nvls_bw (catalog/fabrics.yaml nvls_*).
+          receives the sum once, max(α_nvls, the ring's 2(n−1)·α) + S / nvls_bw (catalog/fabrics.yaml
+          nvls_*; nvls_bw is fitted at 8 GPUs and taken as independent of the group size, as NCCL's
+          tuner takes it).
+        Each call is one NCCL call: the DP all-reduce is picked on the whole gradient, though DDP sends it
+        in buckets of ddp_bucket_mb (the bucket latencies overlap the backward pass).
         """
         size = np.asarray(size, dtype=float)
         nbytes = np.asarray(nbytes, dtype=float)
         busbw, alpha, per_domain, cross = self._ring(size, stride)
         t = coll.nccl_ring_time(size, nbytes, busbw, alpha, 2.0)
         if np.any(cross):
-            hops = np.ceil(np.log2(np.maximum(size / per_domain, 1.0)))
+            hops = np.floor(np.log2(np.maximum(size / per_domain, 1.0)))  # NCCL's log2i rounds down
             tree_lat = 2.0 * ((per_domain - 1.0) * self.nvlink_alpha + hops * self.nic_alpha)
             tree = tree_lat + nbytes / (self.tree_factor * busbw)
             t = np.where(cross & (size > 1), np.minimum(t, tree), t)
         if self.nvls_bw > 0:
-            nvls = self.nvls_alpha + nbytes / self.nvls_bw
+            # NCCL's tuner gives NVLS more latency than the ring's low-latency protocols (23 µs against
+            # ≈ 15 µs for 8 ranks), so NVLS never wins a latency-bound all-reduce: it pays at least the
+            # ring's latency here (the 32 KiB H200 row: 39.8 µs measured on a node with NVLS)
+            nvls_lat = np.maximum(self.nvls_alpha, 2.0 * (size - 1.0) * self.nvlink_alpha)
+            nvls = nvls_lat + nbytes / self.nvls_bw
             t = np.where(~cross & (size > 1), np.minimum(t, nvls), t)
         return t
 
@@ -251,25 +259,31 @@ def collective(
             alpha = float(coll.propagation_delay(hop_km))
             t = coll.thesis_ring_time(ranks, size, bw, alpha)
         elif algorithm == "nvls":
-            if fab.nvls_bytes_per_s is None or bandwidth_bytes_s is not None or latency_s is not None:
-                with_nvls = ", ".join(k for k, f in fabrics.items() if f.nvls_efficiency is not None)
+            with_nvls = ", ".join(k for k, f in fabrics.items() if f.nvls_efficiency is not None)
+            if bandwidth_bytes_s is not None or latency_s is not None:
+                raise ScenarioError(
+                    [("algorithm", algorithm, f"takes its rate from a fabric ({with_nvls}), not a bandwidth")]
+                )
+            if fab.nvls_bytes_per_s is None:
                 raise ScenarioError(
                     [
                         (
-                            "algorithm",
-                            algorithm,
-                            f"NVLS needs --fabric with NVLink SHARP ({with_nvls}), not a bandwidth",
+                            "fabric",
+                            fab.id,
+                            f"has no NVLink SHARP for --algorithm nvls; fabrics with it: {with_nvls}",
                         )
                     ]
                 )
             # NVLink SHARP: each rank sends S once and receives the sum once (catalog/fabrics.yaml nvls_*)
-            bw, alpha = fab.nvls_bytes_per_s, float(fab.nvls_latency_s or 0.0)
-            t = coll.p2p_time(size, bw, alpha) if ranks > 1 else 0.0
+            algbw, alpha = fab.nvls_bytes_per_s, float(fab.nvls_latency_s or 0.0)
+            t = coll.p2p_time(size, algbw, alpha) if ranks > 1 else 0.0
+            bw = algbw * 2.0 * (ranks - 1) / ranks  # reported as nccl-tests' bus bandwidth
         elif algorithm == "tree":
             t = coll.tree_allreduce_time(ranks, size, bw, alpha)
         else:
             t = coll.ring_allreduce_time(ranks, size, bw, alpha, algorithm == "ring-bidirectional")
-        per_rank = size if algorithm == "nvls" else float(coll.allreduce_bytes_per_rank(ranks, size))
+        nvls_sent = size if ranks > 1 else 0.0
+        per_rank = nvls_sent if algorithm == "nvls" else float(coll.allreduce_bytes_per_rank(ranks, size))
     elif op == "p2p":
         t, per_rank = coll.p2p_time(size, bw, alpha), size
     elif op in others:

@@ -74,7 +74,7 @@ def enumerate_layouts(
     seq = opt.seq_len or a.seq_len
     rejected = {
         "tensor parallel does not divide heads": 0,
-        "pipeline does not divide layers": 0,
+        "pipeline has more stages than layer slots": 0,
         "batch does not divide": 0,
         "batch-ramp constraint": 0,
     }
@@ -109,8 +109,10 @@ def enumerate_layouts(
                 slots = a.layers + (2 if balanced else 0)
                 if balanced and pp == 1:
                     continue
-                if slots % pp:
-                    rejected["pipeline does not divide layers"] += 1
+                # a layer count the pipeline does not divide is spread as evenly as possible (step's
+                # uneven split: the busiest stage sets the pace); virtual stages need it to divide
+                if pp > slots:
+                    rejected["pipeline has more stages than layer slots"] += 1
                     continue
                 if dp % opt.dp_multiple or opt.gbs % opt.gbs_multiple:
                     rejected["batch-ramp constraint"] += 1

@@ -152,7 +152,8 @@ class Cluster(BaseModel):
             or (fab.nics_per_node / fab.gpus_per_node if fab else micro.nics_per_gpu) * self.gpus_per_node,
             "nic_gbps": self.nic_gbps or links[nic].bandwidth_gb_s * 8.0,
             "oversubscription": self.oversubscription or (fab.oversubscription if fab else 1.0),
-            "nvls": self.nvls and links[nvlink].nvls_efficiency is not None,
+            # NVLS needs an NVLink switch that reduces and more than one GPU behind it
+            "nvls": self.nvls and links[nvlink].nvls_efficiency is not None and self.gpus_per_node > 1,
         }
 
     @property
