@@ -103,7 +103,7 @@ class ClusterNetwork:
         (NCCL src/graph/tuning.cc, ncclTopoTuneModel and ncclTopoGetAlgoTime). The candidates:
         - ring: 2(n−1) steps of α plus 2(n−1)/n·S at the ring's bus bandwidth (`ring`);
         - tree, once the group leaves the NVLink domain: NCCL's double binary tree across domains with a
-          chain inside each, 2·((ppn−1)·α_nvlink + ⌈log2 domains⌉·α_nic) of latency and an algorithm
+          chain inside each, 2·((ppn−1)·α_nvlink + ⌊log2 domains⌋·α_nic) of latency and an algorithm
           bandwidth of tree_factor (0.92 × ½, tuning.cc) × the ring's bus bandwidth;
         - NVLS, inside one NVLink domain whose switches reduce (NVLink SHARP): each GPU sends S once and
           receives the sum once, max(α_nvls, the ring's 2(n−1)·α) + S / nvls_bw (catalog/fabrics.yaml
