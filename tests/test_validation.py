@@ -487,42 +487,27 @@ def test_nvls_is_calibrated_on_its_own_row_and_a_misplaced_nvls_record_is_reject
     nv4 = json.loads(r.stdout)["fabrics"]["nvlink4"]
     assert 0.55 < nv4["nvls_efficiency"] < 0.7 and abs(nv4["residuals"]["NCCL-H200x8-NVLS"]) < 0.01
     assert "nvls_efficiency" not in json.loads(r.stdout)["fabrics"]["nvlink3"]
+    shared = {"kind": "collective", "source": "me", "certainty": "user", "metric": "busbw_gb_s"}
+    shared |= {
+        "convention": "nccl-busbw",
+        "unit": "GB/s",
+        "gpus_per_node": 8,
+        "size_bytes": 1e9,
+        "algorithm": "nvls",
+    }
+    mine = {"description": "my NVLS runs", "role": "check", "defaults": shared}
     bad = {
-        "groups": {"MINE": {"description": "my NVLS runs", "role": "check"}},
-        "records": [
+        "groups": {"MINE": mine},
+        "records": [  # across two nodes; on NVLink 3, whose switch does not reduce
             {
                 "id": "MY-NVLS-1",
-                "kind": "collective",
                 "group": "MINE",
-                "source": "me",
-                "certainty": "user",
-                "metric": "busbw_gb_s",
-                "convention": "nccl-busbw",
-                "unit": "GB/s",
                 "measured": 400,
                 "ranks": 16,
-                "gpus_per_node": 8,
-                "size_bytes": 1e9,
                 "intra_fabric": "nvlink4",
                 "inter_fabric": "ib-ndr",
-                "algorithm": "nvls",
             },
-            {
-                "id": "MY-NVLS-2",
-                "kind": "collective",
-                "group": "MINE",
-                "source": "me",
-                "certainty": "user",
-                "metric": "busbw_gb_s",
-                "convention": "nccl-busbw",
-                "unit": "GB/s",
-                "measured": 200,
-                "ranks": 8,
-                "gpus_per_node": 8,
-                "size_bytes": 1e9,
-                "intra_fabric": "nvlink3",
-                "algorithm": "nvls",
-            },
+            {"id": "MY-NVLS-2", "group": "MINE", "measured": 200, "ranks": 8, "intra_fabric": "nvlink3"},
         ],
     }
     (tmp_path / "nvls.yaml").write_text(yaml.safe_dump(bad, sort_keys=False))

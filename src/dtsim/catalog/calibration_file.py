@@ -51,11 +51,6 @@ def _range_text(lo: float, hi: float, closed_lo: bool) -> str:
     return f"a number in {left}{lo:g}, {hi:g}]" if math.isfinite(hi) else f"a number > {lo:g}"
 
 
-def _has_nvls(fabric: str) -> bool:
-    """Whether a fabric's switch reduces in the network (fabrics.yaml gives it NVLS figures)."""
-    return "nvls_latency_s" in (catalog.load_table("fabrics.yaml").get(fabric) or {})
-
-
 def check_calibration(doc: Any, known_generations: set[str], known_fabrics: set[str]) -> list[str]:
     """What is wrong with a calibration document, one line per problem (empty when it is usable)."""
     if not isinstance(doc, dict):
@@ -98,7 +93,11 @@ def check_calibration(doc: Any, known_generations: set[str], known_fabrics: set[
                 fitted_on = entry.get("fitted_on", [])
                 if not isinstance(fitted_on, list) or not all(isinstance(i, str) for i in fitted_on):
                     problems.append(f"{where}.fitted_on = {fitted_on!r}: must be a list of record ids")
-            if section == "fabrics" and "nvls_efficiency" in values and not _has_nvls(name):
+            if (
+                section == "fabrics"
+                and "nvls_efficiency" in values
+                and catalog.fabrics()[name].nvls_latency_s is None
+            ):
                 problems.append(f"{where}.nvls_efficiency: {name} has no NVLink SHARP (NVLS) to calibrate")
             if section not in known:
                 where = section

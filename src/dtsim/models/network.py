@@ -85,7 +85,10 @@ class ClusterNetwork:
             slow = np.where(leaf < size, self.oversubscription, 1.0)
         return per_domain, per_domain < size, slow
 
-    def _ring(self, size, stride):
+    def ring_span(self, size, stride=1):
+        """(bus bandwidth, α, ranks in the fewest-held domain, whether the group leaves its domain) of
+        NCCL's ring over `size` ranks `stride` apart: `ring` and, passed on as `span`, `allreduce`."""
+        size = np.asarray(size, dtype=float)
         per_domain, cross, slow = self._span(size, stride)
         busbw = coll.nccl_ring_busbw(
             per_domain, size / per_domain, self.nvlink_bw, self.nic_bw_per_gpu / slow
@@ -94,10 +97,10 @@ class ClusterNetwork:
 
     def ring(self, size, stride=1):
         """(bus bandwidth B/s, α s per step) of NCCL's ring over `size` ranks `stride` apart."""
-        busbw, alpha, _, _ = self._ring(np.asarray(size, dtype=float), stride)
+        busbw, alpha, _, _ = self.ring_span(size, stride)
         return busbw, alpha
 
-    def allreduce(self, size, nbytes, stride=1):
+    def allreduce(self, size, nbytes, stride=1, span=None):
         """Time of an all-reduce of `nbytes` over `size` ranks `stride` apart, by the algorithm NCCL's
         tuner would pick: the one with the least modelled time, latency + bytes / algorithm bandwidth
         (NCCL src/graph/tuning.cc, ncclTopoTuneModel and ncclTopoGetAlgoTime). The candidates:
@@ -110,11 +113,12 @@ class ClusterNetwork:
           nvls_*; nvls_bw is fitted at 8 GPUs and taken as independent of the group size, as NCCL's
           tuner takes it).
         Each call is one NCCL call: the DP all-reduce is picked on the whole gradient, though DDP sends it
-        in buckets of ddp_bucket_mb (the bucket latencies overlap the backward pass).
+        in buckets of ddp_bucket_mb (the bucket latencies overlap the backward pass). `span`: this
+        group's ring_span when the caller has it already.
         """
         size = np.asarray(size, dtype=float)
         nbytes = np.asarray(nbytes, dtype=float)
-        busbw, alpha, per_domain, cross = self._ring(size, stride)
+        busbw, alpha, per_domain, cross = self.ring_span(size, stride) if span is None else span
         t = coll.nccl_ring_time(size, nbytes, busbw, alpha, 2.0)
         if np.any(cross):
             hops = np.floor(np.log2(np.maximum(size / per_domain, 1.0)))  # NCCL's log2i rounds down
@@ -122,12 +126,9 @@ class ClusterNetwork:
             tree = tree_lat + nbytes / (self.tree_factor * busbw)
             t = np.where(cross & (size > 1), np.minimum(t, tree), t)
         if self.nvls_bw > 0:
-            # NCCL's tuner gives NVLS more latency than the ring's low-latency protocols (23 µs against
-            # ≈ 15 µs for 8 ranks), so NVLS never wins a latency-bound all-reduce: it pays at least the
-            # ring's latency here (the 32 KiB H200 row: 39.8 µs measured on a node with NVLS)
-            nvls_lat = np.maximum(self.nvls_alpha, 2.0 * (size - 1.0) * self.nvlink_alpha)
-            nvls = nvls_lat + nbytes / self.nvls_bw
-            t = np.where(~cross & (size > 1), np.minimum(t, nvls), t)
+            # NVLS never wins a latency-bound all-reduce (the 32 KiB H200 row: 39.8 µs with NVLS there)
+            nvls = coll.nvls_allreduce_time(size, nbytes, self.nvls_bw, self.nvls_alpha, self.nvlink_alpha)
+            t = np.where(~cross, np.minimum(t, nvls), t)
         return t
 
     def per_rank(self, size, stride=1):
@@ -224,7 +225,8 @@ def collective(
     `bandwidth_bytes_s` / `latency_s`, each defaulting to the DEFAULT_FABRIC's. The `wan-ring`
     all-reduce is seed 001 eq. 3.19, T = (N−1)·(T_prop + S/(N·BW)), a bidirectional ring whose every
     step pays the propagation delay of `hop_km` of fibre (5 µs/km, eq. 3.9) instead of α. The `nvls`
-    all-reduce reduces in the NVLink switch (NVLink SHARP): α_nvls + S at the fabric's NVLS bandwidth."""
+    all-reduce reduces in the NVLink switch (NVLink SHARP): coll.nvls_allreduce_time at the fabric's NVLS
+    bandwidth and latency."""
     if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
         raise ScenarioError([("ranks", ranks, "must be an integer ≥ 1")])
     if not (isinstance(size_bytes, int | float) and math.isfinite(size_bytes) and size_bytes > 0):
@@ -276,7 +278,7 @@ def collective(
                 )
             # NVLink SHARP: each rank sends S once and receives the sum once (catalog/fabrics.yaml nvls_*)
             algbw, alpha = fab.nvls_bytes_per_s, float(fab.nvls_latency_s or 0.0)
-            t = coll.p2p_time(size, algbw, alpha) if ranks > 1 else 0.0
+            t = coll.nvls_allreduce_time(ranks, size, algbw, alpha, fab.latency_s)
             bw = algbw * 2.0 * (ranks - 1) / ranks  # reported as nccl-tests' bus bandwidth
         elif algorithm == "tree":
             t = coll.tree_allreduce_time(ranks, size, bw, alpha)

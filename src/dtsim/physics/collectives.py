@@ -43,6 +43,16 @@ def ring_allreduce_time(n, size, bw, alpha, bidirectional=False):
     return np.where(n > 1, 2.0 * (n - 1.0) * alpha + np.where(bidirectional, 0.5, 1.0) * bw_term, 0.0)
 
 
+def nvls_allreduce_time(n, size, bw, alpha, ring_alpha=0.0):
+    """NVLS all-reduce (NVLink SHARP, reduced in the NVSwitch): each rank sends S once and receives the
+    sum once, S / bw at the NVLS algorithm bandwidth, after a latency of α_nvls but never less than
+    the ring's 2(n−1)·ring_alpha (NCCL's tuner ranks NVLS's latency above the ring's low-latency
+    protocols, NCCL src/graph/tuning.cc)."""
+    n = np.asarray(n, dtype=float)
+    lat = np.maximum(alpha, 2.0 * (n - 1.0) * ring_alpha)
+    return np.where(n > 1, lat + np.asarray(size, dtype=float) / bw, 0.0)
+
+
 def tree_allreduce_time(n, size, bw, alpha):
     """Double binary tree (NCCL): 2·⌈log2 n⌉ latency steps, about 2·S/bw of pipelined traffic."""
     n = np.asarray(n, dtype=float)

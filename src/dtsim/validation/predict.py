@@ -142,20 +142,18 @@ def _collective_setup(rec):
                 )
             ]
         )
-    net = cluster_network(rec.gpus_per_node, intra, inter, nics, n_gpus=rec.ranks)
-    if rec.algorithm == "nvls":
-        return net.nvls_bw, net.nvls_alpha
-    busbw, alpha = net.ring(rec.ranks)
-    return float(busbw), float(alpha)
+    return cluster_network(rec.gpus_per_node, intra, inter, nics, n_gpus=rec.ranks)
 
 
 def predict_collective(rec) -> tuple[float, dict[str, Any]]:
     """The record's all-reduce on the algorithm it ran: NCCL's ring (α-β over the ring's bus bandwidth),
-    or NVLS (α_nvls + S at the switch-reduced algorithm bandwidth; models.network.ClusterNetwork)."""
-    busbw, alpha = _collective_setup(rec)
+    or NVLS (physics.collectives.nvls_allreduce_time at the switch-reduced algorithm bandwidth)."""
+    net = _collective_setup(rec)
     if rec.algorithm == "nvls":
-        t = alpha + rec.size_bytes / busbw
+        busbw, alpha = net.nvls_bw, net.nvls_alpha
+        t = float(coll.nvls_allreduce_time(rec.ranks, rec.size_bytes, busbw, alpha, net.nvlink_alpha))
     else:
+        busbw, alpha = (float(x) for x in net.ring(rec.ranks))
         t = float(coll.nccl_ring_time(rec.ranks, rec.size_bytes, busbw, alpha, 2.0))
     if rec.metric == "busbw_gb_s":
         # nccl-tests' bus bandwidth: algbw·2(n−1)/n, the bytes each rank sends per second

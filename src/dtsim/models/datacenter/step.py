@@ -336,9 +336,12 @@ def evaluate(
     # recomputing. The all-reduce runs on the algorithm NCCL picks (NVLS inside an NVLink 4/5 domain:
     # ClusterNetwork.allreduce); reduce-scatter and all-gather move the same bytes by any algorithm.
     net = hw.network
-    tp_bw, tp_alpha = net.ring(tp)  # cross-node TP runs on the NICs of the GPUs it holds per node
+    tp_span = net.ring_span(tp)  # cross-node TP runs on the NICs of the GPUs it holds per node
+    tp_bw, tp_alpha = tp_span[:2]
     tp_size = tokens * h * 2.0
-    tp_one = np.where(sp, coll.ring_allreduce_time(tp, tp_size, tp_bw, tp_alpha), net.allreduce(tp, tp_size))
+    tp_one = np.where(
+        sp, coll.ring_allreduce_time(tp, tp_size, tp_bw, tp_alpha), net.allreduce(tp, tp_size, span=tp_span)
+    )
     tp_f, tp_b = 2.0 * tp_one, 2.0 * tp_one
     if moe_layers:
         ep_bw, ep_alpha = net.per_rank(ep, tp)
@@ -475,10 +478,11 @@ def evaluate(
     grad_size = stage_params * grad_bytes
     weight_size = stage_params * asm.weight_bytes
     dp_group = dp * cp
-    busbw, alpha = net.ring(dp_group, tp)  # the DP×CP ranks of one TP rank: tp apart
+    dp_span = net.ring_span(dp_group, tp)  # the DP×CP ranks of one TP rank: tp apart
+    busbw, alpha = dp_span[:2]
     buckets = np.maximum(np.ceil(grad_size / (asm.ddp_bucket_mb * 1e6)), 1.0)
     stage_layers = np.maximum(np.where(last_f >= mid_f, layers_last, per_stage), 1.0)
-    allreduce = net.allreduce(dp_group, grad_size, tp)  # ring, tree or NVLS, as NCCL picks
+    allreduce = net.allreduce(dp_group, grad_size, tp, span=dp_span)  # ring, tree or NVLS, as NCCL picks
     reduce_scatter = coll.nccl_ring_time(dp_group, grad_size, busbw, alpha, 1.0)
     gather = coll.nccl_ring_time(dp_group, weight_size, busbw, alpha, 1.0)
     multi = dp_group > 1
