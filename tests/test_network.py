@@ -78,6 +78,7 @@ def test_a_fabric_sets_the_cluster_and_explicit_fields_override_it():
         "nic_gbps": 400.0,
         "oversubscription": 1.0,
         "nvls": True,
+        "torus": (),
     }
     c = Cluster(
         gpu="h100-sxm", fabric="dgx-h100-ndr", nodes=2, gpus_per_node=4, nics_per_node=2, nic_gbps=100

@@ -27,29 +27,42 @@ def load_table(name: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Micro:
-    """Micro-architecture constants for the GEMM model of seed 002 §8.1.1."""
+    """Micro-architecture constants for the GEMM model: a GPU's for seed 002 §8.1.1 (SMs, register file,
+    L2), or a TPU's systolic matrix units (`mxu_dim` > 0: the MXU edge, and the datasheet peaks)."""
 
     generation: str
-    num_sms: int
-    flop_per_clock_per_thread: MappingProxyType  # operand bit width → FLOP per clock per thread
-    register_bytes_per_block: int  # per processing block; four blocks per SM
-    l2_bytes: float
-    l2_bytes_per_s: float
     hbm_bytes_per_s: float
-    max_clock_hz: float
-    clock_derate: float  # sustained fraction of the boost clock on long runs of large matmuls
-    distributed_shared_memory: bool
+    clock_derate: float  # sustained fraction of the peak on long runs of large matmuls
     matmul_latency_s: float
-    nvlink: str
-    nic: str
+    nvlink: str  # the scale-up link type (NVLink; ICI on a TPU)
+    nic: str  # the scale-out link type (the NICs; DCN on a TPU)
     nics_per_gpu: float
     source: str
+    # GPU (seed 002 §8.1.1): zero / empty on a TPU
+    num_sms: int = 0
+    max_clock_hz: float = 0.0
+    flop_per_clock_per_thread: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+    register_bytes_per_block: int = 0  # per processing block; four blocks per SM
+    l2_bytes: float = 0.0
+    l2_bytes_per_s: float = 0.0
+    distributed_shared_memory: bool = False
     l1_bytes_per_sm: float | None = None  # combined L1 / shared memory per SM (SRAM totals, seed 002 Table 2)
     # best fraction of the dense 16-bit tensor peak each FlashAttention kernel ("flash2", "flash1", "triton") reaches
     # on this generation (gpus.yaml sources); empty where no measurement is published
     flash_attention_efficiency: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+    # TPU: the systolic array's edge (128, or 256 on v6e) and the datasheet's dense peak by operand width
+    mxu_dim: int = 0
+    chips_per_host: int = 0  # a TPU host's chips: the default gpus_per_node
+    peak_tflops: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def systolic(self) -> bool:
+        """A TPU: matmuls on systolic MXUs (dtsim.physics.gemm.systolic_gemm_time)."""
+        return self.mxu_dim > 0
 
     def peak_flop_s(self, bits: int) -> float:
+        if self.systolic:
+            return self.peak_tflops[bits] * 1e12
         return self.flop_per_clock_per_thread[bits] * 128 * self.num_sms * self.max_clock_hz
 
 
@@ -66,6 +79,13 @@ class Fabric:
     nvls_efficiency: float | None = None
     nvls_latency_s: float | None = None
     nvls_source: str | None = None
+    # A TPU's inter-chip interconnect (ICI): chips joined point to point in a torus of `torus_dims` axes
+    # (bandwidth_gb_s is then one link's one-way rate, latency_s one hop's); an axis has a wraparound
+    # link when its length is a multiple of `wrap_axis_multiple`; `pod` is the largest slice's shape
+    torus_dims: int | None = None
+    wrap_axis_multiple: int | None = None
+    pod: tuple[int, ...] | None = None
+    torus_source: str | None = None
 
     @property
     def bus_bytes_per_s(self) -> float:
@@ -144,12 +164,15 @@ def gpus() -> MappingProxyType:
             micro = Micro(
                 **{
                     **micro,
-                    **{k: float(micro[k]) for k in numeric},
+                    **{k: float(micro[k]) for k in numeric if k in micro},
                     "flop_per_clock_per_thread": MappingProxyType(
-                        {int(k): float(v) for k, v in micro["flop_per_clock_per_thread"].items()}
+                        {int(k): float(v) for k, v in (micro.get("flop_per_clock_per_thread") or {}).items()}
                     ),
                     "flash_attention_efficiency": MappingProxyType(
                         {k: float(v) for k, v in (micro.get("flash_attention_efficiency") or {}).items()}
+                    ),
+                    "peak_tflops": MappingProxyType(
+                        {int(k): float(v) for k, v in (micro.get("peak_tflops") or {}).items()}
                     ),
                 }
             )
@@ -172,6 +195,8 @@ def fabrics() -> MappingProxyType:
             if key in (fitted.get(fitted_id) or {}) and (key != "nvls_efficiency" or "nvls_latency_s" in row):
                 row[key] = fitted[fitted_id][key]
         floats = ("bandwidth_gb_s", "latency_s", "efficiency", "nvls_efficiency", "nvls_latency_s")
+        if "pod" in row:
+            row["pod"] = tuple(int(x) for x in row["pod"])
         out[fid] = Fabric(id=fid, **{**row, **{k: float(row[k]) for k in floats if k in row}})
     return MappingProxyType(out)
 

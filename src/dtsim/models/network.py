@@ -64,6 +64,10 @@ class ClusterNetwork:
     nvls_bw: float = 0.0  # NVLS all-reduce algorithm bandwidth per GPU inside the domain, B/s (0: no NVLS)
     nvls_alpha: float = 0.0  # NVLS all-reduce latency, s
     tree_factor: float = 0.46  # tree algorithm bandwidth / ring bus bandwidth (nccl_tree_bandwidth_factor)
+    # A TPU slice: the domain is a torus of these axis lengths (innermost first; empty: an NVLink switch),
+    # nvlink_bw one ICI link's one-way bus bandwidth and nvlink_alpha one hop's latency
+    torus: tuple[int, ...] = ()
+    torus_wrap: tuple[bool, ...] = ()  # whether each axis has its wraparound link
 
     def _fewest(self, size, stride, block):
         """The fewest ranks a group holds in one block of `block` consecutive ranks, over the job's
@@ -85,15 +89,44 @@ class ClusterNetwork:
             slow = np.where(leaf < size, self.oversubscription, 1.0)
         return per_domain, per_domain < size, slow
 
+    def _torus_ring(self, size, stride):
+        """(bus bandwidth, per-step α) of a ring collective over `size` ranks `stride` apart inside a TPU
+        slice (Austin et al. 2025, "How to Scale Your Model", "Sharded Matrices": a collective over k
+        mesh axes has k axes' links; an axis with its wraparound link carries a bidirectional ring, 2
+        links' worth, one without a ring folded onto a line, one link; ≈1 hop latency per step).
+
+        Ranks fill the torus axis by axis, innermost first (Megatron's order), so a group occupies the
+        axes whose rank range [stride, stride·size) reaches; it uses an axis's wraparound only when it
+        runs the axis's whole length, and the groups whose ranks interleave along an axis (stride
+        inside the axis) share its links. The latency is the hops of the collective's phases — half of
+        an axis's ranks with the wraparound, all but one without — spread over the ring's n − 1 steps."""
+        bw = hops = 0.0
+        below = 1.0  # ranks per step along this axis
+        for length, wrap in zip(self.torus, self.torus_wrap, strict=True):
+            above = below * length
+            spanned = (stride < above) & (stride * size > below)
+            step = np.maximum(stride, below)
+            extent = np.clip(np.minimum(stride * size, above) / step, 1.0, length)
+            both_ways = wrap & (stride * size >= above)
+            share = np.where(stride > below, stride / below, 1.0)  # interleaved groups on these links
+            bw = bw + np.where(spanned, self.nvlink_bw * np.where(both_ways, 2.0, 1.0) / share, 0.0)
+            hops = hops + np.where(spanned, np.where(both_ways, np.floor(extent / 2.0), extent - 1.0), 0.0)
+            below = above
+        bw = np.where(bw > 0, bw, self.nvlink_bw)  # a group of one rank
+        return bw, self.nvlink_alpha * hops / np.maximum(size - 1.0, 1.0)
+
     def ring_span(self, size, stride=1):
         """(bus bandwidth, α, ranks in the fewest-held domain, whether the group leaves its domain) of
-        NCCL's ring over `size` ranks `stride` apart: `ring` and, passed on as `span`, `allreduce`."""
+        NCCL's ring over `size` ranks `stride` apart: `ring` and, passed on as `span`, `allreduce`.
+        Inside a TPU slice the ring runs on the torus (`_torus_ring`)."""
         size = np.asarray(size, dtype=float)
         per_domain, cross, slow = self._span(size, stride)
-        busbw = coll.nccl_ring_busbw(
-            per_domain, size / per_domain, self.nvlink_bw, self.nic_bw_per_gpu / slow
-        )
-        return busbw, np.where(cross, self.nic_alpha, self.nvlink_alpha), per_domain, cross
+        if self.torus:
+            intra_bw, intra_alpha = self._torus_ring(per_domain, np.asarray(stride, dtype=float))
+        else:
+            intra_bw, intra_alpha = self.nvlink_bw, self.nvlink_alpha
+        busbw = coll.nccl_ring_busbw(per_domain, size / per_domain, intra_bw, self.nic_bw_per_gpu / slow)
+        return busbw, np.where(cross, self.nic_alpha, intra_alpha), per_domain, cross
 
     def ring(self, size, stride=1):
         """(bus bandwidth B/s, α s per step) of NCCL's ring over `size` ranks `stride` apart."""
@@ -153,13 +186,15 @@ def cluster_network(
     n_gpus: float = math.inf,
     nvls: bool = True,
     tree_factor: float = 0.46,
+    torus: tuple[int, ...] = (),
 ) -> ClusterNetwork:
     """A ClusterNetwork from link types (fabrics.yaml: wire rate, NCCL efficiency, α) and counts.
 
     `nvlink_gbps` / `nic_gbps` replace the link types' wire rates (Gbit/s: per GPU in one direction for
     NVLink, per NIC for the NICs) and keep their efficiency and latency. No NVLink (`nvlink` None) is a
     node of one GPU; no NIC (`nic` None) a cluster of one node. `nvls` False turns NVLink SHARP off
-    (NCCL_NVLS_ENABLE=0) where the NVLink type has it."""
+    (NCCL_NVLS_ENABLE=0) where the NVLink type has it. `torus`: a TPU slice's axis lengths when the
+    NVLink type is an ICI torus (its wraparound rule: fabrics.yaml wrap_axis_multiple)."""
 
     def bus(link: catalog.Fabric | None, gbps: float | None, missing: float) -> tuple[float, float]:
         if link is None:
@@ -173,7 +208,14 @@ def cluster_network(
     if nvls and nvlink is not None and nvlink.nvls_efficiency is not None:
         wire = nvlink.bandwidth_gb_s * 1e9 if nvlink_gbps is None else nvlink_gbps * 1e9 / 8.0
         nvls_bw, nvls_alpha = wire * nvlink.nvls_efficiency, float(nvlink.nvls_latency_s or 0.0)
+    wrap = ()
+    if torus:
+        multiple = (nvlink.wrap_axis_multiple if nvlink is not None else None) or 0
+        wrap = tuple(bool(multiple) and axis % multiple == 0 for axis in torus)
+        nvlink_domain = math.prod(torus)
     return ClusterNetwork(
+        torus=tuple(torus),
+        torus_wrap=wrap,
         gpus_per_node=gpus_per_node,
         nvlink_domain=nvlink_domain or gpus_per_node,
         nvlink_bw=nvlink_bw,

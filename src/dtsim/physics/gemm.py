@@ -18,6 +18,8 @@ of a d1×b block with a b×d2 block) takes
   "Matrix Multiplication Background User's Guide" §3.1–3.2), so a hidden size that 128·TP does not
   divide costs more per FLOP than its neighbour that it does divide.
 
+On a TPU (`micro.systolic`) the product runs on systolic matrix units instead: `systolic_gemm_time`.
+
 All inputs broadcast; nothing branches in Python on values.
 """
 
@@ -88,6 +90,8 @@ def gemm_time(
     need each dimension to be a multiple of 8, seed 002 §5.1.2) and `smem_counts_l2_loads=False`
     (on Hopper the L2 → SM copies arrive by TMA / DSMEM multicast rather than through the shared-memory
     banks the processing blocks read from). `matmul_latency_s` overrides the catalog's kernel floor."""
+    if micro.systolic:
+        return systolic_gemm_time(d1, d2, b, micro, bits, weight_grads, clock_derate, matmul_latency_s)
     d1 = np.asarray(d1, dtype=float)
     d2 = np.asarray(d2, dtype=float)
     b = np.asarray(b, dtype=float)
@@ -128,6 +132,36 @@ def gemm_time(
     )
     latency = micro.matmul_latency_s if matmul_latency_s is None else matmul_latency_s
     return np.maximum(arithmetic, movement) + latency
+
+
+SUBLANES = 8  # rows of the TPU's (8, 128) vector registers: the streamed dimension is fed 8 rows at a time
+
+
+def systolic_gemm_time(
+    d1, d2, b, micro, bits: int = 16, weight_grads=False, clock_derate=None, matmul_latency_s=None
+):
+    """Seconds for one GEMM of a d1×d2 weight with d2×b activations on a TPU (the same shape for the
+    input- and weight-gradient products), as a roofline (Austin et al. 2025, "How to Scale Your Model",
+    chapters "All About Rooflines" and "How to Think About TPUs"):
+
+        t = max(2·d1'·d2'·b' / (peak × sustained fraction), bytes / HBM bandwidth) + per-op latency
+
+    The MXU is a mxu_dim × mxu_dim systolic array (128, 256 on v6e) holding a block of the weight while
+    the activations stream through it 8 rows at a time, so the weight's dimensions are padded to the MXU
+    edge (d1', d2') and the streamed one to 8 (b'): a weight narrower than the array leaves part of it
+    idle. XLA pipelines the HBM → VMEM copies under the MXU work, so the traffic is each operand and
+    the result moved once. The weight-gradient product (`weight_grads`) has the same operand shapes and
+    the same time."""
+    d1 = np.asarray(d1, dtype=float)
+    d2 = np.asarray(d2, dtype=float)
+    b = np.asarray(b, dtype=float)
+    m = float(micro.mxu_dim)
+    derate = micro.clock_derate if clock_derate is None else clock_derate
+    flop = 2.0 * (np.ceil(d1 / m) * m) * (np.ceil(d2 / m) * m) * (np.ceil(b / SUBLANES) * SUBLANES)
+    arithmetic = flop / (micro.peak_flop_s(bits) * derate)
+    movement = (d1 * d2 + d1 * b + d2 * b) * (bits / 8.0) / micro.hbm_bytes_per_s
+    latency = micro.matmul_latency_s if matmul_latency_s is None else matmul_latency_s
+    return np.maximum(arithmetic, movement) + latency + np.zeros(np.shape(weight_grads))
 
 
 def memory_bound_time(bytes_moved, micro, efficiency):

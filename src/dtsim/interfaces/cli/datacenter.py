@@ -64,6 +64,14 @@ NvlinkDomainOpt = Annotated[
     int | None,
     typer.Option("--nvlink-domain", help="GPUs one NVLink domain joins (8 = a DGX node, 72 = GB200 NVL72)."),
 ]
+TorusOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--torus",
+        help="TPU slice shape in chips, e.g. 4x4x4 (v4/v5p) or 16x16 (v5e/v6e); several slices join over DCN "
+        "[default: the job in as few slices as the pod allows].",
+    ),
+]
 OversubscriptionOpt = Annotated[
     float | None,
     typer.Option(
@@ -148,6 +156,7 @@ CLUSTER_FLAGS = (
     "nic_gbps",
     "nvlink_gbps",
     "nvlink_domain",
+    "torus",
     "oversubscription",
     "nvls",
 )
@@ -344,11 +353,18 @@ def run_rows(run) -> list[tuple[str, str]]:
 
 
 def network_label(net: dict[str, Any]) -> str:
-    """One line: NVLink rate and domain, NICs per node × line rate, oversubscription, fabric."""
-    text = (
-        f"NVLink {net['nvlink_gbps'] / 8:g} GB/s per GPU, domain {net['nvlink_domain']}; "
-        f"{net['nics_per_node']:g} × {net['nic_gbps']:g} Gb/s NICs per node"
-    )
+    """One line: NVLink rate and domain (a TPU: ICI link rate and slice shape), NICs per node × line
+    rate, oversubscription, fabric."""
+    if net.get("torus"):
+        text = (
+            f"ICI {net['nvlink_gbps'] / 8:g} GB/s per link one way, slice {'x'.join(map(str, net['torus']))}; "
+            f"{net['nics_per_node']:g} × {net['nic_gbps']:g} Gb/s DCN per host"
+        )
+    else:
+        text = (
+            f"NVLink {net['nvlink_gbps'] / 8:g} GB/s per GPU, domain {net['nvlink_domain']}; "
+            f"{net['nics_per_node']:g} × {net['nic_gbps']:g} Gb/s NICs per node"
+        )
     if net["oversubscription"] != 1:
         text += f"; {net['oversubscription']:g}:1 oversubscribed"
     if net.get("nvls"):
@@ -394,6 +410,7 @@ def step(
     nic_gbps: NicGbpsOpt = None,
     nvlink_gbps: NvlinkGbpsOpt = None,
     nvlink_domain: NvlinkDomainOpt = None,
+    torus: TorusOpt = None,
     oversubscription: OversubscriptionOpt = None,
     nvls: NvlsOpt = None,
     dp: Annotated[int | None, typer.Option(help="Data parallel (default: the rest).")] = None,
@@ -556,6 +573,7 @@ def plan(
     nic_gbps: NicGbpsOpt = None,
     nvlink_gbps: NvlinkGbpsOpt = None,
     nvlink_domain: NvlinkDomainOpt = None,
+    torus: TorusOpt = None,
     oversubscription: OversubscriptionOpt = None,
     nvls: NvlsOpt = None,
     gbs: Annotated[int, typer.Option(help="Global batch size (sequences).")] = 512,

@@ -65,19 +65,21 @@ def _planned(key: tuple, overrides: str) -> tuple[float, str]:
         int(asm.mfu_auto_vocab),
         asm.mfu_auto_size_tolerance,
     )
-    modelled = [k for k, g in catalog.gpus().items() if g.micro is not None]
+    # GPU nodes: a node of TPU chips is a torus slice, which these presets' chip counts do not form
+    modelled = [k for k, g in catalog.gpus().items() if g.micro is not None and not g.micro.systolic]
     if moe:
         raise ScenarioError(
             [("mfu", "auto", "is planned for dense models only; give the MFU of this MoE model as a number")]
         )
     spec = catalog.gpus().get(gpu) if gpu else None
-    if spec is None or spec.micro is None or not gpus_per_node:
+    if spec is None or spec.id not in modelled or not gpus_per_node:
         raise ScenarioError(
             [
                 (
                     "mfu",
                     "auto",
-                    f"needs a gpu the datacenter model covers and gpus_per_node; covered: {', '.join(modelled)}",
+                    f"needs a gpu the datacenter model covers and gpus_per_node; covered: {', '.join(modelled)} "
+                    "(a TPU node is a torus slice: time it with `dtsim step --gpu tpu-… --torus …`)",
                 )
             ]
         )

@@ -128,6 +128,7 @@ def resolve_hardware(
         n_gpus=cluster.n_gpus,
         nvls=net["nvls"],
         tree_factor=(asm or Assumptions({})).nccl_tree_bandwidth_factor,
+        torus=net["torus"],
     )
     return Hardware(
         micro=m,

@@ -5,6 +5,7 @@ validation alike)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -74,6 +75,13 @@ class Cluster(BaseModel):
         allow_inf_nan=False,
         description="Scale-out oversubscription above the leaf switches (default: the fabric's, else 1).",
     )
+    torus: str | None = Field(
+        None,
+        max_length=40,
+        description="TPU slice shape in chips, e.g. 4x4x4 (v4/v5p: 3 axes; v5e/v6e: 2); the job is one slice or "
+        "several joined by DCN (default: the job's chips in as few slices as the pod allows, axes as equal as "
+        "powers of two make them).",
+    )
     nvls: bool = Field(
         True,
         description="NCCL's NVLS all-reduce (NVLink SHARP, reduced in the NVSwitch) where the NVLink type has it "
@@ -90,6 +98,10 @@ class Cluster(BaseModel):
                 for key in ("gpu", "gpus_per_node"):  # a fabric's GPU and node size unless given
                     if data.get(key) is None:
                         data[key] = getattr(fab, key)
+        if isinstance(data, dict) and data.get("gpus_per_node") is None and isinstance(data.get("gpu"), str):
+            gpu = catalog.gpus().get(data["gpu"])
+            if gpu is not None and gpu.micro is not None and gpu.micro.chips_per_host:
+                data = {**data, "gpus_per_node": gpu.micro.chips_per_host}  # a TPU host's chips
         return data
 
     @model_validator(mode="after")
@@ -124,12 +136,80 @@ class Cluster(BaseModel):
                 raise ScenarioError(
                     [(field, value, f"unknown fabric; known: {', '.join(catalog.fabrics())}")]
                 )
+        self._check_torus()
         domain = self.network_fields()["nvlink_domain"]
         if domain % self.gpus_per_node:
             raise ScenarioError(
                 [("nvlink_domain", domain, f"must be a multiple of gpus_per_node ({self.gpus_per_node})")]
             )
         return self
+
+    def _ici(self) -> catalog.Fabric | None:
+        """The scale-up link type when it is a TPU's ICI torus, else None."""
+        fab = catalog.cluster_fabrics().get(self.fabric) if self.fabric else None
+        micro = catalog.gpus()[self.gpu].micro
+        link = catalog.fabrics()[self.intra_fabric or (fab.nvlink if fab else micro.nvlink)]
+        return link if link.torus_dims else None
+
+    def _check_torus(self) -> None:
+        ici = self._ici()
+        if ici is None:
+            if self.torus is not None:
+                raise ScenarioError(
+                    [
+                        (
+                            "torus",
+                            self.torus,
+                            f"needs a TPU (a torus interconnect); {self.gpu} has an NVLink switch",
+                        )
+                    ]
+                )
+            return
+        if self.nvlink_domain is not None:
+            raise ScenarioError(
+                [
+                    (
+                        "nvlink_domain",
+                        self.nvlink_domain,
+                        "does not apply to a TPU: give the slice shape as --torus",
+                    )
+                ]
+            )
+        shape = self.torus_shape()
+        allowed = f"{ici.torus_dims} axes of chips, each within the pod's {'x'.join(map(str, ici.pod))}"
+        if len(shape) != ici.torus_dims or any(
+            a > p for a, p in zip(sorted(shape), sorted(ici.pod or ()), strict=False)
+        ):
+            raise ScenarioError(
+                [("torus", self.torus, f"must be {allowed} (e.g. {'x'.join(['4'] * ici.torus_dims)})")]
+            )
+        slice_chips = math.prod(shape)
+        if self.n_gpus % slice_chips or slice_chips % self.gpus_per_node:
+            raise ScenarioError(
+                [
+                    (
+                        "torus",
+                        "x".join(map(str, shape)),
+                        f"a slice of {slice_chips} chips must hold whole hosts ({self.gpus_per_node} chips) and "
+                        f"divide the job's {self.n_gpus} chips into equal slices",
+                    )
+                ]
+            )
+
+    def torus_shape(self) -> tuple[int, ...]:
+        """A TPU slice's axis lengths: `torus` as given, else the default (see the field)."""
+        ici = self._ici()
+        if ici is None:
+            return ()
+        if self.torus is not None:
+            try:
+                shape = tuple(int(x) for x in self.torus.lower().split("x"))
+            except ValueError:
+                shape = ()
+            if not shape or min(shape) < 1:
+                raise ScenarioError([("torus", self.torus, "must be axis lengths joined by x, e.g. 4x4x4")])
+            return shape
+        return default_torus(self.n_gpus, ici)
 
     def network_fields(self) -> dict[str, Any]:
         """The network as resolved: explicit fields, else the cluster fabric's, else the GPU's own
@@ -139,12 +219,14 @@ class Cluster(BaseModel):
         fab = catalog.cluster_fabrics().get(self.fabric) if self.fabric else None
         nvlink = self.intra_fabric or (fab.nvlink if fab else micro.nvlink)
         nic = self.inter_fabric or (fab.nic if fab else micro.nic)
+        torus = self.torus_shape()
         return {
             "fabric": self.fabric,
             "nvlink": nvlink,
             "nvlink_gbps": self.nvlink_gbps or links[nvlink].bandwidth_gb_s * 8.0,
             # a fabric whose NVLink domain is one node keeps it one node when gpus_per_node is changed
-            "nvlink_domain": self.nvlink_domain
+            "nvlink_domain": (math.prod(torus) if torus else None)
+            or self.nvlink_domain
             or (fab.nvlink_domain if fab and fab.nvlink_domain != fab.gpus_per_node else self.gpus_per_node),
             "nic": nic,
             # NICs per GPU stay the fabric's (or the GPU's) when gpus_per_node is changed
@@ -154,11 +236,42 @@ class Cluster(BaseModel):
             "oversubscription": self.oversubscription or (fab.oversubscription if fab else 1.0),
             # NVLS needs an NVLink switch that reduces and more than one GPU behind it
             "nvls": self.nvls and links[nvlink].nvls_efficiency is not None and self.gpus_per_node > 1,
+            "torus": torus,
         }
 
     @property
     def n_gpus(self) -> int:
         return self.nodes * self.gpus_per_node
+
+
+def default_torus(chips: int, ici: catalog.Fabric) -> tuple[int, ...]:
+    """The slice a job of `chips` TPU chips runs on when no shape is given: the whole job when the pod
+    holds it, else halved until it does (slices joined by DCN); axes grown by doubling the shortest,
+    innermost first, within the pod's axes (4x4x4 for 64 v5p chips, 16x16 for 256 v5e chips)."""
+    dims, pod = ici.torus_dims or 1, sorted(ici.pod or ())
+    per_slice = chips
+    while per_slice > math.prod(pod) and per_slice % 2 == 0:
+        per_slice //= 2
+    shape = [1] * dims
+    while math.prod(shape) < per_slice:
+        grow = [i for i in range(dims) if shape[i] * 2 <= pod[i]]
+        if not grow:
+            break
+        i = min(grow, key=lambda k: shape[k])
+        shape[i] *= 2
+    if math.prod(shape) != per_slice:
+        raise ScenarioError(
+            [
+                (
+                    "torus",
+                    None,
+                    f"no default slice for {chips} chips (not a power of two that the pod "
+                    f"{'x'.join(map(str, ici.pod or ()))} holds); give the slice shape, e.g. --torus "
+                    + "x".join(["4"] * dims),
+                )
+            ]
+        )
+    return tuple(shape)
 
 
 AttentionKernel = Literal["flash2", "flash1", "triton"]

@@ -116,10 +116,16 @@ def from_gpu(gpu_id: str) -> LimitsHardware:
     """A DGX-style scenario for any catalog GPU with micro-architecture constants: nodes of 8 on the
     GPU's NVLink, its NICs above, 1.125 µs per level (the reference implementation's latency)."""
     gpu = catalog.gpus().get(gpu_id)
-    if gpu is None or gpu.micro is None:
-        known = sorted(set(scenarios()) | {k for k, g in catalog.gpus().items() if g.micro is not None})
+    gpu_model = {k for k, g in catalog.gpus().items() if g.micro is not None and not g.micro.systolic}
+    if gpu_id not in gpu_model:
+        known = ", ".join(sorted(set(scenarios()) | gpu_model))
+        why = (
+            "unknown"
+            if gpu is None or gpu.micro is None
+            else "a TPU: seed 002's GEMM model is a GPU's (SMs, L2)"
+        )
         raise ScenarioError(
-            [("gpu", gpu_id, f"unknown; use a scenario or a GPU with micro constants: {', '.join(known)}")]
+            [("gpu", gpu_id, f"{why}; use a scenario or a GPU with micro constants: {known}")]
         )
     m = gpu.micro
     fab = catalog.fabrics()

@@ -1,0 +1,180 @@
+"""TPUs in the datacenter model: systolic MXU padding, the ICI torus (axes, wraparounds, interleaved
+groups, hop latency), slices joined by DCN, and the inputs that do not describe a TPU slice."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from dtsim import catalog
+from dtsim.errors import ScenarioError
+from dtsim.interfaces.cli.main import app
+from dtsim.models.datacenter.step import resolve_hardware, step
+from dtsim.models.datacenter.workload import Cluster, Layout, Workload
+from dtsim.models.limits.hardware import from_gpu
+from dtsim.models.network import cluster_network
+from dtsim.physics.gemm import gemm_time
+
+runner = CliRunner()
+
+
+def _net(torus, link="ici-v5p"):
+    links = catalog.fabrics()
+    return cluster_network(4, links[link], links["dcn-tpu"], 1, torus=torus, n_gpus=math.prod(torus))
+
+
+def test_every_tpu_has_systolic_constants_matching_its_datasheet_peak():
+    for gid in ("tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e"):
+        gpu = catalog.gpus()[gid]
+        assert gpu.micro.systolic and gpu.micro.peak_flop_s(16) == gpu.fp16_tflops * 1e12
+        assert catalog.fabrics()[gpu.micro.nvlink].torus_dims in (2, 3)
+    assert catalog.gpus()["tpu-v6e"].micro.mxu_dim == 256 and catalog.gpus()["tpu-v5p"].micro.mxu_dim == 128
+
+
+def test_a_weight_narrower_than_the_mxu_is_padded_to_its_edge():
+    v5p, v6e = (catalog.gpus()[g].micro for g in ("tpu-v5p", "tpu-v6e"))
+    # 2,049 rows cost what 2,176 cost on a 128-wide MXU, and what 2,304 cost on v6e's 256-wide one
+    assert gemm_time(2049, 8192, 8192, v5p) == pytest.approx(gemm_time(2176, 8192, 8192, v5p))
+    assert gemm_time(2049, 8192, 8192, v6e) == pytest.approx(gemm_time(2304, 8192, 8192, v6e))
+    assert gemm_time(2048, 8192, 8192, v6e) < 0.9 * gemm_time(2049, 8192, 8192, v6e)
+    # large GEMMs run at the peak (× the sustained fraction); a thin one is bound by HBM
+    big = 2 * 8192**3 / gemm_time(8192, 8192, 8192, v5p)
+    assert big == pytest.approx(v5p.peak_flop_s(16) * v5p.clock_derate, rel=1e-9)
+    thin = gemm_time(8192, 8192, 8, v5p)
+    assert thin == pytest.approx((8192 * 8192 + 2 * 8192 * 8) * 2 / v5p.hbm_bytes_per_s, rel=1e-9)
+
+
+def test_a_collective_over_more_torus_axes_has_more_links():
+    net = _net((4, 4, 4))
+    w = net.nvlink_bw  # one link, one way
+    one_axis, two_axes, three_axes = (float(net.ring(n)[0]) for n in (4, 16, 64))
+    # full axes of 4 have wraparounds (v5p: a multiple of 4): 2 links per axis
+    assert (one_axis, two_axes, three_axes) == pytest.approx((2 * w, 4 * w, 6 * w))
+    # the outer axes for a group 4 apart: two axes, no interleaving
+    assert float(net.ring(16, 4)[0]) == pytest.approx(4 * w)
+
+
+def test_an_axis_without_its_wraparound_has_half_the_bandwidth_and_more_hops():
+    v5e = catalog.fabrics()["ici-v5e"]
+    full, part = _net((16, 16), "ici-v5e"), _net((4, 4), "ici-v5e")  # v5e wraps only an axis of 16
+    assert full.torus_wrap == (True, True) and part.torus_wrap == (False, False)
+    bw_full, alpha_full = (float(x) for x in full.ring(16))
+    bw_part, alpha_part = (float(x) for x in part.ring(4))
+    assert bw_full == pytest.approx(2 * bw_part) and bw_part == pytest.approx(45e9 * v5e.efficiency)
+    # hops per phase: 8 on the 16-ring with its wraparound, 3 along a line of 4
+    assert alpha_full * 15 == pytest.approx(8 * v5e.latency_s)
+    assert alpha_part * 3 == pytest.approx(3 * v5e.latency_s)
+    # a part of an axis that has a wraparound is still a line
+    assert float(full.ring(4)[0]) == pytest.approx(bw_part)
+
+
+def test_groups_interleaved_along_an_axis_share_its_links():
+    net = _net((16, 4, 4))
+    # 8 ranks 2 apart run round the whole first axis (its wraparound) beside the group at offset 1
+    assert float(net.ring(8, 2)[0]) == pytest.approx(2 * net.nvlink_bw / 2)
+    assert float(net.ring(8, 1)[0]) == pytest.approx(net.nvlink_bw)  # half the axis: a line, alone
+
+
+def test_the_default_slice_is_the_whole_job_in_as_few_slices_as_the_pod_allows():
+    assert Cluster(gpu="tpu-v5p", nodes=16).torus_shape() == (4, 4, 4)
+    assert Cluster(gpu="tpu-v5e", nodes=32).torus_shape() == (16, 16)
+    two = Cluster(gpu="tpu-v5e", nodes=64)
+    assert two.torus_shape() == (16, 16) and two.n_gpus == 512
+    assert Cluster(gpu="tpu-v5p", nodes=1).gpus_per_node == 4  # a host's chips
+    assert Cluster(gpu="tpu-v5e", nodes=1).gpus_per_node == 8
+
+
+def test_tp_on_an_axis_with_its_wraparound_communicates_faster():
+    def tp_comm(torus):
+        w = Workload(
+            model="llama2-70b",
+            cluster=Cluster(gpu="tpu-v5p", nodes=16, torus=torus),
+            layout=Layout(tp=4, gbs=256, zero=3, recompute="full"),
+        )
+        return step(w).breakdown_s["tp_comm"]
+
+    # TP 4 is a whole wrapped axis of 4x4x4, a line inside the 16-long axis of 16x2x2
+    assert tp_comm("4x4x4") < 0.75 * tp_comm("16x2x2")
+
+
+def test_slices_joined_by_dcn_are_slower_than_one_slice():
+    def run(torus):
+        w = Workload(
+            model="llama2-70b",
+            cluster=Cluster(gpu="tpu-v5p", nodes=16, torus=torus),
+            layout=Layout(zero=3, recompute="full", gbs=256),
+        )
+        return step(w)
+
+    # one 4x4x4 slice, or sixteen slices of one host (2x2x1) whose ZeRO-3 traffic crosses the DCN
+    one, many = run("4x4x4"), run("2x2x1")
+    assert (
+        resolve_hardware(Cluster(gpu="tpu-v5p", nodes=16, torus="2x2x1"), "bf16").network.nvlink_domain == 4
+    )
+    assert many.breakdown_s["dp_comm_exposed"] > 100 * one.breakdown_s["dp_comm_exposed"]
+    assert many.step_time_s > 2 * one.step_time_s
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "needle"),
+    [
+        ({"gpu": "h100-sxm", "torus": "2x4"}, "torus", "needs a TPU"),
+        ({"gpu": "tpu-v5p", "nodes": 16, "torus": "4xa"}, "torus", "axis lengths joined by x"),
+        ({"gpu": "tpu-v5p", "nodes": 16, "torus": "4x16"}, "torus", "3 axes"),
+        ({"gpu": "tpu-v5e", "nodes": 2, "torus": "32x1"}, "torus", "within the pod's 16x16"),
+        ({"gpu": "tpu-v5p", "nodes": 16, "torus": "4x4x5"}, "torus", "divide the job's 64 chips"),
+        ({"gpu": "tpu-v5e", "nodes": 3}, "torus", "give the slice shape, e.g. --torus 4x4"),
+        (
+            {"gpu": "tpu-v5p", "nodes": 2, "nvlink_domain": 8},
+            "nvlink_domain",
+            "give the slice shape as --torus",
+        ),
+    ],
+)
+def test_a_cluster_that_is_no_tpu_slice_is_refused_naming_the_field(fields, field, needle):
+    with pytest.raises((ScenarioError, ValueError)) as exc:
+        Cluster(**fields)
+    assert field in str(exc.value) and needle in str(exc.value)
+
+
+def test_the_cli_times_a_tpu_slice_and_names_a_bad_one():
+    out = runner.invoke(
+        app, ["step", "--model", "llama2-70b", "--gpu", "tpu-v5p", "--nodes", "16", "--zero", "3"]
+    )
+    assert out.exit_code == 0, out.output
+    assert "slice 4x4x4" in out.output and "ICI" in out.output
+    bad = runner.invoke(
+        app, ["step", "--model", "llama2-70b", "--gpu", "tpu-v5p", "--nodes", "16", "--torus", "2x2"]
+    )
+    assert bad.exit_code == 2 and "Traceback" not in bad.output and "torus" in bad.output
+    plan = runner.invoke(
+        app,
+        ["plan", "--model", "llama2-70b", "--gpu", "tpu-v5p", "--nodes", "16", "--torus", "4x4x4", "--json"],
+    )
+    assert plan.exit_code == 0, plan.output
+
+
+def test_the_gpu_limits_model_refuses_a_tpu_and_says_why():
+    with pytest.raises(ScenarioError) as exc:
+        from_gpu("tpu-v5p")
+    assert "a TPU" in str(exc.value)
+
+
+def test_the_torus_model_reproduces_how_to_scale_your_models_all_gather_estimates():
+    """Austin et al. 2025, 'Sharded Matrices': an all-gather over one wrapped axis of a v4 4x4x4 takes
+    V / W_bidi and over two axes half that; over a v5e 4x4 axis (no wraparound) (n−1)/n·V / W_oneway.
+    Here with the link efficiency set to 1 the model's ring gives these bandwidth terms exactly."""
+    from dataclasses import replace
+
+    v4 = replace(_net((4, 4, 4), "ici-v4"), nvlink_bw=4.5e10)
+    v = 2 * 1024 * 4096  # bf16[1024, 4096]
+    for n, axes in ((4, 1), (16, 2)):
+        bw = float(v4.ring(n)[0])
+        t = (n - 1) / n * v / bw  # the ring all-gather's bandwidth term (nccl_ring_time, steps factor 1)
+        assert t == pytest.approx((n - 1) / n * v / (axes * 9e10))
+    v5e = replace(_net((4, 4), "ici-v5e"), nvlink_bw=4.5e10)
+    assert (3 / 4) * 34e6 / float(v5e.ring(4)[0]) == pytest.approx(3 * 8.4e6 / 4.5e10, rel=0.02)
+    assert np.isfinite(float(v5e.ring(1)[0]))
