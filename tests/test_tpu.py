@@ -178,3 +178,22 @@ def test_the_torus_model_reproduces_how_to_scale_your_models_all_gather_estimate
     v5e = replace(_net((4, 4), "ici-v5e"), nvlink_bw=4.5e10)
     assert (3 / 4) * 34e6 / float(v5e.ring(4)[0]) == pytest.approx(3 * 8.4e6 / 4.5e10, rel=0.02)
     assert np.isfinite(float(v5e.ring(1)[0]))
+
+
+def test_maxtext_counts_every_parameter_and_half_the_attention_scores():
+    from dtsim.physics.transformer import Architecture, count_params, maxtext_flops_per_token
+
+    a = Architecture(hidden=1024, layers=4, heads=8, head_dim=256, ffn=4096, vocab=32768, seq_len=2048)
+    attention = 6.0 * 4 * 8 * 256 * 2048  # 12·l·a·d_head·s, halved "due to causality"
+    assert maxtext_flops_per_token(a) == 6.0 * count_params(a).total + attention
+
+
+def test_the_maxtext_tpu_rows_are_a_check_group_that_the_model_predicts():
+    from dtsim.validation import load_dataset, validate
+
+    report = validate(load_dataset(), ["MAXTEXT", "MAXTEXT-V5P-CFG"])
+    rows = [r for r in report.runs if r.role == "check"]
+    assert len(rows) == 42 and {r.group for r in rows} == {"MAXTEXT", "MAXTEXT-V5P-CFG"}
+    assert all(r.predicted is not None and r.predicted > 0 for r in rows)
+    # the calibration holds no TPU constant: nothing is fitted on these rows
+    assert not any(c.name.startswith("tpu") for c in report.constants)

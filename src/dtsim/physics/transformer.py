@@ -290,6 +290,14 @@ def mpt_flops_per_token(a: Architecture, recompute: bool, seq_len: int | None = 
     return (4.0 if recompute else 3.0) * forward
 
 
+def maxtext_flops_per_token(a: Architecture, seq_len: int | None = None) -> float:
+    """MaxText's convention from November 2023 (maxtext_utils.calculate_tflops_training_per_device,
+    after PaLM appendix B): 6 × every parameter + 12·l·a·d_head·s halved "due to causality in
+    attention", per token; recomputation never counted."""
+    s = seq_len or a.seq_len
+    return 6.0 * count_params(a).total + 6.0 * a.layers * a.heads * a.d_head * s
+
+
 # --- activation memory (Korthikanti et al. 2022) ---------------------------------------------------------
 
 

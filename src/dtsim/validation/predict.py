@@ -50,7 +50,7 @@ def datacenter_workload(rec):
 
 def _convention_flop_per_step(rec, w, r) -> float:
     """The FLOPs of one step counted the way the record's source counts them."""
-    from dtsim.physics.transformer import mpt_flops_per_token
+    from dtsim.physics.transformer import maxtext_flops_per_token, mpt_flops_per_token
 
     if rec.convention == "megatron2021":
         return r.megatron2021_flop_per_step
@@ -58,6 +58,8 @@ def _convention_flop_per_step(rec, w, r) -> float:
         return r.model_flop_per_step
     if rec.convention == "hardware":
         return r.hardware_flop_per_step
+    if rec.convention == "maxtext":
+        return maxtext_flops_per_token(w.model, w.seq_len) * _tokens_per_step(w)
     # mpt: llm-foundry counts 3 (MFU) or 4 (HFU, with activation checkpointing) forward passes
     recompute = rec.metric == "hfu" and w.layout.recompute != "none"
     return mpt_flops_per_token(w.model, recompute, w.seq_len) * _tokens_per_step(w)

@@ -50,7 +50,7 @@ class DatacenterRecord(_Base):
         description="What was measured: a FLOP rate per GPU, MFU or HFU (each in its `convention`), or "
         "training throughput in tokens per second per GPU (no FLOP convention needed)."
     )
-    convention: Literal["megatron2021", "model", "hardware", "mpt"] | None = Field(
+    convention: Literal["megatron2021", "model", "hardware", "mpt", "maxtext"] | None = Field(
         None,
         description="How the FLOPs behind the number were counted (reference README); required for the "
         "FLOP metrics.",
@@ -69,7 +69,7 @@ class DatacenterRecord(_Base):
         if self.metric != "tokens_per_s_per_gpu" and self.convention is None:
             raise PydanticCustomError(
                 "convention_missing",
-                "convention: needed for metric {metric} (megatron2021, model, hardware or mpt)",
+                "convention: needed for metric {metric} (megatron2021, model, hardware, mpt or maxtext)",
                 {"metric": self.metric},
             )
         return self
