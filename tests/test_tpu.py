@@ -96,7 +96,7 @@ def test_tp_on_an_axis_with_its_wraparound_communicates_faster():
         )
         return step(w).breakdown_s["tp_comm"]
 
-    # TP 4 is a whole wrapped axis of 4x4x4, a line inside the 16-long axis of 16x2x2
+    # TP 4 is a whole wrapped axis of 4x4x4, a line inside the 16-long axis of 16x2x2 (no whole cubes)
     assert tp_comm("4x4x4") < 0.75 * tp_comm("16x2x2")
 
 
@@ -197,3 +197,33 @@ def test_the_maxtext_tpu_rows_are_a_check_group_that_the_model_predicts():
     assert all(r.predicted is not None and r.predicted > 0 for r in rows)
     # the calibration holds no TPU constant: nothing is fitted on these rows
     assert not any(c.name.startswith("tpu") for c in report.constants)
+
+
+def test_v5p_wraparounds_come_with_whole_cubes_and_v5e_with_an_axis_of_16():
+    assert _net((2, 2, 4)).torus_wrap == (False, False, False)
+    assert _net((4, 4, 8)).torus_wrap == (True, True, True)
+    assert _net((8, 16), "ici-v5e").torus_wrap == (False, True)
+
+
+def test_fp8_on_a_tpu_without_an_fp8_datapath_is_refused_naming_the_field():
+    w = Workload(
+        model="llama2-70b", precision="fp8", cluster=Cluster(gpu="tpu-v5p", nodes=16), layout=Layout(gbs=64)
+    )
+    with pytest.raises(ScenarioError) as exc:
+        step(w)
+    assert "precision" in str(exc.value) and "allowed: bf16, fp16" in str(exc.value)
+    out = runner.invoke(
+        app, ["step", "--model", "llama2-70b", "--gpu", "tpu-v6e", "--nodes", "8", "--precision", "fp8"]
+    )
+    assert out.exit_code == 2 and "Traceback" not in out.output and "precision" in out.output
+
+
+def test_an_hfu_above_the_peak_is_flagged():
+    w = Workload(
+        model="megatron-1.7b",
+        seq_len=65536,
+        cluster=Cluster(gpu="tpu-v5p", nodes=16),
+        layout=Layout(gbs=64, recompute="selective", zero=3),
+    )
+    r = step(w)
+    assert r.hfu > 1.0 and any("above the peak" in x for x in r.warnings)

@@ -210,8 +210,12 @@ def cluster_network(
         nvls_bw, nvls_alpha = wire * nvlink.nvls_efficiency, float(nvlink.nvls_latency_s or 0.0)
     wrap = ()
     if torus:
+        # v5e/v6e (2-D): an axis of 16 wraps; v4/v5p (3-D): the optical wraparounds come with whole 4x4x4
+        # cubes, so every axis wraps when all are multiples of 4 and none does otherwise (a 2x2x4 has none)
         multiple = (nvlink.wrap_axis_multiple if nvlink is not None else None) or 0
-        wrap = tuple(bool(multiple) and axis % multiple == 0 for axis in torus)
+        each = tuple(bool(multiple) and axis % multiple == 0 for axis in torus)
+        cubes = nvlink is not None and nvlink.torus_dims == 3
+        wrap = tuple(all(each) for _ in torus) if cubes else each
         nvlink_domain = math.prod(torus)
     return ClusterNetwork(
         torus=tuple(torus),

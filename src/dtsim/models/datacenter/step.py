@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 from dtsim import catalog
 from dtsim.assumptions import Assumptions
 from dtsim.catalog.calibration_file import calibration_in_use
+from dtsim.errors import ScenarioError
 from dtsim.models.datacenter.plausibility import mfu_warning
 
 # The inputs live in workload.py; they are re-exported here so that `from dtsim.models.datacenter.step
@@ -114,6 +115,17 @@ def resolve_hardware(
     fabrics = catalog.fabrics()
     net = cluster.network_fields()
     peak = gpu.peak_tflops(precision) or gpu.fp16_tflops
+    if m.systolic and PRECISION_BITS[precision] not in m.peak_tflops:
+        allowed = ", ".join(p for p, b in PRECISION_BITS.items() if b in m.peak_tflops)
+        raise ScenarioError(
+            [
+                (
+                    "precision",
+                    precision,
+                    f"{cluster.gpu} has no {precision} matmul datapath modelled; allowed: {allowed}",
+                )
+            ]
+        )
     derate = calibrated_derate(m.generation) if calibrated else None
     network = cluster_network(
         cluster.gpus_per_node,
@@ -741,6 +753,12 @@ def annotated_performance(
             f"an expert capacity of {cf:g}× the mean load drops at least {dropped:.0%} of the routed tokens "
             f"on the busiest expert-parallel rank (load {imbalance:g}× the mean): faster than a dropless run, "
             "but those tokens skip their experts"
+        )
+    if perf["hfu"] > 1.0:
+        perf["warnings"].append(
+            f"HFU {perf['hfu']:.1%} is above the peak: the FLOP counts include the masked half of the "
+            "attention scores that causal attention kernels skip, and this accelerator has no published "
+            "attention-kernel ceiling to bound them; not an answer to plan on"
         )
     if tokens is not None:
         perf["run"] = run_totals(
