@@ -227,3 +227,15 @@ def test_an_hfu_above_the_peak_is_flagged():
     )
     r = step(w)
     assert r.hfu > 1.0 and any("above the peak" in x for x in r.warnings)
+
+
+def test_fp8_on_a_gpu_without_fp8_is_refused_too():
+    """The datapath check is the chip's, not the TPU's: A100 has no FP8 (its 8-bit rate is INT8)."""
+    lay = Layout(tp=8, pp=8, gbs=64)
+    w = Workload(model="gpt3-175b", precision="fp8", cluster=Cluster(gpu="a100-80gb", nodes=8), layout=lay)
+    with pytest.raises(ScenarioError, match="a100-80gb has no fp8 datapath; allowed: bf16, fp16"):
+        step(w)
+    assert step(w.model_copy(update={"precision": "bf16"})).step_time_s > 0
+    assert (
+        step(w.model_copy(update={"precision": "fp8", "cluster": Cluster(gpu="h100-sxm", nodes=8)})).mfu > 0
+    )

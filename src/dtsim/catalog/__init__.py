@@ -81,9 +81,11 @@ class Fabric:
     nvls_source: str | None = None
     # A TPU's inter-chip interconnect (ICI): chips joined point to point in a torus of `torus_dims` axes
     # (bandwidth_gb_s is then one link's one-way rate, latency_s one hop's); an axis has a wraparound
-    # link when its length is a multiple of `wrap_axis_multiple`; `pod` is the largest slice's shape
+    # link when its length is a multiple of `wrap_axis_multiple` — with `wrap_whole_slice`, only when
+    # every axis is (optical wraparounds come with whole cubes); `pod` is the largest slice's shape
     torus_dims: int | None = None
     wrap_axis_multiple: int | None = None
+    wrap_whole_slice: bool = False
     pod: tuple[int, ...] | None = None
     torus_source: str | None = None
 

@@ -210,12 +210,12 @@ def cluster_network(
         nvls_bw, nvls_alpha = wire * nvlink.nvls_efficiency, float(nvlink.nvls_latency_s or 0.0)
     wrap = ()
     if torus:
-        # v5e/v6e (2-D): an axis of 16 wraps; v4/v5p (3-D): the optical wraparounds come with whole 4x4x4
-        # cubes, so every axis wraps when all are multiples of 4 and none does otherwise (a 2x2x4 has none)
+        # v5e/v6e: an axis of 16 wraps; v4/v5p (wrap_whole_slice): the optical wraparounds come with
+        # whole 4x4x4 cubes, so every axis wraps when all are multiples of 4 and none otherwise
         multiple = (nvlink.wrap_axis_multiple if nvlink is not None else None) or 0
-        each = tuple(bool(multiple) and axis % multiple == 0 for axis in torus)
-        cubes = nvlink is not None and nvlink.torus_dims == 3
-        wrap = tuple(all(each) for _ in torus) if cubes else each
+        wrap = tuple(bool(multiple) and axis % multiple == 0 for axis in torus)
+        if nvlink is not None and nvlink.wrap_whole_slice:
+            wrap = (all(wrap),) * len(torus)
         nvlink_domain = math.prod(torus)
     return ClusterNetwork(
         torus=tuple(torus),

@@ -129,7 +129,7 @@ def check_attention_kernel(kernel: str | None, no_flash: bool) -> str:
 
     if kernel is None:
         return "flash2"
-    problems = attention_kernel_problems(kernel, "--attention-kernel")
+    problems = attention_kernel_problems(kernel, name="--attention-kernel")
     if not problems and no_flash:
         problems = [("--attention-kernel", kernel, "needs FlashAttention: drop --no-flash-attention")]
     if problems:

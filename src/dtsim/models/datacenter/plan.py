@@ -242,16 +242,8 @@ def plan(
     """Rank every valid layout of `a` on `cluster` by step time (`dtsim plan`); `calibration` (a file
     written by `dtsim calibrate --out`, or its document) replaces catalog/calibration.yaml."""
     problems = run_budget_problems(opt.tokens, opt.usd_per_gpu_hour)
-    problems += attention_kernel_problems(opt.attention_kernel)
+    problems += attention_kernel_problems(opt.attention_kernel, opt.flash_attention)
     problems += moe_problems(a, opt.moe_capacity_factor, opt.moe_imbalance)
-    if not opt.flash_attention and opt.attention_kernel != "flash2":
-        problems.append(
-            (
-                "attention_kernel",
-                opt.attention_kernel,
-                "needs flash_attention (materialised attention runs no FlashAttention kernel)",
-            )
-        )
     if problems:
         raise ScenarioError(problems)
     with calibration_in_use(calibration):

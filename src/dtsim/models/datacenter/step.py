@@ -107,6 +107,14 @@ def calibrated_derate(generation: str) -> float | None:
     return None if entry is None else float(entry["clock_derate"])
 
 
+def has_datapath(gpu: catalog.GPU, precision: str) -> bool:
+    """Whether the datasheet gives the chip a rate at `precision` and its micro constants time GEMMs at
+    that width (A100 and V100 have no FP8; TPUs none modelled: v6e's 1,836 figure is an INT8 rate)."""
+    m, bits = gpu.micro, PRECISION_BITS[precision]
+    rates = m.peak_tflops if m.systolic else m.flop_per_clock_per_thread
+    return gpu.peak_tflops(precision) is not None and bits in rates
+
+
 def resolve_hardware(
     cluster: Cluster, precision: str, calibrated: bool = True, asm: Assumptions | None = None
 ) -> Hardware:
@@ -115,14 +123,14 @@ def resolve_hardware(
     fabrics = catalog.fabrics()
     net = cluster.network_fields()
     peak = gpu.peak_tflops(precision) or gpu.fp16_tflops
-    if m.systolic and PRECISION_BITS[precision] not in m.peak_tflops:
-        allowed = ", ".join(p for p, b in PRECISION_BITS.items() if b in m.peak_tflops)
+    allowed = [p for p in PRECISION_BITS if has_datapath(gpu, p)]
+    if precision not in allowed:
         raise ScenarioError(
             [
                 (
                     "precision",
                     precision,
-                    f"{cluster.gpu} has no {precision} matmul datapath modelled; allowed: {allowed}",
+                    f"{cluster.gpu} has no {precision} datapath; allowed: {', '.join(allowed)}",
                 )
             ]
         )

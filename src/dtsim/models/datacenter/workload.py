@@ -144,11 +144,17 @@ class Cluster(BaseModel):
             )
         return self
 
-    def _ici(self) -> catalog.Fabric | None:
-        """The scale-up link type when it is a TPU's ICI torus, else None."""
+    def _link_ids(self) -> tuple[str, str]:
+        """(scale-up, scale-out) link type ids: explicit, else the cluster fabric's, else the GPU's own."""
         fab = catalog.cluster_fabrics().get(self.fabric) if self.fabric else None
         micro = catalog.gpus()[self.gpu].micro
-        link = catalog.fabrics()[self.intra_fabric or (fab.nvlink if fab else micro.nvlink)]
+        return self.intra_fabric or (fab.nvlink if fab else micro.nvlink), self.inter_fabric or (
+            fab.nic if fab else micro.nic
+        )
+
+    def _ici(self) -> catalog.Fabric | None:
+        """The scale-up link type when it is a TPU's ICI torus, else None."""
+        link = catalog.fabrics()[self._link_ids()[0]]
         return link if link.torus_dims else None
 
     def _check_torus(self) -> None:
@@ -217,8 +223,7 @@ class Cluster(BaseModel):
         micro = catalog.gpus()[self.gpu].micro
         links = catalog.fabrics()
         fab = catalog.cluster_fabrics().get(self.fabric) if self.fabric else None
-        nvlink = self.intra_fabric or (fab.nvlink if fab else micro.nvlink)
-        nic = self.inter_fabric or (fab.nic if fab else micro.nic)
+        nvlink, nic = self._link_ids()
         torus = self.torus_shape()
         return {
             "fabric": self.fabric,
@@ -347,16 +352,9 @@ class Layout(BaseModel):
 
     @model_validator(mode="after")
     def _kernel_needs_flash(self) -> Layout:
-        if not self.flash_attention and self.attention_kernel != "flash2":
-            raise ScenarioError(
-                [
-                    (
-                        "attention_kernel",
-                        self.attention_kernel,
-                        "needs flash_attention (materialised attention runs no FlashAttention kernel)",
-                    )
-                ]
-            )
+        problems = attention_kernel_problems(self.attention_kernel, self.flash_attention)
+        if problems:
+            raise ScenarioError(problems)
         return self
 
 
@@ -395,11 +393,17 @@ def run_budget_problems(tokens: float | None, usd_per_gpu_hour: float | None) ->
     return problems
 
 
-def attention_kernel_problems(kernel: str, name: str = "attention_kernel") -> list[tuple[str, Any, str]]:
-    """What is wrong with an attention kernel given as `name` (`step` and `plan` alike)."""
-    if kernel in ATTENTION_KERNELS:
-        return []
-    return [(name, kernel, f"must be one of {', '.join(ATTENTION_KERNELS)}")]
+def attention_kernel_problems(
+    kernel: str, flash: bool = True, name: str = "attention_kernel", flash_name: str = "flash_attention"
+) -> list[tuple[str, Any, str]]:
+    """What is wrong with an attention kernel given as `name` (Layout, `plan` and the CLI alike): an
+    unknown one, or one other than the default beside materialised attention (`flash` off, given as
+    `flash_name`)."""
+    if kernel not in ATTENTION_KERNELS:
+        return [(name, kernel, f"must be one of {', '.join(ATTENTION_KERNELS)}")]
+    if not flash and kernel != "flash2":
+        return [(name, kernel, f"needs {flash_name} (materialised attention runs no FlashAttention kernel)")]
+    return []
 
 
 def fp32_grads(flag: bool | None, precision: str) -> bool:
