@@ -112,11 +112,11 @@ def test_records_carry_the_csv_values(dataset):
 # --- the bounds of issue 5 --------------------------------------------------------------------------------
 
 
-def test_check_groups_meet_their_bounds_but_fp8(result):
+def test_check_groups_meet_their_bounds(result):
     """Issue 13: no check group's median over 15 % (MCORE24 also keeps its 10 % / 25 % bounds). Every
-    datacenter check group carries that bound; all meet it but MPT-FP8, whose failure the report shows
-    (FP8 charged as twice the BF16 GEMM rate; llm-foundry's small FP8 runs got far less). The pooled
-    target (7 % over all check groups) is reported, not yet met: see the test below."""
+    datacenter check group carries that bound and meets it; MPT-FP8 missed it (38.7 %) until
+    FlashAttention was charged its measured speed by sequence length (attention_kernels.yaml) rather
+    than its best published share of the peak."""
     s = result.summary
     training = {r.group for r in result.runs if r.kind == "datacenter"}
     checks = {g for g, e in s.items() if e.roles == ["check"] and g in training}
@@ -124,18 +124,18 @@ def test_check_groups_meet_their_bounds_but_fp8(result):
     for g in checks:
         assert any(c.bound == "median_abs_error" and c.limit <= 0.15 for c in s[g].bounds), g
     failing = {g for g, e in s.items() for c in e.bounds if not c.ok}
-    assert failing == {"MPT-FP8"}
+    assert failing == set()
     assert s["MCORE24"].median_abs_error <= 0.10 and s["MCORE24"].max_abs_error <= 0.25
     assert s["MPT"].median_abs_error <= 0.15
-    assert not result.bounds_ok
+    assert result.bounds_ok
 
 
 def test_pooled_check_error_is_reported(result):
     """The datacenter check runs pooled across groups (issue 13's 7 % target). A regression guard at
-    the level measured when the llm-foundry tables were added (11.1 %), not the target."""
+    the level measured with FlashAttention timed by its measured curves (7.5 %), not the target."""
     pooled = result.datacenter_check
     assert pooled["runs"] >= 200
-    assert pooled["median_abs_error"] <= 0.12
+    assert pooled["median_abs_error"] <= 0.08
 
 
 def test_calibration_groups_fit_well(result):
@@ -287,10 +287,10 @@ def test_spearman():
 
 def test_validate_cli_table_and_json():
     r = runner.invoke(app, ["validate"])
-    assert r.exit_code == 1, r.output  # MPT-FP8 misses its bound: validate says so and exits 1
-    assert "MCORE24" in r.stdout and "Fitted constants" in r.stdout and "bounds NOT all met" in r.stdout
+    assert r.exit_code == 0, r.output
+    assert "MCORE24" in r.stdout and "Fitted constants" in r.stdout and "bounds all met" in r.stdout
     r = runner.invoke(app, ["validate", "--json"])
-    assert r.exit_code == 1 and json.loads(r.stdout)["bounds_ok"] is False
+    assert r.exit_code == 0 and json.loads(r.stdout)["bounds_ok"] is True
     d = json.loads(r.stdout)
     row = d["runs"][0]
     assert {"id", "group", "metric", "convention", "measured", "predicted", "error"} <= set(row)
@@ -326,7 +326,7 @@ def test_validate_subset_and_bad_subset():
 def test_validate_plot(tmp_path, suffix):
     out = tmp_path / f"scatter{suffix}"
     r = runner.invoke(app, ["validate", "--plot", str(out)])
-    assert r.exit_code == 1, r.output  # the plot is written although a bound (MPT-FP8) fails
+    assert r.exit_code == 0, r.output
     data = out.read_bytes()
     assert (data[:8] == b"\x89PNG\r\n\x1a\n") if suffix == ".png" else (b"<svg" in data)
     r = runner.invoke(app, ["validate", "--plot", str(tmp_path / "x.txt")])
@@ -418,6 +418,24 @@ def test_user_runs_are_picked_up_and_bad_records_rejected(tmp_path):
     # line break or breaking inside a word: compare without whitespace
     flat = "".join(r.output.split())
     assert "rejected:" in r.output and "mine.yaml:recordMY-BAD-1:layout.tp" in flat
+
+
+def test_a_failing_bound_is_reported_and_exits_1(tmp_path):
+    """A group whose bound fails (here a user group held to 1 % that the model misses) makes `validate`
+    say so and exit 1, in the table and in JSON; the plot is still written."""
+    doc = {
+        "groups": {"STRICT": {**GOOD["groups"]["MYRUNS"], "bounds": {"median_abs_error": 0.01}}},
+        "records": [{**GOOD["records"][0], "id": "STRICT-1", "group": "STRICT", "measured": 500.0}],
+    }
+    (tmp_path / "strict.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    plot = tmp_path / "scatter.png"
+    r = runner.invoke(app, ["validate", "--runs", str(tmp_path), "--plot", str(plot)])
+    assert r.exit_code == 1 and "bounds NOT all met" in r.stdout, r.output
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    r = runner.invoke(app, ["validate", "--runs", str(tmp_path), "--json"])
+    d = json.loads(r.stdout)
+    assert r.exit_code == 1 and d["bounds_ok"] is False and not d["problems"]
+    assert [c["ok"] for c in d["summary"]["STRICT"]["bounds"]] == [False]
 
 
 def test_runs_dir_must_exist(tmp_path):

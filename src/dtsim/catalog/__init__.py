@@ -47,8 +47,12 @@ class Micro:
     l2_bytes_per_s: float = 0.0
     distributed_shared_memory: bool = False
     l1_bytes_per_sm: float | None = None  # combined L1 / shared memory per SM (SRAM totals, seed 002 Table 2)
-    # best fraction of the dense 16-bit tensor peak each FlashAttention kernel ("flash2", "flash1", "triton") reaches
-    # on this generation (gpus.yaml sources); empty where no measurement is published
+    # FlashAttention as measured on this generation (attention_kernels.yaml, named by gpus.yaml
+    # `flash_attention`): the share of the dense 16-bit tensor peak each kernel ("flash2", "flash1",
+    # "triton") reaches forward + backward, causal, by head dimension (64, 128) at the sequence lengths
+    # `flash_attention_seq`; empty where no measurement is published
+    flash_attention: str = ""
+    flash_attention_seq: tuple[float, ...] = ()
     flash_attention_efficiency: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
     # TPU: the systolic array's edge (128, or 256 on v6e) and the datasheet's dense peak by operand width
     mxu_dim: int = 0
@@ -146,6 +150,25 @@ class ScenarioPreset:
     extends: str | None = None
 
 
+def _flash_attention(name: str | None) -> dict[str, Any]:
+    """The Micro fields of a measured FlashAttention set (attention_kernels.yaml): its sequence lengths
+    and, per kernel and head dimension, the measured TFLOP/s as a share of the measuring GPU's peak."""
+    if not name:
+        return {}
+    row = load_table("attention_kernels.yaml")[name]
+    peak = float(row["peak_tflops"])
+    return {
+        "flash_attention": name,
+        "flash_attention_seq": tuple(float(s) for s in row["seq_len"]),
+        "flash_attention_efficiency": MappingProxyType(
+            {
+                kernel: MappingProxyType({int(d): tuple(float(t) / peak for t in v) for d, v in dims.items()})
+                for kernel, dims in row["tflops"].items()
+            }
+        ),
+    }
+
+
 @cache
 def gpus() -> MappingProxyType:
     """All accelerators by id (`h100-sxm`, `tpu-v5p`, ...)."""
@@ -170,9 +193,7 @@ def gpus() -> MappingProxyType:
                     "flop_per_clock_per_thread": MappingProxyType(
                         {int(k): float(v) for k, v in (micro.get("flop_per_clock_per_thread") or {}).items()}
                     ),
-                    "flash_attention_efficiency": MappingProxyType(
-                        {k: float(v) for k, v in (micro.get("flash_attention_efficiency") or {}).items()}
-                    ),
+                    **_flash_attention(micro.get("flash_attention")),
                     "peak_tflops": MappingProxyType(
                         {int(k): float(v) for k, v in (micro.get("peak_tflops") or {}).items()}
                     ),

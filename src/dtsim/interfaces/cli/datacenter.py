@@ -116,7 +116,7 @@ AttentionKernelOpt = Annotated[
     typer.Option(
         "--attention-kernel",
         help="flash2 (FlashAttention-2: flash-attn ≥ 2, PyTorch ≥ 2.2 SDPA) | flash1 (flash-attn 1.x) | triton "
-        "(Triton FlashAttention), each no faster than its published share of the tensor peak "
+        "(Triton FlashAttention), each at its measured speed by sequence length and head dimension "
         "[default: flash2].",
     ),
 ]

@@ -246,6 +246,24 @@ def _flash_kernel_head_dim(d, asm: Assumptions):
     )
 
 
+def _flash_share(micro, kernel, seq, head_dim):
+    """The share of the 16-bit tensor peak FlashAttention reaches forward + backward (causal) on this
+    generation, for `kernel` (an index into ATTENTION_KERNELS) at query length `seq` and the kernel's
+    head dimension: the measured curve (attention_kernels.yaml) interpolated in log(sequence length),
+    linearly between head dimensions 64 and 128, flat outside the measured range. Short sequences run
+    well below the long-sequence rate (per-row softmax rescaling and the masked diagonal blocks weigh
+    more), so a kernel's headline best never stands for every shape."""
+    curves = micro.flash_attention_efficiency
+    x = np.log2(np.maximum(seq, 1.0))
+    xs = np.log2(micro.flash_attention_seq)
+    w = np.clip((head_dim - 64.0) / 64.0, 0.0, 1.0)
+    shares = []
+    for name in ATTENTION_KERNELS:
+        c = curves.get(name, curves["flash2"])
+        shares.append((1.0 - w) * np.interp(x, xs, c[64]) + w * np.interp(x, xs, c[128]))
+    return np.choose(kernel, shares)
+
+
 def _attention_core(a: Architecture, tp, cp, mbs, s, flash, kernel, micro, bits, derate, asm):
     """Forward and backward time of the score and context matmuls (plus softmax traffic when not
     using FlashAttention) for one layer and one micro-batch on one GPU."""
@@ -271,17 +289,15 @@ def _attention_core(a: Architecture, tp, cp, mbs, s, flash, kernel, micro, bits,
     causal = np.where(flash, asm.causal_skip_fraction, 1.0)
     fwd = core * causal
     bwd_flash = asm.flash_backward_factor * core * causal
-    effs = micro.flash_attention_efficiency
-    if "flash2" in effs:
-        # FlashAttention's fused kernel reaches at best `eff` of the 16-bit tensor peak (Dao 2023; Shah et
-        # al. 2024), below the GEMM model's rate for its two matmuls: 4·sq·s·d FLOPs per head forward
-        # (FlashAttention-2 §4.1), flash_backward_factor × that backward, both skipping masked blocks.
-        # kernel: an index into ATTENTION_KERNELS; one without a figure here gets FlashAttention-2's
-        eff = np.asarray([effs.get(k, effs["flash2"]) for k in ATTENTION_KERNELS])[kernel]
+    if micro.flash_attention_efficiency:
+        # FlashAttention's fused kernel runs at the share of the 16-bit tensor peak measured for it on
+        # this generation (attention_kernels.yaml) in place of the GEMM model, which times each head's
+        # matmuls as separate GEMMs: 4·sq·s·d FLOPs per head forward (FlashAttention-2 §4.1),
+        # flash_backward_factor × that backward, both skipping masked blocks.
         flop = count * 2.0 * sq * s * (dqk + dv) * causal
-        rate = eff * micro.peak_flop_s(16)
-        fwd = np.where(flash, np.maximum(fwd, flop / rate), fwd)
-        bwd_flash = np.maximum(bwd_flash, asm.flash_backward_factor * flop / rate)
+        rate = _flash_share(micro, kernel, sq, np.maximum(dqk, dv)) * micro.peak_flop_s(16)
+        fwd = np.where(flash, flop / rate, fwd)
+        bwd_flash = asm.flash_backward_factor * flop / rate
     softmax = np.where(
         flash, 0.0, memory_bound_time(count * sq * s * asm.softmax_bytes_per_score, micro, asm.hbm_efficiency)
     )

@@ -313,8 +313,8 @@ class Layout(BaseModel):
         "flash2",
         description="Which FlashAttention runs when flash_attention is on: flash2 (FlashAttention-2: "
         "flash-attn ≥ 2, PyTorch ≥ 2.2 SDPA), flash1 (flash-attn 1.x) or triton (the Triton implementation, "
-        "e.g. llm-foundry's attn_impl: triton); each no faster than its published share of the tensor peak "
-        "(gpus.yaml).",
+        "e.g. llm-foundry's attn_impl: triton); each at its measured speed by sequence length and head "
+        "dimension (attention_kernels.yaml).",
     )
     embedding_stages: Literal["first-last", "balanced"] = Field(
         "first-last",
