@@ -272,6 +272,33 @@ def test_step_fields_and_breakdown_sum():
     assert r.layout["dp"] == 512 // 64
 
 
+def test_steps_evaluates_many_layouts_at_once_exactly_as_step_does_each():
+    """dtsim.steps (`step --layouts`): one vectorized pass over layouts that differ in every field, an
+    explicit uneven --pp-layers split among them, gives each layout exactly what step() gives it alone;
+    a layout that breaks a rule is named layouts[i]."""
+    from dtsim import steps
+
+    layouts = [
+        Layout(tp=8, pp=8, gbs=1536),
+        Layout(tp=8, pp=4, gbs=1536, pp_layers=[25, 24, 24, 23], recompute="full"),
+        Layout(tp=4, pp=16, vpp=2, schedule="interleaved", mbs=2, gbs=1536, zero=0),
+        Layout(tp=8, pp=1, gbs=1536, zero=3, recompute="full", flash_attention=False),
+        Layout(tp=8, pp=8, gbs=1536, attention_kernel="triton", overlap_tp_comm=True),
+    ]
+    w = _gpt3_workload()
+    many = steps(w, layouts)
+    assert len(many) == len(layouts)
+    for layout, result in zip(layouts, many, strict=True):
+        alone = step(w.model_copy(update={"layout": layout}))
+        assert result.model_dump() == alone.model_dump()
+    assert len({r.step_time_s for r in many}) == len(layouts)
+    with pytest.raises(ScenarioError) as exc:
+        steps(w, [layouts[0], Layout(tp=7, pp=8, gbs=1536), layouts[1], Layout(tp=1, pp=97, gbs=1536)])
+    fields = [p[0] for p in exc.value.problems]
+    assert "layouts[1].tp" in fields and "layouts[3].pp" in fields
+    assert not any(f.startswith(("layouts[0]", "layouts[2]", "layout.")) for f in fields)
+
+
 def test_recompute_costs_time_and_saves_memory():
     none = step(_gpt3_workload(recompute="none", sequence_parallel=False, flash_attention=False))
     full = step(_gpt3_workload(recompute="full", sequence_parallel=False, flash_attention=False))

@@ -32,6 +32,7 @@ _LAZY: dict[str, str] = {
     "emulate": "dtsim.emulator.launcher:run",
     # the datacenter model and the validation; each takes calibration= (a `dtsim calibrate --out` file)
     "step": "dtsim.models.datacenter.step",
+    "steps": "dtsim.models.datacenter.step",
     "plan": "dtsim.models.datacenter.plan",
     "validate": "dtsim.validation.runner",
     # the network commands; `dtsim.limits` is the limits model's package (limits.curve, limits.search)
@@ -72,6 +73,7 @@ __all__ = [
     "simulate",
     "simulate_batch",
     "step",
+    "steps",
     "sweep",
     "target",
     "validate",

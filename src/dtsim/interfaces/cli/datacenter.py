@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dtsim.catalog.calibration_file import calibration_in_use, read_calibration
+from dtsim.catalog.calibration_file import read_calibration
 from dtsim.errors import ScenarioError
 from dtsim.interfaces.cli.common import console, err, fail, table
 
@@ -261,20 +261,23 @@ def read_layouts_file(path: Path) -> list[dict[str, Any]]:
 def step_layouts(rows: list[dict[str, Any]], base: dict[str, Any], run: dict[str, Any], doc):
     """Each row's layout (the flags filling what it leaves out) stepped; every bad row is reported,
     named `layouts[i].field`."""
-    from dtsim.models.datacenter.step import step as run_step
+    from dtsim.models.datacenter.step import layout_problems, steps
     from dtsim.models.datacenter.workload import Layout, Workload, build
 
-    results, problems = [], []
-    with calibration_in_use(doc):  # once for the whole file, not once per row
-        for i, row in enumerate(rows):
-            try:
-                layout = build(Layout, {**base, **row}, f"layouts[{i}].")
-                results.append(run_step(build(Workload, {**run, "layout": layout})))
-            except ScenarioError as exc:
-                problems += [(f.replace("layout.", f"layouts[{i}].", 1), v, m) for f, v, m in exc.problems]
-    if problems:
+    built, problems = {}, []
+    for i, row in enumerate(rows):
+        try:
+            built[i] = build(Layout, {**base, **row}, f"layouts[{i}].")
+        except ScenarioError as exc:
+            problems += exc.problems
+    if not built:
         raise ScenarioError(problems)
-    return results
+    workload = build(Workload, {**run, "layout": next(iter(built.values()))})
+    if problems:  # every bad row at once: the rules the rows that did build break, too
+        prefixes = [f"layouts[{i}]." for i in built]
+        raise ScenarioError(problems + layout_problems(workload, list(built.values()), prefixes))
+    # all rows in one vectorized evaluation; steps() names a row's broken rule layouts[i].field
+    return steps(workload, list(built.values()), calibration=doc)
 
 
 def mfu_cell(mfu: float, warnings: list[str]) -> str:
