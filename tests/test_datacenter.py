@@ -309,6 +309,91 @@ def test_recompute_costs_time_and_saves_memory():
     )
 
 
+def test_dualpipe_bubble_parameters_and_activations_follow_its_table():
+    """Issue 13 item 5 (DualPipe): the deepseek-ai/DualPipe README's table. For PP stages the bubble
+    is (PP/2 − 1)(F&B + B − 3W) against 1F1B's (PP − 1)(F + B): with W = 2/3·B (weight_grad_share) it
+    is (PP/2 − 1)·F, with W = 0 (PP/2 − 1)(F + 2B), which together give F and B and so 1F1B's bubble;
+    DualPipeV's 2·pp half-size chunks give (pp − 1)/2 where DualPipe has pp/2 − 1. DualPipe keeps two
+    stages' parameters (more memory than 1F1B and than DualPipeV, which keeps one device's layers but
+    pp + ½ micro-batches of activations against 1F1B's pp)."""
+    lay = {"tp": 8, "pp": 8, "gbs": 1536, "zero": 1, "recompute": "selective"}
+    r = {
+        (sched, w): step(
+            _gpt3_workload(schedule=sched, **lay).model_copy(update={"assumptions": {"weight_grad_share": w}})
+        )
+        for sched in ("1f1b", "dualpipe", "dualpipev")
+        for w in (0.0, 2.0 / 3.0, 0.5)
+    }
+    pp, m = 8, r[("1f1b", 0.5)].micro_batches
+    x = r[("dualpipe", 0.0)].breakdown_s["bubble"] / (pp / 2 - 1)  # F + 2B, per micro-batch chunk
+    y = r[("dualpipe", 2.0 / 3.0)].breakdown_s["bubble"] / (pp / 2 - 1)  # F
+    assert r[("1f1b", 0.5)].breakdown_s["bubble"] == pytest.approx((pp - 1) * (x + y) / 2, rel=1e-9)
+    assert r[("dualpipev", 0.5)].breakdown_s["bubble"] == pytest.approx(
+        r[("dualpipe", 0.5)].breakdown_s["bubble"] * ((pp - 1) / 2) / (pp / 2 - 1), rel=1e-9
+    )
+    one, dual, dualv = (r[(s, 0.5)] for s in ("1f1b", "dualpipe", "dualpipev"))
+    assert dual.breakdown_s["bubble"] < one.breakdown_s["bubble"] and dual.step_time_s < one.step_time_s
+    assert dual.bubble_fraction == pytest.approx(dual.breakdown_s["bubble"] / dual.step_time_s, rel=0.1)
+    # the steady state's p2p hand-offs overlap the paired chunk: only the fill's pp − 1 remain
+    assert dual.breakdown_s["pp_comm"] == pytest.approx(one.breakdown_s["pp_comm"] * (pp - 1) / (m + pp - 1))
+    assert dual.memory_per_gpu_gb > dualv.memory_per_gpu_gb > one.memory_per_gpu_gb
+
+
+def test_dualpipe_hides_the_expert_all_to_all_under_the_paired_chunk():
+    """DualPipe overlaps one direction's MoE dispatch and combine with the other's compute: the
+    exposed expert-parallel communication falls, to nothing while the pair's compute covers it, and
+    reappears when the network is slow enough."""
+    base = {"model": "mixtral-8x7b", "cluster": Cluster(gpu="h100-sxm", nodes=8)}
+    lay = {"pp": 4, "ep": 8, "gbs": 512}
+    one = step(Workload(**base, layout=Layout(**lay)))
+    dual = step(Workload(**base, layout=Layout(**lay, schedule="dualpipe")))
+    assert one.breakdown_s["tp_comm"] > 0 and dual.breakdown_s["tp_comm"] == 0
+    assert dual.breakdown_s["overlap_interference"] > one.breakdown_s["overlap_interference"]
+    # 4 GPUs a node: the 8 expert-parallel ranks span two nodes, on 1 Gb/s NICs
+    slow = {
+        "model": "mixtral-8x7b",
+        "cluster": Cluster(gpu="h100-sxm", nodes=16, gpus_per_node=4, nic_gbps=1),
+    }
+    dual_slow = step(Workload(**slow, layout=Layout(**lay, schedule="dualpipe")))
+    assert dual_slow.breakdown_s["tp_comm"] > 0
+
+
+def test_dualpipe_needs_its_pipeline_and_micro_batches_and_plan_searches_it_where_it_runs():
+    with pytest.raises(ScenarioError) as exc:
+        step(
+            Workload(
+                model="gpt3-175b",
+                cluster=Cluster(gpu="a100-80gb", nodes=56),
+                layout=Layout(tp=8, pp=7, gbs=1536, schedule="dualpipe"),
+            )
+        )
+    assert (
+        exc.value.problems[0][:2] == ("layout.schedule", "dualpipe") and "even pp" in exc.value.problems[0][2]
+    )
+    with pytest.raises(ScenarioError) as exc:
+        step(_gpt3_workload(tp=8, pp=8, gbs=64, schedule="dualpipev"))
+    field, value, message = exc.value.problems[0]
+    assert (field, value) == ("layout.gbs", 64) and "2·pp = 16 micro-batches" in message and "= 8" in message
+    # an odd count of micro-batches: DualPipe feeds half from each end
+    with pytest.raises(ScenarioError, match="an even number"):
+        step(_gpt3_workload(tp=8, pp=8, gbs=17 * 8, schedule="dualpipe"))
+    assert step(_gpt3_workload(tp=8, pp=8, gbs=17 * 8, schedule="dualpipev")).step_time_s > 0
+    from dtsim.models.datacenter.plan import PlanOptions, plan
+    from dtsim.physics.transformer import get_architecture
+
+    p = plan(
+        get_architecture("gpt3-175b"), Cluster(gpu="a100-80gb", nodes=32), PlanOptions(gbs=256), top=2000
+    )
+    dual = [x for x in p.ranked if x.layout["schedule"] in ("dualpipe", "dualpipev")]
+    assert dual
+    for x in dual:
+        lay = x.layout
+        m = 256 // (lay["dp"] * lay["mbs"])
+        assert lay["pp"] >= 2 and m >= 2 * lay["pp"]
+        if lay["schedule"] == "dualpipe":
+            assert lay["pp"] % 2 == 0 and m % 2 == 0
+
+
 def test_interleaving_shrinks_the_bubble():
     plain = step(_gpt3_workload(gbs=128, vpp=1))
     inter = step(_gpt3_workload(gbs=128, vpp=3, schedule="interleaved"))
@@ -456,7 +541,7 @@ def layouts(draw):
         "shard": 0,  # ZeRO-3 over the whole dp·cp group
         "fp32_grads": draw(st.booleans()),
         "recompute": draw(st.integers(0, 2)),
-        "schedule": draw(st.integers(0, 3)),
+        "schedule": draw(st.integers(0, 5)),
         "overlap_grad": draw(st.booleans()),
         "overlap_tp": draw(st.booleans()),
         "flash": draw(st.booleans()),

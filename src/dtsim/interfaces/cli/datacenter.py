@@ -445,7 +445,9 @@ def step(
     sequence_parallel: Annotated[
         bool, typer.Option("--sequence-parallel", help="Sequence parallelism.")
     ] = False,
-    schedule: Annotated[str, typer.Option(help="gpipe | 1f1b | interleaved | zero-bubble.")] = "1f1b",
+    schedule: Annotated[
+        str, typer.Option(help="gpipe | 1f1b | interleaved | zero-bubble | dualpipe | dualpipev.")
+    ] = "1f1b",
     embedding_stages: Annotated[
         str, typer.Option("--embedding-stages", help="first-last | balanced.")
     ] = "first-last",

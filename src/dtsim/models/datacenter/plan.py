@@ -29,6 +29,7 @@ from dtsim.models.datacenter.workload import (
     AttentionKernel,
     Cluster,
     attention_kernel_problems,
+    dualpipe_problems,
     fp32_grads,
     moe_problems,
     run_budget_problems,
@@ -128,6 +129,10 @@ def enumerate_layouts(
                         for sched in opt.schedule_choices:
                             vs = vpps if sched == "interleaved" else [1]
                             if sched in ("interleaved", "zero-bubble", "gpipe") and pp == 1:
+                                continue
+                            if sched in ("dualpipe", "dualpipev") and dualpipe_problems(
+                                sched, pp, opt.gbs, dp * mbs
+                            ):
                                 continue
                             for v in vs:
                                 for sp in (False, True) if tp > 1 else (False,):

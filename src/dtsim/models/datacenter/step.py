@@ -381,12 +381,21 @@ def evaluate(
         sp, coll.ring_allreduce_time(tp, tp_size, tp_bw, tp_alpha), net.allreduce(tp, tp_size, span=tp_span)
     )
     tp_f, tp_b = 2.0 * tp_one, 2.0 * tp_one
+    # DualPipe runs a forward chunk of one direction beside a backward chunk of the other, each one's
+    # expert-parallel all-to-all under the other's compute (deepseek-ai/DualPipe: "full overlap of
+    # forward and backward computation-communication phases"): only what exceeds the pair's compute
+    # is exposed, split evenly between the two (and counted as hidden communication otherwise).
+    dual = schedule >= 4
+    ep_exposed = dual_hidden = 0.0
     if moe_layers:
         ep_bw, ep_alpha = net.per_rank(ep, tp)
         # the busiest rank receives moe_load × the mean (padded to capacity, or its imbalance)
         a2a = coll.all_to_all_time(ep, tokens * h * 2.0 * a.moe.top_k * moe_load, ep_bw, ep_alpha)
-        tp_f = tp_f + 2.0 * a2a * moe_layers / a.layers
-        tp_b = tp_b + 2.0 * a2a * moe_layers / a.layers
+        ep_one = 2.0 * a2a * moe_layers / a.layers  # dispatch and combine, forward (and again backward)
+        tp_f = tp_f + np.where(dual, 0.0, ep_one)
+        tp_b = tp_b + np.where(dual, 0.0, ep_one)
+        ep_exposed = np.where(dual, np.maximum(0.0, 2.0 * ep_one - (mean_f + mean_b)), 0.0)
+        dual_hidden = np.where(dual, 2.0 * ep_one, 0.0) - ep_exposed
     overlap_tp = f["overlap_tp"].astype(bool)
     exp_tp_f = np.where(overlap_tp, np.maximum(0.0, tp_f - 0.5 * mean_f), tp_f)
     exp_tp_b = np.where(overlap_tp, np.maximum(0.0, tp_b - 0.5 * mean_b), tp_b)
@@ -417,8 +426,9 @@ def evaluate(
         + cp_steps * (step_f + step_b)
         - (cp_exp_f + cp_exp_b)
     )
-    exp_tp_f = exp_tp_f + cp_exp_f
-    exp_tp_b = exp_tp_b + cp_exp_b
+    exp_tp_f = exp_tp_f + cp_exp_f + 0.5 * ep_exposed
+    exp_tp_b = exp_tp_b + cp_exp_b + 0.5 * ep_exposed
+    hidden_layer = hidden_layer + dual_hidden
 
     rc_compute = np.where(
         recompute == 2, mean_f, np.where(recompute == 1, np.where(flash, 0.0, mean_attn), 0.0)
@@ -469,8 +479,23 @@ def evaluate(
     )  # activation out, gradient back
     work = t_f + t_b + t_rc
     zb_ok = m >= 2.0 * pp - 1.0
-    bubble_slots = np.where((schedule == 3) & zb_ok, 0.0, (pp - 1.0) / vpp)
-    passes = m * vpp + np.where((schedule == 3) & zb_ok, 0.0, pp - 1.0)
+    # DualPipe (deepseek-ai/DualPipe README, "Pipeline Bubbles and Memory Usage"): a bubble of
+    # (PP/2 − 1)(F&B + B − 3W) for PP stages, F&B a forward and a backward chunk run together (their
+    # compute adds; their communication overlaps), B a full backward chunk (with any recomputation), W
+    # its weight-gradient part (weight_grad_share of the backward GEMM time). DualPipe: PP = pp stages
+    # of a device's layers; DualPipeV: PP = 2·pp chunks of half a device's layers. The p2p hand-offs
+    # of the steady state overlap with the paired chunk; the fill and drain's pp − 1 do not.
+    big_b = t_b + t_rc
+    w_part = asm.weight_grad_share * t_b
+    dual_bubble = np.maximum(0.0, t_f + 2.0 * big_b - 3.0 * w_part) * np.maximum(
+        np.where(schedule == 5, (pp - 1.0) / 2.0, pp / 2.0 - 1.0), 0.0
+    )
+    bubble_slots = np.where(
+        dual,
+        dual_bubble / np.maximum(work, 1e-30),
+        np.where((schedule == 3) & zb_ok, 0.0, (pp - 1.0) / vpp),
+    )
+    passes = np.where(dual, pp - 1.0, m * vpp + np.where((schedule == 3) & zb_ok, 0.0, pp - 1.0))
     pipeline = (m + bubble_slots) * work + passes * p2p
     pp_comm = passes * p2p
     bubble = bubble_slots * work
@@ -497,6 +522,9 @@ def evaluate(
         mean_layer_gpu * a.layers + emb_gpu + (0.0 if a.tied_embeddings else a.vocab * h / tp) + pc.final_norm
     )
     stage_params = np.where(pp == 1, single, stage_params)
+    # DualPipe keeps two stages per rank, stage i and stage PP − 1 − i, for its two directions (2× the
+    # parameters, their gradients and optimizer state); DualPipeV's V holds 2 half-size chunks (1×)
+    stage_params = np.where(schedule == 4, 2.0 * stage_params, stage_params)
 
     # Data-parallel reduction of the stage's gradients (ZeRO: Rajbhandari et al. 2020 §5, §7).
     #   stage 0: all-reduce the accumulated gradients once per step;
@@ -632,13 +660,21 @@ def evaluate(
         act = {r: act[r] + np.where(r == "full", 0.0, extra) for r in RECOMPUTES}
     full_layer = np.where(flash, act["selective"], act["none"])
     act_layer = np.where(recompute == 2, act["full"], np.where(recompute == 1, act["selective"], full_layer))
+    # DualPipe holds PP + 1 chunks' activations: pp + 1 stages' worth, DualPipeV's 2·pp + 1 half-size
+    # chunks pp + ½ (deepseek-ai/DualPipe README)
     in_flight = np.where(
         schedule == 0,
         m,
         np.where(
             schedule == 3,
             np.minimum(m, 2.0 * pp),
-            np.minimum(m, pp) * (1.0 + (pp - 1.0) / (pp * vpp) * (vpp > 1)),
+            np.where(
+                schedule == 4,
+                pp + 1.0,
+                np.where(
+                    schedule == 5, pp + 0.5, np.minimum(m, pp) * (1.0 + (pp - 1.0) / (pp * vpp) * (vpp > 1))
+                ),
+            ),
         ),
     )
     activations = np.maximum(first_layers, per_stage) * in_flight * act_layer + np.where(

@@ -16,7 +16,7 @@ from dtsim.errors import ScenarioError, validation_problems
 from dtsim.physics.transformer import Architecture
 from dtsim.schema.scenario import field_message
 
-SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero-bubble")
+SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero-bubble", "dualpipe", "dualpipev")
 RECOMPUTES = ("none", "selective", "full")
 PRECISION_BITS = {"bf16": 16, "fp16": 16, "fp8": 8}
 
@@ -303,7 +303,7 @@ class Layout(BaseModel):
         "them (default: the whole dp·cp group).",
     )
     recompute: Literal["none", "selective", "full"] = "selective"
-    schedule: Literal["gpipe", "1f1b", "interleaved", "zero-bubble"] = "1f1b"
+    schedule: Literal["gpipe", "1f1b", "interleaved", "zero-bubble", "dualpipe", "dualpipev"] = "1f1b"
     overlap_grad_reduce: bool = Field(
         True, description="Overlap the gradient reduction with the backward pass."
     )
@@ -525,6 +525,8 @@ def check_layout(a: Architecture, layout: Layout, cluster: Cluster, seq_len: int
         problems.append(("layout.vpp", layout.vpp, "virtual stages need the interleaved schedule"))
     if layout.gbs % (dp * layout.mbs):
         problems.append(("layout.gbs", layout.gbs, f"must be a multiple of dp·mbs = {dp * layout.mbs}"))
+    elif layout.schedule in ("dualpipe", "dualpipev"):
+        problems += dualpipe_problems(layout.schedule, pp, layout.gbs, dp * layout.mbs)
     if layout.ep > 1 and (a.moe is None or a.moe.experts % layout.ep):
         problems.append(("layout.ep", layout.ep, "needs an MoE model whose expert count it divides"))
     if layout.ep > dp * cp:
@@ -546,6 +548,26 @@ def check_layout(a: Architecture, layout: Layout, cluster: Cluster, seq_len: int
         problems.append(("layout.cp", layout.cp, f"2·cp must divide the sequence length {seq}"))
     if problems:
         raise ScenarioError(problems)
+
+
+def dualpipe_problems(schedule: str, pp: int, gbs: int, dp_mbs: int) -> list[tuple[str, Any, str]]:
+    """DualPipe's requirements (deepseek-ai/DualPipe, dualpipe.py and dualpipev.py `step`): a pipeline
+    (DualPipe: an even number of ranks), at least two micro-batches per rank (DualPipe: an even count,
+    half fed from each end)."""
+    if pp < 2 or (schedule == "dualpipe" and pp % 2):
+        need = "an even pp ≥ 2" if schedule == "dualpipe" else "pp ≥ 2"
+        return [("layout.schedule", schedule, f"needs {need} (pp = {pp})")]
+    m = gbs // dp_mbs
+    if m < 2 * pp or (schedule == "dualpipe" and m % 2):
+        even = ", an even number" if schedule == "dualpipe" else ""
+        return [
+            (
+                "layout.gbs",
+                gbs,
+                f"{schedule} needs at least 2·pp = {2 * pp} micro-batches per step{even}; gbs / (dp·mbs) = {m}",
+            )
+        ]
+    return []
 
 
 def build(cls, fields: dict[str, Any], prefix: str = ""):
