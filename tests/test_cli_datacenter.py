@@ -484,6 +484,13 @@ def test_step_evaluates_a_file_of_layouts_with_the_flags_filling_the_rest(tmp_pa
     assert res.exit_code == 2 and "Traceback" not in res.output
     assert "layouts[1].tp = 7" in res.output and "layouts[2].zero = 9" in res.output
     assert "layouts[0]" not in res.output
+    # a bad run flag is reported with the bad rows, not instead of them
+    res = runner.invoke(app, [*base, "--layouts", str(yaml_file), "--tokens", "-5"])
+    assert res.exit_code == 2 and "tokens = -5" in res.output and "layouts[2].zero = 9" in res.output
+    # DualPipe's pipeline rule is named even when the row's batch does not divide either
+    yaml_file.write_text("layouts:\n  - {tp: 8, pp: 7, schedule: dualpipe, gbs: 100}\n")
+    res = runner.invoke(app, ["step", "--model", "gpt3-175b", "--nodes", "56", "--layouts", str(yaml_file)])
+    assert "layouts[0].gbs = 100" in res.output and "needs an even pp" in res.output
     for text in ("", "- 5\n", "{tp: 8}\n"):
         yaml_file.write_text(text)
         res = runner.invoke(app, [*base, "--layouts", str(yaml_file)])

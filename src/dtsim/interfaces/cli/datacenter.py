@@ -272,7 +272,10 @@ def step_layouts(rows: list[dict[str, Any]], base: dict[str, Any], run: dict[str
             problems += exc.problems
     if not built:
         raise ScenarioError(problems)
-    workload = build(Workload, {**run, "layout": next(iter(built.values()))})
+    try:
+        workload = build(Workload, {**run, "layout": next(iter(built.values()))})
+    except ScenarioError as exc:  # a bad run flag: reported with every bad row
+        raise ScenarioError(exc.problems + problems) from None
     if problems:  # every bad row at once: the rules the rows that did build break, too
         prefixes = [f"layouts[{i}]." for i in built]
         raise ScenarioError(problems + layout_problems(workload, list(built.values()), prefixes))

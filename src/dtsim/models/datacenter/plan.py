@@ -78,6 +78,7 @@ def enumerate_layouts(
         "pipeline has more stages than layer slots": 0,
         "batch does not divide": 0,
         "batch-ramp constraint": 0,
+        "DualPipe pipeline or micro-batch rule": 0,
     }
     rows: list[tuple] = []
 
@@ -133,6 +134,7 @@ def enumerate_layouts(
                             if sched in ("dualpipe", "dualpipev") and dualpipe_problems(
                                 sched, pp, opt.gbs, dp * mbs
                             ):
+                                rejected["DualPipe pipeline or micro-batch rule"] += 1
                                 continue
                             for v in vs:
                                 for sp in (False, True) if tp > 1 else (False,):

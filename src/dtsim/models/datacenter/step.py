@@ -482,7 +482,8 @@ def evaluate(
     # DualPipe (deepseek-ai/DualPipe README, "Pipeline Bubbles and Memory Usage"): a bubble of
     # (PP/2 − 1)(F&B + B − 3W) for PP stages, F&B a forward and a backward chunk run together (their
     # compute adds; their communication overlaps), B a full backward chunk (with any recomputation), W
-    # its weight-gradient part (weight_grad_share of the backward GEMM time). DualPipe: PP = pp stages
+    # its weight-gradient part (weight_grad_share of the chunk's backward time, attention and exposed
+    # communication included). DualPipe: PP = pp stages
     # of a device's layers; DualPipeV: PP = 2·pp chunks of half a device's layers. The p2p hand-offs
     # of the steady state overlap with the paired chunk; the fill and drain's pp − 1 do not.
     big_b = t_b + t_rc
@@ -522,9 +523,20 @@ def evaluate(
         mean_layer_gpu * a.layers + emb_gpu + (0.0 if a.tied_embeddings else a.vocab * h / tp) + pc.final_norm
     )
     stage_params = np.where(pp == 1, single, stage_params)
-    # DualPipe keeps two stages per rank, stage i and stage PP − 1 − i, for its two directions (2× the
-    # parameters, their gradients and optimizer state); DualPipeV's V holds 2 half-size chunks (1×)
-    stage_params = np.where(schedule == 4, 2.0 * stage_params, stage_params)
+    # DualPipe keeps two stages per rank for its two directions, stage i and stage PP − 1 − i (2× the
+    # parameters, their gradients and optimizer state; rank 0 both the embedding and the output layer);
+    # DualPipeV's V gives each rank two half-size chunks, rank 0 the first and the last. A micro-batch's
+    # chunk touches one of DualPipe's two stages (`chunk`: the share its ZeRO-2/3 traffic moves).
+    stage_params = np.where(
+        schedule == 4,
+        np.maximum(first_params + last_params, 2.0 * mid_params),
+        np.where(
+            schedule == 5,
+            np.maximum(0.5 * (first_params + last_params + emb_gpu + out_gpu), mid_params),
+            stage_params,
+        ),
+    )
+    chunk = np.where(schedule == 4, 0.5, 1.0)
 
     # Data-parallel reduction of the stage's gradients (ZeRO: Rajbhandari et al. 2020 §5, §7).
     #   stage 0: all-reduce the accumulated gradients once per step;
@@ -556,7 +568,9 @@ def evaluate(
     z3 = zero >= 3
     once = np.where(multi & (zero <= 1), np.where(zero == 1, reduce_scatter, allreduce), 0.0)
     once_gather = np.where(multi & (zero >= 1) & (zero <= 2), gather, 0.0)
-    per_mb = np.where(multi & (zero == 2), reduce_scatter, 0.0)
+    per_mb = np.where(
+        multi & (zero == 2), coll.nccl_ring_time(dp_group, grad_size * chunk, busbw, alpha, 1.0), 0.0
+    )
     # ZeRO-3 / FSDP (Rajbhandari et al. 2020 §5.3; Zhao et al. 2023, "PyTorch FSDP", §3–4): each of
     # the stage's L units (a transformer layer, with its share of the embedding and output weights) is
     # all-gathered over the shard group before its forward pass and again before its backward pass,
@@ -575,8 +589,8 @@ def evaluate(
     replicas = dp_group / shard
     s_bw, s_alpha = net.ring(shard, tp)
     units = stage_layers
-    ag = coll.nccl_ring_time(shard, weight_size / units, s_bw, s_alpha, 1.0)
-    rs = coll.nccl_ring_time(shard, grad_size / units, s_bw, s_alpha, 1.0)
+    ag = coll.nccl_ring_time(shard, weight_size * chunk / units, s_bw, s_alpha, 1.0)
+    rs = coll.nccl_ring_time(shard, grad_size * chunk / units, s_bw, s_alpha, 1.0)
     f_unit = t_f / units
     b_unit = (t_b + t_rc) / units
     z3_comm = units * (2.0 * ag + rs)  # per micro-batch
@@ -635,7 +649,7 @@ def evaluate(
     g = stage_params * grad_bytes / g_div
     o = stage_params * asm.optimizer_bytes / o_div
     unit_buffers = np.where(
-        z3 & (shard > 1), stage_params / units * (2.0 * asm.weight_bytes + grad_bytes), 0.0
+        z3 & (shard > 1), stage_params * chunk / units * (2.0 * asm.weight_bytes + grad_bytes), 0.0
     )
     # FlashAttention never stores the s×s scores, so its layers keep what selective recomputation keeps;
     # under full recomputation a layer keeps its input, and the layer being recomputed holds its full
@@ -680,7 +694,9 @@ def evaluate(
     activations = np.maximum(first_layers, per_stage) * in_flight * act_layer + np.where(
         recompute == 2, full_layer, 0.0
     )
-    logits_mem = np.where(pp == 1, 1.0, 0.0) * tokens * a.vocab / tp * 4.0
+    # the fp32 logits live on the output layer's rank: the only one, or DualPipe's rank 0, which also
+    # holds the first stage's activations
+    logits_mem = np.where((pp == 1) | dual, 1.0, 0.0) * tokens * a.vocab / tp * 4.0
     memory = w + g + o + unit_buffers + activations + logits_mem + asm.framework_overhead_gb * 1e9
     last_stage_memory = (
         last_params * (asm.weight_bytes / w_div + grad_bytes / g_div + asm.optimizer_bytes / o_div)

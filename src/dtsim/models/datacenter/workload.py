@@ -525,8 +525,10 @@ def check_layout(a: Architecture, layout: Layout, cluster: Cluster, seq_len: int
         problems.append(("layout.vpp", layout.vpp, "virtual stages need the interleaved schedule"))
     if layout.gbs % (dp * layout.mbs):
         problems.append(("layout.gbs", layout.gbs, f"must be a multiple of dp·mbs = {dp * layout.mbs}"))
-    elif layout.schedule in ("dualpipe", "dualpipev"):
-        problems += dualpipe_problems(layout.schedule, pp, layout.gbs, dp * layout.mbs)
+    if layout.schedule in ("dualpipe", "dualpipev"):
+        # the pipeline rule always; the micro-batch rule once the batch divides
+        rules = dualpipe_problems(layout.schedule, pp, layout.gbs, max(dp, 1) * layout.mbs)
+        problems += [p for p in rules if p[0] == "layout.schedule" or not layout.gbs % (dp * layout.mbs)]
     if layout.ep > 1 and (a.moe is None or a.moe.experts % layout.ep):
         problems.append(("layout.ep", layout.ep, "needs an MoE model whose expert count it divides"))
     if layout.ep > dp * cp:
