@@ -483,9 +483,9 @@ def evaluate(
     # (PP/2 − 1)(F&B + B − 3W) for PP stages, F&B a forward and a backward chunk run together (their
     # compute adds; their communication overlaps), B a full backward chunk (with any recomputation), W
     # its weight-gradient part (weight_grad_share of the chunk's backward time, attention and exposed
-    # communication included). DualPipe: PP = pp stages
-    # of a device's layers; DualPipeV: PP = 2·pp chunks of half a device's layers. The p2p hand-offs
-    # of the steady state overlap with the paired chunk; the fill and drain's pp − 1 do not.
+    # communication included). DualPipe: PP = pp stages of a device's layers; DualPipeV: PP = 2·pp
+    # chunks of half a device's layers. The p2p hand-offs of the steady state overlap with the paired
+    # chunk; the fill and drain's pp − 1 do not.
     big_b = t_b + t_rc
     w_part = asm.weight_grad_share * t_b
     dual_bubble = np.maximum(0.0, t_f + 2.0 * big_b - 3.0 * w_part) * np.maximum(
