@@ -150,6 +150,7 @@ class ScenarioPreset:
     extends: str | None = None
 
 
+@cache  # one parse of attention_kernels.yaml per set, however many GPUs name it
 def _flash_attention(name: str | None) -> dict[str, Any]:
     """The Micro fields of a measured FlashAttention set (attention_kernels.yaml): its sequence lengths
     and, per kernel and head dimension, the measured TFLOP/s as a share of the measuring GPU's peak."""

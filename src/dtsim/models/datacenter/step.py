@@ -247,6 +247,21 @@ def _flash_kernel_head_dim(d, asm: Assumptions):
     )
 
 
+_FLASH_TABLES: dict[str, np.ndarray] = {}
+
+
+def _flash_table(micro) -> np.ndarray:
+    """The measured shares of `micro`'s FlashAttention set as one array [kernel, head dim 64/128,
+    sequence length], kernels in ATTENTION_KERNELS order (one without a figure gets FlashAttention-2's);
+    built once per set."""
+    table = _FLASH_TABLES.get(micro.flash_attention)
+    if table is None:
+        curves = micro.flash_attention_efficiency
+        rows = [curves.get(name, curves["flash2"]) for name in ATTENTION_KERNELS]
+        table = _FLASH_TABLES[micro.flash_attention] = np.asarray([[c[64], c[128]] for c in rows])
+    return table
+
+
 def _flash_share(micro, kernel, seq, head_dim):
     """The share of the 16-bit tensor peak FlashAttention reaches forward + backward (causal) on this
     generation, for `kernel` (an index into ATTENTION_KERNELS) at query length `seq` and the kernel's
@@ -254,15 +269,15 @@ def _flash_share(micro, kernel, seq, head_dim):
     linearly between head dimensions 64 and 128, flat outside the measured range. Short sequences run
     well below the long-sequence rate (per-row softmax rescaling and the masked diagonal blocks weigh
     more), so a kernel's headline best never stands for every shape."""
-    curves = micro.flash_attention_efficiency
-    x = np.log2(np.maximum(seq, 1.0))
+    table = _flash_table(micro)
     xs = np.log2(micro.flash_attention_seq)
+    # one interpolation gives the fractional position among the measured lengths; the table is read there
+    pos = np.interp(np.log2(np.maximum(seq, 1.0)), xs, np.arange(len(xs), dtype=float))
+    j = np.minimum(np.floor(pos).astype(int), len(xs) - 2)
+    t = pos - j
+    at = table[kernel, :, j] * (1.0 - t)[..., None] + table[kernel, :, j + 1] * t[..., None]
     w = np.clip((head_dim - 64.0) / 64.0, 0.0, 1.0)
-    shares = []
-    for name in ATTENTION_KERNELS:
-        c = curves.get(name, curves["flash2"])
-        shares.append((1.0 - w) * np.interp(x, xs, c[64]) + w * np.interp(x, xs, c[128]))
-    return np.choose(kernel, shares)
+    return (1.0 - w) * at[..., 0] + w * at[..., 1]
 
 
 def _attention_core(a: Architecture, tp, cp, mbs, s, flash, kernel, micro, bits, derate, asm):

@@ -526,9 +526,7 @@ def check_layout(a: Architecture, layout: Layout, cluster: Cluster, seq_len: int
     if layout.gbs % (dp * layout.mbs):
         problems.append(("layout.gbs", layout.gbs, f"must be a multiple of dp·mbs = {dp * layout.mbs}"))
     if layout.schedule in ("dualpipe", "dualpipev"):
-        # the pipeline rule always; the micro-batch rule once the batch divides
-        rules = dualpipe_problems(layout.schedule, pp, layout.gbs, max(dp, 1) * layout.mbs)
-        problems += [p for p in rules if p[0] == "layout.schedule" or not layout.gbs % (dp * layout.mbs)]
+        problems += dualpipe_problems(layout.schedule, pp, layout.gbs, dp * layout.mbs)
     if layout.ep > 1 and (a.moe is None or a.moe.experts % layout.ep):
         problems.append(("layout.ep", layout.ep, "needs an MoE model whose expert count it divides"))
     if layout.ep > dp * cp:
@@ -555,12 +553,13 @@ def check_layout(a: Architecture, layout: Layout, cluster: Cluster, seq_len: int
 def dualpipe_problems(schedule: str, pp: int, gbs: int, dp_mbs: int) -> list[tuple[str, Any, str]]:
     """DualPipe's requirements (deepseek-ai/DualPipe, dualpipe.py and dualpipev.py `step`): a pipeline
     (DualPipe: an even number of ranks), at least two micro-batches per rank (DualPipe: an even count,
-    half fed from each end)."""
+    half fed from each end). The micro-batch rule is checked once the batch divides into micro-batches
+    (otherwise check_layout names that)."""
     if pp < 2 or (schedule == "dualpipe" and pp % 2):
         need = "an even pp ≥ 2" if schedule == "dualpipe" else "pp ≥ 2"
         return [("layout.schedule", schedule, f"needs {need} (pp = {pp})")]
     m = gbs // dp_mbs
-    if m < 2 * pp or (schedule == "dualpipe" and m % 2):
+    if not gbs % dp_mbs and (m < 2 * pp or (schedule == "dualpipe" and m % 2)):
         even = ", an even number" if schedule == "dualpipe" else ""
         return [
             (
