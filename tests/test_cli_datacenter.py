@@ -621,6 +621,45 @@ def test_fp32_grad_accumulation_flag_reaches_step_and_plan():
     assert shared and all(bf16[k] < fp32[k] for k in shared)
 
 
+def test_fp32_params_flag_reaches_step_plan_and_layout_files(tmp_path):
+    """`--fp32-params` (FSDP / JAX parameter storage) lowers the memory of the same layout in step and
+    plan, and a --layouts row may set it on its own."""
+    base = ["step", "--model", "mpt-7b", "--nodes", "1", "--zero", "3", "--mbs", "2", "--gbs", "16", "--json"]
+    runs = [runner.invoke(app, base + extra) for extra in ([], ["--fp32-params"])]
+    assert all(r.exit_code == 0 for r in runs), runs[0].output
+    off, on = (json.loads(r.stdout) for r in runs)
+    assert on["layout"]["fp32_params"] and not off["layout"]["fp32_params"]
+    assert off["memory_per_gpu_gb"] - on["memory_per_gpu_gb"] == pytest.approx(2 * 6.65 / 8, rel=0.05)
+    assert on["step_time_s"] == off["step_time_s"]
+    plans = [
+        runner.invoke(
+            app,
+            ["plan", "--model", "megatron-1.7b", "--nodes", "1", "--gbs", "64", "--top", "500", "--json", *f],
+        )
+        for f in ([], ["--fp32-params"])
+    ]
+    assert all(p.exit_code == 0 for p in plans), plans[0].output
+    mem = [
+        {
+            json.dumps({k: v for k, v in r["layout"].items() if k != "fp32_params"}, sort_keys=True): (
+                r["memory_per_gpu_gb"],
+                r["layout"].get("fp32_params", False),
+            )
+            for r in json.loads(p.stdout)["layouts"]
+        }
+        for p in plans
+    ]
+    shared = set(mem[0]) & set(mem[1])
+    assert shared and all(mem[1][k][0] < mem[0][k][0] and mem[1][k][1] and not mem[0][k][1] for k in shared)
+    rows = tmp_path / "rows.csv"
+    rows.write_text("zero,mbs,fp32_params\n3,2,false\n3,2,true\n")
+    r = runner.invoke(app, [*base[:-1], "--layouts", str(rows), "--json"])
+    assert r.exit_code == 0, r.output
+    a, b = json.loads(r.stdout)["layouts"]
+    assert a["memory_per_gpu_gb"] == pytest.approx(off["memory_per_gpu_gb"])
+    assert b["memory_per_gpu_gb"] == pytest.approx(on["memory_per_gpu_gb"])
+
+
 TRITON = ("--attention-kernel", "triton")
 
 

@@ -937,6 +937,45 @@ def test_fp32_grad_accumulation_follows_megatron_defaults_and_costs_memory_and_t
     assert run("bf16", None).memory_per_gpu_gb == pytest.approx(run("bf16", True).memory_per_gpu_gb)
 
 
+def test_fp32_params_drop_the_16_bit_copy_and_nothing_else():
+    """Issue 13 item 4: FSDP (PyTorch MixedPrecision) and JAX keep parameters in FP32 only, so a layout
+    with `fp32_params` holds 2 bytes a parameter less (the 16-bit copy Megatron-LM keeps), sharded as
+    ZeRO-3 shards it; the gathered 16-bit units, the gradients, the optimizer state and the step time
+    are unchanged."""
+
+    def run(zero, flag):
+        return step(
+            Workload(
+                model="llama2-70b",
+                cluster=Cluster(gpu="h100-sxm", nodes=4),
+                layout=Layout(tp=1, gbs=64, mbs=1, zero=zero, recompute="full", fp32_params=flag),
+            )
+        )
+
+    params = 68.98e9  # llama2-70b's parameters (tied: no)
+    for zero, div in ((3, 32), (1, 1)):
+        base, fp32 = run(zero, False), run(zero, True)
+        assert fp32.layout["fp32_params"] and not base.layout["fp32_params"]
+        saved = base.memory_per_gpu_gb - fp32.memory_per_gpu_gb
+        assert saved == pytest.approx(2 * params / div / 1e9, rel=0.02)
+        assert fp32.step_time_s == base.step_time_s
+
+
+def test_gpu_memory_is_what_the_runtime_reports():
+    """HBM comes in binary sizes: an "80 GB" H100 SXM5 shows 81559 MiB in nvidia-smi, a "40 GB" A100
+    40960 MiB; a TPU v5e chip has 16 GiB. The datacenter and limits models fill that, not the
+    datasheet's figure read as decimal gigabytes; a part without a runtime figure keeps its datasheet
+    figure."""
+    gpus = catalog.gpus()
+    assert gpus["h100-sxm"].memory_bytes == 81559 * 2**20
+    assert gpus["a100-40gb"].memory_bytes == 40 * 2**30
+    assert gpus["tpu-v5e"].memory_bytes == 16 * 2**30
+    assert gpus["gh200"].memory_mib is None and gpus["gh200"].memory_bytes == gpus["gh200"].memory_gb * 1e9
+    r = step(Workload(model="gpt2", cluster=Cluster(gpu="a100-40gb", nodes=1), layout=Layout(gbs=8)))
+    asm = Assumptions({})
+    assert r.usable_memory_gb == pytest.approx(asm.usable_memory_fraction * 40 * 2**30 / 1e9)
+
+
 def _cp_step(cp, nodes=2, **cluster):
     return step(
         Workload(

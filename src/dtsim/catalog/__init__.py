@@ -119,6 +119,14 @@ class GPU:
     price_usd: float
     sources: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
     micro: Micro | None = None
+    memory_mib: float | None = None  # the device memory the runtime reports (nvidia-smi memory.total)
+
+    @property
+    def memory_bytes(self) -> float:
+        """Device memory a training job sees: the runtime's total (`memory_mib`, binary) where the catalog
+        has it, else the datasheet's `memory_gb` read as decimal gigabytes. HBM stacks come in binary
+        sizes, so an "80 GB" part reports 80 GiB (nvidia-smi 81559 MiB on an H100 SXM5 = 85.5 GB)."""
+        return self.memory_mib * 2**20 if self.memory_mib else self.memory_gb * 1e9
 
     def peak_tflops(self, precision: str) -> float | None:
         """Dense peak TFLOP/s at a training precision (fp4 falls back to the FP8 rate, or None)."""
@@ -370,6 +378,7 @@ def catalog_payload() -> dict[str, Any]:
                 "fp16_tflops": g.fp16_tflops,
                 "fp8_tflops": g.fp8_tflops,
                 "memory_gb": g.memory_gb,
+                "memory_runtime_gb": g.memory_bytes / 1e9,
                 "board_power_w": g.board_power_w,
                 "price_usd": g.price_usd,
                 "sources": dict(g.sources),

@@ -96,6 +96,14 @@ Fp32GradsOpt = Annotated[
         "[default: FP32 for bf16 and fp8, fp16 for fp16, as Megatron-LM does].",
     ),
 ]
+Fp32ParamsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--fp32-params",
+        help="Parameters kept in FP32 only, with no 16-bit copy (PyTorch FSDP MixedPrecision, JAX/MaxText); "
+        "default: a 16-bit copy beside the FP32 master, as Megatron-LM and DeepSpeed keep it.",
+    ),
+]
 MoeCapacityOpt = Annotated[
     float | None,
     typer.Option(
@@ -461,6 +469,7 @@ def step(
     overlap_tp: Annotated[bool, typer.Option("--overlap-tp-comm", help="Overlap TP collectives.")] = False,
     precision: Annotated[str, typer.Option(help="bf16 | fp16 | fp8.")] = "bf16",
     fp32_grad_accumulation: Fp32GradsOpt = None,
+    fp32_params: Fp32ParamsOpt = False,
     attention_kernel: AttentionKernelOpt = None,
     moe_capacity_factor: MoeCapacityOpt = None,
     moe_imbalance: MoeImbalanceOpt = 1.0,
@@ -507,6 +516,7 @@ def step(
             "overlap_grad_reduce": not no_overlap,
             "overlap_tp_comm": overlap_tp,
             "fp32_grad_accumulation": fp32_grad_accumulation,
+            "fp32_params": fp32_params,
             "attention_kernel": attention_kernel,
             "moe_capacity_factor": moe_capacity_factor,
             "moe_imbalance": moe_imbalance,
@@ -599,6 +609,7 @@ def plan(
     ] = None,
     precision: Annotated[str, typer.Option(help="bf16 | fp16 | fp8.")] = "bf16",
     fp32_grad_accumulation: Fp32GradsOpt = None,
+    fp32_params: Fp32ParamsOpt = False,
     attention_kernel: AttentionKernelOpt = None,
     moe_capacity_factor: MoeCapacityOpt = None,
     moe_imbalance: MoeImbalanceOpt = 1.0,
@@ -638,6 +649,7 @@ def plan(
             flash_attention=not no_flash,
             overlap_tp_comm=overlap_tp,
             fp32_grad_accumulation=fp32_grad_accumulation,
+            fp32_params=fp32_params,
             attention_kernel=attention_kernel,
             moe_capacity_factor=moe_capacity_factor,
             moe_imbalance=moe_imbalance,

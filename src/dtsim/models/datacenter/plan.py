@@ -55,6 +55,7 @@ class PlanOptions:
     overlap_grad_reduce: bool = True
     overlap_tp_comm: bool = False
     fp32_grad_accumulation: bool | None = None  # None: Megatron-LM's default for the precision
+    fp32_params: bool = False  # Layout.fp32_params
     moe_capacity_factor: float | None = None  # Layout.moe_capacity_factor (None: dropless)
     moe_imbalance: float = 1.0  # Layout.moe_imbalance
     hsdp: bool = True  # also search ZeRO-3 sharded over 1, 2 or 4 nodes (Layout.shard_group)
@@ -184,6 +185,7 @@ def enumerate_layouts(
     lay["flash"] = np.full(len(cols), opt.flash_attention)
     lay["attn_kernel"] = np.full(len(cols), ATTENTION_KERNELS.index(opt.attention_kernel))
     lay["fp32_grads"] = np.full(len(cols), fp32_grads(opt.fp32_grad_accumulation, opt.precision))
+    lay["fp32_params"] = np.full(len(cols), opt.fp32_params)
     lay["moe_cf"] = np.full(len(cols), opt.moe_capacity_factor or 0.0)
     lay["moe_imb"] = np.full(len(cols), opt.moe_imbalance)
     return lay, rejected
@@ -321,6 +323,8 @@ def _performance(lay, out, i: int, opt: PlanOptions, cluster: Cluster, asm: Assu
     }
     if row["shard"]:
         layout["shard_group"] = int(row["shard"])
+    if opt.fp32_params:
+        layout["fp32_params"] = True
     if opt.moe_capacity_factor is not None or opt.moe_imbalance != 1.0:
         layout |= {"moe_capacity_factor": opt.moe_capacity_factor, "moe_imbalance": opt.moe_imbalance}
     perf = annotated_performance(out, i, layout, cluster, asm, opt.tokens, opt.usd_per_gpu_hour)

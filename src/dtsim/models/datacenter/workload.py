@@ -329,6 +329,13 @@ class Layout(BaseModel):
         description="Accumulate and reduce gradients in FP32 (default: on for bf16 and fp8, off for fp16, as "
         "Megatron-LM does).",
     )
+    fp32_params: bool = Field(
+        False,
+        description="Parameters kept in FP32 only, the optimizer's master weights, with no persistent 16-bit "
+        "copy: the 16-bit weights exist only gathered (ZeRO-3/FSDP) or cast per use, as PyTorch FSDP's "
+        "MixedPrecision and JAX (MaxText) keep them; off: a 16-bit copy beside the FP32 master, as "
+        "Megatron-LM and DeepSpeed keep it.",
+    )
     moe_capacity_factor: float | None = Field(
         None,
         ge=1,
@@ -441,6 +448,7 @@ def layout_arrays(layout: Layout, n_gpus: int, precision: str = "bf16") -> dict[
         "attn_kernel": ATTENTION_KERNELS.index(layout.attention_kernel),
         "balanced": layout.embedding_stages == "balanced",
         "fp32_grads": fp32_grads(layout.fp32_grad_accumulation, precision),
+        "fp32_params": layout.fp32_params,
         "moe_cf": layout.moe_capacity_factor or 0.0,  # 0: dropless
         "moe_imb": layout.moe_imbalance,
     } | _stage_split(layout)

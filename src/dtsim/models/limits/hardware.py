@@ -137,7 +137,7 @@ def from_gpu(gpu_id: str) -> LimitsHardware:
             name=f"{gpu.name} (nodes of 8)",
             gpu=gpu_id,
             micro=m,
-            memory_bytes=gpu.memory_gb * 1e9,
+            memory_bytes=gpu.memory_bytes,
             bandwidth=(nvlink, nic),
             latency=(DEFAULT_NETWORK_LATENCY_S, DEFAULT_NETWORK_LATENCY_S),
             level_sizes=(8,),
