@@ -3,6 +3,7 @@ groups, hop latency), slices joined by DCN, and the inputs that do not describe 
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -239,3 +240,38 @@ def test_fp8_on_a_gpu_without_fp8_is_refused_too():
     assert (
         step(w.model_copy(update={"precision": "fp8", "cluster": Cluster(gpu="h100-sxm", nodes=8)})).mfu > 0
     )
+
+
+def test_collective_on_an_ici_fabric_runs_on_the_slice_torus():
+    """`dtsim collective --fabric ici-*` runs the ring on the torus links the ranks span (Austin et al.
+    2025): 64 v5p chips filling a 4x4x4 slice (wraparounds on every axis) have 3 axes × 2 directions of
+    links, 4 chips on one axis of it 2, where the fabric's single-link ring would give 1; v5e without a
+    wraparound on an axis of 4 has one link an axis. Algorithms that are not the torus ring, a --torus
+    without an ICI fabric and ranks beyond the slice are refused, naming the field."""
+    from dtsim.models.network import collective
+
+    link = catalog.fabrics()["ici-v5p"].bus_bytes_per_s
+    full = collective("allreduce", 64, 1e9, "ring", "ici-v5p")
+    assert full.bus_bandwidth_gb_s * 1e9 == pytest.approx(6 * link)
+    assert collective("allreduce", 64, 1e9, "ring", "ici-v5p", torus="4x4x4") == full
+    axis = collective("allreduce", 4, 1e9, "ring", "ici-v5p", torus="4x4x4")
+    assert axis.bus_bandwidth_gb_s * 1e9 == pytest.approx(2 * link)
+    assert full.time_s == pytest.approx(2 * 63 / 64 * 1e9 / (6 * link) + 2 * 63 * full.latency_s)
+    v5e = collective("all-gather", 16, 1e9, "ring", "ici-v5e")  # 4x4: no wraparound
+    assert v5e.bus_bandwidth_gb_s * 1e9 == pytest.approx(2 * catalog.fabrics()["ici-v5e"].bus_bytes_per_s)
+    for kwargs, field in (
+        ({"fabric": "ici-v5p", "algorithm": "tree"}, "algorithm"),
+        ({"fabric": "nvlink4", "torus": "4x4"}, "torus"),
+        ({"fabric": None, "torus": "4x4x4"}, "torus"),
+        ({"fabric": "ici-v5p", "torus": "2x2x2"}, "ranks"),
+        ({"fabric": "ici-v5p", "torus": "4x4"}, "torus"),
+    ):
+        args = {"op": "allreduce", "ranks": 64, "size_bytes": 1e9, "algorithm": "ring"} | kwargs
+        with pytest.raises(ScenarioError) as err:
+            collective(**args)
+        assert err.value.problems[0][0] == field
+    r = CliRunner().invoke(
+        app, ["collective", "--fabric", "ici-v5p", "--ranks", "64", "--torus", "4x4x4", "--json"]
+    )
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["bus_bandwidth_gb_s"] == pytest.approx(full.bus_bandwidth_gb_s)

@@ -173,6 +173,53 @@ class ClusterNetwork:
         return bw, np.where(cross, self.nic_alpha, self.nvlink_alpha)
 
 
+def default_torus(chips: int, ici: catalog.Fabric) -> tuple[int, ...]:
+    """The slice a job of `chips` TPU chips runs on when no shape is given: the whole job when the pod
+    holds it, else halved until it does (slices joined by DCN); axes grown by doubling the shortest,
+    innermost first, within the pod's axes (4x4x4 for 64 v5p chips, 16x16 for 256 v5e chips)."""
+    dims, pod = ici.torus_dims or 1, sorted(ici.pod or ())
+    per_slice = chips
+    while per_slice > math.prod(pod) and per_slice % 2 == 0:
+        per_slice //= 2
+    shape = [1] * dims
+    while math.prod(shape) < per_slice:
+        grow = [i for i in range(dims) if shape[i] * 2 <= pod[i]]
+        if not grow:
+            break
+        i = min(grow, key=lambda k: shape[k])
+        shape[i] *= 2
+    if math.prod(shape) != per_slice:
+        raise ScenarioError(
+            [
+                (
+                    "torus",
+                    None,
+                    f"no default slice for {chips} chips (not a power of two that the pod "
+                    f"{'x'.join(map(str, ici.pod or ()))} holds); give the slice shape, e.g. --torus "
+                    + "x".join(["4"] * dims),
+                )
+            ]
+        )
+    return tuple(shape)
+
+
+def parse_torus(text: str, ici: catalog.Fabric) -> tuple[int, ...]:
+    """A TPU slice shape given as axis lengths joined by x ("4x4x4"), checked against the ICI's number
+    of axes and its pod."""
+    try:
+        shape = tuple(int(x) for x in str(text).lower().split("x"))
+    except ValueError:
+        shape = ()
+    if not shape or min(shape) < 1:
+        raise ScenarioError([("torus", text, "must be axis lengths joined by x, e.g. 4x4x4")])
+    allowed = f"{ici.torus_dims} axes of chips, each within the pod's {'x'.join(map(str, ici.pod))}"
+    if len(shape) != ici.torus_dims or any(
+        a > p for a, p in zip(sorted(shape), sorted(ici.pod or ()), strict=False)
+    ):
+        raise ScenarioError([("torus", text, f"must be {allowed} (e.g. {'x'.join(['4'] * ici.torus_dims)})")])
+    return shape
+
+
 def cluster_network(
     gpus_per_node: int,
     nvlink: catalog.Fabric | None,
@@ -264,8 +311,13 @@ def collective(
     bandwidth_bytes_s: float | None = None,
     latency_s: float | None = None,
     hop_km: float = 0.0,
+    torus: str | None = None,
 ) -> CollectiveResult:
     """α-β time of one collective over `ranks` ranks of `size_bytes` each.
+
+    On a TPU's ICI fabric the ranks fill a slice of shape `torus` ("4x4x4"; default: the smallest slice
+    of `ranks` chips, `default_torus`) axis by axis, and the ring runs on the links of the axes it
+    spans, both ways on an axis with its wraparound (`ClusterNetwork._torus_ring`, Austin et al. 2025).
 
     The bus bandwidth and per-step latency come from `fabric` (a catalog id), or from
     `bandwidth_bytes_s` / `latency_s`, each defaulting to the DEFAULT_FABRIC's. The `wan-ring`
@@ -278,11 +330,38 @@ def collective(
     if not (isinstance(size_bytes, int | float) and math.isfinite(size_bytes) and size_bytes > 0):
         raise ScenarioError([("size_bytes", size_bytes, "must be a finite number > 0")])
     fabrics = catalog.fabrics()
+    if torus is not None and (fabric is None or not getattr(fabrics.get(fabric), "torus_dims", None)):
+        ici = ", ".join(k for k, f in fabrics.items() if f.torus_dims)
+        raise ScenarioError([("torus", torus, f"needs an ICI --fabric ({ici})")])
     if fabric is not None:
         fab = fabrics.get(fabric)
         if fab is None:
             raise ScenarioError([("fabric", fabric, f"unknown fabric; known: {', '.join(fabrics)}")])
         bw, alpha = fab.bus_bytes_per_s, fab.latency_s
+        if fab.torus_dims:
+            if op == "allreduce" and algorithm != "ring":
+                raise ScenarioError(
+                    [
+                        (
+                            "algorithm",
+                            algorithm,
+                            f"must be ring on {fab.id}: the torus runs rings over its axes",
+                        )
+                    ]
+                )
+            shape = default_torus(ranks, fab) if torus is None else parse_torus(torus, fab)
+            if ranks > math.prod(shape):
+                raise ScenarioError(
+                    [
+                        (
+                            "ranks",
+                            ranks,
+                            f"must be at most the {math.prod(shape)} chips of the slice {'x'.join(map(str, shape))}",
+                        )
+                    ]
+                )
+            net = cluster_network(math.prod(shape), fab, None, 0.0, torus=shape)
+            bw, alpha = (float(x) for x in net.ring(ranks))
     else:
         fab = fabrics[DEFAULT_FABRIC]
         bw = fab.bus_bytes_per_s if bandwidth_bytes_s is None else bandwidth_bytes_s

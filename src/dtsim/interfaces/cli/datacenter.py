@@ -755,6 +755,14 @@ def collective(
     hop_km: Annotated[
         float, typer.Option("--hop-km", help="wan-ring: fibre between neighbouring ranks, km (5 µs/km).")
     ] = 0.0,
+    torus: Annotated[
+        str | None,
+        typer.Option(
+            "--torus",
+            help="With an ICI --fabric: the TPU slice the ranks fill, e.g. 4x4x4 [default: the smallest slice "
+            "of --ranks chips].",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
     """α-β time of a collective (seed 003; seed 001 §3.5); formats `dtsim.collective`."""
@@ -778,6 +786,7 @@ def collective(
             None if bandwidth_gbs is None else bandwidth_gbs * 1e9,
             None if latency_us is None else latency_us * 1e-6,
             hop_km,
+            torus,
         )
     except ScenarioError as exc:
         fail(exc)

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from dtsim import catalog
 from dtsim.errors import ScenarioError, validation_problems
+from dtsim.models.network import default_torus, parse_torus
 from dtsim.physics.transformer import Architecture
 from dtsim.schema.scenario import field_message
 
@@ -182,13 +183,6 @@ class Cluster(BaseModel):
                 ]
             )
         shape = self.torus_shape()
-        allowed = f"{ici.torus_dims} axes of chips, each within the pod's {'x'.join(map(str, ici.pod))}"
-        if len(shape) != ici.torus_dims or any(
-            a > p for a, p in zip(sorted(shape), sorted(ici.pod or ()), strict=False)
-        ):
-            raise ScenarioError(
-                [("torus", self.torus, f"must be {allowed} (e.g. {'x'.join(['4'] * ici.torus_dims)})")]
-            )
         slice_chips = math.prod(shape)
         if self.n_gpus % slice_chips or slice_chips % self.gpus_per_node:
             raise ScenarioError(
@@ -208,13 +202,7 @@ class Cluster(BaseModel):
         if ici is None:
             return ()
         if self.torus is not None:
-            try:
-                shape = tuple(int(x) for x in self.torus.lower().split("x"))
-            except ValueError:
-                shape = ()
-            if not shape or min(shape) < 1:
-                raise ScenarioError([("torus", self.torus, "must be axis lengths joined by x, e.g. 4x4x4")])
-            return shape
+            return parse_torus(self.torus, ici)
         return default_torus(self.n_gpus, ici)
 
     def network_fields(self) -> dict[str, Any]:
@@ -247,36 +235,6 @@ class Cluster(BaseModel):
     @property
     def n_gpus(self) -> int:
         return self.nodes * self.gpus_per_node
-
-
-def default_torus(chips: int, ici: catalog.Fabric) -> tuple[int, ...]:
-    """The slice a job of `chips` TPU chips runs on when no shape is given: the whole job when the pod
-    holds it, else halved until it does (slices joined by DCN); axes grown by doubling the shortest,
-    innermost first, within the pod's axes (4x4x4 for 64 v5p chips, 16x16 for 256 v5e chips)."""
-    dims, pod = ici.torus_dims or 1, sorted(ici.pod or ())
-    per_slice = chips
-    while per_slice > math.prod(pod) and per_slice % 2 == 0:
-        per_slice //= 2
-    shape = [1] * dims
-    while math.prod(shape) < per_slice:
-        grow = [i for i in range(dims) if shape[i] * 2 <= pod[i]]
-        if not grow:
-            break
-        i = min(grow, key=lambda k: shape[k])
-        shape[i] *= 2
-    if math.prod(shape) != per_slice:
-        raise ScenarioError(
-            [
-                (
-                    "torus",
-                    None,
-                    f"no default slice for {chips} chips (not a power of two that the pod "
-                    f"{'x'.join(map(str, ici.pod or ()))} holds); give the slice shape, e.g. --torus "
-                    + "x".join(["4"] * dims),
-                )
-            ]
-        )
-    return tuple(shape)
 
 
 AttentionKernel = Literal["flash2", "flash1", "triton"]
