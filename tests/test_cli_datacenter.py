@@ -650,7 +650,14 @@ def test_fp32_params_flag_reaches_step_plan_and_layout_files(tmp_path):
         for p in plans
     ]
     shared = set(mem[0]) & set(mem[1])
-    assert shared and all(mem[1][k][0] < mem[0][k][0] and mem[1][k][1] and not mem[0][k][1] for k in shared)
+    assert shared and all(mem[1][k][1] and not mem[0][k][1] for k in shared)
+    sharded = {
+        k
+        for k in shared
+        if json.loads(k)["zero"] == 3 and json.loads(k).get("shard_group", json.loads(k)["dp"]) > 1
+    }
+    assert sharded and all(mem[1][k][0] < mem[0][k][0] for k in sharded)  # no 16-bit shard kept
+    assert all(mem[1][k][0] == pytest.approx(mem[0][k][0]) for k in shared - sharded)  # copy held anyway
     rows = tmp_path / "rows.csv"
     rows.write_text("zero,mbs,fp32_params\n3,2,false\n3,2,true\n")
     r = runner.invoke(app, [*base[:-1], "--layouts", str(rows), "--json"])

@@ -256,7 +256,16 @@ def test_collective_on_an_ici_fabric_runs_on_the_slice_torus():
     assert collective("allreduce", 64, 1e9, "ring", "ici-v5p", torus="4x4x4") == full
     axis = collective("allreduce", 4, 1e9, "ring", "ici-v5p", torus="4x4x4")
     assert axis.bus_bandwidth_gb_s * 1e9 == pytest.approx(2 * link)
+    # each wrapped axis of 4: 2 hops a phase, 3 axes, spread over the ring's 63 steps
+    assert full.latency_s == pytest.approx(catalog.fabrics()["ici-v5p"].latency_s * 6 / 63)
     assert full.time_s == pytest.approx(2 * 63 / 64 * 1e9 / (6 * link) + 2 * 63 * full.latency_s)
+    assert full.torus == "4x4x4" and axis.torus == "4x4x4"
+    # ranks that do not fill the slice still run on its links (here 48: 3 of the 4 planes)
+    part = collective("allreduce", 48, 1e9, "ring", "ici-v5p", torus="4x4x4")
+    assert 2 * link < part.bus_bandwidth_gb_s * 1e9 <= 6 * link
+    # a point-to-point transfer is one link, whatever the ranks
+    p2p = [collective("p2p", n, 1e9, "ring", "ici-v5p") for n in (2, 64)]
+    assert p2p[0].time_s == p2p[1].time_s and p2p[0].bus_bandwidth_gb_s * 1e9 == pytest.approx(link)
     v5e = collective("all-gather", 16, 1e9, "ring", "ici-v5e")  # 4x4: no wraparound
     assert v5e.bus_bandwidth_gb_s * 1e9 == pytest.approx(2 * catalog.fabrics()["ici-v5e"].bus_bytes_per_s)
     for kwargs, field in (
@@ -265,6 +274,10 @@ def test_collective_on_an_ici_fabric_runs_on_the_slice_torus():
         ({"fabric": None, "torus": "4x4x4"}, "torus"),
         ({"fabric": "ici-v5p", "torus": "2x2x2"}, "ranks"),
         ({"fabric": "ici-v5p", "torus": "4x4"}, "torus"),
+        ({"fabric": "ici-v5p", "torus": "0x4x4"}, "torus"),
+        ({"fabric": "ici-v5p", "ranks": 10**9}, "ranks"),
+        ({"fabric": "bogus", "torus": "4x4x4"}, "fabric"),
+        ({"fabric": "ici-v5p", "bandwidth_bytes_s": 1e9}, "bandwidth_bytes_s/latency_s"),
     ):
         args = {"op": "allreduce", "ranks": 64, "size_bytes": 1e9, "algorithm": "ring"} | kwargs
         with pytest.raises(ScenarioError) as err:

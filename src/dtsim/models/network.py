@@ -211,7 +211,7 @@ def parse_torus(text: str, ici: catalog.Fabric) -> tuple[int, ...]:
     except ValueError:
         shape = ()
     if not shape or min(shape) < 1:
-        raise ScenarioError([("torus", text, "must be axis lengths joined by x, e.g. 4x4x4")])
+        raise ScenarioError([("torus", text, "must be axis lengths joined by x (each ≥ 1), e.g. 4x4x4")])
     allowed = f"{ici.torus_dims} axes of chips, each within the pod's {'x'.join(map(str, ici.pod))}"
     if len(shape) != ici.torus_dims or any(
         a > p for a, p in zip(sorted(shape), sorted(ici.pod or ()), strict=False)
@@ -293,6 +293,7 @@ class CollectiveResult:
     algbw_gb_s: float | None  # size / time
     bus_bandwidth_gb_s: float
     latency_s: float
+    torus: str | None = None  # the TPU slice a ring collective on ICI ran on
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -330,15 +331,29 @@ def collective(
     if not (isinstance(size_bytes, int | float) and math.isfinite(size_bytes) and size_bytes > 0):
         raise ScenarioError([("size_bytes", size_bytes, "must be a finite number > 0")])
     fabrics = catalog.fabrics()
-    if torus is not None and (fabric is None or not getattr(fabrics.get(fabric), "torus_dims", None)):
+    if fabric is not None and fabric not in fabrics:
+        raise ScenarioError([("fabric", fabric, f"unknown fabric; known: {', '.join(fabrics)}")])
+    if torus is not None and (fabric is None or not fabrics[fabric].torus_dims):
         ici = ", ".join(k for k, f in fabrics.items() if f.torus_dims)
         raise ScenarioError([("torus", torus, f"needs an ICI --fabric ({ici})")])
+    if fabric is not None and (bandwidth_bytes_s is not None or latency_s is not None):
+        raise ScenarioError(
+            [
+                (
+                    "bandwidth_bytes_s/latency_s",
+                    (bandwidth_bytes_s, latency_s),
+                    f"come from --fabric {fabric}; give one or the other",
+                )
+            ]
+        )
+    shape: tuple[int, ...] = ()
     if fabric is not None:
-        fab = fabrics.get(fabric)
-        if fab is None:
-            raise ScenarioError([("fabric", fabric, f"unknown fabric; known: {', '.join(fabrics)}")])
+        fab = fabrics[fabric]
         bw, alpha = fab.bus_bytes_per_s, fab.latency_s
-        if fab.torus_dims:
+        # a ring collective on a TPU's ICI runs on the torus links the ranks span; a point-to-point
+        # transfer, a broadcast and an all-to-all are timed on one link (the torus's bisection for
+        # all-to-all is not modelled)
+        if fab.torus_dims and op in ("allreduce", "reduce-scatter", "all-gather"):
             if op == "allreduce" and algorithm != "ring":
                 raise ScenarioError(
                     [
@@ -349,6 +364,9 @@ def collective(
                         )
                     ]
                 )
+            pod = math.prod(fab.pod or ())
+            if torus is None and ranks > pod:
+                raise ScenarioError([("ranks", ranks, f"must be at most the {pod} chips of a {fab.id} pod")])
             shape = default_torus(ranks, fab) if torus is None else parse_torus(torus, fab)
             if ranks > math.prod(shape):
                 raise ScenarioError(
@@ -360,7 +378,7 @@ def collective(
                         )
                     ]
                 )
-            net = cluster_network(math.prod(shape), fab, None, 0.0, torus=shape)
+            net = cluster_network(math.prod(shape), fab, None, 0.0, n_gpus=math.prod(shape), torus=shape)
             bw, alpha = (float(x) for x in net.ring(ranks))
     else:
         fab = fabrics[DEFAULT_FABRIC]
@@ -429,6 +447,7 @@ def collective(
         algbw_gb_s=size / t / 1e9 if t > 0 else None,
         bus_bandwidth_gb_s=bw / 1e9,
         latency_s=alpha,
+        torus="x".join(map(str, shape)) or None,
     )
 
 

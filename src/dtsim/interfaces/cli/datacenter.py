@@ -100,8 +100,9 @@ Fp32ParamsOpt = Annotated[
     bool,
     typer.Option(
         "--fp32-params",
-        help="Parameters kept in FP32 only, with no 16-bit copy (PyTorch FSDP MixedPrecision, JAX/MaxText); "
-        "default: a 16-bit copy beside the FP32 master, as Megatron-LM and DeepSpeed keep it.",
+        help="Parameters kept in FP32 only (PyTorch FSDP MixedPrecision, JAX/MaxText): under ZeRO-3 sharding no "
+        "16-bit shard is kept; default: a 16-bit copy beside the FP32 master, as Megatron-LM and DeepSpeed "
+        "keep it.",
     ),
 ]
 MoeCapacityOpt = Annotated[
@@ -797,7 +798,7 @@ def collective(
     t, per_rank = r.time_s, r.bytes_sent_per_rank
     console().print(
         f"{op} ({algorithm}) of {size_mb:g} MB over {ranks} ranks: [bold]{t * 1e3:,.3f} ms[/bold]; "
-        f"each rank sends {per_rank / 1e6:,.1f} MB"
+        f"each rank sends {per_rank / 1e6:,.1f} MB" + (f" (on the TPU slice {r.torus})" if r.torus else "")
     )
 
 

@@ -335,7 +335,7 @@ def evaluate(
     dp, tp, pp, vpp, cp, ep, sp, mbs, gbs, zero (0–3), shard (HSDP shard group; 0: all of dp·cp),
     recompute (0 none, 1 selective, 2 full), schedule (index into SCHEDULES), overlap_grad, overlap_tp,
     flash, attn_kernel (optional: index into ATTENTION_KERNELS, default FlashAttention-2), balanced (embedding stages), fp32_grads (gradients accumulated and reduced in FP32, else in
-    the weights' width), fp32_params (optional: no persistent 16-bit weight copy), moe_cf and moe_imb (optional: expert capacity factor, 0 for dropless, and the
+    the weights' width), fp32_params (optional: no sharded 16-bit weight copy under ZeRO-3), moe_cf and moe_imb (optional: expert capacity factor, 0 for dropless, and the
     dropless imbalance; workload.moe_load turns them into the busiest rank's load; default 1); optionally
     first_layers, mid_layers, last_layers (an explicit
     pipeline split, layout_arrays of a Layout with pp_layers)."""
@@ -660,13 +660,14 @@ def evaluate(
     # --- memory per GPU (the peak stage) ---------------------------------------------------------------------------
     # ZeRO-3 shards over the shard group (HSDP) and holds two gathered units (the one computing and the
     # prefetched one) and one unit's unsharded gradients (Zhao et al. 2023 §3.3).
-    # FP32-only parameters (PyTorch FSDP MixedPrecision, JAX) keep no 16-bit copy: the FP32 master in
-    # optimizer_bytes is the parameter, and the 16-bit weights exist only in the gathered unit buffers
-    weight_bytes = (
-        np.where(f["fp32_params"].astype(bool), 0.0, asm.weight_bytes)
-        if "fp32_params" in f
-        else asm.weight_bytes
-    )
+    # FP32-only parameters (PyTorch FSDP MixedPrecision, JAX) keep no sharded 16-bit copy under ZeRO-3:
+    # the FP32 master in optimizer_bytes is the parameter, and the 16-bit weights exist only in the
+    # gathered unit buffers. Without per-unit gathering (ZeRO 0–2, or a shard group of one: FSDP's
+    # SHARD_GRAD_OP and NO_SHARD, autocast's cached casts) the whole 16-bit copy is held from forward
+    # to backward, so it counts as before.
+    weight_bytes = asm.weight_bytes
+    if "fp32_params" in f:
+        weight_bytes = np.where(f["fp32_params"].astype(bool) & z3 & (shard > 1), 0.0, asm.weight_bytes)
     w = stage_params * weight_bytes / w_div
     g = stage_params * grad_bytes / g_div
     o = stage_params * asm.optimizer_bytes / o_div

@@ -289,10 +289,11 @@ class Layout(BaseModel):
     )
     fp32_params: bool = Field(
         False,
-        description="Parameters kept in FP32 only, the optimizer's master weights, with no persistent 16-bit "
-        "copy: the 16-bit weights exist only gathered (ZeRO-3/FSDP) or cast per use, as PyTorch FSDP's "
-        "MixedPrecision and JAX (MaxText) keep them; off: a 16-bit copy beside the FP32 master, as "
-        "Megatron-LM and DeepSpeed keep it.",
+        description="Parameters kept in FP32 only, the optimizer's master weights, as PyTorch FSDP's "
+        "MixedPrecision and JAX (MaxText) keep them: under ZeRO-3 sharding no 16-bit shard is kept, the "
+        "16-bit weights existing only in the gathered units; without it (ZeRO 0–2, SHARD_GRAD_OP) the "
+        "16-bit copy is held from forward to backward all the same. Off: a 16-bit copy beside the FP32 "
+        "master, as Megatron-LM and DeepSpeed keep it.",
     )
     moe_capacity_factor: float | None = Field(
         None,
