@@ -589,6 +589,40 @@ def test_an_mfu_no_record_can_check_is_called_unchecked():
     assert len(d["warnings"]) == 1 and "unchecked" in d["warnings"][0] and "volta" in d["warnings"][0]
 
 
+def _plan_layouts_memory(flag, key_without=None):
+    """`plan` of megatron-1.7b on one node without and with `flag`: for each, {layout as JSON (less the
+    field `key_without`): (memory per GPU in GB, the layout)}."""
+    out = []
+    for extra in ([], [flag]):
+        r = runner.invoke(
+            app,
+            [
+                "plan",
+                "--model",
+                "megatron-1.7b",
+                "--nodes",
+                "1",
+                "--gbs",
+                "64",
+                "--top",
+                "500",
+                "--json",
+                *extra,
+            ],
+        )
+        assert r.exit_code == 0, r.output
+        out.append(
+            {
+                json.dumps({k: v for k, v in row["layout"].items() if k != key_without}, sort_keys=True): (
+                    row["memory_per_gpu_gb"],
+                    row["layout"],
+                )
+                for row in json.loads(r.stdout)["layouts"]
+            }
+        )
+    return out
+
+
 def test_fp32_grad_accumulation_flag_reaches_step_and_plan():
     """Issue 13 item 4: `--fp32-grad-accumulation` on an fp16 run adds 2 bytes a parameter of gradient
     memory; without the flag fp16 keeps fp16 gradients (Megatron-LM's default), shown as resolved."""
@@ -602,23 +636,9 @@ def test_fp32_grad_accumulation_flag_reaches_step_and_plan():
     )
     assert full["memory_per_gpu_gb"] > half["memory_per_gpu_gb"] + 5
     # plan passes the flag on: the same layout needs less memory with bf16 gradients
-    plans = [
-        runner.invoke(
-            app,
-            ["plan", "--model", "megatron-1.7b", "--nodes", "1", "--gbs", "64", "--top", "500", "--json", *f],
-        )
-        for f in ([], ["--no-fp32-grad-accumulation"])
-    ]
-    assert all(p.exit_code == 0 for p in plans), plans[0].output
-    fp32, bf16 = (
-        {
-            json.dumps(r["layout"], sort_keys=True): r["memory_per_gpu_gb"]
-            for r in json.loads(p.stdout)["layouts"]
-        }
-        for p in plans
-    )
+    fp32, bf16 = _plan_layouts_memory("--no-fp32-grad-accumulation")
     shared = set(fp32) & set(bf16)
-    assert shared and all(bf16[k] < fp32[k] for k in shared)
+    assert shared and all(bf16[k][0] < fp32[k][0] for k in shared)
 
 
 def test_fp32_params_flag_reaches_step_plan_and_layout_files(tmp_path):
@@ -631,24 +651,8 @@ def test_fp32_params_flag_reaches_step_plan_and_layout_files(tmp_path):
     assert on["layout"]["fp32_params"] and not off["layout"]["fp32_params"]
     assert off["memory_per_gpu_gb"] - on["memory_per_gpu_gb"] == pytest.approx(2 * 6.65 / 8, rel=0.05)
     assert on["step_time_s"] == off["step_time_s"]
-    plans = [
-        runner.invoke(
-            app,
-            ["plan", "--model", "megatron-1.7b", "--nodes", "1", "--gbs", "64", "--top", "500", "--json", *f],
-        )
-        for f in ([], ["--fp32-params"])
-    ]
-    assert all(p.exit_code == 0 for p in plans), plans[0].output
-    mem = [
-        {
-            json.dumps({k: v for k, v in r["layout"].items() if k != "fp32_params"}, sort_keys=True): (
-                r["memory_per_gpu_gb"],
-                r["layout"].get("fp32_params", False),
-            )
-            for r in json.loads(p.stdout)["layouts"]
-        }
-        for p in plans
-    ]
+    mem = _plan_layouts_memory("--fp32-params", key_without="fp32_params")
+    mem = [{k: (gb, layout.get("fp32_params", False)) for k, (gb, layout) in m.items()} for m in mem]
     shared = set(mem[0]) & set(mem[1])
     assert shared and all(mem[1][k][1] and not mem[0][k][1] for k in shared)
     sharded = {
