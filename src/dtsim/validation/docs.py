@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from dtsim.validation import load_dataset, validate
+from dtsim.validation.model_error import coverage_rows
 
 
 def _num(v: float | None) -> str:
@@ -44,6 +45,26 @@ def render() -> str:
         "No recorded out-of-memory layout is bundled yet, so only this direction is checked.",
         "",
     ]
+    coverage = result.interval_coverage
+    if coverage["sources"]:
+        levels = coverage["levels"]
+        out += [
+            "## Model-error intervals",
+            "",
+            "`dtsim step` and `dtsim plan` give every step time (and MFU, and days) an 80 % interval: the",
+            "prediction times the split-conformal bounds of measured / predicted step time over the runs",
+            "below (`src/dtsim/catalog/model_error.yaml`, written by `python -m dtsim.validation.model_error`;",
+            'Lei et al. 2018, "Distribution-Free Predictive Inference for Regression", §2.2, on the signed',
+            "log ratio, each tail at half the miss rate). Runs of one publication share a stack and a way of",
+            "measuring, so the intervals are checked leaving a whole source out: the share of each source's",
+            "runs inside the interval built from the other sources.",
+            "",
+            "| runs of | runs | " + " | ".join(f"{lv:.0%}" for lv in levels) + " |",
+            "| --- | ---: | " + " | ".join("---:" for _ in levels) + " |",
+        ]
+        for name, runs, cells in coverage_rows(coverage):
+            out.append(f"| {name} | {runs} | " + " | ".join(cells) + " |")
+        out.append("")
     summary = result.summary
     for name, entry in summary.items():
         group = data.groups.get(name)

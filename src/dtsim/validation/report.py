@@ -61,6 +61,7 @@ class GroupSummary:
     worst: str | None = None  # the run with the largest |error|
     worst_error: float | None = None
     worst_why: str | None = None  # the largest part of its predicted step, and what the group leaves out
+    source_set: str = ""  # the publication the group's records come from (groups of one source share it)
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,16 @@ class ValidationReport:
         ]
         return {"runs": len(errs), "median_abs_error": float(np.median(errs)) if errs else None}
 
+    @property
+    def interval_coverage(self) -> dict[str, Any]:
+        """How often the datacenter model's intervals held on runs of a source they were not built from
+        (validation/model_error.py: leave one source out, at 50, 80 and 95 %), pooled over check runs,
+        over all runs, and per source set and group."""
+        from dtsim.validation.model_error import leave_one_source_out
+
+        source_of = {g: s.source_set or g for g, s in self.summary.items()}
+        return leave_one_source_out(self.runs, source_of)
+
     def fit_verdicts_text(self) -> str:
         """One sentence for the CLI and the docs page ('' when no training run was judged)."""
         fv = self.fit_verdicts
@@ -148,4 +159,5 @@ class ValidationReport:
             "bounds_ok": self.bounds_ok,
             "fit_verdicts": self.fit_verdicts,
             "datacenter_check": self.datacenter_check,
+            "interval_coverage": self.interval_coverage,
         }

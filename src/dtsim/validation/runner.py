@@ -175,6 +175,7 @@ def summarise(rows: list[RunPrediction], groups: dict) -> dict[str, GroupSummary
             runs=len(members),
             predicted=len(scored),
             bounds=checks,
+            source_set=(grp.source_set or name) if grp else name,
             **stats,
         )
     return out

@@ -357,7 +357,10 @@ def parse_stage_layers(text: str | None) -> tuple[int, ...] | None:
 def run_rows(run) -> list[tuple[str, str]]:
     """The rows of a run's totals (`--tokens`)."""
     rows = [
-        (f"Run of {run.tokens:.3g} tokens", f"{run.days:,.1f} days"),
+        (
+            f"Run of {run.tokens:.3g} tokens",
+            f"{run.days:,.1f} days" + band(run.days_p10, run.days_p90, "{:,.1f}"),
+        ),
         ("  GPU-hours", f"{run.gpu_hours:,.0f}"),
         ("  GPU purchase cost", f"${run.capital_cost_usd:,.0f}"),
         ("  Energy (facility)", f"{run.energy_kwh / 1e3:,.1f} MWh"),
@@ -365,6 +368,13 @@ def run_rows(run) -> list[tuple[str, str]]:
     if run.rental_cost_usd is not None:
         rows.append(("  Rental cost", f"${run.rental_cost_usd:,.0f}"))
     return rows
+
+
+def band(low: float | None, high: float | None, fmt: str, what: str = "") -> str:
+    """'  (80 %: low–high)' for a row whose model-error interval is known, else ''."""
+    if low is None or high is None:
+        return ""
+    return f"  (80 % {what}interval {fmt.format(low)}–{fmt.format(high)})"
 
 
 def network_label(net: dict[str, Any]) -> str:
@@ -549,10 +559,16 @@ def step(
     t.add_column(style="bold")
     t.add_column(justify="right")
     rows = [
-        ("Step time", f"{result.step_time_s:,.3f} s"),
+        (
+            "Step time",
+            f"{result.step_time_s:,.3f} s" + band(result.step_time_s_p10, result.step_time_s_p90, "{:,.3f}"),
+        ),
         ("Model TFLOP/s per GPU", f"{result.model_tflops_per_gpu:,.1f}"),
         ("Hardware TFLOP/s per GPU", f"{result.hardware_tflops_per_gpu:,.1f}"),
-        ("MFU / HFU", f"{result.mfu:.1%} / {result.hfu:.1%}"),
+        (
+            "MFU / HFU",
+            f"{result.mfu:.1%} / {result.hfu:.1%}" + band(result.mfu_p10, result.mfu_p90, "{:.1%}", "MFU "),
+        ),
         (
             "Memory per GPU",
             f"{result.memory_per_gpu_gb:,.1f} GB" + ("" if result.fits else "  [red]does not fit[/red]"),
@@ -568,6 +584,8 @@ def step(
         for k, v in run_rows(result.run):
             t.add_row(k, v)
     con.print(t)
+    if result.model_error.get("basis"):
+        con.print(f"[dim]{result.model_error['basis']}[/dim]", highlight=False)
     if result.fit_note:
         con.print(f"[red]{result.fit_note}[/red]")
     for w in result.warnings:
@@ -620,6 +638,7 @@ def plan(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
     """Rank every valid layout of a model on a cluster by seconds per iteration."""
+    from dtsim.models.datacenter.model_error import basis as model_error_basis
     from dtsim.models.datacenter.plan import PlanOptions, plan_by_size
     from dtsim.models.datacenter.plan import plan as run_plan
     from dtsim.models.datacenter.workload import Cluster, build
@@ -726,6 +745,8 @@ def plan(
     if shown:
         con.print(layout_table(shown, title, first=1, days=tokens is not None))
     print_mfu_flag(con, [r.warnings for r in result.ranked])
+    if shown and model_error_basis():
+        con.print(f"[dim]{model_error_basis()}[/dim]", highlight=False)
     con.print("Rejected: " + ", ".join(f"{v:,} {k}" for k, v in result.rejected.items() if v))
     if not result.fits:
         err.print(

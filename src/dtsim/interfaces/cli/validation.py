@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -107,6 +107,24 @@ def _fmt(v: float | None, unit: str | None = None) -> str:
     return f"{v:,.4g}"
 
 
+def coverage_table(coverage: dict[str, Any]):
+    """The datacenter model's intervals, left out source by source: the share of each source's runs
+    inside the interval the other sources give, at each level, then pooled."""
+    from dtsim.validation.model_error import coverage_rows
+
+    t = table(
+        title="Model-error intervals, each source left out: share of its runs inside",
+        title_justify="left",
+    )
+    t.add_column("runs of", overflow="fold")
+    t.add_column("runs", justify="right")
+    for lv in coverage["levels"]:
+        t.add_column(f"{lv:.0%}", justify="right")
+    for name, runs, cells in coverage_rows(coverage):
+        t.add_row(name, str(runs), *cells)
+    return t
+
+
 def validate(
     runs: RunsOpt = None,
     subset: SubsetOpt = None,
@@ -196,6 +214,9 @@ def validate(
             f"Datacenter check runs pooled: {pooled['runs']}, median |error| {pooled['median_abs_error']:.1%}",
             highlight=False,
         )
+    coverage = result.interval_coverage
+    if coverage["sources"]:
+        con.print(coverage_table(coverage))
     verdicts = result.fit_verdicts_text()
     if verdicts:
         con.print(f"Fit verdicts: {verdicts}", highlight=False)

@@ -20,6 +20,7 @@ import numpy as np
 from dtsim.assumptions import Assumptions
 from dtsim.catalog.calibration_file import calibration_in_use
 from dtsim.errors import ScenarioError
+from dtsim.models.datacenter.model_error import summary as model_error_summary
 from dtsim.models.datacenter.step import LayoutPerformance, annotated_performance, evaluate, resolve_hardware
 from dtsim.models.datacenter.workload import (
     ATTENTION_KERNELS,
@@ -238,6 +239,7 @@ class Plan:
         out["layouts"] = [r.model_dump() for r in self.ranked]
         out["nearest"] = [r.model_dump() for r in self.nearest]
         out["advice"] = self.advice()
+        out["model_error"] = model_error_summary()
         return out
 
 

@@ -25,6 +25,8 @@ from dtsim import catalog
 from dtsim.assumptions import Assumptions
 from dtsim.catalog.calibration_file import calibration_in_use
 from dtsim.errors import ScenarioError
+from dtsim.models.datacenter.model_error import step_time_factors
+from dtsim.models.datacenter.model_error import summary as model_error_summary
 from dtsim.models.datacenter.plausibility import mfu_warning
 
 # The inputs live in workload.py; they are re-exported here so that `from dtsim.models.datacenter.step
@@ -778,15 +780,28 @@ class RunTotals(BaseModel):
     capital_cost_usd: float = Field(description="GPUs × catalog price (purchase), as `simulate`'s cost_usd.")
     energy_kwh: float = Field(description="GPUs × board power × time × PUE.")
     rental_cost_usd: float | None = Field(None, description="GPU-hours × usd_per_gpu_hour, when given.")
+    days_p10: float | None = Field(
+        None, description="Low end (P10) of the days' 80 % model-error interval (catalog/model_error.yaml)."
+    )
+    days_p90: float | None = Field(None, description="High end (P90) of the days' 80 % model-error interval.")
 
 
 def run_totals(
-    tokens: float, tokens_per_s: float, n_gpus: int, gpu: str, asm: Assumptions, usd_per_gpu_hour=None
+    tokens: float,
+    tokens_per_s: float,
+    n_gpus: int,
+    gpu: str,
+    asm: Assumptions,
+    usd_per_gpu_hour=None,
+    factors: tuple[float, float] | None = None,
 ) -> RunTotals:
+    """`factors`: the step time's model-error factors (model_error.step_time_factors), for days_p10/p90."""
     g = catalog.gpus()[gpu]
     seconds = tokens / tokens_per_s
     hours = float(cost.gpu_hours(n_gpus, seconds))
     return RunTotals(
+        days_p10=None if factors is None else seconds * factors[0] / 86400.0,
+        days_p90=None if factors is None else seconds * factors[1] / 86400.0,
         tokens=tokens,
         days=seconds / 86400.0,
         gpu_hours=hours,
@@ -802,9 +817,20 @@ class LayoutPerformance(BaseModel):
 
     layout: dict[str, Any]  # dp, tp, pp, vpp, cp, ep, sequence_parallel, mbs, gbs, zero, recompute, ...
     step_time_s: float
+    step_time_s_p10: float | None = Field(
+        None,
+        description="Low end (P10) of the step time's 80 % model-error interval: the prediction × the "
+        "split-conformal bound of measured / predicted step time over the measured runs "
+        "(catalog/model_error.yaml; docs/validation.md).",
+    )
+    step_time_s_p90: float | None = Field(
+        None, description="High end (P90) of the step time's 80 % interval."
+    )
     model_tflops_per_gpu: float
     hardware_tflops_per_gpu: float
     mfu: float
+    mfu_p10: float | None = Field(None, description="P10 of the MFU: the MFU at the step time's P90.")
+    mfu_p90: float | None = Field(None, description="P90 of the MFU: the MFU at the step time's P10.")
     hfu: float
     memory_per_gpu_gb: float
     fits: bool
@@ -826,7 +852,7 @@ def performance_at(out: dict[str, np.ndarray], i: int) -> dict[str, Any]:
     row = {
         name: np.asarray(out[name]).reshape(-1)[i].item()
         for name in LayoutPerformance.model_fields
-        if name not in ("layout", "breakdown_s", "warnings", "run")
+        if name not in ("layout", "breakdown_s", "warnings", "run") and not name.endswith(("_p10", "_p90"))
     }
     row["breakdown_s"] = {k: np.asarray(out[k]).reshape(-1)[i].item() for k in BREAKDOWN}
     return row
@@ -844,6 +870,12 @@ def annotated_performance(
     """performance_at plus what step and plan add to every layout they report: the MFU plausibility
     warning and, when tokens are given, the run's totals."""
     perf = performance_at(out, i)
+    factors = step_time_factors()
+    if factors is not None:
+        perf["step_time_s_p10"] = perf["step_time_s"] * factors[0]
+        perf["step_time_s_p90"] = perf["step_time_s"] * factors[1]
+        perf["mfu_p10"] = perf["mfu"] / factors[1]
+        perf["mfu_p90"] = perf["mfu"] / factors[0]
     warning = mfu_warning(cluster.gpu, layout, perf["mfu"])
     perf["warnings"] = [warning] if warning else []
     cf, imbalance = layout.get("moe_capacity_factor"), layout.get("moe_imbalance", 1.0)
@@ -862,7 +894,7 @@ def annotated_performance(
         )
     if tokens is not None:
         perf["run"] = run_totals(
-            tokens, perf["tokens_per_s"], cluster.n_gpus, cluster.gpu, asm, usd_per_gpu_hour
+            tokens, perf["tokens_per_s"], cluster.n_gpus, cluster.gpu, asm, usd_per_gpu_hour, factors
         )
     return perf
 
@@ -883,6 +915,11 @@ class StepResult(LayoutPerformance):
     model_flop_per_step: float
     hardware_flop_per_step: float
     megatron2021_flop_per_step: float
+    model_error: dict[str, Any] = Field(
+        default_factory=dict,
+        description="What the *_p10 / *_p90 interval rests on: level, runs, sources, its leave-one-source-out "
+        "coverage on check runs (catalog/model_error.yaml).",
+    )
 
 
 def step(
@@ -949,6 +986,7 @@ def _steps(
     usable = asm.usable_memory_fraction * hw.memory_bytes / 1e9
     params_b = count_params(a).total / 1e9
     network = cluster.network_fields()
+    error_summary = model_error_summary()
     cols = [layout_arrays(layout, n, workload.precision) for layout in layouts]
     # One pass per set of columns: layouts with an explicit --pp-layers split carry three more
     groups: dict[tuple[str, ...], list[int]] = {}
@@ -988,6 +1026,7 @@ def _steps(
                 model_flop_per_step=flat["model_flop"][j].item(),
                 hardware_flop_per_step=flat["hardware_flop"][j].item(),
                 megatron2021_flop_per_step=flat["megatron2021_flop"][j].item(),
+                model_error=error_summary,
             )
     return results
 

@@ -1,0 +1,65 @@
+"""How far a datacenter prediction may be from the measured step time: the model-error interval.
+
+The bounds live in catalog/model_error.yaml, generated from the model's residuals on the measured runs
+by `python -m dtsim.validation.model_error` (split-conformal on log(measured / predicted step time);
+the method, its source and its leave-one-source-out check are in that module and in
+docs/validation.md). A predicted step time t gets the interval [t·exp(low), t·exp(high)]; rates
+(MFU, tokens/s) and run days scale with it, the rates inversely.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+from typing import Any
+
+from dtsim import catalog
+
+LEVEL = 0.8  # `step` and `plan` report the 80 % interval as P10 and P90
+
+
+@cache
+def table() -> dict[str, Any]:
+    """runs, sources, bounds {level: {low, high}}, coverage_leave_one_source_out."""
+    return catalog.load_table("model_error.yaml")
+
+
+def step_time_factors(level: float = LEVEL) -> tuple[float, float] | None:
+    """(exp(low), exp(high)): what the predicted step time is multiplied by for the interval's ends;
+    None when the table holds no interval at this level."""
+    b = (table().get("bounds") or {}).get(f"{level:g}")
+    if not b:
+        return None
+    return math.exp(b["low"]), math.exp(b["high"])
+
+
+def basis() -> str:
+    """One sentence: what the interval rests on, for reports."""
+    t = table()
+    cov = (t.get("coverage_leave_one_source_out") or {}).get(f"{LEVEL:g}")
+    f = step_time_factors()
+    if f is None:
+        return ""
+    return (
+        f"{LEVEL:.0%} model-error interval: the step time × {f[0]:.2f}–{f[1]:.2f}, from the model's error on "
+        f"{t['runs']} measured runs from {len(t['sources'])} sources ({', '.join(t.get('gpus') or [])})"
+        + (
+            f"; it covered {cov:.0%} of check runs from sources it was not built from"
+            if cov is not None
+            else ""
+        )
+        + ". Layouts unlike those runs (other GPUs, MoE, other software stacks) may err further."
+    )
+
+
+def summary() -> dict[str, Any]:
+    """What `step --json` and `plan --json` say about their intervals: level, runs, sources, the
+    leave-one-source-out coverage on check runs and the sentence of `basis`."""
+    t = table()
+    return {
+        "level": LEVEL,
+        "runs": t.get("runs"),
+        "sources": len(t.get("sources") or {}),
+        "coverage_leave_one_source_out": (t.get("coverage_leave_one_source_out") or {}).get(f"{LEVEL:g}"),
+        "basis": basis(),
+    }

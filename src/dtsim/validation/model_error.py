@@ -1,0 +1,195 @@
+"""Model-error intervals for the datacenter model, from its residuals on the measured runs.
+
+The score of a measured run is the log of measured over predicted step time, log(t_meas / t_pred); every
+datacenter metric is a rate (TFLOP/s, tokens/s, MFU), so it is log(predicted / measured) of the metric.
+A central interval at level 1 − α is split-conformal on the signed scores (Lei, G'Sell, Rinaldo,
+Tibshirani & Wasserman 2018, "Distribution-Free Predictive Inference for Regression", JASA, §2.2, with
+the lower and upper bound each at α/2, as Romano, Patterson & Candès 2019, "Conformalized Quantile
+Regression", take the two tails): of n scores sorted, the ⌊(n + 1)·α/2⌋-th and the ⌈(n + 1)(1 − α/2)⌉-th
+smallest. The signed scores keep the model's bias (a model that is fast on a source gets an interval
+reaching further above the point).
+
+Runs from one publication are not exchangeable with each other (one stack, one team, one way of
+measuring), so the intervals are checked leaving one source out (`source_set` of the record groups):
+each source's runs are covered, or not, by the interval the other sources give. `dtsim validate`
+reports that coverage; catalog/model_error.yaml, which `step` and `plan` read, holds the bounds from
+every source.
+
+    python -m dtsim.validation.model_error          # rewrite catalog/model_error.yaml
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+LEVELS = (0.5, 0.8, 0.9, 0.95)  # the intervals catalog/model_error.yaml holds
+COVERAGE_LEVELS = (0.5, 0.8, 0.95)  # the levels `dtsim validate` checks
+
+
+def score(predicted: float, measured: float) -> float:
+    """log(t_measured / t_predicted) of a datacenter run whose metric is a rate."""
+    return math.log(predicted / measured)
+
+
+def conformal_bounds(scores: Sequence[float], level: float) -> tuple[float, float] | None:
+    """The lower and upper score of a central `level` split-conformal interval: the ⌊(n+1)·α/2⌋-th and
+    ⌈(n+1)(1−α/2)⌉-th smallest of the n scores (α = 1 − level). None when n is too small for the level
+    (an index outside 1..n: the interval would be unbounded)."""
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be between 0 and 1, got {level}")
+    x = np.sort(np.asarray(scores, dtype=float))
+    n = len(x)
+    half = (1.0 - level) / 2.0
+    lo = math.floor((n + 1) * half + 1e-9)
+    hi = math.ceil((n + 1) * (1.0 - half) - 1e-9)
+    if lo < 1 or hi > n:
+        return None
+    return float(x[lo - 1]), float(x[hi - 1])
+
+
+def scored_runs(runs: Iterable[Any], source_of: dict[str, str]) -> list[tuple[Any, str, float]]:
+    """(run, source set, score) of every datacenter training run with a prediction, calibration or
+    check (`validate`'s rows); `source_of` maps a group to its source set."""
+    out = []
+    for r in runs:
+        if r.kind == "datacenter" and r.role in ("calibration", "check") and r.predicted and r.measured:
+            out.append((r, source_of.get(r.group, r.group), score(r.predicted, r.measured)))
+    return out
+
+
+def leave_one_source_out(
+    runs: Iterable[Any], source_of: dict[str, str], levels: Sequence[float] = COVERAGE_LEVELS
+) -> dict[str, Any]:
+    """Coverage of the intervals on runs of a source they were not built from: for each source set,
+    the interval from every other source's scores, and the share of its own runs inside it. Pooled
+    over the check runs, over all runs, and per source and group; None where too few scores are left
+    for a level."""
+    scored = scored_runs(runs, source_of)
+    sources = sorted({s for _, s, _ in scored})
+    inside: dict[float, dict[str, list[bool]]] = {lv: {} for lv in levels}
+    per_source: dict[str, dict[str, Any]] = {}
+    for src in sources:
+        own = [(r, x) for r, s, x in scored if s == src]
+        rest = [x for _, s, x in scored if s != src]
+        entry: dict[str, Any] = {"runs": len(own), "others": len(rest), "bounds": {}, "coverage": {}}
+        for lv in levels:
+            b = conformal_bounds(rest, lv) if rest else None
+            key = f"{lv:g}"
+            entry["bounds"][key] = None if b is None else {"low": b[0], "high": b[1]}
+            hits = [b is not None and b[0] <= x <= b[1] for _, x in own]
+            entry["coverage"][key] = float(np.mean(hits)) if b is not None else None
+            for r, hit in zip((r for r, _ in own), hits, strict=True):
+                if b is not None:
+                    inside[lv].setdefault(r.group, []).append(hit)
+                    inside[lv].setdefault(f"role:{r.role}", []).append(hit)
+                    inside[lv].setdefault("all", []).append(hit)
+        per_source[src] = entry
+
+    def pooled(key: str) -> dict[str, Any]:
+        cov = {f"{lv:g}": (float(np.mean(inside[lv][key])) if inside[lv].get(key) else None) for lv in levels}
+        n = max((len(inside[lv].get(key, ())) for lv in levels), default=0)
+        return {"runs": n, "coverage": cov}
+
+    groups = sorted({r.group for r, _, _ in scored})
+    means = {}
+    for lv in levels:
+        vals = [e["coverage"][f"{lv:g}"] for e in per_source.values() if e["coverage"][f"{lv:g}"] is not None]
+        means[f"{lv:g}"] = float(np.mean(vals)) if vals else None
+    return {
+        "levels": [float(lv) for lv in levels],
+        "score": "log(measured step time / predicted step time)",
+        "check": pooled("role:check"),
+        "all": pooled("all"),
+        "sources": per_source,
+        "sources_mean": {"runs": len(per_source), "coverage": means},  # each source weighted equally
+        "groups": {g: {"source_set": source_of.get(g, g), **pooled(g)} for g in groups},
+    }
+
+
+def coverage_rows(coverage: dict[str, Any]) -> list[tuple[str, int, list[str]]]:
+    """(label, runs, cells) for each source, then pooled over check runs and all runs and the mean of the
+    sources: the rows `dtsim validate` and docs/validation.md show; cells are percentages at each level
+    of `coverage['levels']` ('—' where too few scores were left)."""
+    entries = [
+        *coverage["sources"].items(),
+        ("check runs pooled", coverage["check"]),
+        ("all runs pooled", coverage["all"]),
+        ("mean of the sources", coverage["sources_mean"]),
+    ]
+    return [
+        (
+            name,
+            e["runs"],
+            [
+                "—" if e["coverage"][f"{lv:g}"] is None else f"{e['coverage'][f'{lv:g}']:.0%}"
+                for lv in coverage["levels"]
+            ],
+        )
+        for name, e in entries
+    ]
+
+
+# --- the table step and plan read ------------------------------------------------------------------------
+
+HEADER = """\
+# Generated by `python -m dtsim.validation.model_error` from the datacenter model's predictions of the
+# measured runs in catalog/measured_runs/datacenter.yaml — do not edit. Split-conformal bounds of
+# score = log(measured step time / predicted step time) for central intervals at each level (Lei et al.
+# 2018, §2.2), from every calibration and check run; `step` and `plan` multiply the predicted step time
+# by exp(low) and exp(high). `coverage_leave_one_source_out` is the share of check runs inside the
+# interval built without their source (`dtsim validate` shows it per source and group).
+"""
+
+
+def compute() -> dict[str, Any]:
+    """The bounds from every scored run of the bundled dataset, and their leave-one-source-out
+    coverage on the check runs."""
+    from dtsim.validation.predict import datacenter_workload
+    from dtsim.validation.records import load_dataset
+    from dtsim.validation.runner import validate
+
+    data = load_dataset()
+    names = [g for g in data.groups if any(r.group == g and r.kind == "datacenter" for r in data.records)]
+    report = validate(data, names)
+    source_of = {g: e.source_set for g, e in report.summary.items()}
+    scored = scored_runs(report.runs, source_of)
+    scores = [x for _, _, x in scored]
+    counts: dict[str, int] = {}
+    for _, s, _ in scored:
+        counts[s] = counts.get(s, 0) + 1
+    bounds = {}
+    for lv in LEVELS:
+        b = conformal_bounds(scores, lv)
+        bounds[f"{lv:g}"] = None if b is None else {"low": round(b[0], 4), "high": round(b[1], 4)}
+    loso = report.interval_coverage
+    by_id = {r.id: r for r in data.records}
+    gpus = sorted({datacenter_workload(by_id[r.id]).cluster.gpu for r, _, _ in scored})
+    return {
+        "runs": len(scores),
+        "sources": dict(sorted(counts.items())),
+        "gpus": gpus,
+        "bounds": bounds,
+        "coverage_leave_one_source_out": {
+            k: (None if v is None else round(v, 3)) for k, v in loso["check"]["coverage"].items()
+        },
+    }
+
+
+def render() -> str:
+    return HEADER + "\n" + yaml.safe_dump(compute(), sort_keys=False, allow_unicode=True, width=110)
+
+
+def target() -> Path:
+    return Path(str(resources.files("dtsim.catalog").joinpath("model_error.yaml")))
+
+
+if __name__ == "__main__":  # pragma: no cover - a maintainer's command
+    target().write_text(render(), encoding="utf-8")
+    print(f"wrote {target()}")
