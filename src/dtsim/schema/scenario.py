@@ -519,17 +519,20 @@ def load_scenario(
     preset: str | None = None,
     overrides: dict[str, Any] | None = None,
     layers: list[dict[str, Any]] | None = None,
+    file_fields: dict[str, Any] | None = None,
 ) -> Scenario:
-    """Build a scenario from a preset, then a file, then overrides (later layers win)."""
+    """Build a scenario from a preset, then a file, then overrides (later layers win). `file_fields`:
+    the file's fields already read (and changed: distributions replaced by their point values)."""
     stack: list[dict[str, Any]] = []
     if preset is not None:
         key = lower_word(preset)
         if not isinstance(key, str) or key not in catalog.scenario_presets():
             raise _unknown("preset", preset, catalog.scenario_presets())
         stack.append(catalog.preset_fields(key))
-    file_fields: dict[str, Any] = {}
-    if file is not None:
+    if file_fields is None and file is not None:
         file_fields = read_scenario_file(file)
+    if file_fields is not None:
+        file_fields = dict(file_fields)
         if "preset" in file_fields:
             base = file_fields.pop("preset")
             key = lower_word(base)

@@ -161,3 +161,40 @@ def print_report(
     r: Result, title: str = "dtsim", explain: bool = False, console: Console | None = None
 ) -> None:
     (console or Console()).print(render(r, title=title, explain=explain))
+
+
+def print_uncertainty(mc, console: Console | None = None) -> None:
+    """The Monte Carlo block under a report: each headline output's quantiles and mean ± its standard
+    error, the shares of modes and feasibility, the probabilities asked for and the warnings."""
+    con = console or Console()
+    names = [f"P{100 * q:g}" for q in mc.levels]
+    t = Table(
+        title=f"Uncertainty: {mc.samples:,} draws"
+        + (f" (asked {mc.requested:,}; Sobol needs a power of two)" if mc.samples != mc.requested else "")
+        + (f", seed {mc.seed}" if mc.seed is not None else ", no seed"),
+        title_justify="left",
+    )
+    t.add_column("output", style="bold")
+    for n in names:
+        t.add_column(n, justify="right")
+    t.add_column("mean ± se", justify="right")
+    for name, s in mc.outputs.items():
+        t.add_row(
+            name,
+            *(_num(s[n.lower()], ",.4g") for n in names),
+            "—" if s["mean"] is None else f"{s['mean']:,.4g} ± {s['se']:.2g}",
+        )
+    con.print(t)
+    if mc.inputs:
+        con.print("Varied: " + "; ".join(f"{k} ~ {v}" for k, v in mc.inputs.items()), highlight=False)
+    else:
+        con.print("Nothing varied: every draw is the point (give fields as distributions).", highlight=False)
+    for key, label in (("mode", "Mode"), ("feasible", "Feasible"), ("bottleneck", "Bottleneck")):
+        if key in mc.shares:
+            con.print(
+                f"{label}: " + ", ".join(f"{v} {p:.1%}" for v, p in mc.shares[key].items()), highlight=False
+            )
+    for p in mc.probabilities:
+        con.print(f"P({p['expr']}) = {p['p']:.1%} ± {p['se']:.1%}", highlight=False)
+    for w in mc.warnings:
+        con.print(f"[yellow]warning:[/yellow] {w}", highlight=False)

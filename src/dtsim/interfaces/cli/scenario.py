@@ -29,17 +29,42 @@ def simulate(
     explain: Annotated[
         bool, typer.Option("--explain", help="Show every formula with its numbers and source.")
     ] = False,
+    uncertainty: Annotated[
+        int | None,
+        typer.Option(
+            "--uncertainty",
+            help="Draw N samples (scrambled Sobol, rounded up to a power of two) of the fields given as "
+            "distributions (--set mfu=0.3..0.5, --set latency_ms=lognormal:100:0.3, or {dist: ...} in "
+            "the file) and report P10/P50/P90 of every headline output.",
+        ),
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option(help="Seed of the Sobol scrambling (same seed, same numbers).")
+    ] = None,
+    prob: Annotated[
+        list[str] | None,
+        typer.Option("--prob", help='With --uncertainty: the chance of "wall_clock_days<=180" (repeatable).'),
+    ] = None,
+    levels: Annotated[
+        str | None, typer.Option(help="With --uncertainty: the quantiles, in percent (default 10,50,90).")
+    ] = None,
 ) -> None:
     """Simulate one training run and print the report (default scenario: seed 000 §9)."""
     # lazy: numpy/pydantic models and Rich report only when a command runs (fast --help)
+    from dtsim.analysis.uncertainty import load_uncertain_scenario, parse_levels, run_monte_carlo
     from dtsim.interfaces.cli.report import print_report
     from dtsim.models.decentralized.engine import simulate as run_simulation
-    from dtsim.schema.scenario import load_scenario, parse_set
 
+    mc = None
     try:
-        overrides = parse_set(set_ or [])
-        scenario = load_scenario(file=file, preset=preset, overrides=overrides)
+        scenario, dists = load_uncertain_scenario(file, preset, set_ or [])
+        if uncertainty is None and (prob or levels is not None):
+            raise ScenarioError([("--prob" if prob else "--levels", prob or levels, "needs --uncertainty N")])
         result = run_simulation(scenario)
+        if uncertainty is not None:
+            mc = monte_carlo_with_progress(
+                run_monte_carlo, scenario, dists, uncertainty, seed, parse_levels(levels), prob or [], as_json
+            )
     except ScenarioError as exc:
         fail(exc)
         return
@@ -49,10 +74,47 @@ def simulate(
             from dtsim.models.decentralized.explain import derivation
 
             payload["explain"] = [step.__dict__ for step in derivation(result)]
+        if mc is not None:
+            d = mc.as_dict()
+            payload["uncertainty"] = d.pop("outputs")
+            payload["probabilities"] = d.pop("probabilities")
+            payload["monte_carlo"] = d
+        elif dists:
+            payload["distributions_at_point"] = {k: v.describe() for k, v in dists.items()}
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
         return
     title = f"dtsim — {scenario.name or preset or (file.name if file else 'default scenario')}"
     print_report(result, title=title, explain=explain)
+    if mc is not None:
+        from dtsim.interfaces.cli.report import print_uncertainty
+
+        print_uncertainty(mc)
+    elif dists:
+        console().print(
+            "Fields given as distributions ran at their medians ("
+            + ", ".join(f"{k}: {v.describe()}" for k, v in dists.items())
+            + "); add --uncertainty N for ranges.",
+            highlight=False,
+        )
+
+
+def monte_carlo_with_progress(run, scenario, dists, n, seed, levels, probs, quiet: bool):
+    """run_monte_carlo with a progress bar on stderr for large draws (not under --json)."""
+    if quiet or n < 200_000:
+        return run(scenario, dists, n, seed, levels, probs=probs)
+    from rich.progress import Progress
+
+    with Progress(console=console(stderr=True), transient=True) as bar:
+        task = bar.add_task(f"{n:,} draws", total=n)
+        return run(
+            scenario,
+            dists,
+            n,
+            seed,
+            levels,
+            probs=probs,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )
 
 
 def presets(

@@ -1,0 +1,573 @@
+"""Input uncertainty: scenario fields given as distributions, drawn by scrambled Sobol sampling and run
+through the batch path, summarised as quantiles, moments and probabilities.
+
+A field may be a distribution wherever a scenario is given:
+
+- in YAML/JSON, a mapping with `dist`: `mfu: {dist: triangular, low: 0.3, mode: 0.4, high: 0.5}`,
+  `{dist: uniform, low, high}`, `{dist: normal, mean, sd[, low, high]}`,
+  `{dist: lognormal, median, sigma[, low, high]}` (σ of the logarithm), `{dist: choice, values: [...],
+  weights: [...]}`;
+- on the command line, `--set mfu=0.3..0.5` (uniform), `--set latency_ms=lognormal:100:0.3`,
+  `triangular:0.3:0.4:0.5`, `normal:0.4:0.05`, `uniform:0.3:0.5`, `choice:fp16,fp8`.
+
+`normal` and `lognormal` may be truncated to [low, high]; a draw outside what the field allows is an
+error naming the field, never clamped. The point scenario (what `simulate` reports without
+`--uncertainty`) takes each distribution's median (a choice: its most likely value).
+
+Sampling: N points of a scrambled Sobol sequence in [0, 1)^d (scipy.stats.qmc.Sobol: linear matrix
+scrambling and a digital shift, seeded), rounded up to a power of two (Sobol points balance only at 2^m), each coordinate mapped
+through its field's inverse CDF (integer fields rounded to the nearest integer). Quantiles are the
+empirical ones; the standard error of a quantile is the half-width of its distribution-free 95 %
+order-statistic interval over 1.96 (the binomial ranks n·q ± 1.96·√(n·q(1−q)): Conover 1999,
+"Practical Nonparametric Statistics", §3.2), conservative for a scrambled Sobol sample, which converges
+faster than an independent one.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dtsim.errors import ScenarioError
+
+KINDS = ("uniform", "triangular", "normal", "lognormal", "choice")
+PARAMS = {
+    "uniform": ("low", "high"),
+    "triangular": ("low", "mode", "high"),
+    "normal": ("mean", "sd"),
+    "lognormal": ("median", "sigma"),
+    "choice": ("values",),
+}
+OPTIONAL_PARAMS = {"normal": ("low", "high"), "lognormal": ("low", "high"), "choice": ("weights",)}
+DEFAULT_LEVELS = (0.1, 0.5, 0.9)
+MAX_SAMPLES = 1 << 24  # 16.8 M draws
+CHUNK = 1 << 16
+# What `simulate --uncertainty` summarises (every numeric batch output can be asked for by name).
+HEADLINE = (
+    "wall_clock_days",
+    "effective_days",
+    "global_mfu",
+    "efficiency",
+    "outer_step_s",
+    "gpu_hours",
+    "cost_usd",
+    "energy_kwh",
+)
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """One field's distribution: `kind` (KINDS) and its parameters."""
+
+    kind: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        if self.kind == "choice":
+            return f"choice({', '.join(map(str, self.params['values']))})"
+        names = PARAMS[self.kind] + tuple(k for k in OPTIONAL_PARAMS.get(self.kind, ()) if k in self.params)
+        return f"{self.kind}({', '.join(f'{k}={self.params[k]:g}' for k in names)})"
+
+    def ppf(self, u: np.ndarray) -> np.ndarray:
+        """The inverse CDF at u ∈ [0, 1): the draws."""
+        from scipy import stats
+
+        p = self.params
+        if self.kind == "uniform":
+            return p["low"] + u * (p["high"] - p["low"])
+        if self.kind == "triangular":
+            width = p["high"] - p["low"]
+            c = (p["mode"] - p["low"]) / width
+            return stats.triang.ppf(u, c, loc=p["low"], scale=width)
+        if self.kind == "choice":
+            values = np.asarray(p["values"], dtype=object)
+            cdf = np.cumsum(self._weights())
+            idx = np.minimum(np.searchsorted(cdf, u, side="right"), len(values) - 1)
+            out = values[idx]
+            return out.astype(float) if all(_is_number(v) for v in p["values"]) else out.astype(str)
+        # normal / lognormal, optionally truncated: map u into the CDF's window [F(low), F(high)]
+        if self.kind == "normal":
+            dist = stats.norm(loc=p["mean"], scale=p["sd"])
+        else:
+            dist = stats.lognorm(s=p["sigma"], scale=p["median"])
+        lo = dist.cdf(p["low"]) if "low" in p else 0.0
+        hi = dist.cdf(p["high"]) if "high" in p else 1.0
+        return dist.ppf(lo + u * (hi - lo))
+
+    def point(self) -> Any:
+        """The median (a choice: its most likely value, the first on a tie)."""
+        if self.kind == "choice":
+            return self.params["values"][int(np.argmax(self._weights()))]
+        x = self.ppf(np.asarray([0.5]))[0]
+        return x.item() if isinstance(x, np.generic) else x
+
+    def _weights(self) -> np.ndarray:
+        w = np.asarray(self.params.get("weights") or [1.0] * len(self.params["values"]), dtype=float)
+        return w / w.sum()
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def _finite(name: str, key: str, v: Any, spec: Any) -> float:
+    if isinstance(v, str) and _is_numeric_text(v):
+        v = float(v)
+    if not _is_number(v) or not math.isfinite(v):
+        raise ScenarioError([(f"{name}.{key}", v, f"must be a finite number (in {spec!r})")])
+    return float(v)
+
+
+def make_distribution(name: str, spec: Mapping[str, Any]) -> Distribution:
+    """A Distribution from a mapping {dist: kind, ...}, every parameter checked; errors name
+    `name.<parameter>`, the value and what is allowed."""
+    kind = spec.get("dist")
+    if kind not in KINDS:
+        raise ScenarioError([(f"{name}.dist", kind, f"unknown distribution; known: {', '.join(KINDS)}")])
+    allowed = ("dist", *PARAMS[kind], *OPTIONAL_PARAMS.get(kind, ()))
+    extra = [k for k in spec if k not in allowed]
+    if extra:
+        raise ScenarioError(
+            [
+                (
+                    f"{name}.{extra[0]}",
+                    spec[extra[0]],
+                    f"not a parameter of {kind}; it takes {', '.join(allowed[1:])}",
+                )
+            ]
+        )
+    missing = [k for k in PARAMS[kind] if k not in spec]
+    if missing:
+        raise ScenarioError([(f"{name}.{missing[0]}", None, f"{kind} needs {', '.join(PARAMS[kind])}")])
+    if kind == "choice":
+        values = spec["values"]
+        if not isinstance(values, list) or not values:
+            raise ScenarioError([(f"{name}.values", values, "must be a non-empty list")])
+        params: dict[str, Any] = {"values": list(values)}
+        if "weights" in spec:
+            w = spec["weights"]
+            if not isinstance(w, list) or len(w) != len(values):
+                raise ScenarioError([(f"{name}.weights", w, f"must be a list of {len(values)} numbers")])
+            ws = [_finite(name, "weights", x, spec) for x in w]
+            if any(x < 0 for x in ws) or sum(ws) <= 0:
+                raise ScenarioError([(f"{name}.weights", w, "must be ≥ 0 with a positive sum")])
+            params["weights"] = ws
+        return Distribution(kind, params)
+    params = {k: _finite(name, k, spec[k], spec) for k in allowed[1:] if k in spec}
+    problems = []
+    if kind == "uniform" and not params["low"] < params["high"]:
+        problems.append((f"{name}.high", params["high"], f"must be above low = {params['low']:g}"))
+    if kind == "triangular" and not params["low"] <= params["mode"] <= params["high"]:
+        problems.append((f"{name}.mode", params["mode"], "must lie between low and high"))
+    if kind == "triangular" and not params["low"] < params["high"]:
+        problems.append((f"{name}.high", params["high"], f"must be above low = {params['low']:g}"))
+    if kind == "normal" and not params["sd"] > 0:
+        problems.append((f"{name}.sd", params["sd"], "must be > 0"))
+    if kind == "lognormal":
+        if not params["median"] > 0:
+            problems.append((f"{name}.median", params["median"], "must be > 0"))
+        if not params["sigma"] > 0:
+            problems.append((f"{name}.sigma", params["sigma"], "must be > 0 (the σ of the logarithm)"))
+        if "low" in params and params["low"] < 0:
+            problems.append((f"{name}.low", params["low"], "must be ≥ 0 for a lognormal"))
+    if (
+        kind in ("normal", "lognormal")
+        and "low" in params
+        and "high" in params
+        and not params["low"] < params["high"]
+    ):
+        problems.append((f"{name}.high", params["high"], f"must be above low = {params['low']:g}"))
+    if problems:
+        raise ScenarioError(problems)
+    d = Distribution(kind, params)
+    if kind in ("normal", "lognormal") and ("low" in params or "high" in params):
+        probe = d.ppf(np.asarray([0.0, 0.5, 1.0 - 1e-12]))
+        if not np.all(np.isfinite(probe)):
+            raise ScenarioError([(name, spec, "the truncation window holds (numerically) no probability")])
+    return d
+
+
+_RANGE = re.compile(r"^\s*([^.:\s][^:]*?)\s*\.\.\s*([^.:\s].*?)\s*$")
+
+
+def parse_text(name: str, text: str) -> Distribution | None:
+    """`a..b` (uniform) or `kind:p1:p2[:p3]` (`choice:a,b,c`) from `--set`; None when the text is not a
+    distribution (an ordinary value)."""
+    m = _RANGE.match(text)
+    if m and _is_numeric_text(m.group(1)) and _is_numeric_text(m.group(2)):
+        return make_distribution(name, {"dist": "uniform", "low": m.group(1), "high": m.group(2)})
+    kind, sep, rest = text.partition(":")
+    if not sep or kind.strip().lower() not in KINDS:
+        return None
+    kind = kind.strip().lower()
+    if kind == "choice":
+        values = [_scalar(v.strip()) for v in rest.split(",")]
+        if any(v == "" for v in values):
+            raise ScenarioError([(name, text, "write choice:a,b,c (no empty value)")])
+        return make_distribution(name, {"dist": "choice", "values": values})
+    parts = rest.split(":")
+    keys = PARAMS[kind] + OPTIONAL_PARAMS.get(kind, ())
+    if not PARAMS[kind] or not len(PARAMS[kind]) <= len(parts) <= len(keys):
+        form = ":".join([kind, *PARAMS[kind]])
+        raise ScenarioError([(name, text, f"write {form} (numbers)")])
+    return make_distribution(name, {"dist": kind, **dict(zip(keys, parts, strict=False))})
+
+
+def _is_numeric_text(t: str) -> bool:
+    try:
+        return math.isfinite(float(t))
+    except ValueError:
+        return False
+
+
+def _scalar(t: str) -> Any:
+    try:
+        x = float(t)
+    except ValueError:
+        return t
+    return int(x) if x.is_integer() and "." not in t and "e" not in t.lower() else x
+
+
+def split_distributions(
+    fields: Mapping[str, Any], allowed: Sequence[str], text_values: bool = False
+) -> tuple[dict[str, Any], dict[str, Distribution]]:
+    """The scenario fields with each distribution replaced by its point value, and the distributions
+    by field. `text_values`: strings may be distributions too (values from `--set`). A distribution on
+    a field the batch path cannot vary (or inside `assumptions`) is an error naming it."""
+    point: dict[str, Any] = {}
+    dists: dict[str, Distribution] = {}
+    for name, value in fields.items():
+        d = None
+        if isinstance(value, Mapping) and "dist" in value:
+            d = make_distribution(name, value)
+        elif text_values and isinstance(value, str) and name != "name":
+            d = parse_text(name, value)
+        if name == "assumptions" and isinstance(value, Mapping):
+            for k, v in value.items():
+                if (isinstance(v, Mapping) and "dist" in v) or (
+                    text_values and isinstance(v, str) and parse_text(f"assumptions.{k}", v) is not None
+                ):
+                    raise ScenarioError(
+                        [
+                            (
+                                f"assumptions.{k}",
+                                v,
+                                "assumptions take point values for now; vary scenario fields",
+                            )
+                        ]
+                    )
+        if d is None:
+            point[name] = value
+            continue
+        if name not in allowed:
+            raise ScenarioError(
+                [(name, value, f"cannot take a distribution; fields that can: {', '.join(allowed)}")]
+            )
+        dists[name] = d
+        point[name] = d.point()
+    return point, dists
+
+
+# --- sampling and summary --------------------------------------------------------------------------------------
+
+
+def sample_count(n: int) -> int:
+    """N rounded up to a power of two (Sobol points balance at 2^m), or an error naming --uncertainty."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ScenarioError([("--uncertainty", n, "must be a whole number ≥ 1 (samples to draw)")])
+    if n > MAX_SAMPLES:
+        raise ScenarioError([("--uncertainty", n, f"must be ≤ {MAX_SAMPLES:,}")])
+    return 1 << max(0, math.ceil(math.log2(n)))
+
+
+def draws(
+    dists: Mapping[str, Distribution], n: int, seed: int | None, integer_fields=()
+) -> dict[str, np.ndarray]:
+    """n draws of every distribution, jointly from one scrambled Sobol sequence (independent inputs)."""
+    from scipy.stats import qmc
+
+    if not dists:
+        return {}
+    u = qmc.Sobol(d=len(dists), scramble=True, rng=np.random.default_rng(seed)).random_base2(
+        int(math.log2(n))
+    )
+    out = {}
+    for j, (name, d) in enumerate(dists.items()):
+        x = d.ppf(u[:, j])
+        if name in integer_fields and x.dtype.kind == "f":
+            x = np.round(x)
+        out[name] = x
+    return out
+
+
+def quantile_se(x: np.ndarray, q: float) -> float:
+    """Standard error of the q-quantile of the sorted sample x: the half-width of the distribution-free
+    95 % interval between the order statistics at ranks n·q ± 1.96·√(n·q(1−q)), over 2 × 1.96."""
+    n = len(x)
+    half = 1.96 * math.sqrt(n * q * (1.0 - q))
+    lo = int(max(0, math.floor(n * q - half)))
+    hi = int(min(n - 1, math.ceil(n * q + half)))
+    return float(x[hi] - x[lo]) / (2.0 * 1.96)
+
+
+def summarise(values: np.ndarray, levels: Sequence[float]) -> dict[str, Any]:
+    """Quantiles (p10, p50, …), mean, std, the mean's standard error and each quantile's, over the
+    finite draws; `finite` is their share (an output can be undefined on some draws)."""
+    v = np.asarray(values, dtype=float)
+    ok = np.isfinite(v)
+    x = np.sort(v[ok])
+    out: dict[str, Any] = {"finite": float(ok.mean()) if len(v) else 0.0}
+    if len(x) == 0:
+        out.update({_pname(q): None for q in levels})
+        out.update({"mean": None, "std": None, "se": None, "quantile_se": {}})
+        return out
+    for q in levels:
+        out[_pname(q)] = float(np.quantile(x, q))
+    constant = x[0] == x[-1]  # (a sum of equal values is not exact in floating point)
+    std = 0.0 if constant else float(x.std(ddof=1))
+    out["mean"] = float(x[0]) if constant else float(x.mean())
+    out["std"] = std
+    out["se"] = std / math.sqrt(len(x))
+    out["quantile_se"] = {_pname(q): quantile_se(x, q) for q in levels}
+    return out
+
+
+def _pname(q: float) -> str:
+    return f"p{100 * q:g}"
+
+
+_PROB = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=|==|!=|<|>)\s*(\S.*?)\s*$")
+
+
+def probability(expr: str, columns: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """P(expr) over the draws, for `output<=x`, `<`, `>=`, `>`, `==`, `!=` (text outputs such as mode:
+    `mode==flat-diloco`), with its binomial standard error √(p(1−p)/n)."""
+    m = _PROB.match(expr)
+    if not m:
+        raise ScenarioError(
+            [("--prob", expr, "write OUTPUT<=NUMBER (or <, >=, >, ==, !=), e.g. wall_clock_days<=180")]
+        )
+    name, op, rhs = m.groups()
+    if name not in columns:
+        raise ScenarioError([("--prob", name, f"unknown output; known: {', '.join(sorted(columns))}")])
+    col = np.asarray(columns[name])
+    if col.dtype.kind in "fiub":
+        try:
+            ref: Any = float(rhs)
+        except ValueError:
+            raise ScenarioError([("--prob", rhs, f"{name} is a number: compare it with a number")]) from None
+        if col.dtype.kind == "b":
+            ref = bool(ref)
+    else:
+        if op not in ("==", "!="):
+            raise ScenarioError([("--prob", expr, f"{name} is text: use == or !=")])
+        ref = rhs
+    ops: dict[str, Callable[[Any, Any], Any]] = {
+        "<=": np.less_equal,
+        "<": np.less,
+        ">=": np.greater_equal,
+        ">": np.greater,
+        "==": np.equal,
+        "!=": np.not_equal,
+    }
+    hits = ops[op](col, ref)
+    p = float(np.mean(hits))
+    return {"expr": f"{name}{op}{rhs}", "p": p, "se": math.sqrt(p * (1.0 - p) / len(col))}
+
+
+def counts(codes: np.ndarray, names: np.ndarray) -> dict[str, float]:
+    """The share of draws of each value of a coded output (mode, bottleneck, feasibility), largest
+    first, values never drawn left out."""
+    c = np.bincount(np.asarray(codes, dtype=int).reshape(-1), minlength=len(names))
+    order = np.argsort(-c, kind="stable")
+    return {str(names[i]): float(c[i] / c.sum()) for i in order if c[i] > 0}
+
+
+# --- Monte Carlo through the batch path -------------------------------------------------------------------------
+
+
+@dataclass
+class MonteCarlo:
+    """What `--uncertainty N` adds to a report: per output its quantiles and moments, the share of
+    each mode / bottleneck / feasibility verdict, the probabilities asked for, and warnings."""
+
+    samples: int
+    requested: int
+    seed: int | None
+    levels: tuple[float, ...]
+    inputs: dict[str, str]  # field → the distribution, described
+    outputs: dict[str, dict[str, Any]]
+    shares: dict[str, dict[str, float]]
+    probabilities: list[dict[str, Any]]
+    warnings: list[str]
+    seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "samples": self.samples,
+            "requested": self.requested,
+            "seed": self.seed,
+            "sampler": "scrambled Sobol (scipy.stats.qmc.Sobol), rounded up to a power of two",
+            "levels": list(self.levels),
+            "inputs": dict(self.inputs),
+            "outputs": self.outputs,
+            "shares": self.shares,
+            "probabilities": self.probabilities,
+            "warnings": list(self.warnings),
+        }
+
+
+def parse_levels(text: str | None) -> tuple[float, ...]:
+    """`--levels 5,50,95` (percent) → (0.05, 0.5, 0.95); default P10, P50, P90."""
+    if text is None:
+        return DEFAULT_LEVELS
+    out = []
+    for part in text.split(","):
+        try:
+            v = float(part)
+        except ValueError:
+            raise ScenarioError(
+                [("--levels", text, "write percentages between 0 and 100, e.g. 10,50,90")]
+            ) from None
+        if not 0.0 < v < 100.0:
+            raise ScenarioError([("--levels", part, "each level must be above 0 and below 100 (percent)")])
+        out.append(v / 100.0)
+    return tuple(sorted(set(out)))
+
+
+def run_monte_carlo(
+    base: Any,
+    dists: Mapping[str, Distribution],
+    n: int,
+    seed: int | None = None,
+    levels: Sequence[float] = DEFAULT_LEVELS,
+    outputs: Sequence[str] = HEADLINE,
+    probs: Sequence[str] = (),
+    progress: Callable[[int, int], None] | None = None,
+) -> MonteCarlo:
+    """Draw n (rounded up to 2^m) samples of `dists`, simulate each on top of the scenario `base`
+    with the batch path in chunks, and summarise `outputs`."""
+    import time
+
+    from dtsim.models.decentralized.decision import MODE_IDS
+    from dtsim.models.decentralized.engine import simulate_batch
+    from dtsim.models.decentralized.strategies.base import BREAKDOWN_KEYS
+    from dtsim.schema.fields import INTEGER_FIELDS
+
+    t0 = time.perf_counter()
+    samples = sample_count(n)
+    wanted = [*outputs, *(m.group(1) for p in probs if (m := _PROB.match(p)))]
+    drawn = draws(dists, samples, seed, INTEGER_FIELDS)
+    # text outputs travel as their integer codes, decoded once at the end
+    coded = {"mode": "mode_code", "bottleneck": "bottleneck_code"}
+    keep = list(dict.fromkeys([*(coded.get(k, k) for k in wanted), *coded.values(), "feasible"]))
+    cols: dict[str, np.ndarray] = {}
+    chunks = [(0, samples)] if not drawn else [(a, min(samples, a + CHUNK)) for a in range(0, samples, CHUNK)]
+    for start, stop in chunks:
+        try:
+            batch = simulate_batch(base, **{k: v[start:stop] for k, v in drawn.items()})
+        except ScenarioError as exc:
+            raise ScenarioError([_drawn_problem(p, dists) for p in exc.problems]) from None
+        for k in keep:
+            if k not in batch.columns:
+                continue
+            v = np.asarray(batch.columns[k])
+            if not drawn:  # nothing varies: every draw is the point
+                cols[k] = np.broadcast_to(v.reshape(-1)[:1], (samples,))
+                continue
+            if k not in cols:
+                cols[k] = np.empty(samples, dtype=v.dtype)
+            cols[k][start:stop] = v
+        if progress is not None:
+            progress(stop, samples)
+    labels = {"mode": np.asarray(MODE_IDS), "bottleneck": np.asarray((*BREAKDOWN_KEYS, "memory"))}
+    for name, code in coded.items():
+        if name in wanted:
+            cols[name] = labels[name][cols[code]]
+    unknown = [o for o in wanted if o not in cols]
+    if unknown:
+        known = sorted(k for k in batch.columns if not k.endswith("_code"))
+        raise ScenarioError(
+            [
+                (
+                    "output" if unknown[0] in outputs else "--prob",
+                    unknown[0],
+                    f"unknown output of simulate; known: {', '.join(known)}",
+                )
+            ]
+        )
+    summary = {o: summarise(cols[o], levels) for o in outputs if np.asarray(cols[o]).dtype.kind in "fiu"}
+    warnings = []
+    if samples < 128:
+        warnings.append(
+            f"only {samples} draws: quantiles beyond the middle are rough; use --uncertainty 1024 or more"
+        )
+    rough = []
+    for o, s in summary.items():
+        ends = [s[_pname(q)] for q in levels]
+        spread = (max(ends) - min(ends)) if None not in ends else 0.0
+        if spread > 0 and max(s["quantile_se"].values()) > 0.05 * spread:
+            rough.append(o)
+        if s["finite"] < 1.0:
+            warnings.append(
+                f"{o} is undefined on {1 - s['finite']:.1%} of the draws (quantiles over the rest)"
+            )
+    if rough:
+        warnings.append(
+            f"{', '.join(rough)}: a quantile's standard error is over 5 % of the quantiles' spread; "
+            "raise --uncertainty"
+        )
+    share = {name: counts(cols[code], labels[name]) for name, code in coded.items() if code in cols}
+    if "feasible" in cols:
+        share["feasible"] = counts(cols["feasible"].astype(int), np.asarray(["no", "yes"]))
+    return MonteCarlo(
+        samples=samples,
+        requested=n,
+        seed=seed,
+        levels=tuple(levels),
+        inputs={k: d.describe() for k, d in dists.items()},
+        outputs=summary,
+        shares=share,
+        probabilities=[probability(p, cols) for p in probs],
+        warnings=warnings,
+        seconds=time.perf_counter() - t0,
+    )
+
+
+def _drawn_problem(problem: tuple, dists: Mapping[str, Distribution]) -> tuple:
+    """A batch error on a drawn row, restated for the distribution that drew it."""
+    where, value, message = problem
+    name = str(where).split("[", 1)[0]
+    if name in dists:
+        return (
+            name,
+            value,
+            f"{dists[name].describe()} draws {value!r}, which the field does not allow ({message}); "
+            "bound the distribution (uniform, triangular) or truncate it with low/high",
+        )
+    return problem
+
+
+def load_uncertain_scenario(file=None, preset: str | None = None, set_texts: Sequence[str] = ()):
+    """The scenario of a file / preset / `--set` with every distribution at its point value, and the
+    distributions by field (a `--set` value replaces a file's distribution of the same field)."""
+    from dtsim.models.decentralized.encode import BATCH_FIELDS
+    from dtsim.schema.scenario import load_scenario, parse_set, read_scenario_file
+
+    overrides = parse_set(list(set_texts))
+    file_fields = read_scenario_file(file) if file is not None else None
+    dists: dict[str, Distribution] = {}
+    if file_fields is not None:
+        file_fields, dists = split_distributions(file_fields, BATCH_FIELDS)
+    overrides, given = split_distributions(overrides, BATCH_FIELDS, text_values=True)
+    for name in overrides:
+        if name not in given:
+            dists.pop(name, None)
+    dists.update(given)
+    scenario = load_scenario(file=file, preset=preset, overrides=overrides, file_fields=file_fields)
+    return scenario, dists
