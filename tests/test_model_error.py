@@ -71,6 +71,34 @@ def test_leave_one_source_out_builds_each_interval_without_the_source_it_checks(
     assert out["check"]["runs"] == 120  # the collective row is not a datacenter training run
 
 
+def test_calibration_runs_are_covered_but_never_build_an_interval():
+    """A run a constant was fitted on is in-sample: its residual is not in any interval's pool, its
+    source is flagged, and it is left out of the check pool and of the mean over check sources. A group
+    named like a pooled key does not leak into the pools."""
+    rng = np.random.default_rng(5)
+    runs = [_run("all", "check", math.exp(x), 1.0) for x in rng.normal(0.0, 0.05, size=40)]
+    runs += [_run("B", "check", math.exp(x), 1.0) for x in rng.normal(0.0, 0.05, size=40)]
+    runs += [_run("CAL", "calibration", math.exp(x), 1.0) for x in rng.normal(0.5, 0.01, size=40)]
+    out = model_error.leave_one_source_out(runs, {})
+    assert out["sources"]["CAL"]["in_sample"] and out["sources"]["CAL"]["others"] == 80
+    assert out["sources"]["CAL"]["coverage"]["0.8"] == 0.0
+    # without the calibration runs in its pool, B's interval is the other check group's alone
+    others = [math.log(r.predicted) for r in runs if r.group == "all"]
+    lo, hi = model_error.conformal_bounds(others, 0.8)
+    assert out["sources"]["B"]["bounds"]["0.8"] == {"low": lo, "high": hi}
+    assert out["check"]["runs"] == 80 and out["groups"]["all"]["runs"] == 40
+    assert out["sources_mean"]["runs"] == 2
+
+
+def test_every_bundled_datacenter_group_names_its_source():
+    from dtsim.validation.records import load_dataset
+
+    data = load_dataset()
+    groups = {r.group for r in data.records if r.kind == "datacenter"}
+    assert groups and all(data.groups[g].source_set for g in groups)
+    assert data.groups["MPT"].source_set == data.groups["MPT-FP8"].source_set
+
+
 def test_the_table_step_reads_is_what_the_generator_writes_now():
     """catalog/model_error.yaml equals `python -m dtsim.validation.model_error` on today's model and
     records (so a model change that moves the residuals must regenerate it)."""
@@ -87,6 +115,11 @@ def test_validate_reports_leave_one_source_out_coverage_within_10_points_of_nomi
     assert cov["check"]["runs"] >= 200
     for level in ("0.5", "0.8", "0.95"):
         assert abs(cov["check"]["coverage"][level] - float(level)) <= 0.10, (level, cov["check"])
+        # and with each check source weighted equally (llm-foundry holds most of the runs)
+        assert abs(cov["sources_mean"]["coverage"][level] - float(level)) <= 0.10, (
+            level,
+            cov["sources_mean"],
+        )
     assert len(cov["sources"]) >= 5
     assert "Model-error intervals" in runner.invoke(app, ["validate"], terminal_width=200).stdout
 
@@ -109,9 +142,13 @@ def test_every_step_prediction_carries_its_80_percent_interval():
     )
     assert r.model_error["level"] == 0.8 and r.model_error["runs"] >= 200
     assert "model-error interval" in r.model_error["basis"]
+    # a model other than the packaged one gets no interval, and says why
+    for other in (step(w, calibrated=False), step(w, clock_derate=0.7)):
+        assert other.step_time_s_p10 is None and other.mfu_p90 is None and other.run.days_p10 is None
+        assert other.model_error["level"] is None and "no model-error interval" in other.model_error["basis"]
 
 
-def test_step_and_plan_show_the_interval_in_json_and_text():
+def test_step_and_plan_show_the_interval_in_json_and_text(tmp_path):
     args = ["--model", "mpt-7b", "--gpu", "h100-sxm", "--nodes", "1"]
     d = json.loads(runner.invoke(app, ["step", *args, "--zero", "3", "--json"]).stdout)
     assert d["step_time_s_p10"] < d["step_time_s"] < d["step_time_s_p90"]
@@ -121,3 +158,16 @@ def test_step_and_plan_show_the_interval_in_json_and_text():
     p = json.loads(runner.invoke(app, ["plan", *args, "--top", "2", "--json"]).stdout)
     assert all(x["step_time_s_p10"] < x["step_time_s"] < x["step_time_s_p90"] for x in p["layouts"])
     assert p["model_error"]["level"] == 0.8
+    # days in text; a file of layouts; plan's closest layouts when nothing fits
+    days = runner.invoke(app, ["step", *args, "--zero", "3", "--tokens", "1e11"], terminal_width=200).stdout
+    assert "days  (80 % interval" in days
+    csv = tmp_path / "layouts.csv"
+    csv.write_text("tp,zero\n1,3\n2,1\n")
+    rows = json.loads(runner.invoke(app, ["step", *args, "--layouts", str(csv), "--json"]).stdout)["layouts"]
+    assert all(x["step_time_s_p10"] < x["step_time_s"] < x["step_time_s_p90"] for x in rows)
+    table = runner.invoke(app, ["step", *args, "--layouts", str(csv)], terminal_width=200).stdout
+    assert "80 % range" in table and "model-error interval" in table
+    big = runner.invoke(app, ["plan", "--model", "gpt3-175b", "--gpu", "a100-80gb", "--nodes", "1", "--json"])
+    assert big.exit_code == 1
+    nearest = json.loads(big.stdout)["nearest"]
+    assert nearest and all(x["step_time_s_p10"] < x["step_time_s_p90"] for x in nearest)

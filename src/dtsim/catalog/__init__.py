@@ -405,6 +405,11 @@ def calibration_document() -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def calibration_overridden() -> bool:
+    """Whether a document other than catalog/calibration.yaml is in use (`use_calibration`)."""
+    return bool(_CALIBRATION_OVERRIDE)
+
+
 def calibration() -> dict[str, Any]:
     """Fitted efficiency constants by GPU generation (the `generations:` section)."""
     return calibration_document().get("generations") or {}

@@ -67,61 +67,75 @@ def scored_runs(runs: Iterable[Any], source_of: dict[str, str]) -> list[tuple[An
 def leave_one_source_out(
     runs: Iterable[Any], source_of: dict[str, str], levels: Sequence[float] = COVERAGE_LEVELS
 ) -> dict[str, Any]:
-    """Coverage of the intervals on runs of a source they were not built from: for each source set,
-    the interval from every other source's scores, and the share of its own runs inside it. Pooled
-    over the check runs, over all runs, and per source and group; None where too few scores are left
-    for a level."""
+    """Coverage of the intervals on runs of a source they were not built from. Intervals are built
+    from check runs only (a calibration run's residual is in-sample: a constant was fitted on it); for
+    each source, the interval from the other sources' check runs, and the share of its own runs inside
+    it. Calibration sources are covered too, but the model was fitted on them (`in_sample`). Pooled
+    over the check runs and per source and group; None where too few scores are left for a level."""
     scored = scored_runs(runs, source_of)
     sources = sorted({s for _, s, _ in scored})
-    inside: dict[float, dict[str, list[bool]]] = {lv: {} for lv in levels}
+    by_group: dict[float, dict[str, list[bool]]] = {lv: {} for lv in levels}
+    check_hits: dict[float, list[bool]] = {lv: [] for lv in levels}
     per_source: dict[str, dict[str, Any]] = {}
     for src in sources:
         own = [(r, x) for r, s, x in scored if s == src]
-        rest = [x for _, s, x in scored if s != src]
-        entry: dict[str, Any] = {"runs": len(own), "others": len(rest), "bounds": {}, "coverage": {}}
+        rest = [x for r, s, x in scored if s != src and r.role == "check"]
+        entry: dict[str, Any] = {
+            "runs": len(own),
+            "others": len(rest),
+            "in_sample": any(r.role == "calibration" for r, _ in own),
+            "bounds": {},
+            "coverage": {},
+        }
         for lv in levels:
             b = conformal_bounds(rest, lv) if rest else None
             key = f"{lv:g}"
             entry["bounds"][key] = None if b is None else {"low": b[0], "high": b[1]}
-            hits = [b is not None and b[0] <= x <= b[1] for _, x in own]
-            entry["coverage"][key] = float(np.mean(hits)) if b is not None else None
-            for r, hit in zip((r for r, _ in own), hits, strict=True):
-                if b is not None:
-                    inside[lv].setdefault(r.group, []).append(hit)
-                    inside[lv].setdefault(f"role:{r.role}", []).append(hit)
-                    inside[lv].setdefault("all", []).append(hit)
+            entry["coverage"][key] = None
+            if b is None:
+                continue
+            hits = [b[0] <= x <= b[1] for _, x in own]
+            entry["coverage"][key] = float(np.mean(hits))
+            for (r, _), hit in zip(own, hits, strict=True):
+                by_group[lv].setdefault(r.group, []).append(hit)
+                if r.role == "check":
+                    check_hits[lv].append(hit)
         per_source[src] = entry
 
-    def pooled(key: str) -> dict[str, Any]:
-        cov = {f"{lv:g}": (float(np.mean(inside[lv][key])) if inside[lv].get(key) else None) for lv in levels}
-        n = max((len(inside[lv].get(key, ())) for lv in levels), default=0)
-        return {"runs": n, "coverage": cov}
+    def pooled(hits: dict[float, list[bool]]) -> dict[str, Any]:
+        cov = {f"{lv:g}": (float(np.mean(hits[lv])) if hits[lv] else None) for lv in levels}
+        return {"runs": max((len(h) for h in hits.values()), default=0), "coverage": cov}
 
     groups = sorted({r.group for r, _, _ in scored})
+    checked = [e for e in per_source.values() if not e["in_sample"]]
     means = {}
     for lv in levels:
-        vals = [e["coverage"][f"{lv:g}"] for e in per_source.values() if e["coverage"][f"{lv:g}"] is not None]
+        vals = [e["coverage"][f"{lv:g}"] for e in checked if e["coverage"][f"{lv:g}"] is not None]
         means[f"{lv:g}"] = float(np.mean(vals)) if vals else None
     return {
         "levels": [float(lv) for lv in levels],
         "score": "log(measured step time / predicted step time)",
-        "check": pooled("role:check"),
-        "all": pooled("all"),
+        "check": pooled(check_hits),
         "sources": per_source,
-        "sources_mean": {"runs": len(per_source), "coverage": means},  # each source weighted equally
-        "groups": {g: {"source_set": source_of.get(g, g), **pooled(g)} for g in groups},
+        "sources_mean": {"runs": len(checked), "coverage": means},  # check sources weighted equally
+        "groups": {
+            g: {"source_set": source_of.get(g, g), **pooled({lv: by_group[lv].get(g, []) for lv in levels})}
+            for g in groups
+        },
     }
 
 
 def coverage_rows(coverage: dict[str, Any]) -> list[tuple[str, int, list[str]]]:
-    """(label, runs, cells) for each source, then pooled over check runs and all runs and the mean of the
+    """(label, runs, cells) for each source, then pooled over the check runs and the mean of the check
     sources: the rows `dtsim validate` and docs/validation.md show; cells are percentages at each level
     of `coverage['levels']` ('—' where too few scores were left)."""
     entries = [
-        *coverage["sources"].items(),
+        *(
+            (f"{name} (in-sample: constants fitted on it)" if e["in_sample"] else name, e)
+            for name, e in coverage["sources"].items()
+        ),
         ("check runs pooled", coverage["check"]),
-        ("all runs pooled", coverage["all"]),
-        ("mean of the sources", coverage["sources_mean"]),
+        ("mean of the check sources", coverage["sources_mean"]),
     ]
     return [
         (
@@ -142,7 +156,7 @@ HEADER = """\
 # Generated by `python -m dtsim.validation.model_error` from the datacenter model's predictions of the
 # measured runs in catalog/measured_runs/datacenter.yaml — do not edit. Split-conformal bounds of
 # score = log(measured step time / predicted step time) for central intervals at each level (Lei et al.
-# 2018, §2.2), from every calibration and check run; `step` and `plan` multiply the predicted step time
+# 2018, §2.2), from every check run (calibration runs are in-sample and left out); `step` and `plan` multiply the predicted step time
 # by exp(low) and exp(high). `coverage_leave_one_source_out` is the share of check runs inside the
 # interval built without their source (`dtsim validate` shows it per source and group).
 """
@@ -159,7 +173,7 @@ def compute() -> dict[str, Any]:
     names = [g for g in data.groups if any(r.group == g and r.kind == "datacenter" for r in data.records)]
     report = validate(data, names)
     source_of = {g: e.source_set for g, e in report.summary.items()}
-    scored = scored_runs(report.runs, source_of)
+    scored = [t for t in scored_runs(report.runs, source_of) if t[0].role == "check"]
     scores = [x for _, _, x in scored]
     counts: dict[str, int] = {}
     for _, s, _ in scored:
@@ -178,6 +192,11 @@ def compute() -> dict[str, Any]:
         "bounds": bounds,
         "coverage_leave_one_source_out": {
             k: (None if v is None else round(v, 3)) for k, v in loso["check"]["coverage"].items()
+        },
+        "coverage_by_source_80": {
+            name: round(e["coverage"]["0.8"], 3)
+            for name, e in loso["sources"].items()
+            if not e["in_sample"] and e["coverage"].get("0.8") is not None
         },
     }
 

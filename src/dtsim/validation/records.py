@@ -166,7 +166,8 @@ class Group:
     bounds: dict[str, dict[str, float]] = field(default_factory=dict)
     leaves_out: str = ""
     # the publication (or benchmark table) the group's records come from; groups from one source share
-    # it, so model-error intervals are checked leaving a whole source out (validation/model_error.py)
+    # it, so model-error intervals are checked leaving a whole source out (validation/model_error.py);
+    # empty: the group is a source of its own
     source_set: str = ""
 
     def bounds_for(self, metric: str) -> dict[str, float]:
@@ -286,7 +287,7 @@ def _load_text(text: str, name: str, data: Dataset) -> None:
             bool(g.get("compares_layouts", False)),
             bounds,
             str(g.get("leaves_out", "")),
-            str(g.get("source_set") or gname),
+            str(g.get("source_set") or ""),
         )
         group_defaults[gname] = g.get("defaults") or {}
     seen = {r.id for r in data.records}

@@ -311,6 +311,7 @@ def layout_table(results, title: str, first: int = 0, days: bool = False, fits: 
     for col in (
         "#",
         "s/iter",
+        "80 % range",
         *(["days"] if days else []),
         "TFLOP/s",
         "MFU",
@@ -323,6 +324,7 @@ def layout_table(results, title: str, first: int = 0, days: bool = False, fits: 
         t.add_row(
             str(i),
             f"{r.step_time_s:.2f}",
+            "—" if r.step_time_s_p10 is None else f"{r.step_time_s_p10:.2f}–{r.step_time_s_p90:.2f}",
             *([f"{r.run.days:,.1f}" if r.run is not None else ""] if days else []),
             f"{r.model_tflops_per_gpu:.0f}",
             mfu_cell(r.mfu, r.warnings),
@@ -338,6 +340,8 @@ def print_layout_table(results, title: str) -> None:
     con = console()
     con.print(layout_table(results, title, fits=True))
     print_mfu_flag(con, [r.warnings for r in results])
+    if results and results[0].model_error.get("basis"):
+        con.print(f"[dim]{results[0].model_error['basis']}[/dim]", highlight=False)
     if any(not r.fits for r in results):
         con.print("[red]Layouts marked no do not fit in GPU memory: their times are not answers.[/red]")
 
@@ -638,7 +642,6 @@ def plan(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
     """Rank every valid layout of a model on a cluster by seconds per iteration."""
-    from dtsim.models.datacenter.model_error import basis as model_error_basis
     from dtsim.models.datacenter.plan import PlanOptions, plan_by_size
     from dtsim.models.datacenter.plan import plan as run_plan
     from dtsim.models.datacenter.workload import Cluster, build
@@ -745,8 +748,8 @@ def plan(
     if shown:
         con.print(layout_table(shown, title, first=1, days=tokens is not None))
     print_mfu_flag(con, [r.warnings for r in result.ranked])
-    if shown and model_error_basis():
-        con.print(f"[dim]{model_error_basis()}[/dim]", highlight=False)
+    if result.fits and result.model_error.get("basis"):
+        con.print(f"[dim]{result.model_error['basis']}[/dim]", highlight=False)
     con.print("Rejected: " + ", ".join(f"{v:,} {k}" for k, v in result.rejected.items() if v))
     if not result.fits:
         err.print(

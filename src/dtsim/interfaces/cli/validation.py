@@ -113,7 +113,8 @@ def coverage_table(coverage: dict[str, Any]):
     from dtsim.validation.model_error import coverage_rows
 
     t = table(
-        title="Model-error intervals, each source left out: share of its runs inside",
+        title="Model-error intervals, each source left out: share of its runs inside (the records "
+        "validated; a group without source_set is a source of its own)",
         title_justify="left",
     )
     t.add_column("runs of", overflow="fold")

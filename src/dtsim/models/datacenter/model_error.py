@@ -34,27 +34,38 @@ def step_time_factors(level: float = LEVEL) -> tuple[float, float] | None:
 
 
 def basis() -> str:
-    """One sentence: what the interval rests on, for reports."""
+    """One sentence: what the interval rests on and how well it held, for reports."""
     t = table()
     cov = (t.get("coverage_leave_one_source_out") or {}).get(f"{LEVEL:g}")
+    by_source = t.get("coverage_by_source_80") or {}
     f = step_time_factors()
     if f is None:
         return ""
+    held = ""
+    if cov is not None:
+        held = f"; built without their source, it covered {cov:.0%} of the check runs"
+        if by_source:
+            ranked = sorted(by_source.items(), key=lambda kv: -kv[1])
+            held += " (by source: " + ", ".join(f"{k} {v:.0%}" for k, v in ranked) + ")"
     return (
         f"{LEVEL:.0%} model-error interval: the step time × {f[0]:.2f}–{f[1]:.2f}, from the model's error on "
-        f"{t['runs']} measured runs from {len(t['sources'])} sources ({', '.join(t.get('gpus') or [])})"
-        + (
-            f"; it covered {cov:.0%} of check runs from sources it was not built from"
-            if cov is not None
-            else ""
-        )
-        + ". Layouts unlike those runs (other GPUs, MoE, other software stacks) may err further."
+        f"{t['runs']} measured check runs on {', '.join(t.get('gpus') or [])}{held}. "
+        "Layouts unlike those runs (other GPUs, MoE, other software stacks) may err further."
     )
 
 
-def summary() -> dict[str, Any]:
+NOT_PACKAGED = (
+    "no model-error interval: a calibration file, calibrated=False or a clock-derate override changes the "
+    "model, and the packaged interval describes the packaged model's error"
+)
+
+
+def summary(packaged: bool = True) -> dict[str, Any]:
     """What `step --json` and `plan --json` say about their intervals: level, runs, sources, the
-    leave-one-source-out coverage on check runs and the sentence of `basis`."""
+    leave-one-source-out coverage on check runs and the sentence of `basis` (`packaged=False`: the
+    model is not the packaged one, so no interval is given, and this says why)."""
+    if not packaged:
+        return {"level": None, "basis": NOT_PACKAGED}
     t = table()
     return {
         "level": LEVEL,

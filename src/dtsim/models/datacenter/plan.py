@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from dtsim import catalog
 from dtsim.assumptions import Assumptions
 from dtsim.catalog.calibration_file import calibration_in_use
 from dtsim.errors import ScenarioError
@@ -208,6 +209,8 @@ class Plan:
     usable_memory_gb: float = 0.0  # what a layout may fill per GPU (usable_memory_fraction × memory)
     # When no layout fits: the ones that come closest (least memory per GPU first). Never answers.
     nearest: list[LayoutPerformance] = field(default_factory=list)
+    # what the layouts' model-error intervals rest on (models/datacenter/model_error.summary)
+    model_error: dict[str, Any] = field(default_factory=dict)
 
     @property
     def fits(self) -> bool:
@@ -239,7 +242,6 @@ class Plan:
         out["layouts"] = [r.model_dump() for r in self.ranked]
         out["nearest"] = [r.model_dump() for r in self.nearest]
         out["advice"] = self.advice()
-        out["model_error"] = model_error_summary()
         return out
 
 
@@ -299,6 +301,7 @@ def _plan(a: Architecture, cluster: Cluster, opt: PlanOptions, top: int) -> Plan
         ranked=ranked,
         usable_memory_gb=asm.usable_memory_fraction * hw.memory_bytes / 1e9,
         nearest=nearest,
+        model_error=model_error_summary(not catalog.calibration_overridden()),
     )
 
 

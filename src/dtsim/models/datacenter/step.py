@@ -866,11 +866,13 @@ def annotated_performance(
     asm: Assumptions,
     tokens: float | None = None,
     usd_per_gpu_hour: float | None = None,
+    intervals: bool = True,
 ) -> dict[str, Any]:
-    """performance_at plus what step and plan add to every layout they report: the MFU plausibility
+    """performance_at plus what step and plan add to every layout they report: the model-error
+    interval (unless `intervals` is False: the model is not the packaged one), the MFU plausibility
     warning and, when tokens are given, the run's totals."""
     perf = performance_at(out, i)
-    factors = step_time_factors()
+    factors = step_time_factors() if intervals and not catalog.calibration_overridden() else None
     if factors is not None:
         perf["step_time_s_p10"] = perf["step_time_s"] * factors[0]
         perf["step_time_s_p90"] = perf["step_time_s"] * factors[1]
@@ -932,7 +934,8 @@ def step(
     `calibrated=False` ignores the calibration and uses the catalog's derate; `calibration` (a file
     written by `dtsim calibrate --out`, or its document) replaces catalog/calibration.yaml."""
     with calibration_in_use(calibration):
-        return _steps(workload, [workload.layout], clock_derate, calibrated, "layout.")[0]
+        packaged = calibration is None and calibrated and clock_derate is None
+        return _steps(workload, [workload.layout], clock_derate, calibrated, "layout.", packaged)[0]
 
 
 def steps(
@@ -947,7 +950,8 @@ def steps(
     gives that layout alone, at a fraction of the cost per layout. Every layout that breaks a rule is
     reported, its fields named `layouts[i].…`."""
     with calibration_in_use(calibration):
-        return _steps(workload, layouts, clock_derate, calibrated, "layouts[{i}].")
+        packaged = calibration is None and calibrated and clock_derate is None
+        return _steps(workload, layouts, clock_derate, calibrated, "layouts[{i}].", packaged)
 
 
 def _architecture(workload: Workload) -> Architecture:
@@ -972,7 +976,12 @@ def layout_problems(
 
 
 def _steps(
-    workload: Workload, layouts: Sequence[Layout], clock_derate: float | None, calibrated: bool, prefix: str
+    workload: Workload,
+    layouts: Sequence[Layout],
+    clock_derate: float | None,
+    calibrated: bool,
+    prefix: str,
+    packaged: bool = True,
 ) -> list[StepResult]:
     a = _architecture(workload)
     cluster, n = workload.cluster, workload.cluster.n_gpus
@@ -986,7 +995,7 @@ def _steps(
     usable = asm.usable_memory_fraction * hw.memory_bytes / 1e9
     params_b = count_params(a).total / 1e9
     network = cluster.network_fields()
-    error_summary = model_error_summary()
+    error_summary = model_error_summary(packaged)
     cols = [layout_arrays(layout, n, workload.precision) for layout in layouts]
     # One pass per set of columns: layouts with an explicit --pp-layers split carry three more
     groups: dict[tuple[str, ...], list[int]] = {}
@@ -1012,7 +1021,7 @@ def _steps(
             layout["fp32_grad_accumulation"] = cols[i]["fp32_grads"]  # as resolved for the precision
             results[i] = StepResult(
                 **annotated_performance(
-                    out, j, layout, cluster, asm, workload.tokens, workload.usd_per_gpu_hour
+                    out, j, layout, cluster, asm, workload.tokens, workload.usd_per_gpu_hour, packaged
                 ),
                 layout=layout,
                 micro_batches=flat["micro_batches"][j].item(),
