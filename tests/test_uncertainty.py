@@ -186,6 +186,25 @@ def test_cli_simulate_with_distributions_in_a_file_and_on_the_command_line(tmp_p
         (["--set", "mfu=0.3..0.5", "--uncertainty", "8", "--prob", "mode<3"], "--prob", "use == or !="),
         (["--set", "mfu=0.3..0.5", "--uncertainty", "8", "--levels", "0,50"], "--levels", "above 0"),
         (["--set", "mfu=triangular:0.3:0.4", "--uncertainty", "8"], "mfu", "triangular:low:mode:high"),
+        (["--set", "mfu=0.3..0.5", "--uncertainty", "8", "--seed", "-1"], "--seed", "≥ 0"),
+        (["--set", "mfu=0.3..0.5", "--seed", "3"], "--seed", "needs --uncertainty"),
+        (
+            ["--set", "mfu=0.3..0.5", "--uncertainty", "8", "--prob", "wall_clock_days<=nan"],
+            "--prob",
+            "finite",
+        ),
+        (["--set", "mfu=0.3..0.5", "--uncertainty", "8", "--prob", "mode==flat-dilocoo"], "--prob", "known:"),
+        (
+            ["--set", "mfu=0.3..0.5", "--uncertainty", "8", "--prob", "feasible==0.5"],
+            "--prob",
+            "feasible==true",
+        ),
+        (["--set", "gpu=choice:h100-sxm,nope"], "gpu", "does not take"),
+        (
+            ["--preset", "intellect-1", "--set", "bandwidth_mbps=normal:100:100", "--uncertainty", "64"],
+            "bandwidth_mbps",
+            "truncate it",
+        ),
     ],
 )
 def test_cli_bad_uncertainty_input_names_the_field(args, field, needle):
@@ -194,3 +213,48 @@ def test_cli_bad_uncertainty_input_names_the_field(args, field, needle):
     text = " ".join(result.output.split())
     assert field in text and needle in text
     assert "Traceback" not in result.output
+
+
+def test_field_order_does_not_change_the_draws_and_integer_points_are_whole():
+    a = _json(
+        [
+            "simulate",
+            "--set",
+            "mfu=0.3..0.5",
+            "--set",
+            "latency_ms=10..200",
+            "--uncertainty",
+            "64",
+            "--seed",
+            "4",
+            "--json",
+        ]
+    )
+    b = _json(
+        [
+            "simulate",
+            "--set",
+            "latency_ms=10..200",
+            "--set",
+            "mfu=0.3..0.5",
+            "--uncertainty",
+            "64",
+            "--seed",
+            "4",
+            "--json",
+        ]
+    )
+    assert a["uncertainty"] == b["uncertainty"]
+    point = _json(["simulate", "--preset", "colocated", "--set", "num_nodes=8..17", "--json"])
+    assert point["distributions_at_point"] == {"num_nodes": "uniform(low=8, high=17)"}
+
+
+def test_probabilities_are_over_the_draws_where_the_output_is_defined():
+    cols = {
+        "wall_clock_days": np.array([1.0, 2.0, np.nan, 4.0]),
+        "feasible": np.array([True, False, True, True]),
+    }
+    below = unc.probability("wall_clock_days<=2", cols)
+    above = unc.probability("wall_clock_days>2", cols)
+    assert below["p"] + above["p"] == pytest.approx(1.0) and below["defined"] == 0.75
+    assert unc.probability("feasible==true", cols)["p"] == 0.75

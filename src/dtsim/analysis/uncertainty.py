@@ -293,11 +293,15 @@ def draws(
 
     if not dists:
         return {}
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise ScenarioError([("--seed", seed, "must be a whole number ≥ 0")])
     u = qmc.Sobol(d=len(dists), scramble=True, rng=np.random.default_rng(seed)).random_base2(
         int(math.log2(n))
     )
     out = {}
-    for j, (name, d) in enumerate(dists.items()):
+    # one Sobol dimension per field in name order, so the order the fields were given in does not matter
+    for j, name in enumerate(sorted(dists)):
+        d = dists[name]
         x = d.ppf(u[:, j])
         if name in integer_fields and x.dtype.kind == "f":
             x = np.round(x)
@@ -344,9 +348,12 @@ def _pname(q: float) -> str:
 _PROB = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=|==|!=|<|>)\s*(\S.*?)\s*$")
 
 
-def probability(expr: str, columns: Mapping[str, np.ndarray]) -> dict[str, Any]:
-    """P(expr) over the draws, for `output<=x`, `<`, `>=`, `>`, `==`, `!=` (text outputs such as mode:
-    `mode==flat-diloco`), with its binomial standard error √(p(1−p)/n)."""
+def probability(
+    expr: str, columns: Mapping[str, np.ndarray], labels: Mapping[str, Sequence[str]] | None = None
+) -> dict[str, Any]:
+    """P(expr) over the draws where the output is defined, for `output<=x`, `<`, `>=`, `>`, `==`, `!=`
+    (text outputs such as mode: `mode==flat-diloco`, checked against `labels`; yes/no outputs:
+    `feasible==true`), with its binomial standard error √(p(1−p)/n)."""
     m = _PROB.match(expr)
     if not m:
         raise ScenarioError(
@@ -356,16 +363,25 @@ def probability(expr: str, columns: Mapping[str, np.ndarray]) -> dict[str, Any]:
     if name not in columns:
         raise ScenarioError([("--prob", name, f"unknown output; known: {', '.join(sorted(columns))}")])
     col = np.asarray(columns[name])
-    if col.dtype.kind in "fiub":
+    defined = np.ones(len(col), dtype=bool)
+    if col.dtype.kind == "b":
+        if rhs.lower() not in ("true", "false", "1", "0") or op not in ("==", "!="):
+            raise ScenarioError([("--prob", expr, f"{name} is yes/no: write {name}==true or {name}==false")])
+        ref: Any = rhs.lower() in ("true", "1")
+    elif col.dtype.kind in "fiu":
         try:
-            ref: Any = float(rhs)
+            ref = float(rhs)
         except ValueError:
             raise ScenarioError([("--prob", rhs, f"{name} is a number: compare it with a number")]) from None
-        if col.dtype.kind == "b":
-            ref = bool(ref)
+        if not math.isfinite(ref):
+            raise ScenarioError([("--prob", rhs, "must be a finite number")])
+        defined = np.isfinite(col)
     else:
         if op not in ("==", "!="):
             raise ScenarioError([("--prob", expr, f"{name} is text: use == or !=")])
+        known = labels.get(name) if labels else None
+        if known is not None and rhs not in known:
+            raise ScenarioError([("--prob", rhs, f"is not a value of {name}; known: {', '.join(known)}")])
         ref = rhs
     ops: dict[str, Callable[[Any, Any], Any]] = {
         "<=": np.less_equal,
@@ -375,9 +391,14 @@ def probability(expr: str, columns: Mapping[str, np.ndarray]) -> dict[str, Any]:
         "==": np.equal,
         "!=": np.not_equal,
     }
-    hits = ops[op](col, ref)
+    n = int(defined.sum())
+    if n == 0:
+        return {"expr": f"{name}{op}{rhs}", "p": None, "se": None, "defined": 0.0}
+    hits = ops[op](col[defined], ref)
     p = float(np.mean(hits))
-    return {"expr": f"{name}{op}{rhs}", "p": p, "se": math.sqrt(p * (1.0 - p) / len(col))}
+    # over the draws where the output is defined (an infeasible run has no wall-clock time), as the
+    # quantiles are; `defined` is their share
+    return {"expr": f"{name}{op}{rhs}", "p": p, "se": math.sqrt(p * (1.0 - p) / n), "defined": n / len(col)}
 
 
 def counts(codes: np.ndarray, names: np.ndarray) -> dict[str, float]:
@@ -533,7 +554,9 @@ def run_monte_carlo(
         inputs={k: d.describe() for k, d in dists.items()},
         outputs=summary,
         shares=share,
-        probabilities=[probability(p, cols) for p in probs],
+        probabilities=[
+            probability(p, cols, {k: [str(x) for x in v] for k, v in labels.items()}) for p in probs
+        ],
         warnings=warnings,
         seconds=time.perf_counter() - t0,
     )
@@ -543,12 +566,19 @@ def _drawn_problem(problem: tuple, dists: Mapping[str, Distribution]) -> tuple:
     """A batch error on a drawn row, restated for the distribution that drew it."""
     where, value, message = problem
     name = str(where).split("[", 1)[0]
+    if name in ("bandwidth_up_mbps", "bandwidth_down_mbps") and "bandwidth_mbps" in dists:
+        name = "bandwidth_mbps"  # the symmetric link sets both directions
     if name in dists:
+        d = dists[name]
+        hint = (
+            "give only values the field takes"
+            if d.kind == "choice"
+            else "bound the distribution (uniform, triangular) or truncate it with low/high"
+        )
         return (
             name,
             value,
-            f"{dists[name].describe()} draws {value!r}, which the field does not allow ({message}); "
-            "bound the distribution (uniform, triangular) or truncate it with low/high",
+            f"{d.describe()} draws {value!r}, which the field does not allow ({message}); {hint}",
         )
     return problem
 
@@ -569,5 +599,30 @@ def load_uncertain_scenario(file=None, preset: str | None = None, set_texts: Seq
         if name not in given:
             dists.pop(name, None)
     dists.update(given)
+    from dtsim.schema.fields import INTEGER_FIELDS
+
+    for name, d in dists.items():  # the point of an integer field is a whole number, as its draws are
+        if name in INTEGER_FIELDS and _is_number(d.point()):
+            point = float(round(d.point()))
+            overrides[name] = point
+            if file_fields is not None and name in file_fields:
+                file_fields[name] = point
     scenario = load_scenario(file=file, preset=preset, overrides=overrides, file_fields=file_fields)
+    for name, d in dists.items():  # every value a choice can draw is one the field takes
+        if d.kind == "choice":
+            for v in d.params["values"]:
+                try:
+                    load_scenario(
+                        file=file, preset=preset, overrides={**overrides, name: v}, file_fields=file_fields
+                    )
+                except ScenarioError as exc:
+                    raise ScenarioError(
+                        [
+                            (
+                                name,
+                                v,
+                                f"{d.describe()} holds a value the field does not take: {exc.problems[0][2]}",
+                            )
+                        ]
+                    ) from None
     return scenario, dists

@@ -58,8 +58,11 @@ def simulate(
     mc = None
     try:
         scenario, dists = load_uncertain_scenario(file, preset, set_ or [])
-        if uncertainty is None and (prob or levels is not None):
-            raise ScenarioError([("--prob" if prob else "--levels", prob or levels, "needs --uncertainty N")])
+        if uncertainty is None and (prob or levels is not None or seed is not None):
+            flag, value = (
+                ("--prob", prob) if prob else ("--levels", levels) if levels is not None else ("--seed", seed)
+            )
+            raise ScenarioError([(flag, value, "needs --uncertainty N")])
         result = run_simulation(scenario)
         if uncertainty is not None:
             mc = monte_carlo_with_progress(
