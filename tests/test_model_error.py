@@ -143,7 +143,10 @@ def test_every_step_prediction_carries_its_80_percent_interval():
     assert r.model_error["level"] == 0.8 and r.model_error["runs"] >= 200
     assert "model-error interval" in r.model_error["basis"]
     # a model other than the packaged one gets no interval, and says why
-    for other in (step(w, calibrated=False), step(w, clock_derate=0.7)):
+    from dtsim import catalog
+
+    installed = step(w, calibration=dict(catalog.calibration_document()))
+    for other in (step(w, calibrated=False), step(w, clock_derate=0.7), installed):
         assert other.step_time_s_p10 is None and other.mfu_p90 is None and other.run.days_p10 is None
         assert other.model_error["level"] is None and "no model-error interval" in other.model_error["basis"]
 

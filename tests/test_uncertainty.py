@@ -130,42 +130,24 @@ def test_quantile_standard_error_shrinks_with_more_draws():
 def test_cli_simulate_with_distributions_in_a_file_and_on_the_command_line(tmp_path):
     f = tmp_path / "s.yaml"
     f.write_text("mfu: {dist: triangular, low: 0.3, mode: 0.4, high: 0.5}\nbandwidth_mbps: 1000\n")
-    out = _json(
-        [
-            "simulate",
-            str(f),
-            "--set",
-            "latency_ms=lognormal:100:0.3",
-            "--uncertainty",
-            "1000",
-            "--seed",
-            "1",
-            "--prob",
-            "wall_clock_days<=150",
-            "--prob",
-            "mode==flat-diloco",
-            "--json",
-        ]
-    )
+    args = [
+        "simulate",
+        str(f),
+        "--set",
+        "latency_ms=lognormal:100:0.3",
+        "--uncertainty",
+        "1000",
+        "--seed",
+        "1",
+    ]
+    out = _json([*args, "--prob", "wall_clock_days<=150", "--prob", "mode==flat-diloco", "--json"])
     mc = out["monte_carlo"]
     assert mc["samples"] == 1024 and mc["requested"] == 1000 and mc["seed"] == 1
     assert set(mc["inputs"]) == {"mfu", "latency_ms"}
     assert out["uncertainty"]["global_mfu"]["p10"] < out["uncertainty"]["global_mfu"]["p90"]
     assert [p["expr"] for p in out["probabilities"]] == ["wall_clock_days<=150", "mode==flat-diloco"]
     assert "NaN" not in json.dumps(out)
-    again = _json(
-        [
-            "simulate",
-            str(f),
-            "--set",
-            "latency_ms=lognormal:100:0.3",
-            "--uncertainty",
-            "1000",
-            "--seed",
-            "1",
-            "--json",
-        ]
-    )
+    again = _json([*args, "--json"])
     assert again["uncertainty"] == out["uncertainty"]
     # the point report takes each distribution's median, and says so without --uncertainty
     text = runner.invoke(app, ["simulate", str(f)], terminal_width=200).stdout

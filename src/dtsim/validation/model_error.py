@@ -165,7 +165,6 @@ HEADER = """\
 def compute() -> dict[str, Any]:
     """The bounds from every scored run of the bundled dataset, and their leave-one-source-out
     coverage on the check runs."""
-    from dtsim.validation.predict import datacenter_workload
     from dtsim.validation.records import load_dataset
     from dtsim.validation.runner import validate
 
@@ -184,7 +183,7 @@ def compute() -> dict[str, Any]:
         bounds[f"{lv:g}"] = None if b is None else {"low": round(b[0], 4), "high": round(b[1], 4)}
     loso = report.interval_coverage
     by_id = {r.id: r for r in data.records}
-    gpus = sorted({datacenter_workload(by_id[r.id]).cluster.gpu for r, _, _ in scored})
+    gpus = sorted({by_id[r.id].cluster["gpu"] for r, _, _ in scored})
     return {
         "runs": len(scores),
         "sources": dict(sorted(counts.items())),

@@ -128,7 +128,7 @@ class ValidationReport:
         over all runs, and per source set and group."""
         from dtsim.validation.model_error import leave_one_source_out
 
-        source_of = {g: s.source_set or g for g, s in self.summary.items()}
+        source_of = {g: s.source_set for g, s in self.summary.items()}
         return leave_one_source_out(self.runs, source_of)
 
     def fit_verdicts_text(self) -> str:

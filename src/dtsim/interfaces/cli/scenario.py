@@ -51,7 +51,7 @@ def simulate(
 ) -> None:
     """Simulate one training run and print the report (default scenario: seed 000 §9)."""
     # lazy: numpy/pydantic models and Rich report only when a command runs (fast --help)
-    from dtsim.analysis.uncertainty import load_uncertain_scenario, parse_levels, run_monte_carlo
+    from dtsim.analysis.uncertainty import load_uncertain_scenario, parse_levels
     from dtsim.interfaces.cli.report import print_report
     from dtsim.models.decentralized.engine import simulate as run_simulation
 
@@ -66,7 +66,7 @@ def simulate(
         result = run_simulation(scenario)
         if uncertainty is not None:
             mc = monte_carlo_with_progress(
-                run_monte_carlo, scenario, dists, uncertainty, seed, parse_levels(levels), prob or [], as_json
+                scenario, dists, uncertainty, seed, parse_levels(levels), prob or [], as_json
             )
     except ScenarioError as exc:
         fail(exc)
@@ -101,23 +101,18 @@ def simulate(
         )
 
 
-def monte_carlo_with_progress(run, scenario, dists, n, seed, levels, probs, quiet: bool):
+def monte_carlo_with_progress(scenario, dists, n, seed, levels, probs, quiet: bool):
     """run_monte_carlo with a progress bar on stderr for large draws (not under --json)."""
+    from dtsim.analysis.uncertainty import run_monte_carlo
+
     if quiet or n < 200_000:
-        return run(scenario, dists, n, seed, levels, probs=probs)
+        return run_monte_carlo(scenario, dists, n, seed, levels, probs=probs)
     from rich.progress import Progress
 
     with Progress(console=console(stderr=True), transient=True) as bar:
         task = bar.add_task(f"{n:,} draws", total=n)
-        return run(
-            scenario,
-            dists,
-            n,
-            seed,
-            levels,
-            probs=probs,
-            progress=lambda done, total: bar.update(task, completed=done, total=total),
-        )
+        progress = lambda done, total: bar.update(task, completed=done, total=total)  # noqa: E731
+        return run_monte_carlo(scenario, dists, n, seed, levels, probs=probs, progress=progress)
 
 
 def presets(

@@ -60,12 +60,22 @@ NOT_PACKAGED = (
 )
 
 
-def summary(packaged: bool = True) -> dict[str, Any]:
+def packaged(calibrated: bool = True, clock_derate: float | None = None) -> bool:
+    """Whether the model in use is the packaged one the interval describes: the packaged calibration
+    (no `--calibration` document installed), calibrated, no clock-derate override."""
+    return calibrated and clock_derate is None and not catalog.calibration_overridden()
+
+
+def summary(is_packaged: bool = True) -> dict[str, Any]:
     """What `step --json` and `plan --json` say about their intervals: level, runs, sources, the
-    leave-one-source-out coverage on check runs and the sentence of `basis` (`packaged=False`: the
-    model is not the packaged one, so no interval is given, and this says why)."""
-    if not packaged:
-        return {"level": None, "basis": NOT_PACKAGED}
+    leave-one-source-out coverage on check runs and the sentence of `basis` (`is_packaged=False`: the
+    model is not the packaged one, so no interval is given, and this says why). A fresh dict each call
+    (the caller's to keep), built once."""
+    return dict(_summary() if is_packaged else {"level": None, "basis": NOT_PACKAGED})
+
+
+@cache
+def _summary() -> dict[str, Any]:
     t = table()
     return {
         "level": LEVEL,

@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from dtsim import catalog
 from dtsim.assumptions import Assumptions
 from dtsim.catalog.calibration_file import calibration_in_use
 from dtsim.errors import ScenarioError
+from dtsim.models.datacenter.model_error import packaged as model_error_packaged
 from dtsim.models.datacenter.model_error import summary as model_error_summary
 from dtsim.models.datacenter.step import LayoutPerformance, annotated_performance, evaluate, resolve_hardware
 from dtsim.models.datacenter.workload import (
@@ -301,7 +301,7 @@ def _plan(a: Architecture, cluster: Cluster, opt: PlanOptions, top: int) -> Plan
         ranked=ranked,
         usable_memory_gb=asm.usable_memory_fraction * hw.memory_bytes / 1e9,
         nearest=nearest,
-        model_error=model_error_summary(not catalog.calibration_overridden()),
+        model_error=model_error_summary(model_error_packaged()),
     )
 
 
@@ -332,7 +332,9 @@ def _performance(lay, out, i: int, opt: PlanOptions, cluster: Cluster, asm: Assu
         layout["fp32_params"] = True
     if opt.moe_capacity_factor is not None or opt.moe_imbalance != 1.0:
         layout |= {"moe_capacity_factor": opt.moe_capacity_factor, "moe_imbalance": opt.moe_imbalance}
-    perf = annotated_performance(out, i, layout, cluster, asm, opt.tokens, opt.usd_per_gpu_hour)
+    perf = annotated_performance(
+        out, i, layout, cluster, asm, opt.tokens, opt.usd_per_gpu_hour, model_error_packaged()
+    )
     return LayoutPerformance(layout=layout, **perf)
 
 

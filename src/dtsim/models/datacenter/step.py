@@ -25,6 +25,7 @@ from dtsim import catalog
 from dtsim.assumptions import Assumptions
 from dtsim.catalog.calibration_file import calibration_in_use
 from dtsim.errors import ScenarioError
+from dtsim.models.datacenter.model_error import packaged as model_error_packaged
 from dtsim.models.datacenter.model_error import step_time_factors
 from dtsim.models.datacenter.model_error import summary as model_error_summary
 from dtsim.models.datacenter.plausibility import mfu_warning
@@ -869,10 +870,10 @@ def annotated_performance(
     intervals: bool = True,
 ) -> dict[str, Any]:
     """performance_at plus what step and plan add to every layout they report: the model-error
-    interval (unless `intervals` is False: the model is not the packaged one), the MFU plausibility
+    interval (unless `intervals` is False: the model is not the packaged one, model_error.packaged), the MFU plausibility
     warning and, when tokens are given, the run's totals."""
     perf = performance_at(out, i)
-    factors = step_time_factors() if intervals and not catalog.calibration_overridden() else None
+    factors = step_time_factors() if intervals else None
     if factors is not None:
         perf["step_time_s_p10"] = perf["step_time_s"] * factors[0]
         perf["step_time_s_p90"] = perf["step_time_s"] * factors[1]
@@ -934,8 +935,7 @@ def step(
     `calibrated=False` ignores the calibration and uses the catalog's derate; `calibration` (a file
     written by `dtsim calibrate --out`, or its document) replaces catalog/calibration.yaml."""
     with calibration_in_use(calibration):
-        packaged = calibration is None and calibrated and clock_derate is None
-        return _steps(workload, [workload.layout], clock_derate, calibrated, "layout.", packaged)[0]
+        return _steps(workload, [workload.layout], clock_derate, calibrated, "layout.")[0]
 
 
 def steps(
@@ -950,8 +950,7 @@ def steps(
     gives that layout alone, at a fraction of the cost per layout. Every layout that breaks a rule is
     reported, its fields named `layouts[i].…`."""
     with calibration_in_use(calibration):
-        packaged = calibration is None and calibrated and clock_derate is None
-        return _steps(workload, layouts, clock_derate, calibrated, "layouts[{i}].", packaged)
+        return _steps(workload, layouts, clock_derate, calibrated, "layouts[{i}].")
 
 
 def _architecture(workload: Workload) -> Architecture:
@@ -981,7 +980,6 @@ def _steps(
     clock_derate: float | None,
     calibrated: bool,
     prefix: str,
-    packaged: bool = True,
 ) -> list[StepResult]:
     a = _architecture(workload)
     cluster, n = workload.cluster, workload.cluster.n_gpus
@@ -995,6 +993,7 @@ def _steps(
     usable = asm.usable_memory_fraction * hw.memory_bytes / 1e9
     params_b = count_params(a).total / 1e9
     network = cluster.network_fields()
+    packaged = model_error_packaged(calibrated, clock_derate)
     error_summary = model_error_summary(packaged)
     cols = [layout_arrays(layout, n, workload.precision) for layout in layouts]
     # One pass per set of columns: layouts with an explicit --pp-layers split carry three more
