@@ -93,9 +93,9 @@ def test_sobol_draws_are_deterministic_with_a_seed_and_rounded_to_a_power_of_two
 
 
 def test_without_distributions_every_quantile_is_the_point():
-    """Done-when: nothing uncertain given, P10 = P50 = P90 = the point, with no spread."""
+    """Done-when: with --fixed-assumptions and no distributions, P10 = P50 = P90 = the point."""
     point = _json(["simulate", "--json"])
-    out = _json(["simulate", "--uncertainty", "256", "--json"])
+    out = _json(["simulate", "--uncertainty", "256", "--fixed-assumptions", "--json"])
     for name in ("wall_clock_days", "global_mfu", "cost_usd"):
         u = out["uncertainty"][name]
         assert u["p10"] == u["p50"] == u["p90"] == pytest.approx(point[name], rel=1e-12)
@@ -108,9 +108,11 @@ def test_monte_carlo_equals_the_batch_path_on_the_same_draws():
     scenario, dists = unc.load_uncertain_scenario(
         set_texts=["bandwidth_mbps=lognormal:1000:0.5", "mfu=0.3..0.5"]
     )
+    assert "assumptions.straggler_coefficient" in dists  # the table's distributions are drawn too
     mc = unc.run_monte_carlo(scenario, dists, 4096, seed=11, probs=["wall_clock_days<=130"])
     drawn = unc.draws(dists, 4096, seed=11)
-    days = simulate_batch(scenario, **drawn)["wall_clock_days"]
+    asm = {k.removeprefix("assumptions."): drawn.pop(k) for k in list(drawn) if k.startswith("assumptions.")}
+    days = simulate_batch(scenario, assumption_rows=asm, **drawn)["wall_clock_days"]
     assert mc.outputs["wall_clock_days"]["p50"] == pytest.approx(np.quantile(days, 0.5))
     assert mc.outputs["wall_clock_days"]["p90"] == pytest.approx(np.quantile(days, 0.9))
     assert mc.probabilities[0]["p"] == pytest.approx(np.mean(days <= 130))
@@ -143,7 +145,8 @@ def test_cli_simulate_with_distributions_in_a_file_and_on_the_command_line(tmp_p
     out = _json([*args, "--prob", "wall_clock_days<=150", "--prob", "mode==flat-diloco", "--json"])
     mc = out["monte_carlo"]
     assert mc["samples"] == 1024 and mc["requested"] == 1000 and mc["seed"] == 1
-    assert set(mc["inputs"]) == {"mfu", "latency_ms"}
+    assert {"mfu", "latency_ms"} <= set(mc["inputs"])
+    assert all(k in ("mfu", "latency_ms") or "(assumptions table)" in v for k, v in mc["inputs"].items())
     assert out["uncertainty"]["global_mfu"]["p10"] < out["uncertainty"]["global_mfu"]["p90"]
     assert [p["expr"] for p in out["probabilities"]] == ["wall_clock_days<=150", "mode==flat-diloco"]
     assert "NaN" not in json.dumps(out)
@@ -161,7 +164,13 @@ def test_cli_simulate_with_distributions_in_a_file_and_on_the_command_line(tmp_p
     [
         (["--set", "mfu=normal:0.4:0.3", "--uncertainty", "64"], "mfu", "truncate it with low/high"),
         (["--set", "mfu=0.5..0.3", "--uncertainty", "8"], "mfu.high", "above low"),
-        (["--set", "assumptions.pue=1.1..1.3", "--uncertainty", "8"], "assumptions.pue", "point values"),
+        (
+            ["--set", "assumptions.days_per_year=choice:365,366", "--uncertainty", "8"],
+            "assumptions.days_per_year",
+            "only a numeric assumption",
+        ),
+        (["--set", "assumptions.pue=0.5..1.3", "--uncertainty", "8"], "assumptions.pue", "between 1"),
+        (["--fixed-assumptions"], "--fixed-assumptions", "needs --uncertainty"),
         (["--set", "mfu=0.3..0.5", "--uncertainty", "0"], "--uncertainty", "≥ 1"),
         (["--set", "mfu=0.3..0.5", "--prob", "wall_clock_days<3"], "--prob", "needs --uncertainty"),
         (["--set", "mfu=0.3..0.5", "--uncertainty", "8", "--prob", "nonsense<3"], "--prob", "unknown output"),
@@ -240,3 +249,130 @@ def test_probabilities_are_over_the_draws_where_the_output_is_defined():
     above = unc.probability("wall_clock_days>2", cols)
     assert below["p"] + above["p"] == pytest.approx(1.0) and below["defined"] == 0.75
     assert unc.probability("feasible==true", cols)["p"] == 0.75
+
+
+# --- the assumptions table's distributions ----------------------------------------------------------------------
+
+
+def test_every_assumption_has_a_distribution_or_says_why_it_is_fixed():
+    """Issue 14 item 1: each entry's `uncertainty` is a distribution inside the entry's range that holds
+    its point value, with a basis, or `fixed` with the reason."""
+    from dtsim.assumptions import distributions, table
+
+    dists = distributions()
+    for row in table():
+        spec = row.uncertainty
+        if "fixed" in spec:
+            assert set(spec) == {"fixed"} and len(spec["fixed"]) > 15, row.name
+            assert row.name not in dists
+            continue
+        assert spec.get("basis") and len(spec["basis"]) > 15, row.name
+        d = dists[row.name]
+        lo, hi = d.ppf(np.asarray([0.0, 1.0 - 1e-12]))
+        assert row.range[0] <= lo <= row.value <= hi <= row.range[1], row.name
+
+
+def test_assumptions_read_by_the_model_are_the_listed_ones(monkeypatch):
+    """ASSUMPTIONS_READ (what --uncertainty may draw from the table) is what the engine reads, recorded
+    on a batch that reaches every mode and straggler strategy."""
+    from dtsim import assumptions as asm_mod
+    from dtsim.models.decentralized import engine
+
+    seen = set()
+    original = asm_mod.Assumptions.__getattr__
+
+    def record(self, name):
+        seen.add(name)
+        return original(self, name)
+
+    monkeypatch.setattr(asm_mod.Assumptions, "__getattr__", record)
+    engine.simulate_batch(
+        {"moe": True, "active_parameters_b": 10, "parameters_b": 100, "expert_parallelism": "global"},
+        straggler_strategy=np.array(["none", "threshold", "backup", "relay"] * 2),
+        hierarchical=np.array([True, False] * 4),
+        num_nodes=np.array([16, 2, 32, 8, 16, 32, 64, 128]),
+        precision=np.array(["fp16", "fp8", "fp4", "fp16"] * 2),
+        inner_steps=np.array([1, 10, 100, 1000] * 2),
+        streaming=np.array([True, False] * 4),
+    ).result(2)
+    engine.simulate({"inner_steps": "auto-quality"})
+    engine.simulate({"parameters_b": 2000, "num_nodes": 16})
+    read = {n for n in seen if not n.startswith("__") and n != "ndim"}
+    assert read == set(engine.ASSUMPTIONS_READ)
+
+
+@pytest.mark.parametrize(
+    "base",
+    [
+        {},
+        {"hierarchical": True, "num_nodes": 64, "nodes_per_group": 8, "regional_steps": 4},
+        {"num_nodes": 64, "parameters_b": 400},
+        {"parameters_b": 2000, "num_nodes": 16},
+        {"inner_steps": "auto-quality"},
+    ],
+)
+def test_assumptions_varied_per_row_equal_single_runs_with_those_values(base):
+    """A batch whose rows each hold their own assumption values gives, row by row, exactly what a single
+    run with those values as overrides gives (every mode, every straggler strategy)."""
+    from dtsim.assumptions import distributions
+    from dtsim.models.decentralized.engine import ASSUMPTIONS_READ, simulate
+
+    n = 24
+    rng = np.random.default_rng(5)
+    rows = {k: d.ppf(rng.random(n)) for k, d in distributions(ASSUMPTIONS_READ).items()}
+    strategy = np.array(["none", "threshold", "backup", "relay"])[np.arange(n) % 4]
+    kw = {} if "inner_steps" in base else {"inner_steps": (np.arange(n) + 1) * 10}
+    batch = simulate_batch(base, assumption_rows=rows, straggler_strategy=strategy, **kw)
+    for i in range(0, n, 5):
+        one = {
+            **base,
+            "straggler_strategy": str(strategy[i]),
+            "assumptions": {k: float(v[i]) for k, v in rows.items()},
+        }
+        if kw:
+            one["inner_steps"] = int(kw["inner_steps"][i])
+        r = simulate(one)
+        for k in ("wall_clock_days", "global_mfu", "efficiency", "energy_kwh", "outer_step_s"):
+            assert batch[k][i] == getattr(r, k), (k, i)
+        assert batch["mode"][i] == r.mode
+    assert batch.result(3).wall_clock_days == batch["wall_clock_days"][3]
+
+
+def test_per_row_assumptions_out_of_range_name_the_assumption():
+    with pytest.raises(ScenarioError) as exc:
+        simulate_batch({}, assumption_rows={"pue": np.array([1.2, 0.5])}, mfu=np.array([0.3, 0.4]))
+    assert exc.value.problems[0][0] == "assumptions.pue[1]"
+    with pytest.raises(ScenarioError, match="only numeric assumptions"):
+        simulate_batch({}, assumption_rows={"compression_quality": np.array([1.0])})
+
+
+def test_table_distributions_are_drawn_unless_fixed_or_set_by_the_scenario():
+    _, dists = unc.load_uncertain_scenario(set_texts=["assumptions.pue=1.3"])
+    assert "assumptions.straggler_coefficient" in dists and "assumptions.pue" not in dists
+    _, fixed = unc.load_uncertain_scenario(set_texts=["mfu=0.3..0.5"], fixed_assumptions=True)
+    assert set(fixed) == {"mfu"}
+    scenario, own = unc.load_uncertain_scenario(
+        set_texts=["assumptions.pue=1.2..1.4"], fixed_assumptions=True
+    )
+    assert set(own) == {"assumptions.pue"} and scenario.assumptions["pue"] == pytest.approx(1.3)
+    mc = unc.run_monte_carlo(scenario, own, 1024, seed=0, outputs=("energy_kwh",))
+    # energy is proportional to PUE: its quantiles follow the uniform's
+    e = mc.outputs["energy_kwh"]
+    assert e["p90"] / e["p10"] == pytest.approx(1.38 / 1.22, rel=1e-3)
+    assert mc.drivers["energy_kwh"][0]["input"] == "assumptions.pue"
+    assert mc.drivers["energy_kwh"][0]["rho"] == pytest.approx(1.0)
+
+
+def test_drivers_rank_the_input_that_moves_the_output_first():
+    """On the default run the WAN is the bottleneck below about 300 Mbit/s: there bandwidth drives
+    wall-clock time (more bandwidth, fewer days: ρ < 0) and MFU does not move it (the sync is not
+    hidden); above, the run is compute-bound and the roles swap."""
+    for texts, first, absent in (
+        (["bandwidth_mbps=50..200", "mfu=0.3..0.5"], "bandwidth_mbps", "mfu"),
+        (["bandwidth_mbps=500..2000", "mfu=0.3..0.5"], "mfu", "bandwidth_mbps"),
+    ):
+        scenario, dists = unc.load_uncertain_scenario(set_texts=texts, fixed_assumptions=True)
+        mc = unc.run_monte_carlo(scenario, dists, 4096, seed=1)
+        top = mc.drivers["wall_clock_days"]
+        assert top[0]["input"] == first and top[0]["rho"] < -0.9
+        assert all(d["input"] != absent for d in top)

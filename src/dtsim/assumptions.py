@@ -31,6 +31,9 @@ class AssumptionInfo:
     source: str
     seed: str
     range: tuple[float, float] | None
+    # {dist, <params>, basis} for an uncertain value (what `--uncertainty` draws unless
+    # --fixed-assumptions), or {fixed: why it is not uncertain}
+    uncertainty: dict[str, Any]
 
 
 def table() -> list[AssumptionInfo]:
@@ -47,9 +50,25 @@ def table() -> list[AssumptionInfo]:
                 source=row["source"],
                 seed=str(row["seed"]),
                 range=(float(rng[0]), float(rng[1])) if rng else None,
+                uncertainty=dict(row["uncertainty"]),
             )
         )
     return rows
+
+
+def distributions(names: Any = None) -> dict[str, Any]:
+    """The table's distributions (`uncertainty: {dist: ...}`) by assumption name, for `names` (all if
+    None); an assumption whose value is fixed (a definition, a count, a choice the run makes) has none."""
+    from dtsim.analysis.uncertainty import make_distribution
+
+    out = {}
+    for name, row in assumption_rows().items():
+        spec = row["uncertainty"]
+        if "dist" in spec and (names is None or name in names):
+            out[name] = make_distribution(
+                f"assumptions.{name}", {k: v for k, v in spec.items() if k != "basis"}
+            )
+    return out
 
 
 def _is_number(x: Any) -> bool:
@@ -103,6 +122,48 @@ class Assumptions:
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self._values)
+
+    # --- per-row values (Monte Carlo over assumptions) ------------------------------------------------------
+
+    def with_rows(self, arrays: Mapping[str, Any]) -> Assumptions:
+        """A copy whose named scalar assumptions hold one value per batch row (1-D arrays of the batch's
+        length); every formula reading them is row-wise, so each row sees its own value."""
+        new = object.__new__(Assumptions)
+        new.__dict__.update(self.__dict__)
+        new._values = {**self._values, **{k: np.asarray(v, dtype=float) for k, v in arrays.items()}}
+        new.varied = tuple(arrays)
+        return new
+
+    def rows(self, start: int, stop: int) -> Assumptions:
+        """The per-row values of rows start..stop (itself when nothing varies per row)."""
+        varied = self.__dict__.get("varied", ())
+        if not varied:
+            return self
+        return self.with_rows({k: self._values[k][start:stop] for k in varied})
+
+    def take(self, idx: np.ndarray) -> Assumptions:
+        """The per-row values of rows `idx` (a strategy's rows: Frame.take)."""
+        varied = self.__dict__.get("varied", ())
+        return self.with_rows({k: self._values[k][idx] for k in varied}) if varied else self
+
+    def as_column(self) -> Assumptions:
+        """Per-row values as (n, 1) columns, beside a frame's (Frame.as_column)."""
+        varied = self.__dict__.get("varied", ())
+        if not varied:
+            return self
+        new = self.with_rows({})
+        new.varied = varied
+        new._values = {**self._values, **{k: self._values[k][:, None] for k in varied}}
+        return new
+
+    def at(self, i: int) -> Assumptions:
+        """Row i's values as plain numbers (for a one-row result and its messages)."""
+        varied = self.__dict__.get("varied", ())
+        if not varied:
+            return self
+        new = self.with_rows({})
+        new._values = {**self._values, **{k: float(self._values[k][i]) for k in varied}}
+        return new
 
 
 def _check_tables(values: dict[str, Any], overrides: Mapping[str, Any]) -> list[tuple[str, object, str]]:

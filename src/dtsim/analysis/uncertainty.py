@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -66,6 +66,7 @@ class Distribution:
 
     kind: str
     params: dict[str, Any] = field(default_factory=dict)
+    origin: str = "scenario"  # or "assumptions table"
 
     def describe(self) -> str:
         if self.kind == "choice":
@@ -237,8 +238,8 @@ def split_distributions(
     fields: Mapping[str, Any], allowed: Sequence[str], text_values: bool = False
 ) -> tuple[dict[str, Any], dict[str, Distribution]]:
     """The scenario fields with each distribution replaced by its point value, and the distributions
-    by field. `text_values`: strings may be distributions too (values from `--set`). A distribution on
-    a field the batch path cannot vary (or inside `assumptions`) is an error naming it."""
+    by field (`assumptions.NAME` for an assumption). `text_values`: strings may be distributions too
+    (values from `--set`). A distribution on a field the batch path cannot vary is an error naming it."""
     point: dict[str, Any] = {}
     dists: dict[str, Distribution] = {}
     for name, value in fields.items():
@@ -248,19 +249,8 @@ def split_distributions(
         elif text_values and isinstance(value, str) and name != "name":
             d = parse_text(name, value)
         if name == "assumptions" and isinstance(value, Mapping):
-            for k, v in value.items():
-                if (isinstance(v, Mapping) and "dist" in v) or (
-                    text_values and isinstance(v, str) and parse_text(f"assumptions.{k}", v) is not None
-                ):
-                    raise ScenarioError(
-                        [
-                            (
-                                f"assumptions.{k}",
-                                v,
-                                "assumptions take point values for now; vary scenario fields",
-                            )
-                        ]
-                    )
+            point[name] = _split_assumptions(value, dists, text_values)
+            continue
         if d is None:
             point[name] = value
             continue
@@ -271,6 +261,32 @@ def split_distributions(
         dists[name] = d
         point[name] = d.point()
     return point, dists
+
+
+def _split_assumptions(values: Mapping[str, Any], dists: dict[str, Distribution], text_values: bool) -> dict:
+    """A scenario's `assumptions` overrides with each distribution at its point, the distributions
+    added to `dists` as `assumptions.NAME` (numeric assumptions of the table only)."""
+    from dtsim.catalog import assumption_rows
+
+    out = {}
+    for k, v in values.items():
+        where = f"assumptions.{k}"
+        d = None
+        if isinstance(v, Mapping) and "dist" in v:
+            d = make_distribution(where, v)
+        elif text_values and isinstance(v, str):
+            d = parse_text(where, v)
+        if d is None:
+            out[k] = v
+            continue
+        row = assumption_rows().get(k)
+        if row is None or row.get("range") is None or d.kind == "choice":
+            raise ScenarioError(
+                [(where, d.describe(), "only a numeric assumption of the table can take a distribution")]
+            )
+        dists[where] = d
+        out[k] = d.point()
+    return out
 
 
 # --- sampling and summary --------------------------------------------------------------------------------------
@@ -427,6 +443,7 @@ class MonteCarlo:
     probabilities: list[dict[str, Any]]
     warnings: list[str]
     seconds: float
+    drivers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # output → top inputs (ρ)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -440,6 +457,7 @@ class MonteCarlo:
             "shares": self.shares,
             "probabilities": self.probabilities,
             "warnings": list(self.warnings),
+            "drivers": self.drivers,
         }
 
 
@@ -484,21 +502,30 @@ def run_monte_carlo(
     samples = sample_count(n)
     wanted = [*outputs, *(m.group(1) for p in probs if (m := _PROB.match(p)))]
     drawn = draws(dists, samples, seed, INTEGER_FIELDS)
+    inputs = dict(drawn)  # for the drivers
+    asm_drawn = {k.split(".", 1)[1]: drawn.pop(k) for k in list(drawn) if k.startswith("assumptions.")}
     # text outputs travel as their integer codes, decoded once at the end
     coded = {"mode": "mode_code", "bottleneck": "bottleneck_code"}
     keep = list(dict.fromkeys([*(coded.get(k, k) for k in wanted), *coded.values(), "feasible"]))
     cols: dict[str, np.ndarray] = {}
-    chunks = [(0, samples)] if not drawn else [(a, min(samples, a + CHUNK)) for a in range(0, samples, CHUNK)]
+    varies = bool(drawn or asm_drawn)
+    chunks = (
+        [(0, samples)] if not varies else [(a, min(samples, a + CHUNK)) for a in range(0, samples, CHUNK)]
+    )
     for start, stop in chunks:
         try:
-            batch = simulate_batch(base, **{k: v[start:stop] for k, v in drawn.items()})
+            batch = simulate_batch(
+                base,
+                assumption_rows={k: v[start:stop] for k, v in asm_drawn.items()},
+                **{k: v[start:stop] for k, v in drawn.items()},
+            )
         except ScenarioError as exc:
             raise ScenarioError([_drawn_problem(p, dists) for p in exc.problems]) from None
         for k in keep:
             if k not in batch.columns:
                 continue
             v = np.asarray(batch.columns[k])
-            if not drawn:  # nothing varies: every draw is the point
+            if not varies:  # nothing varies: every draw is the point
                 cols[k] = np.broadcast_to(v.reshape(-1)[:1], (samples,))
                 continue
             if k not in cols:
@@ -543,6 +570,7 @@ def run_monte_carlo(
             f"{', '.join(rough)}: a quantile's standard error is over 5 % of the quantiles' spread; "
             "raise --uncertainty"
         )
+    drivers = {o: top_drivers(inputs, np.asarray(cols[o]), dists) for o in summary}
     share = {name: counts(cols[code], labels[name]) for name, code in coded.items() if code in cols}
     if "feasible" in cols:
         share["feasible"] = counts(cols["feasible"].astype(int), np.asarray(["no", "yes"]))
@@ -551,7 +579,10 @@ def run_monte_carlo(
         requested=n,
         seed=seed,
         levels=tuple(levels),
-        inputs={k: d.describe() for k, d in dists.items()},
+        inputs={
+            k: d.describe() + (f" ({d.origin})" if d.origin != "scenario" else "")
+            for k, d in sorted(dists.items())
+        },
         outputs=summary,
         shares=share,
         probabilities=[
@@ -559,7 +590,47 @@ def run_monte_carlo(
         ],
         warnings=warnings,
         seconds=time.perf_counter() - t0,
+        drivers=drivers,
     )
+
+
+DRIVER_DRAWS = 1 << 14
+DRIVER_MIN_RHO = (
+    0.05  # |ρ| below this is sampling noise at 2^14 draws (its standard error ≈ 1/√n ≈ 0.008) or no effect
+)
+
+
+def top_drivers(
+    inputs: Mapping[str, np.ndarray], y: np.ndarray, dists: Mapping[str, Distribution], k: int = 3
+) -> list[dict[str, Any]]:
+    """The k inputs most associated with output y: Spearman's rank correlation ρ between each input's
+    draws and y, largest |ρ| first (a sampling-based sensitivity measure: Helton, Johnson, Sallaberry
+    and Storlie 2006, "Survey of sampling-based methods for uncertainty and sensitivity analysis",
+    Reliability Engineering & System Safety 91, §6.6). Over the first 2^14 draws, a balanced Sobol
+    prefix, where y is defined; a choice of text values is ranked in its listed order; an input with
+    |ρ| < 0.05 is not listed. For the share of
+    the variance each input explains, with interactions, run `dtsim sensitivity`."""
+    from scipy.stats import rankdata
+
+    m = min(len(y), DRIVER_DRAWS)
+    yy = np.asarray(y[:m], dtype=float)
+    ok = np.isfinite(yy)
+    if ok.sum() < 8 or np.ptp(yy[ok]) == 0:
+        return []
+    ry = rankdata(yy[ok])
+    out = []
+    for name, x in inputs.items():
+        x = np.asarray(x[:m])
+        if x.dtype.kind not in "fiu":
+            order = {str(v): i for i, v in enumerate(dists[name].params["values"])}
+            x = np.asarray([order[str(v)] for v in x], dtype=float)
+        x = x[ok]
+        if np.ptp(x) == 0:
+            continue
+        rho = float(np.corrcoef(rankdata(x), ry)[0, 1])
+        out.append({"input": name, "rho": rho})
+    out.sort(key=lambda d: -abs(d["rho"]))
+    return [d for d in out if abs(d["rho"]) >= DRIVER_MIN_RHO][:k]
 
 
 def _drawn_problem(problem: tuple, dists: Mapping[str, Distribution]) -> tuple:
@@ -583,9 +654,14 @@ def _drawn_problem(problem: tuple, dists: Mapping[str, Distribution]) -> tuple:
     return problem
 
 
-def load_uncertain_scenario(file=None, preset: str | None = None, set_texts: Sequence[str] = ()):
+def load_uncertain_scenario(
+    file=None, preset: str | None = None, set_texts: Sequence[str] = (), fixed_assumptions: bool = False
+):
     """The scenario of a file / preset / `--set` with every distribution at its point value, and the
-    distributions by field (a `--set` value replaces a file's distribution of the same field)."""
+    distributions by field (a `--set` value replaces a file's distribution of the same field).
+
+    Unless `fixed_assumptions`, the distributions also hold the assumptions table's own (for the
+    assumptions the model reads that the scenario does not set), as `assumptions.NAME`."""
     from dtsim.models.decentralized.encode import BATCH_FIELDS
     from dtsim.schema.scenario import load_scenario, parse_set, read_scenario_file
 
@@ -598,6 +674,9 @@ def load_uncertain_scenario(file=None, preset: str | None = None, set_texts: Seq
     for name in overrides:
         if name not in given:
             dists.pop(name, None)
+    for name in overrides.get("assumptions") or {}:
+        if f"assumptions.{name}" not in given:
+            dists.pop(f"assumptions.{name}", None)
     dists.update(given)
     from dtsim.schema.fields import INTEGER_FIELDS
 
@@ -625,4 +704,20 @@ def load_uncertain_scenario(file=None, preset: str | None = None, set_texts: Seq
                             )
                         ]
                     ) from None
+    if not fixed_assumptions:
+        dists.update(table_distributions(scenario, dists))
     return scenario, dists
+
+
+def table_distributions(scenario: Any, dists: Mapping[str, Distribution]) -> dict[str, Distribution]:
+    """The assumptions table's distributions of the assumptions the decentralized model reads, except
+    those the scenario sets (a value the user gave is theirs to hold or vary)."""
+    from dtsim.assumptions import distributions
+    from dtsim.models.decentralized.engine import ASSUMPTIONS_READ
+
+    given = set(scenario.assumptions or {})
+    return {
+        f"assumptions.{k}": replace(d, origin="assumptions table")
+        for k, d in distributions(ASSUMPTIONS_READ).items()
+        if k not in given and f"assumptions.{k}" not in dists
+    }

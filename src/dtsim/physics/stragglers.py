@@ -20,14 +20,16 @@ def straggler_factor(n, strategy, asm):
     For n ≤ 1 every factor is 1: one participant waits for nobody (the original's log2 of a
     fraction gave factors below 1: reference README defect 9).
     """
-    coefficient = np.array(
-        [
+    # np.choose broadcasts: the strategy and each coefficient may be one value or one per row
+    coefficient = np.choose(
+        np.asarray(strategy),
+        (
             asm.straggler_coefficient,
             0.0,
             asm.backup_straggler_residual * asm.straggler_coefficient,
             asm.relay_straggler_coefficient,
-        ]
-    )[strategy]
+        ),
+    )
     return 1.0 + coefficient * np.log2(np.maximum(np.asarray(n, dtype=float), 1.0))
 
 

@@ -414,18 +414,20 @@ def check_alpha_domain(parameters, asm) -> None:
     parameters (seed 000 §4.3); below that its denominator turns negative and η_H would exceed 1."""
     import numpy as np
 
-    p = np.atleast_1d(np.asarray(parameters, dtype=float))
-    bad = 1.0 + np.log10(p / 1e9) / asm.alpha_size_divisor <= 0
+    p, divisor = np.broadcast_arrays(
+        np.atleast_1d(np.asarray(parameters, dtype=float)), np.asarray(asm.alpha_size_divisor, dtype=float)
+    )
+    bad = 1.0 + np.log10(p / 1e9) / divisor <= 0
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        smallest = 10 ** (9 - asm.alpha_size_divisor) / 1e9
+        smallest = 10 ** (9 - divisor[i]) / 1e9
         raise ScenarioError(
             [
                 (
                     "parameters_b",
                     p[i] / 1e9,
                     f"must be > {smallest:g} with alpha_size_divisor = "
-                    f"{asm.alpha_size_divisor:g} (seed 000 §4.3's α is undefined below)",
+                    f"{divisor[i]:g} (seed 000 §4.3's α is undefined below)",
                 )
             ]
         )

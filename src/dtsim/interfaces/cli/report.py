@@ -178,15 +178,27 @@ def print_uncertainty(mc, console: Console | None = None) -> None:
     for n in names:
         t.add_column(n, justify="right")
     t.add_column("mean ± se", justify="right")
+    t.add_column("top drivers (rank correlation ρ)")
     for name, s in mc.outputs.items():
         t.add_row(
             name,
             *(_num(s[n.lower()], ",.4g") for n in names),
             "—" if s["mean"] is None else f"{s['mean']:,.4g} ± {s['se']:.2g}",
+            ", ".join(
+                f"{d['input'].removeprefix('assumptions.')} {d['rho']:+.2f}" for d in mc.drivers.get(name, [])
+            )
+            or "—",
         )
     con.print(t)
     if mc.inputs:
-        con.print("Varied: " + "; ".join(f"{k} ~ {v}" for k, v in mc.inputs.items()), highlight=False)
+        v = Table(title="Inputs drawn", title_justify="left")
+        v.add_column("input", style="bold")
+        v.add_column("distribution")
+        v.add_column("from")
+        for k, desc in mc.inputs.items():
+            dist, _, origin = desc.partition(" (")
+            v.add_row(k.removeprefix("assumptions."), dist, origin.rstrip(")") or "scenario")
+        con.print(v)
     else:
         con.print("Nothing varied: every draw is the point (give fields as distributions).", highlight=False)
     for key, label in (("mode", "Mode"), ("feasible", "Feasible"), ("bottleneck", "Bottleneck")):

@@ -48,6 +48,14 @@ def simulate(
     levels: Annotated[
         str | None, typer.Option(help="With --uncertainty: the quantiles, in percent (default 10,50,90).")
     ] = None,
+    fixed_assumptions: Annotated[
+        bool,
+        typer.Option(
+            "--fixed-assumptions",
+            help="With --uncertainty: hold the assumptions table at its point values, so only the "
+            "scenario's own distributions vary (by default the table's distributions are drawn too).",
+        ),
+    ] = False,
 ) -> None:
     """Simulate one training run and print the report (default scenario: seed 000 §9)."""
     # lazy: numpy/pydantic models and Rich report only when a command runs (fast --help)
@@ -57,12 +65,21 @@ def simulate(
 
     mc = None
     try:
-        scenario, dists = load_uncertain_scenario(file, preset, set_ or [])
-        if uncertainty is None and (prob or levels is not None or seed is not None):
+        if uncertainty is None and (prob or levels is not None or seed is not None or fixed_assumptions):
             flag, value = (
-                ("--prob", prob) if prob else ("--levels", levels) if levels is not None else ("--seed", seed)
+                ("--prob", prob)
+                if prob
+                else ("--levels", levels)
+                if levels is not None
+                else ("--seed", seed)
+                if seed is not None
+                else ("--fixed-assumptions", True)
             )
             raise ScenarioError([(flag, value, "needs --uncertainty N")])
+        # the table's distributions only when drawing (without --uncertainty the point is the table's value)
+        scenario, dists = load_uncertain_scenario(
+            file, preset, set_ or [], fixed_assumptions=fixed_assumptions or uncertainty is None
+        )
         result = run_simulation(scenario)
         if uncertainty is not None:
             mc = monte_carlo_with_progress(

@@ -323,16 +323,66 @@ class BatchResult:
         if not 0 <= i < self.n:
             raise IndexError(i)
         frame = self._frame.rows(i, i + 1)
-        out = run_frame(frame, self._asm)
-        return build_result(out, 0, scenario=None, asm=self._asm, frame=frame)
+        asm = self._asm.at(i)  # row i's own values where assumptions vary per row
+        out = run_frame(frame, asm)
+        return build_result(out, 0, scenario=None, asm=asm, frame=frame)
 
 
-def simulate_batch(base: Scenario | Mapping[str, Any] | None = None, **fields: Any) -> BatchResult:
+# Every assumption the decentralized model reads (tests/test_uncertainty.py records the reads and keeps
+# this current). Those with a distribution in the table are what `simulate --uncertainty` draws unless
+# --fixed-assumptions.
+ASSUMPTIONS_READ = (
+    "alpha_base",
+    "alpha_size_divisor",
+    "backup_straggler_residual",
+    "backup_worker_fraction",
+    "bytes_per_param_fp16",
+    "bytes_per_param_fp4",
+    "bytes_per_param_fp8",
+    "bytes_per_value_fp16",
+    "bytes_per_value_fp4",
+    "bytes_per_value_fp8",
+    "chinchilla_a",
+    "chinchilla_alpha",
+    "chinchilla_b",
+    "chinchilla_beta",
+    "chinchilla_e",
+    "chinchilla_tokens_per_param",
+    "days_per_year",
+    "efficiency_floor",
+    "ep_all_to_all_per_layer",
+    "flops_per_param_token",
+    "hfu_mfu_ratio",
+    "hidden_size_coefficient",
+    "hierarchical_h_exponent",
+    "low_global_mfu_threshold",
+    "max_pipeline_stages",
+    "mfu_warning_threshold",
+    "pue",
+    "relay_straggler_coefficient",
+    "replica_beta_coefficient",
+    "replica_beta_exponent",
+    "replica_h_reference",
+    "small_model_threshold_b",
+    "straggler_coefficient",
+    "streaming_memory_overhead",
+    "threshold_efficiency_penalty",
+)
+
+
+def simulate_batch(
+    base: Scenario | Mapping[str, Any] | None = None,
+    *,
+    assumption_rows: Mapping[str, np.ndarray] | None = None,
+    **fields: Any,
+) -> BatchResult:
     """Simulate many scenarios at once.
 
     `base` gives the shared fields (a Scenario, a dict, or the defaults); each keyword is a field
     whose value is a scalar or a 1-D array. Arrays must share one length n; the result has n rows,
-    computed by the same code as `simulate` (a scalar run is a batch of one).
+    computed by the same code as `simulate` (a scalar run is a batch of one). `assumption_rows` gives
+    scalar assumptions one value per row (Monte Carlo over the assumptions table), on top of the
+    base's own overrides.
     """
     arrays = {k: v for k, v in fields.items() if np.ndim(v) > 0}
     scalars = {k: v for k, v in fields.items() if np.ndim(v) == 0}
@@ -346,6 +396,7 @@ def simulate_batch(base: Scenario | Mapping[str, Any] | None = None, **fields: A
             _check_auto_mfu(arrays)
             s = resolve_mfu(s)
     lengths = {k: len(v) for k, v in arrays.items()}
+    lengths.update({f"assumptions.{k}": len(v) for k, v in (assumption_rows or {}).items()})
     if len(set(lengths.values())) > 1:
         raise ScenarioError([("batch", lengths, "all array fields must have the same length")])
     n = next(iter(lengths.values()), 1)
@@ -353,8 +404,34 @@ def simulate_batch(base: Scenario | Mapping[str, Any] | None = None, **fields: A
         raise ScenarioError([("batch", 0, "arrays must not be empty")])
     frame = encode_batch(s, arrays, n)
     asm = Assumptions(s.assumptions)
+    if assumption_rows:
+        asm = asm.with_rows(_checked_assumption_rows(assumption_rows))
     check_alpha_domain(frame.parameters, asm)
     return BatchResult(run_chunked(frame, asm), n, asm, frame)
+
+
+def _checked_assumption_rows(rows: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """Per-row assumption values: scalar assumptions of the table, finite, within each one's range."""
+    from dtsim.catalog import assumption_rows as table
+
+    out, problems = {}, []
+    for name, values in rows.items():
+        where = f"assumptions.{name}"
+        row = table().get(name)
+        if row is None or row.get("range") is None:
+            problems.append((where, "array", "only numeric assumptions with a range can vary per row"))
+            continue
+        v = np.asarray(values, dtype=float).reshape(-1)
+        lo, hi = row["range"]
+        bad = ~np.isfinite(v) | (v < lo) | (v > hi)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            problems.append((f"{where}[{i}]", float(v[i]), f"must be between {lo} and {hi}"))
+            continue
+        out[name] = v
+    if problems:
+        raise ScenarioError(problems)
+    return out
 
 
 # The fields `mfu: auto` is planned from (dtsim.models.datacenter.node_mfu).
@@ -436,7 +513,7 @@ def run_chunked(frame: Frame, asm: Assumptions, chunk: int = CHUNK_ROWS) -> dict
     out: dict[str, np.ndarray] = {}
     for start in range(0, n, chunk):
         stop = min(n, start + chunk)
-        for key, value in run_frame(frame.rows(start, stop), asm).items():
+        for key, value in run_frame(frame.rows(start, stop), asm.rows(start, stop)).items():
             value = np.asarray(value)
             kept = out.get(key)
             if value.ndim == 0 and (kept is None or (kept.ndim == 0 and _same_value(kept, value))):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dtsim.assumptions import Assumptions
+
 
 class Frame(dict):
     """Column mapping with attribute access. `n` is the number of rows."""
@@ -25,7 +27,7 @@ class Frame(dict):
             return self
         out = Frame(n=len(idx))
         for key, value in self.items():
-            out[key] = value[idx] if np.ndim(value) == 1 else value
+            out[key] = value[idx] if np.ndim(value) == 1 else _rows_of(value, "take", idx)
         return out
 
     def rows(self, start: int, stop: int) -> Frame:
@@ -34,15 +36,21 @@ class Frame(dict):
             return Frame(self, n=self.n)
         out = Frame(n=stop - start)
         for key, value in self.items():
-            out[key] = value[start:stop] if np.ndim(value) == 1 else value
+            out[key] = value[start:stop] if np.ndim(value) == 1 else _rows_of(value, "rows", start, stop)
         return out
 
     def as_column(self) -> Frame:
         """Per-row columns reshaped to (n, 1), so a (1, m) array of candidates broadcasts to (n, m)."""
         out = Frame(n=self.n)
         for key, value in self.items():
-            out[key] = value[:, None] if np.ndim(value) == 1 else value
+            out[key] = value[:, None] if np.ndim(value) == 1 else _rows_of(value, "as_column")
         return out
+
+
+def _rows_of(value, method: str, *args):
+    """The assumptions travel with the frame; per-row assumption values (Monte Carlo over them) are
+    sliced as the frame's columns are. Any other shared value is kept."""
+    return getattr(value, method)(*args) if isinstance(value, Assumptions) else value
 
 
 def scatter(target: dict[str, np.ndarray], idx: np.ndarray, values: dict, n: int) -> None:
