@@ -3,7 +3,7 @@
 Layers, lowest first; a module may import its own layer or a lower one, never a higher one (lazy
 imports inside functions count too), and no package imports another package's private `_names`:
 
-    errors, assumptions, catalog  →  hardware  →  physics  →  schema  →  models
+    errors, distributions, assumptions, catalog  →  hardware  →  physics  →  schema  →  models
         →  analysis, validation, emulator  →  interfaces
 
 The top-level facade (dtsim/__init__.py, __main__.py) may import anything.
@@ -18,7 +18,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "dtsim"
 LAYERS = (
-    ("errors", "assumptions", "catalog"),
+    ("errors", "distributions", "assumptions", "catalog"),
     ("hardware",),
     ("physics",),
     ("schema",),

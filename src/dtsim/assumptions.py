@@ -59,7 +59,7 @@ def table() -> list[AssumptionInfo]:
 def distributions(names: Any = None) -> dict[str, Any]:
     """The table's distributions (`uncertainty: {dist: ...}`) by assumption name, for `names` (all if
     None); an assumption whose value is fixed (a definition, a count, a choice the run makes) has none."""
-    from dtsim.analysis.uncertainty import make_distribution
+    from dtsim.distributions import make_distribution
 
     out = {}
     for name, row in assumption_rows().items():
