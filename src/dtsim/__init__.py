@@ -30,6 +30,10 @@ _LAZY: dict[str, str] = {
     "target": "dtsim.analysis.search:search",
     "governance": "dtsim.analysis.governance:analyse",
     "emulate": "dtsim.emulator.launcher:run",
+    # how sure: scenarios with distributions, Monte Carlo through the batch path, Sobol indices
+    "load_uncertain_scenario": "dtsim.analysis.uncertainty",
+    "monte_carlo": "dtsim.analysis.uncertainty:run_monte_carlo",
+    "sensitivity": "dtsim.analysis.sensitivity",
     # the datacenter model and the validation; each takes calibration= (a `dtsim calibrate --out` file)
     "step": "dtsim.models.datacenter.step",
     "steps": "dtsim.models.datacenter.step",
@@ -69,7 +73,10 @@ __all__ = [
     "governance",
     "limits",
     "load_scenario",
+    "load_uncertain_scenario",
+    "monte_carlo",
     "plan",
+    "sensitivity",
     "simulate",
     "simulate_batch",
     "step",

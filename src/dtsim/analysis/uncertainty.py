@@ -127,19 +127,31 @@ def sample_count(n: int) -> int:
     return 1 << max(0, math.ceil(math.log2(n)))
 
 
+def check_seed(seed: Any) -> None:
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise ScenarioError([("--seed", seed, "must be a whole number ≥ 0")])
+
+
 def draws(
-    dists: Mapping[str, Distribution], n: int, seed: int | None, integer_fields=()
+    dists: Mapping[str, Distribution], n: int, seed: int | None, integer_fields=(), start: int = 0
 ) -> dict[str, np.ndarray]:
-    """n draws of every distribution, jointly from one scrambled Sobol sequence (independent inputs)."""
+    """Draws start..start+n−1 of every distribution, jointly from one scrambled Sobol sequence
+    (independent inputs). A block is exactly that stretch of the whole sequence (the engine is fast-
+    forwarded to it), so a run split into blocks, on one process or many, draws the same points."""
+    import warnings
+
     from scipy.stats import qmc
 
     if not dists:
         return {}
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise ScenarioError([("--seed", seed, "must be a whole number ≥ 0")])
-    u = qmc.Sobol(d=len(dists), scramble=True, rng=np.random.default_rng(seed)).random_base2(
-        int(math.log2(n))
-    )
+    check_seed(seed)
+    engine = qmc.Sobol(d=len(dists), scramble=True, rng=np.random.default_rng(seed))
+    if start:
+        engine.fast_forward(start)
+    with warnings.catch_warnings():
+        # a block of a power-of-two run need not be a power of two itself; the whole run balances
+        warnings.filterwarnings("ignore", message=".*balance properties.*")
+        u = engine.random(n)
     out = {}
     # one Sobol dimension per field in name order, so the order the fields were given in does not matter
     for j, name in enumerate(sorted(dists)):
@@ -270,6 +282,8 @@ class MonteCarlo:
     warnings: list[str]
     seconds: float
     drivers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # output → top inputs (ρ)
+    seed_given: bool = True  # False: the seed was drawn (and is reported, so the run can be repeated)
+    samples_path: str | None = None  # where every draw was written (--samples)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -284,6 +298,8 @@ class MonteCarlo:
             "probabilities": self.probabilities,
             "warnings": list(self.warnings),
             "drivers": self.drivers,
+            "seed_drawn": not self.seed_given,
+            "samples_file": self.samples_path,
         }
 
 
@@ -305,6 +321,57 @@ def parse_levels(text: str | None) -> tuple[float, ...]:
     return tuple(sorted(set(out)))
 
 
+CODED = {"mode": "mode_code", "bottleneck": "bottleneck_code"}  # text outputs travel as integer codes
+
+
+def _labels() -> dict[str, np.ndarray]:
+    from dtsim.models.decentralized.decision import MODE_IDS
+    from dtsim.models.decentralized.strategies.base import BREAKDOWN_KEYS
+
+    return {"mode": np.asarray(MODE_IDS), "bottleneck": np.asarray((*BREAKDOWN_KEYS, "memory"))}
+
+
+def evaluate_block(
+    base: Any,
+    dists: Mapping[str, Distribution],
+    seed: int | None,
+    start: int,
+    stop: int,
+    keep: Sequence[str],
+    with_inputs: bool = False,
+) -> dict[str, Any]:
+    """Rows start..stop−1 of a Monte Carlo run: their draws through the batch path. Returns
+    {"columns", "inputs", "known"}, or {"problems"} when a draw is not a value its field takes (returned,
+    not raised, so that it crosses a Dask worker boundary as data). Runs on whichever process gets it."""
+    from dtsim.schema.fields import INTEGER_FIELDS
+
+    drawn = draws(dists, stop - start, seed, INTEGER_FIELDS, start)
+    res = evaluate_rows(base, drawn, keep, dists)
+    res["inputs"] = drawn if with_inputs else {}
+    return res
+
+
+def evaluate_rows(
+    base: Any, values: Mapping[str, np.ndarray], keep: Sequence[str], dists: Mapping[str, Distribution]
+) -> dict[str, Any]:
+    """Rows with the given input values (scenario fields and `assumptions.NAME`) through the batch
+    path: {"columns": the `keep` outputs, "known", "numeric"}, or {"problems"} (restated for the
+    distribution that drew a disallowed value)."""
+    from dtsim.models.decentralized.engine import simulate_batch
+
+    fields = dict(values)
+    n = len(next(iter(fields.values()))) if fields else 1
+    asm = {k.split(".", 1)[1]: fields.pop(k) for k in list(fields) if k.startswith("assumptions.")}
+    try:
+        batch = simulate_batch(base, assumption_rows=asm, **fields)
+    except ScenarioError as exc:
+        return {"problems": [_drawn_problem(p, dists) for p in exc.problems]}
+    columns = {k: np.array(np.broadcast_to(batch.columns[k], (n,))) for k in keep if k in batch.columns}
+    known = [k for k in batch.columns if not k.endswith("_code")]
+    numeric = [k for k in known if np.asarray(batch.columns[k]).dtype.kind in "fiu"]
+    return {"columns": columns, "known": known, "numeric": numeric}
+
+
 def run_monte_carlo(
     base: Any,
     dists: Mapping[str, Distribution],
@@ -314,64 +381,79 @@ def run_monte_carlo(
     outputs: Sequence[str] = HEADLINE,
     probs: Sequence[str] = (),
     progress: Callable[[int, int], None] | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    samples_path: str | None = None,
 ) -> MonteCarlo:
     """Draw n (rounded up to 2^m) samples of `dists`, simulate each on top of the scenario `base`
-    with the batch path in chunks, and summarise `outputs`."""
+    with the batch path in blocks of 2^16 rows, and summarise `outputs`.
+
+    The blocks run in this process, or on Dask (`scheduler="local"` or `workers=N`: a local cluster of
+    processes; `scheduler="tcp://host:8786"`: an existing cluster); either way each block draws its own
+    stretch of one Sobol sequence, so the numbers are identical. With `samples_path` (a .parquet file)
+    every draw's inputs and outputs are streamed there, block by block. Without a seed one is drawn and
+    reported, so any run can be repeated."""
+    import secrets
     import time
 
-    from dtsim.models.decentralized.decision import MODE_IDS
-    from dtsim.models.decentralized.engine import simulate_batch
-    from dtsim.models.decentralized.strategies.base import BREAKDOWN_KEYS
-    from dtsim.schema.fields import INTEGER_FIELDS
+    from dtsim.analysis.distributed import map_blocks
 
     t0 = time.perf_counter()
     samples = sample_count(n)
+    check_seed(seed)
+    seed_given = seed is not None
+    if seed is None:
+        seed = secrets.randbits(63)
     wanted = [*outputs, *(m.group(1) for p in probs if (m := _PROB.match(p)))]
-    drawn = draws(dists, samples, seed, INTEGER_FIELDS)
-    inputs = dict(drawn)  # for the drivers
-    asm_drawn = {k.split(".", 1)[1]: drawn.pop(k) for k in list(drawn) if k.startswith("assumptions.")}
-    # text outputs travel as their integer codes, decoded once at the end
-    coded = {"mode": "mode_code", "bottleneck": "bottleneck_code"}
-    keep = list(dict.fromkeys([*(coded.get(k, k) for k in wanted), *coded.values(), "feasible"]))
+    keep = list(dict.fromkeys([*(CODED.get(k, k) for k in wanted), *CODED.values(), "feasible"]))
+    labels = _labels()
+    sink = SampleSink(samples_path, samples) if samples_path else None
     cols: dict[str, np.ndarray] = {}
-    varies = bool(drawn or asm_drawn)
-    chunks = (
-        [(0, samples)] if not varies else [(a, min(samples, a + CHUNK)) for a in range(0, samples, CHUNK)]
-    )
-    for start, stop in chunks:
-        try:
-            batch = simulate_batch(
-                base,
-                assumption_rows={k: v[start:stop] for k, v in asm_drawn.items()},
-                **{k: v[start:stop] for k, v in drawn.items()},
-            )
-        except ScenarioError as exc:
-            raise ScenarioError([_drawn_problem(p, dists) for p in exc.problems]) from None
-        for k in keep:
-            if k not in batch.columns:
-                continue
-            v = np.asarray(batch.columns[k])
-            if not varies:  # nothing varies: every draw is the point
-                cols[k] = np.broadcast_to(v.reshape(-1)[:1], (samples,))
-                continue
-            if k not in cols:
-                cols[k] = np.empty(samples, dtype=v.dtype)
-            cols[k][start:stop] = v
-        if progress is not None:
-            progress(stop, samples)
-    labels = {"mode": np.asarray(MODE_IDS), "bottleneck": np.asarray((*BREAKDOWN_KEYS, "memory"))}
-    for name, code in coded.items():
+    known: list[str] = []
+    blocks = [(0, 1)] if not dists else [(a, min(samples, a + CHUNK)) for a in range(0, samples, CHUNK)]
+    try:
+        results = map_blocks(
+            evaluate_block,
+            blocks,
+            scheduler=scheduler,
+            workers=workers,
+            kwargs={
+                "base": base,
+                "dists": dict(dists),
+                "seed": seed,
+                "keep": keep,
+                "with_inputs": sink is not None,
+            },
+        )
+        for (start, stop), res in results:
+            if "problems" in res:
+                raise ScenarioError(res["problems"])
+            known = res["known"]
+            for k, v in res["columns"].items():
+                if not dists:  # nothing varies: every draw is the point
+                    cols[k] = np.broadcast_to(v[:1], (samples,))
+                    continue
+                if k not in cols:
+                    cols[k] = np.empty(samples, dtype=v.dtype)
+                cols[k][start:stop] = v
+            if sink is not None:
+                sink.write(res, labels, samples if not dists else stop - start)
+            if progress is not None:
+                progress(samples if not dists else stop, samples)
+    finally:
+        if sink is not None:
+            sink.close()
+    for name, code in CODED.items():
         if name in wanted:
             cols[name] = labels[name][cols[code]]
     unknown = [o for o in wanted if o not in cols]
     if unknown:
-        known = sorted(k for k in batch.columns if not k.endswith("_code"))
         raise ScenarioError(
             [
                 (
                     "output" if unknown[0] in outputs else "--prob",
                     unknown[0],
-                    f"unknown output of simulate; known: {', '.join(known)}",
+                    f"unknown output of simulate; known: {', '.join(sorted(known))}",
                 )
             ]
         )
@@ -396,8 +478,11 @@ def run_monte_carlo(
             f"{', '.join(rough)}: a quantile's standard error is over 5 % of the quantiles' spread; "
             "raise --uncertainty"
         )
+    from dtsim.schema.fields import INTEGER_FIELDS
+
+    inputs = draws(dists, min(samples, DRIVER_DRAWS), seed, INTEGER_FIELDS)  # the drivers' prefix, again
     drivers = {o: top_drivers(inputs, np.asarray(cols[o]), dists) for o in summary}
-    share = {name: counts(cols[code], labels[name]) for name, code in coded.items() if code in cols}
+    share = {name: counts(cols[code], labels[name]) for name, code in CODED.items() if code in cols}
     if "feasible" in cols:
         share["feasible"] = counts(cols["feasible"].astype(int), np.asarray(["no", "yes"]))
     return MonteCarlo(
@@ -417,7 +502,59 @@ def run_monte_carlo(
         warnings=warnings,
         seconds=time.perf_counter() - t0,
         drivers=drivers,
+        seed_given=seed_given,
+        samples_path=str(samples_path) if samples_path else None,
     )
+
+
+class SampleSink:
+    """Every draw's inputs (`input.<field>`) and outputs, streamed to a Parquet file block by block
+    (pyarrow.parquet.ParquetWriter), so a run of millions of draws never holds them all at once beyond
+    the outputs it summarises. The file is written beside the target and renamed into place when
+    complete: an interrupted run leaves no half-written file, and a failed one keeps what was there."""
+
+    def __init__(self, path: str, samples: int):
+        from pathlib import Path
+
+        self.path = Path(path)
+        if self.path.suffix.lower() != ".parquet":
+            raise ScenarioError([("--samples", str(path), "must end in .parquet")])
+        if not self.path.parent.is_dir():
+            raise ScenarioError([("--samples", str(path), "its folder does not exist")])
+        try:
+            import pyarrow.parquet  # noqa: F401  (the table extra)
+        except ImportError:
+            raise ScenarioError(
+                [("--samples", str(path), "needs pyarrow: python3 -m pip install 'dtsim[table]'")]
+            ) from None
+        self.partial = self.path.with_name(f".{self.path.name}.partial")
+        self.writer = None
+        self.done = False
+
+    def write(self, res: Mapping[str, Any], labels: Mapping[str, np.ndarray], n: int) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        data = {f"input.{k}": np.asarray(v) for k, v in sorted(res["inputs"].items())}
+        for k, v in res["columns"].items():
+            name = next((t for t, c in CODED.items() if c == k), None)
+            v = np.broadcast_to(v, (n,)) if len(v) != n else v
+            data[name or k] = labels[name][v] if name else v
+        table = pa.table({k: pa.array(np.asarray(v)) for k, v in data.items()})
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.partial, table.schema)
+        self.writer.write_table(table)
+        self.done = True
+
+    def close(self) -> None:
+        import sys
+
+        if self.writer is not None:
+            self.writer.close()
+            if self.done and sys.exc_info()[0] is None:
+                self.partial.replace(self.path)
+                return
+        self.partial.unlink(missing_ok=True)
 
 
 DRIVER_DRAWS = 1 << 14

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from dtsim.assumptions import table
+from dtsim.assumptions import distributions, table
 
 
 def _value(v) -> str:
@@ -29,13 +29,22 @@ def assumptions_markdown() -> str:
         "`assumptions: {straggler_coefficient: 0.08}` in a scenario file, or",
         "`dtsim simulate --set assumptions.straggler_coefficient=0.08`. `range` is what an override may be.",
         "",
-        "| name | value | unit | range | seed | description | source |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "`uncertainty` is the value's distribution and its basis — what `simulate --uncertainty` and",
+        "`dtsim sensitivity` draw for the assumptions the model reads, unless `--fixed-assumptions` or the",
+        "scenario sets the value — or `fixed` with the reason the value is not uncertain (a definition, a",
+        "count, a configuration the run chooses, or a fit whose parameters are correlated). A scenario may",
+        "give its own: `--set assumptions.pue=1.1..1.3`.",
+        "",
+        "| name | value | unit | range | uncertainty | seed | description | source |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
+    dists = distributions()
     for row in table():
         rng = "" if row.range is None else f"{row.range[0]:g} – {row.range[1]:g}"
+        u = row.uncertainty
+        unc = f"fixed: {u['fixed']}" if "fixed" in u else f"{dists[row.name].describe()}: {u['basis']}"
         out.append(
-            f"| `{row.name}` | {_value(row.value)} | {row.unit} | {rng} | {row.seed} | {row.description} | {row.source} |"
+            f"| `{row.name}` | {_value(row.value)} | {row.unit} | {rng} | {unc} | {row.seed} | {row.description} | {row.source} |"
         )
     out.append("")
     return "\n".join(out)

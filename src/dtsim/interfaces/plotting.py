@@ -76,3 +76,32 @@ def _ticks(a: Axis) -> tuple[np.ndarray, list[str]]:
     pos = np.arange(0, len(a), k)
     labels = [f"{a.values[i]:.3g}" if a.numeric else str(a.values[i]) for i in pos]
     return pos, labels
+
+
+def plot_sensitivity(res, path: Path) -> None:
+    """Two panels: the tornado (each input's P10–P90 swing of the output around the point) and the
+    Sobol indices (S1 and ST with their 95 % intervals), inputs ranked by ST, largest on top."""
+    plt = pyplot(path)
+    rows = res.indices[::-1]  # barh draws bottom-up
+    names = [r["input"].removeprefix("assumptions.") for r in rows]
+    y = np.arange(len(rows))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 0.45 * len(rows) + 1.8), sharey=True)
+    for i, r in enumerate(rows):
+        lo, hi = sorted((r["low"], r["high"]))
+        left.barh(i, hi - lo, left=lo, color="#4c72b0" if r["high"] >= r["low"] else "#dd8452")
+    left.axvline(res.point, color="black", linewidth=1)
+    left.set_yticks(y, names)
+    left.set_xlabel(f"{res.output} (input at P10 → P90, others at median)")
+    left.set_title("Tornado")
+    h = 0.38
+    right.barh(y + h / 2, [r["ST"] for r in rows], h, xerr=[r["ST_conf"] for r in rows], label="ST (total)")
+    right.barh(
+        y - h / 2, [r["S1"] for r in rows], h, xerr=[r["S1_conf"] for r in rows], label="S1 (first order)"
+    )
+    right.set_xlim(0, 1.05)
+    right.set_xlabel("share of the variance")
+    right.set_title("Sobol indices")
+    right.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

@@ -267,6 +267,7 @@ def api_assumptions() -> list[dict[str, Any]]:
             "description": r.description,
             "source": r.source,
             "seed": r.seed,
+            "uncertainty": r.uncertainty,
         }
         for r in assumptions_table()
     ]

@@ -171,7 +171,9 @@ def print_uncertainty(mc, console: Console | None = None) -> None:
     t = Table(
         title=f"Uncertainty: {mc.samples:,} draws"
         + (f" (asked {mc.requested:,}; Sobol needs a power of two)" if mc.samples != mc.requested else "")
-        + (f", seed {mc.seed}" if mc.seed is not None else ", no seed"),
+        + (
+            f", seed {mc.seed}" if mc.seed_given else f", seed {mc.seed} (drawn; --seed {mc.seed} repeats it)"
+        ),
         title_justify="left",
     )
     t.add_column("output", style="bold")
@@ -208,5 +210,43 @@ def print_uncertainty(mc, console: Console | None = None) -> None:
             )
     for p in mc.probabilities:
         con.print(f"P({p['expr']}) = {p['p']:.1%} ± {p['se']:.1%}", highlight=False)
+    if mc.samples_path:
+        con.print(f"Every draw's inputs and outputs: {mc.samples_path}", highlight=False)
     for w in mc.warnings:
+        con.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+
+
+def print_sensitivity(res, console: Console | None = None) -> None:
+    """`dtsim sensitivity`: the inputs ranked by total Sobol index, with first-order index, their 95 %
+    intervals and the tornado's ends."""
+    con = console or Console()
+    t = Table(
+        title=f"Sensitivity of {res.output} (point {res.point:,.4g}): Sobol indices from {res.runs:,} runs",
+        title_justify="left",
+    )
+    for col in ("input", "distribution", "ST ± 95 %", "S1 ± 95 %", "at P10", "at P90"):
+        t.add_column(col, justify="left" if col in ("input", "distribution") else "right")
+    idle = []
+    for r in res.indices:
+        name = r["input"].removeprefix("assumptions.") + (" (table)" if r["from"] != "scenario" else "")
+        if r["ST"] + r["ST_conf"] < 0.005 and r["low"] == r["high"] == res.point:
+            idle.append(name)  # no effect: listed on one line below the table
+            continue
+        t.add_row(
+            name,
+            r["distribution"],
+            f"{r['ST']:.3f} ± {r['ST_conf']:.3f}",
+            f"{r['S1']:.3f} ± {r['S1_conf']:.3f}",
+            f"{r['low']:,.4g}",
+            f"{r['high']:,.4g}",
+        )
+    con.print(t)
+    con.print(
+        "ST: share of the variance the input has a hand in (interactions included); S1: alone. "
+        "At P10 / P90: the output with that input at its P10 / P90 and the others at their medians.",
+        highlight=False,
+    )
+    if idle:
+        con.print(f"No effect on {res.output} (ST < 0.005, flat tornado): {', '.join(idle)}", highlight=False)
+    for w in res.warnings:
         con.print(f"[yellow]warning:[/yellow] {w}", highlight=False)

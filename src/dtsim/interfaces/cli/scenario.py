@@ -56,6 +56,22 @@ def simulate(
             "scenario's own distributions vary (by default the table's distributions are drawn too).",
         ),
     ] = False,
+    samples: Annotated[
+        Path | None,
+        typer.Option(
+            "--samples", help="With --uncertainty: write every draw's inputs and outputs to FILE.parquet."
+        ),
+    ] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            help="With --uncertainty: run the blocks on Dask — 'local' (worker processes on this machine) "
+            "or an existing cluster's tcp://host:8786. Same seed, same numbers. Default: this process."
+        ),
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option(help="With --uncertainty: a local Dask cluster of N worker processes.")
+    ] = None,
 ) -> None:
     """Simulate one training run and print the report (default scenario: seed 000 §9)."""
     # lazy: numpy/pydantic models and Rich report only when a command runs (fast --help)
@@ -65,17 +81,18 @@ def simulate(
 
     mc = None
     try:
-        if uncertainty is None and (prob or levels is not None or seed is not None or fixed_assumptions):
-            flag, value = (
-                ("--prob", prob)
-                if prob
-                else ("--levels", levels)
-                if levels is not None
-                else ("--seed", seed)
-                if seed is not None
-                else ("--fixed-assumptions", True)
-            )
-            raise ScenarioError([(flag, value, "needs --uncertainty N")])
+        needs = {
+            "--prob": prob or None,
+            "--levels": levels,
+            "--seed": seed,
+            "--fixed-assumptions": fixed_assumptions or None,
+            "--samples": samples,
+            "--scheduler": scheduler,
+            "--workers": workers,
+        }
+        given = [(k, v) for k, v in needs.items() if v is not None]
+        if uncertainty is None and given:
+            raise ScenarioError([(given[0][0], given[0][1], "needs --uncertainty N")])
         # the table's distributions only when drawing (without --uncertainty the point is the table's value)
         scenario, dists = load_uncertain_scenario(
             file, preset, set_ or [], fixed_assumptions=fixed_assumptions or uncertainty is None
@@ -83,7 +100,16 @@ def simulate(
         result = run_simulation(scenario)
         if uncertainty is not None:
             mc = monte_carlo_with_progress(
-                scenario, dists, uncertainty, seed, parse_levels(levels), prob or [], as_json
+                scenario,
+                dists,
+                uncertainty,
+                seed,
+                parse_levels(levels),
+                prob or [],
+                as_json,
+                scheduler=scheduler,
+                workers=workers,
+                samples_path=samples,
             )
     except ScenarioError as exc:
         fail(exc)
@@ -118,18 +144,93 @@ def simulate(
         )
 
 
-def monte_carlo_with_progress(scenario, dists, n, seed, levels, probs, quiet: bool):
-    """run_monte_carlo with a progress bar on stderr for large draws (not under --json)."""
+def monte_carlo_with_progress(scenario, dists, n, seed, levels, probs, quiet: bool, **options):
+    """run_monte_carlo with a progress bar on stderr (draws done, time left) for large draws or a Dask
+    run, not under --json."""
     from dtsim.analysis.uncertainty import run_monte_carlo
 
-    if quiet or n < 200_000:
-        return run_monte_carlo(scenario, dists, n, seed, levels, probs=probs)
-    from rich.progress import Progress
+    on_dask = options.get("scheduler") is not None or options.get("workers") is not None
+    if quiet or (n < 200_000 and not on_dask):
+        return run_monte_carlo(scenario, dists, n, seed, levels, probs=probs, **options)
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-    with Progress(console=console(stderr=True), transient=True) as bar:
-        task = bar.add_task(f"{n:,} draws", total=n)
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,}"))
+    with Progress(*columns, TimeRemainingColumn(), console=console(stderr=True), transient=True) as bar:
+        task = bar.add_task("draws", total=n)
         progress = lambda done, total: bar.update(task, completed=done, total=total)  # noqa: E731
-        return run_monte_carlo(scenario, dists, n, seed, levels, probs=probs, progress=progress)
+        return run_monte_carlo(scenario, dists, n, seed, levels, probs=probs, progress=progress, **options)
+
+
+def sensitivity(
+    file: Annotated[Path | None, typer.Argument(help="Scenario file (YAML or JSON).")] = None,
+    preset: Annotated[
+        str | None, typer.Option("--preset", "-p", help="Start from a preset (see `dtsim presets`).")
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            "-s",
+            help="Override a field, or give it as a distribution: --set mfu=0.3..0.5 (repeatable).",
+        ),
+    ] = None,
+    output: Annotated[
+        str, typer.Option("--output", "-o", help="The simulate output to explain (any numeric output).")
+    ] = "wall_clock_days",
+    base: Annotated[
+        int,
+        typer.Option(
+            "--base",
+            help="Saltelli base samples N (rounded up to a power of two); the model runs N·(d+2) times.",
+        ),
+    ] = 1024,
+    seed: Annotated[int | None, typer.Option(help="Seed of the sampling and the bootstrap.")] = None,
+    fixed_assumptions: Annotated[
+        bool,
+        typer.Option(
+            "--fixed-assumptions",
+            help="Hold the assumptions table at its point values: only the scenario's distributions vary.",
+        ),
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object instead of the table.")
+    ] = False,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="Write the tornado and Sobol indices to a .png, .svg or .pdf."),
+    ] = None,
+) -> None:
+    """Which uncertain inputs drive an output: Sobol first-order and total indices (SALib) and a tornado.
+
+    Varies the scenario's fields given as distributions and, unless --fixed-assumptions, the
+    assumptions table's distributions (docs/assumptions.md)."""
+    from dtsim.analysis.sensitivity import sensitivity as run_sensitivity
+    from dtsim.analysis.uncertainty import load_uncertain_scenario
+
+    try:
+        scenario, dists = load_uncertain_scenario(
+            file, preset, set_ or [], fixed_assumptions=fixed_assumptions
+        )
+        if plot is not None:
+            from dtsim.interfaces.plotting import pyplot
+
+            pyplot(plot)  # a wrong file kind is refused before the runs
+        res = run_sensitivity(scenario, dists, output, base, seed)
+        if plot is not None:
+            from dtsim.interfaces.plotting import plot_sensitivity
+
+            plot_sensitivity(res, plot)
+    except ScenarioError as exc:
+        fail(exc)
+        return
+    if as_json:
+        sys.stdout.write(json.dumps(res.as_dict(), indent=2) + "\n")
+        return
+    from dtsim.interfaces.cli.report import print_sensitivity
+
+    print_sensitivity(res)
+    if plot is not None:
+        console().print(f"Plot written to {plot}", highlight=False)
 
 
 def presets(
@@ -225,6 +326,7 @@ def serve(
 
 COMMANDS = {
     "simulate": simulate,
+    "sensitivity": sensitivity,
     "presets": presets,
     "schema": schema,
     "assumptions": assumptions,
