@@ -376,3 +376,88 @@ def test_drivers_rank_the_input_that_moves_the_output_first():
         top = mc.drivers["wall_clock_days"]
         assert top[0]["input"] == first and top[0]["rho"] < -0.9
         assert all(d["input"] != absent for d in top)
+
+
+# --- correlated inputs ------------------------------------------------------------------------------------------
+
+
+def test_correlated_draws_have_the_stated_rank_correlation_and_keep_their_marginals():
+    from scipy.stats import spearmanr
+
+    d = unc.Inputs(
+        a=unc.make_distribution("a", {"dist": "uniform", "low": 0, "high": 1}),
+        b=unc.make_distribution("b", {"dist": "lognormal", "median": 100, "sigma": 0.5}),
+        c=unc.make_distribution("c", {"dist": "triangular", "low": 0, "mode": 1, "high": 4}),
+    )
+    free = unc.draws(d, 1 << 14, seed=4)
+    d.correlations = (unc.Correlation("a", "b", 0.6), unc.Correlation("b", "c", -0.3))
+    tied = unc.draws(d, 1 << 14, seed=4)
+    assert spearmanr(tied["a"], tied["b"])[0] == pytest.approx(0.6, abs=0.02)
+    assert spearmanr(tied["b"], tied["c"])[0] == pytest.approx(-0.3, abs=0.02)
+    assert abs(spearmanr(free["a"], free["b"])[0]) < 0.02
+    for k in "abc":  # each input keeps its own distribution
+        for q in (0.1, 0.5, 0.9):
+            assert np.quantile(tied[k], q) == pytest.approx(np.quantile(free[k], q), rel=0.02)
+    part = unc.draws(d, 1000, seed=4, start=3000)  # blocks stay the stretch of one sequence
+    assert np.array_equal(part["a"], tied["a"][3000:4000])
+
+
+def test_correlations_from_a_file_and_the_command_line(tmp_path):
+    f = tmp_path / "s.yaml"
+    f.write_text(
+        "mfu: {dist: uniform, low: 0.3, high: 0.5}\nbandwidth_mbps: {dist: uniform, low: 50, high: 200}\n"
+        "correlations:\n  - {fields: [mfu, bandwidth_mbps], rho: 0.7}\n"
+    )
+    _, dists = unc.load_uncertain_scenario(f, fixed_assumptions=True)
+    assert dists.correlations == (unc.Correlation("mfu", "bandwidth_mbps", 0.7),)
+    _, dists = unc.load_uncertain_scenario(f, fixed_assumptions=True, corr_texts=["bandwidth_mbps,mfu=-0.2"])
+    assert dists.correlations == (
+        unc.Correlation("bandwidth_mbps", "mfu", -0.2),
+    )  # the flag replaces the pair
+    out = _json(["simulate", str(f), "--uncertainty", "1024", "--seed", "1", "--fixed-assumptions", "--json"])
+    assert out["monte_carlo"]["correlations"] == [{"fields": ["mfu", "bandwidth_mbps"], "rho": 0.7}]
+
+
+@pytest.mark.parametrize(
+    ("args", "field", "needle"),
+    [
+        (["--corr", "mfu,latency_ms=0.5"], "--corr", "not an uncertain input"),
+        (["--corr", "mfu,mfu=0.5"], "--corr", "with itself"),
+        (["--corr", "mfu,latency_ms=1"], "--corr", "strictly between"),
+        (["--corr", "mfu=0.5"], "--corr", "FIELD,FIELD=RHO"),
+        (["--corr", "mfu,latency_ms=x"], "--corr", "a number"),
+        (
+            [
+                "--set",
+                "latency_ms=50..150",
+                "--set",
+                "bandwidth_mbps=50..200",
+                "--corr",
+                "mfu,latency_ms=0.9",
+                "--corr",
+                "mfu,bandwidth_mbps=0.9",
+                "--corr",
+                "latency_ms,bandwidth_mbps=-0.9",
+            ],
+            "--corr",
+            "positive definite",
+        ),
+    ],
+)
+def test_bad_correlations_name_the_flag(args, field, needle):
+    result = runner.invoke(
+        app, ["simulate", "--set", "mfu=0.3..0.5", "--uncertainty", "64", *args], terminal_width=300
+    )
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.split())
+    assert field in text and needle in text and "Traceback" not in result.output
+
+
+def test_sensitivity_refuses_correlated_inputs():
+    from dtsim.analysis.sensitivity import sensitivity
+
+    scenario, dists = unc.load_uncertain_scenario(
+        set_texts=["mfu=0.3..0.5", "latency_ms=50..150"], corr_texts=["mfu,latency_ms=0.5"]
+    )
+    with pytest.raises(ScenarioError, match="independent inputs"):
+        sensitivity(scenario, dists, n=8)

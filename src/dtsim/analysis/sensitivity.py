@@ -106,6 +106,11 @@ def sobol_analysis(
         raise ScenarioError(
             [("inputs", None, "nothing varies: give fields as distributions, or drop --fixed-assumptions")]
         )
+    if getattr(dists, "correlations", ()):
+        pairs = "; ".join(f"{c.a},{c.b}" for c in dists.correlations)
+        raise ScenarioError(
+            [("correlations", pairs, "Sobol indices need independent inputs; drop the correlations here")]
+        )
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise ScenarioError([("--seed", seed, "must be a whole number ≥ 0")])
     names = sorted(dists)

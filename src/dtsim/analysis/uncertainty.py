@@ -132,11 +132,92 @@ def check_seed(seed: Any) -> None:
         raise ScenarioError([("--seed", seed, "must be a whole number ≥ 0")])
 
 
+@dataclass(frozen=True)
+class Correlation:
+    """Spearman's rank correlation ρ between two uncertain inputs (fields or `assumptions.NAME`)."""
+
+    a: str
+    b: str
+    rho: float
+
+
+class Inputs(dict):
+    """The uncertain inputs by name (Distribution values) and the correlations stated between them."""
+
+    correlations: tuple[Correlation, ...] = ()
+
+
+def parse_correlation(text: Any, where: str = "--corr") -> Correlation:
+    """`a,b=0.5` (from --corr) or {fields: [a, b], rho: 0.5} (a scenario file's `correlations`)."""
+    if isinstance(text, Mapping):
+        pair, rho = text.get("fields"), text.get("rho")
+        if set(text) != {"fields", "rho"} or not isinstance(pair, list) or len(pair) != 2:
+            raise ScenarioError([(where, text, "write {fields: [FIELD, FIELD], rho: R}")])
+    else:
+        left, sep, rho = str(text).partition("=")
+        pair = [p.strip() for p in left.split(",")]
+        if not sep or len(pair) != 2 or not all(pair):
+            raise ScenarioError([(where, text, "write FIELD,FIELD=RHO, e.g. mfu,bandwidth_mbps=0.5")])
+    try:
+        r = float(rho)
+    except (TypeError, ValueError):
+        raise ScenarioError([(where, text, "ρ must be a number between −1 and 1")]) from None
+    if not -1.0 < r < 1.0:
+        raise ScenarioError([(where, text, "ρ must lie strictly between −1 and 1")])
+    if pair[0] == pair[1]:
+        raise ScenarioError([(where, text, "correlates a field with itself")])
+    return Correlation(str(pair[0]), str(pair[1]), r)
+
+
+def correlation_factor(names: Sequence[str], correlations: Sequence[Correlation]) -> np.ndarray | None:
+    """The Cholesky factor of the normal copula's correlation matrix over `names`, or None when no
+    correlation is stated. A rank correlation ρ_s becomes the normal correlation 2·sin(π·ρ_s/6), the
+    exact relation for a normal copula (Kruskal 1958, "Ordinal measures of association", JASA 53), so
+    the draws keep each input's own distribution and have the stated rank correlation (Iman and
+    Conover 1982 induce rank correlation in the same spirit)."""
+    if not correlations:
+        return None
+    index = {k: i for i, k in enumerate(names)}
+    r = np.eye(len(names))
+    for c in correlations:
+        for f in (c.a, c.b):
+            if f not in index:
+                raise ScenarioError(
+                    [
+                        (
+                            "--corr",
+                            f"{c.a},{c.b}={c.rho:g}",
+                            f"{f} is not an uncertain input; inputs: {', '.join(names)}",
+                        )
+                    ]
+                )
+        i, j = index[c.a], index[c.b]
+        r[i, j] = r[j, i] = 2.0 * math.sin(math.pi * c.rho / 6.0)
+    try:
+        return np.linalg.cholesky(r)
+    except np.linalg.LinAlgError:
+        pairs = "; ".join(f"{c.a},{c.b}={c.rho:g}" for c in correlations)
+        raise ScenarioError(
+            [
+                (
+                    "--corr",
+                    pairs,
+                    "these correlations cannot hold together (the matrix is not positive definite)",
+                )
+            ]
+        ) from None
+
+
 def draws(
-    dists: Mapping[str, Distribution], n: int, seed: int | None, integer_fields=(), start: int = 0
+    dists: Mapping[str, Distribution],
+    n: int,
+    seed: int | None,
+    integer_fields=(),
+    start: int = 0,
+    correlations: Sequence[Correlation] | None = None,
 ) -> dict[str, np.ndarray]:
     """Draws start..start+n−1 of every distribution, jointly from one scrambled Sobol sequence
-    (independent inputs). A block is exactly that stretch of the whole sequence (the engine is fast-
+    (independent inputs, unless correlations are stated: then through a normal copula). A block is exactly that stretch of the whole sequence (the engine is fast-
     forwarded to it), so a run split into blocks, on one process or many, draws the same points."""
     import warnings
 
@@ -152,6 +233,13 @@ def draws(
         # a block of a power-of-two run need not be a power of two itself; the whole run balances
         warnings.filterwarnings("ignore", message=".*balance properties.*")
         u = engine.random(n)
+    stated = correlations if correlations is not None else getattr(dists, "correlations", ())
+    factor = correlation_factor(sorted(dists), stated)
+    if factor is not None:  # a normal copula: u → z → correlated z → u, row by row
+        from scipy.stats import norm
+
+        z = norm.ppf(np.clip(u, 2.0**-53, 1.0 - 2.0**-53))
+        u = norm.cdf(z @ factor.T)
     out = {}
     # one Sobol dimension per field in name order, so the order the fields were given in does not matter
     for j, name in enumerate(sorted(dists)):
@@ -168,8 +256,9 @@ def quantile_se(x: np.ndarray, q: float) -> float:
     95 % interval between the order statistics at ranks n·q ± 1.96·√(n·q(1−q)), over 2 × 1.96."""
     n = len(x)
     half = 1.96 * math.sqrt(n * q * (1.0 - q))
-    lo = int(max(0, math.floor(n * q - half)))
-    hi = int(min(n - 1, math.ceil(n * q + half)))
+    # Conover's ranks are 1-based: rank r is x[r − 1]
+    lo = int(max(0, math.floor(n * q - half) - 1))
+    hi = int(min(n - 1, math.ceil(n * q + half) - 1))
     return float(x[hi] - x[lo]) / (2.0 * 1.96)
 
 
@@ -284,6 +373,7 @@ class MonteCarlo:
     drivers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # output → top inputs (ρ)
     seed_given: bool = True  # False: the seed was drawn (and is reported, so the run can be repeated)
     samples_path: str | None = None  # where every draw was written (--samples)
+    correlations: list[dict[str, Any]] = field(default_factory=list)  # the rank correlations stated
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -300,6 +390,7 @@ class MonteCarlo:
             "drivers": self.drivers,
             "seed_drawn": not self.seed_given,
             "samples_file": self.samples_path,
+            "correlations": self.correlations,
         }
 
 
@@ -318,7 +409,9 @@ def parse_levels(text: str | None) -> tuple[float, ...]:
         if not 0.0 < v < 100.0:
             raise ScenarioError([("--levels", part, "each level must be above 0 and below 100 (percent)")])
         out.append(v / 100.0)
-    return tuple(sorted(set(out)))
+    # one column per name: levels that print alike (10 and 10.0000001 are both P10) are one level
+    by_name = {_pname(q): q for q in sorted(out)}
+    return tuple(sorted(by_name.values()))
 
 
 CODED = {"mode": "mode_code", "bottleneck": "bottleneck_code"}  # text outputs travel as integer codes
@@ -339,13 +432,14 @@ def evaluate_block(
     stop: int,
     keep: Sequence[str],
     with_inputs: bool = False,
+    correlations: Sequence[Correlation] = (),
 ) -> dict[str, Any]:
     """Rows start..stop−1 of a Monte Carlo run: their draws through the batch path. Returns
     {"columns", "inputs", "known"}, or {"problems"} when a draw is not a value its field takes (returned,
     not raised, so that it crosses a Dask worker boundary as data). Runs on whichever process gets it."""
     from dtsim.schema.fields import INTEGER_FIELDS
 
-    drawn = draws(dists, stop - start, seed, INTEGER_FIELDS, start)
+    drawn = draws(dists, stop - start, seed, INTEGER_FIELDS, start, correlations)
     res = evaluate_rows(base, drawn, keep, dists)
     res["inputs"] = drawn if with_inputs else {}
     return res
@@ -401,6 +495,7 @@ def run_monte_carlo(
     t0 = time.perf_counter()
     samples = sample_count(n)
     check_seed(seed)
+    correlation_factor(sorted(dists), getattr(dists, "correlations", ()))  # a bad one fails before any work
     seed_given = seed is not None
     if seed is None:
         seed = secrets.randbits(63)
@@ -423,6 +518,7 @@ def run_monte_carlo(
                 "seed": seed,
                 "keep": keep,
                 "with_inputs": sink is not None,
+                "correlations": tuple(getattr(dists, "correlations", ())),
             },
         )
         for (start, stop), res in results:
@@ -504,6 +600,7 @@ def run_monte_carlo(
         drivers=drivers,
         seed_given=seed_given,
         samples_path=str(samples_path) if samples_path else None,
+        correlations=[{"fields": [c.a, c.b], "rho": c.rho} for c in getattr(dists, "correlations", ())],
     )
 
 
@@ -618,18 +715,38 @@ def _drawn_problem(problem: tuple, dists: Mapping[str, Distribution]) -> tuple:
 
 
 def load_uncertain_scenario(
-    file=None, preset: str | None = None, set_texts: Sequence[str] = (), fixed_assumptions: bool = False
+    file=None,
+    preset: str | None = None,
+    set_texts: Sequence[str] = (),
+    fixed_assumptions: bool = False,
+    corr_texts: Sequence[str] = (),
 ):
     """The scenario of a file / preset / `--set` with every distribution at its point value, and the
     distributions by field (a `--set` value replaces a file's distribution of the same field).
 
     Unless `fixed_assumptions`, the distributions also hold the assumptions table's own (for the
-    assumptions the model reads that the scenario does not set), as `assumptions.NAME`."""
+    assumptions the model reads that the scenario does not set), as `assumptions.NAME`. Rank
+    correlations come from the file's `correlations: [{fields: [a, b], rho: r}]` and `corr_texts`
+    (`a,b=r`, which replace the file's for the same pair); the distributions are returned as `Inputs`
+    carrying them."""
     from dtsim.models.decentralized.encode import BATCH_FIELDS
     from dtsim.schema.scenario import load_scenario, parse_set, read_scenario_file
 
     overrides = parse_set(list(set_texts))
     file_fields = read_scenario_file(file) if file is not None else None
+    correlations: dict[frozenset, Correlation] = {}
+    if file_fields is not None and "correlations" in file_fields:
+        stated = file_fields.pop("correlations")
+        if not isinstance(stated, list):
+            raise ScenarioError(
+                [("correlations", stated, "must be a list of {fields: [FIELD, FIELD], rho: R}")]
+            )
+        for i, c in enumerate(stated):
+            c = parse_correlation(c, f"correlations[{i}]")
+            correlations[frozenset((c.a, c.b))] = c
+    for text in corr_texts:
+        c = parse_correlation(text)
+        correlations[frozenset((c.a, c.b))] = c
     dists: dict[str, Distribution] = {}
     if file_fields is not None:
         file_fields, dists = split_distributions(file_fields, BATCH_FIELDS)
@@ -669,7 +786,10 @@ def load_uncertain_scenario(
                     ) from None
     if not fixed_assumptions:
         dists.update(table_distributions(scenario, dists))
-    return scenario, dists
+    inputs = Inputs(dists)
+    inputs.correlations = tuple(correlations.values())
+    correlation_factor(sorted(inputs), inputs.correlations)
+    return scenario, inputs
 
 
 def table_distributions(scenario: Any, dists: Mapping[str, Distribution]) -> dict[str, Distribution]:

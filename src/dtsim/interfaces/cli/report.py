@@ -210,6 +210,12 @@ def print_uncertainty(mc, console: Console | None = None) -> None:
             )
     for p in mc.probabilities:
         con.print(f"P({p['expr']}) = {p['p']:.1%} ± {p['se']:.1%}", highlight=False)
+    if mc.correlations:
+        con.print(
+            "Rank correlations (normal copula): "
+            + ", ".join(f"{c['fields'][0]} ~ {c['fields'][1]} ρ = {c['rho']:g}" for c in mc.correlations),
+            highlight=False,
+        )
     if mc.samples_path:
         con.print(f"Every draw's inputs and outputs: {mc.samples_path}", highlight=False)
     for w in mc.warnings:

@@ -56,6 +56,14 @@ def simulate(
             "scenario's own distributions vary (by default the table's distributions are drawn too).",
         ),
     ] = False,
+    corr: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--corr",
+            help="With --uncertainty: a rank correlation between two uncertain inputs, "
+            "e.g. --corr mfu,bandwidth_mbps=0.5 (repeatable; a file may list `correlations`).",
+        ),
+    ] = None,
     samples: Annotated[
         Path | None,
         typer.Option(
@@ -86,6 +94,7 @@ def simulate(
             "--levels": levels,
             "--seed": seed,
             "--fixed-assumptions": fixed_assumptions or None,
+            "--corr": corr or None,
             "--samples": samples,
             "--scheduler": scheduler,
             "--workers": workers,
@@ -95,7 +104,11 @@ def simulate(
             raise ScenarioError([(given[0][0], given[0][1], "needs --uncertainty N")])
         # the table's distributions only when drawing (without --uncertainty the point is the table's value)
         scenario, dists = load_uncertain_scenario(
-            file, preset, set_ or [], fixed_assumptions=fixed_assumptions or uncertainty is None
+            file,
+            preset,
+            set_ or [],
+            fixed_assumptions=fixed_assumptions or uncertainty is None,
+            corr_texts=corr or [],
         )
         result = run_simulation(scenario)
         if uncertainty is not None:
