@@ -554,26 +554,7 @@ def run_monte_carlo(
             ]
         )
     summary = {o: summarise(cols[o], levels) for o in outputs if np.asarray(cols[o]).dtype.kind in "fiu"}
-    warnings = []
-    if samples < 128:
-        warnings.append(
-            f"only {samples} draws: quantiles beyond the middle are rough; use --uncertainty 1024 or more"
-        )
-    rough = []
-    for o, s in summary.items():
-        ends = [s[_pname(q)] for q in levels]
-        spread = (max(ends) - min(ends)) if None not in ends else 0.0
-        if spread > 0 and max(s["quantile_se"].values()) > 0.05 * spread:
-            rough.append(o)
-        if s["finite"] < 1.0:
-            warnings.append(
-                f"{o} is undefined on {1 - s['finite']:.1%} of the draws (quantiles over the rest)"
-            )
-    if rough:
-        warnings.append(
-            f"{', '.join(rough)}: a quantile's standard error is over 5 % of the quantiles' spread; "
-            "raise --uncertainty"
-        )
+    warnings = summary_warnings(summary, levels, samples)
     from dtsim.schema.fields import INTEGER_FIELDS
 
     inputs = draws(dists, min(samples, DRIVER_DRAWS), seed, INTEGER_FIELDS)  # the drivers' prefix, again
@@ -602,6 +583,34 @@ def run_monte_carlo(
         samples_path=str(samples_path) if samples_path else None,
         correlations=[{"fields": [c.a, c.b], "rho": c.rho} for c in getattr(dists, "correlations", ())],
     )
+
+
+def summary_warnings(
+    summary: Mapping[str, Mapping[str, Any]], levels: Sequence[float], samples: int
+) -> list[str]:
+    """What a Monte Carlo summary should warn of: too few draws, quantiles whose standard error is over
+    5 % of their spread (raise N), outputs undefined on some draws."""
+    warnings = []
+    if samples < 128:
+        warnings.append(
+            f"only {samples} draws: quantiles beyond the middle are rough; use --uncertainty 1024 or more"
+        )
+    rough = []
+    for o, s in summary.items():
+        ends = [s[_pname(q)] for q in levels]
+        spread = (max(ends) - min(ends)) if None not in ends else 0.0
+        if spread > 0 and max(s["quantile_se"].values()) > 0.05 * spread:
+            rough.append(o)
+        if s["finite"] < 1.0:
+            warnings.append(
+                f"{o} is undefined on {1 - s['finite']:.1%} of the draws (quantiles over the rest)"
+            )
+    if rough:
+        warnings.append(
+            f"{', '.join(rough)}: a quantile's standard error is over 5 % of the quantiles' spread; "
+            "raise --uncertainty"
+        )
+    return warnings
 
 
 class SampleSink:

@@ -157,7 +157,8 @@ HEADER = """\
 # measured runs in catalog/measured_runs/datacenter.yaml — do not edit. Split-conformal bounds of
 # score = log(measured step time / predicted step time) for central intervals at each level (Lei et al.
 # 2018, §2.2), from every check run (calibration runs are in-sample and left out); `step` and `plan` multiply the predicted step time
-# by exp(low) and exp(high). `coverage_leave_one_source_out` is the share of check runs inside the
+# by exp(low) and exp(high); `--uncertainty` draws the score from the quantile function through the bounds
+# and the median. `coverage_leave_one_source_out` is the share of check runs inside the
 # interval built without their source (`dtsim validate` shows it per source and group).
 """
 
@@ -188,6 +189,7 @@ def compute() -> dict[str, Any]:
         "runs": len(scores),
         "sources": dict(sorted(counts.items())),
         "gpus": gpus,
+        "median": round(float(np.median(scores)), 4),
         "bounds": bounds,
         "coverage_leave_one_source_out": {
             k: (None if v is None else round(v, 3)) for k, v in loso["check"]["coverage"].items()

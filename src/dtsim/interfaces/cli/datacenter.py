@@ -267,6 +267,106 @@ def read_layouts_file(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+UncertaintyOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--uncertainty",
+        help="Draw N samples (scrambled Sobol, rounded up to a power of two) of the model's measured error "
+        "and of the assumptions table's distributions, and report P10/P50/P90 of step time, MFU, memory "
+        "(and days, GPU-hours, energy with --tokens).",
+    ),
+]
+SeedOpt = Annotated[int | None, typer.Option(help="With --uncertainty: seed of the Sobol scrambling.")]
+LevelsOpt = Annotated[
+    str | None, typer.Option(help="With --uncertainty: the quantiles, in percent (default 10,50,90).")
+]
+ProbOpt = Annotated[
+    list[str] | None,
+    typer.Option("--prob", help='With --uncertainty: the chance of "days<=90", "fits==true" (repeatable).'),
+]
+FixedAssumptionsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--fixed-assumptions",
+        help="With --uncertainty: hold the assumptions table at its point values (only the model error varies).",
+    ),
+]
+SchedulerOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="With --uncertainty: run the blocks on Dask — 'local' or tcp://host:8786. Same seed, same numbers."
+    ),
+]
+WorkersOpt = Annotated[
+    int | None, typer.Option(help="With --uncertainty: a local Dask cluster of N worker processes.")
+]
+
+
+def uncertainty_flags_alone(uncertainty: int | None, **flags: Any) -> None:
+    """An --uncertainty companion flag given without --uncertainty is an error naming it."""
+    given = [(k, v) for k, v in flags.items() if v not in (None, False, [])]
+    if uncertainty is None and given:
+        raise ScenarioError([(given[0][0], given[0][1], "needs --uncertainty N")])
+
+
+def run_datacenter_mc(
+    workload, layouts, uncertainty, seed, levels, prob, fixed, doc, scheduler, workers, quiet
+):
+    """datacenter_monte_carlo with a progress bar on stderr for long runs (not under --json)."""
+    from dtsim.analysis.datacenter_uncertainty import datacenter_monte_carlo
+    from dtsim.analysis.uncertainty import parse_levels, sample_count
+
+    kwargs = {
+        "seed": seed,
+        "levels": parse_levels(levels),
+        "probs": prob or [],
+        "fixed_assumptions": fixed,
+        "calibration": doc,
+        "scheduler": scheduler,
+        "workers": workers,
+    }
+    if quiet or sample_count(uncertainty) * len(layouts) < 1 << 17:
+        return datacenter_monte_carlo(workload, layouts, uncertainty, **kwargs)
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,}"))
+    with Progress(*columns, TimeRemainingColumn(), console=console(stderr=True), transient=True) as bar:
+        task = bar.add_task("draws", total=sample_count(uncertainty))
+        return datacenter_monte_carlo(
+            workload,
+            layouts,
+            uncertainty,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+            **kwargs,
+        )
+
+
+def print_layouts_uncertainty(dmc, first: int = 1) -> None:
+    """Per layout of the table above (numbered alike): step time and days at each level, P(fits),
+    P(fastest)."""
+    from dtsim.analysis.datacenter_uncertainty import describe_fastest
+    from dtsim.interfaces.cli.report import print_uncertainty
+
+    con = console()
+    names = [f"P{100 * q:g}" for q in dmc.mc.levels]
+    days = any("days" in e for e in dmc.layouts)
+    t = table(title=f"Uncertainty of each layout ({dmc.mc.samples:,} draws)", title_justify="left")
+    label = " / ".join(names)
+    for col in ("#", f"s/iter {label}", *([f"days {label}"] if days else []), "P(fits)", "P(fastest)"):
+        t.add_column(col, justify="right")
+    for e in dmc.layouts:
+        row = [str(e["rank"] + first - 1), " / ".join(f"{e['step_time_s'][n.lower()]:.2f}" for n in names)]
+        if days:
+            row.append(" / ".join(f"{e['days'][n.lower()]:,.1f}" for n in names) if "days" in e else "")
+        row += [f"{e['p_fits']:.0%}", f"{e['p_fastest']:.0%}"]
+        t.add_row(*row)
+    con.print(t)
+    sentence = describe_fastest(dmc.layouts)
+    if sentence:
+        con.print(sentence[0].upper() + sentence[1:] + ".", highlight=False)
+    print_uncertainty(dmc.mc, console=con, title=f"layout #{first}")
+
+
 def step_layouts(rows: list[dict[str, Any]], base: dict[str, Any], run: dict[str, Any], doc):
     """Each row's layout (the flags filling what it leaves out) stepped; every bad row is reported,
     named `layouts[i].field`."""
@@ -499,13 +599,32 @@ def step(
         ),
     ] = None,
     calibration: CalibrationOpt = None,
+    uncertainty: UncertaintyOpt = None,
+    seed: SeedOpt = None,
+    levels: LevelsOpt = None,
+    prob: ProbOpt = None,
+    fixed_assumptions: FixedAssumptionsOpt = False,
+    scheduler: SchedulerOpt = None,
+    workers: WorkersOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
     """Step time, TFLOP/s per GPU, MFU/HFU and memory of one parallel layout (or of a file of them)."""
     from dtsim.models.datacenter.step import step as run_step
     from dtsim.models.datacenter.workload import Cluster, Layout, Workload, build
 
+    dmc = None
     try:
+        uncertainty_flags_alone(
+            uncertainty,
+            **{
+                "--seed": seed,
+                "--levels": levels,
+                "--prob": prob,
+                "--fixed-assumptions": fixed_assumptions,
+                "--scheduler": scheduler,
+                "--workers": workers,
+            },
+        )
         doc = calibration_option(calibration)
         attention_kernel = check_attention_kernel(attention_kernel, no_flash)
         arch = resolve_model(model, {k: v for k, v in locals().items() if k in SHAPE_FLAGS})
@@ -538,23 +657,37 @@ def step(
         }
         run = {"model": arch, "cluster": cluster, "precision": precision, "tokens": tokens}
         run["usd_per_gpu_hour"] = usd_per_gpu_hour
+        mc_args = (uncertainty, seed, levels, prob, fixed_assumptions, doc, scheduler, workers, as_json)
         if layouts is not None:
             results = step_layouts(read_layouts_file(layouts), base, run, doc)
-            if as_json:
-                sys.stdout.write(
-                    json.dumps({"layouts": [r.model_dump(mode="json") for r in results]}, indent=2)
-                )
-                sys.stdout.write("\n")
-            else:
-                print_layout_table(results, f"{len(results)} layouts from {layouts}")
-            return
-        workload = build(Workload, {**run, "layout": build(Layout, base, "layout.")})
-        result = run_step(workload, calibration=doc)
+            if uncertainty is not None:
+                rows = [Layout(**r.layout) for r in results]
+                workload = build(Workload, {**run, "layout": rows[0]})
+                dmc = run_datacenter_mc(workload, rows, *mc_args)
+        else:
+            workload = build(Workload, {**run, "layout": build(Layout, base, "layout.")})
+            result = run_step(workload, calibration=doc)
+            if uncertainty is not None:
+                dmc = run_datacenter_mc(workload, [workload.layout], *mc_args)
     except ScenarioError as exc:
         fail(exc)
         return
+    if layouts is not None:
+        if as_json:
+            payload = {"layouts": [r.model_dump(mode="json") for r in results]}
+            if dmc is not None:
+                payload |= dmc.as_dict()
+            sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        else:
+            print_layout_table(results, f"{len(results)} layouts from {layouts}")
+            if dmc is not None:
+                print_layouts_uncertainty(dmc, first=0)
+        return
     if as_json:
-        sys.stdout.write(json.dumps(result.model_dump(mode="json"), indent=2) + "\n")
+        payload = result.model_dump(mode="json")
+        if dmc is not None:
+            payload |= {k: v for k, v in dmc.as_dict().items() if k != "layout_uncertainty"}
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
         return
     con = console()
     t = table(
@@ -594,6 +727,10 @@ def step(
         con.print(f"[red]{result.fit_note}[/red]")
     for w in result.warnings:
         con.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+    if dmc is not None:
+        from dtsim.interfaces.cli.report import print_uncertainty
+
+        print_uncertainty(dmc.mc, console=con)
 
 
 def plan(
@@ -639,6 +776,13 @@ def plan(
     tokens: TokensOpt = None,
     usd_per_gpu_hour: UsdPerGpuHourOpt = None,
     calibration: CalibrationOpt = None,
+    uncertainty: UncertaintyOpt = None,
+    seed: SeedOpt = None,
+    levels: LevelsOpt = None,
+    prob: ProbOpt = None,
+    fixed_assumptions: FixedAssumptionsOpt = False,
+    scheduler: SchedulerOpt = None,
+    workers: WorkersOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
     """Rank every valid layout of a model on a cluster by seconds per iteration."""
@@ -646,7 +790,19 @@ def plan(
     from dtsim.models.datacenter.plan import plan as run_plan
     from dtsim.models.datacenter.workload import Cluster, build
 
+    dmc = None
     try:
+        uncertainty_flags_alone(
+            uncertainty,
+            **{
+                "--seed": seed,
+                "--levels": levels,
+                "--prob": prob,
+                "--fixed-assumptions": fixed_assumptions,
+                "--scheduler": scheduler,
+                "--workers": workers,
+            },
+        )
         doc = calibration_option(calibration)
         attention_kernel = check_attention_kernel(attention_kernel, no_flash)
         given = {k: v for k, v in locals().items() if k in CLUSTER_FLAGS and v is not None}
@@ -680,6 +836,16 @@ def plan(
             usd_per_gpu_hour=usd_per_gpu_hour,
         )
         if target_params_b is not None:
+            if uncertainty is not None:
+                raise ScenarioError(
+                    [
+                        (
+                            "--uncertainty",
+                            uncertainty,
+                            "ranks the layouts of one model; not with --target-params-b",
+                        )
+                    ]
+                )
             if not 0.001 <= target_params_b <= 100_000:
                 raise ScenarioError(
                     [("target-params-b", target_params_b, "must be between 0.001 and 100000")]
@@ -730,11 +896,44 @@ def plan(
             return
         arch = resolve_model(model, {k: v for k, v in locals().items() if k in SHAPE_FLAGS})
         result = run_plan(arch, cluster, opt, top=top, calibration=doc)
+        if uncertainty is not None and result.ranked:
+            from dtsim.analysis.datacenter_uncertainty import plan_layouts
+            from dtsim.models.datacenter.workload import Workload
+
+            rows = plan_layouts(result, opt)
+            workload = build(
+                Workload,
+                {
+                    "model": arch,
+                    "cluster": cluster,
+                    "precision": precision,
+                    "seq_len": seq_len,
+                    "tokens": tokens,
+                    "usd_per_gpu_hour": usd_per_gpu_hour,
+                    "layout": rows[0],
+                },
+            )
+            dmc = run_datacenter_mc(
+                workload,
+                rows,
+                uncertainty,
+                seed,
+                levels,
+                prob,
+                fixed_assumptions,
+                doc,
+                scheduler,
+                workers,
+                as_json,
+            )
     except ScenarioError as exc:
         fail(exc)
         return
     if as_json:
-        sys.stdout.write(json.dumps(result.as_dict(), indent=2) + "\n")
+        payload = result.as_dict()
+        if dmc is not None:
+            payload |= dmc.as_dict()
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
         if not result.fits:
             raise typer.Exit(1)
         return
@@ -750,6 +949,8 @@ def plan(
     print_mfu_flag(con, [r.warnings for r in result.ranked])
     if result.fits and result.model_error.get("basis"):
         con.print(f"[dim]{result.model_error['basis']}[/dim]", highlight=False)
+    if dmc is not None:
+        print_layouts_uncertainty(dmc)
     con.print("Rejected: " + ", ".join(f"{v:,} {k}" for k, v in result.rejected.items() if v))
     if not result.fits:
         err.print(

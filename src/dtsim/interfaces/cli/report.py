@@ -163,13 +163,13 @@ def print_report(
     (console or Console()).print(render(r, title=title, explain=explain))
 
 
-def print_uncertainty(mc, console: Console | None = None) -> None:
+def print_uncertainty(mc, console: Console | None = None, title: str = "") -> None:
     """The Monte Carlo block under a report: each headline output's quantiles and mean ± its standard
     error, the shares of modes and feasibility, the probabilities asked for and the warnings."""
     con = console or Console()
     names = [f"P{100 * q:g}" for q in mc.levels]
     t = Table(
-        title=f"Uncertainty: {mc.samples:,} draws"
+        title=f"Uncertainty{' of ' + title if title else ''}: {mc.samples:,} draws"
         + (f" (asked {mc.requested:,}; Sobol needs a power of two)" if mc.samples != mc.requested else "")
         + (
             f", seed {mc.seed}" if mc.seed_given else f", seed {mc.seed} (drawn; --seed {mc.seed} repeats it)"
@@ -203,7 +203,12 @@ def print_uncertainty(mc, console: Console | None = None) -> None:
         con.print(v)
     else:
         con.print("Nothing varied: every draw is the point (give fields as distributions).", highlight=False)
-    for key, label in (("mode", "Mode"), ("feasible", "Feasible"), ("bottleneck", "Bottleneck")):
+    for key, label in (
+        ("mode", "Mode"),
+        ("feasible", "Feasible"),
+        ("bottleneck", "Bottleneck"),
+        ("fits", "Fits in GPU memory"),
+    ):
         if key in mc.shares:
             con.print(
                 f"{label}: " + ", ".join(f"{v} {p:.1%}" for v, p in mc.shares[key].items()), highlight=False

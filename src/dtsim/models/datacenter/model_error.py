@@ -13,6 +13,8 @@ import math
 from functools import cache
 from typing import Any
 
+import numpy as np
+
 from dtsim import catalog
 
 LEVEL = 0.8  # `step` and `plan` report the 80 % interval as P10 and P90
@@ -31,6 +33,35 @@ def step_time_factors(level: float = LEVEL) -> tuple[float, float] | None:
     if not b:
         return None
     return math.exp(b["low"]), math.exp(b["high"])
+
+
+@cache
+def _score_knots() -> tuple[np.ndarray, np.ndarray] | None:
+    """(probabilities, scores) of the score's quantile function: each level's bounds are its quantiles
+    (1 − level)/2 and (1 + level)/2 (the split-conformal bounds are order statistics of the check runs'
+    scores), with the median between them."""
+    t = table()
+    bounds, median = t.get("bounds") or {}, t.get("median")
+    if not bounds or median is None:
+        return None
+    knots = {0.5: float(median)}
+    for level, b in bounds.items():
+        if b:
+            knots[round((1.0 - float(level)) / 2.0, 9)] = float(b["low"])
+            knots[round((1.0 + float(level)) / 2.0, 9)] = float(b["high"])
+    p = np.asarray(sorted(knots))
+    return p, np.maximum.accumulate(np.asarray([knots[k] for k in p]))
+
+
+def score_quantile(u) -> np.ndarray | None:
+    """The model error as a distribution, for `step --uncertainty` and `plan --uncertainty`: the score
+    ln(measured / predicted step time) at probability u, linear between the knots of `_score_knots`
+    and held at the outermost bounds (the 95 % interval's ends) beyond them, since the measured runs
+    say nothing of the tails past them. None when the table holds no interval."""
+    knots = _score_knots()
+    if knots is None:
+        return None
+    return np.interp(np.asarray(u, dtype=float), knots[0], knots[1])
 
 
 def basis() -> str:

@@ -1039,6 +1039,69 @@ def _steps(
     return results
 
 
+# The assumptions of the table the datacenter step reads (`evaluate`, `resolve_hardware`, run totals): what
+# `step --uncertainty` and `plan --uncertainty` may draw from the table (a test keeps it equal to the
+# `asm.NAME` reads of this module).
+ASSUMPTIONS_READ = (
+    "causal_skip_fraction",
+    "ddp_bucket_mb",
+    "flash_backward_factor",
+    "flash_head_dim_max",
+    "flash_head_dim_multiple",
+    "flash_head_dim_round_limit",
+    "fp8_cast_bytes_per_element",
+    "framework_overhead_gb",
+    "grad_bytes",
+    "hbm_efficiency",
+    "leaf_switch_nodes",
+    "nccl_tree_bandwidth_factor",
+    "optimizer_bytes",
+    "optimizer_traffic_bytes",
+    "overlap_compute_slowdown",
+    "pue",
+    "softmax_bytes_per_score",
+    "usable_memory_fraction",
+    "weight_bytes",
+    "weight_grad_share",
+)
+DRAWN_OUTPUTS = ("step_time_s", "mfu", "tokens_per_s", "memory_per_gpu_gb", "fits")
+
+
+def step_draws(
+    workload: Workload,
+    layouts: Sequence[Layout],
+    rows: dict[str, np.ndarray],
+    calibrated: bool = True,
+    calibration: str | Path | dict[str, Any] | None = None,
+) -> list[dict[str, np.ndarray]]:
+    """Each layout on the workload's model, cluster and run with the assumptions in `rows` (name → one
+    value per draw, every formula reading them row-wise): per layout, the DRAWN_OUTPUTS and the PUE as
+    arrays of one value per draw. With no rows, one draw at the point values, equal to what `step` gives."""
+    with calibration_in_use(calibration):
+        a = _architecture(workload)
+        cluster = workload.cluster
+        problems = layout_problems(workload, layouts, [f"layouts[{i}]." for i in range(len(layouts))])
+        if problems:
+            raise ScenarioError(problems)
+        asm = Assumptions(workload.assumptions)
+        hw = resolve_hardware(cluster, workload.precision, calibrated, asm)
+        n = len(next(iter(rows.values()))) if rows else 1
+        if rows:
+            asm = asm.with_rows(rows)
+        seq = workload.seq_len or a.seq_len
+        a = at_sequence(a, seq)
+        out = []
+        for layout in layouts:
+            cols = {
+                k: np.full(n, v) for k, v in layout_arrays(layout, cluster.n_gpus, workload.precision).items()
+            }
+            res = evaluate(a, hw, cols, asm, seq, PRECISION_BITS[workload.precision])
+            drawn = {k: np.asarray(res[k]).reshape(-1) for k in DRAWN_OUTPUTS}
+            drawn["pue"] = np.broadcast_to(np.asarray(asm.pue, dtype=float), (n,))
+            out.append(drawn)
+        return out
+
+
 def _fit_note(need_gb: float, usable_gb: float, layout: Layout, dp: int) -> str:
     """Why a layout does not fit and what would shrink it ('' when it fits)."""
     if need_gb <= usable_gb:
