@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from dtsim.analysis.distributed import map_blocks
 from dtsim.errors import ScenarioError
 from dtsim.models.decentralized.encode import BATCH_FIELDS, NODE_SET_FIELDS, NUMERIC, OPTIONAL
 from dtsim.models.decentralized.engine import simulate_batch
@@ -118,6 +119,7 @@ class GridResult:
     n: int
     seconds: float
     constants: dict[str, Any] = field(default_factory=dict)
+    bands: Any = None  # Bands, when `add_bands` gave the outputs their quantiles over draws
 
     def __len__(self) -> int:
         return self.n
@@ -127,13 +129,29 @@ def grid_size(axes: list[Axis]) -> int:
     return math.prod(len(a) for a in axes)
 
 
-def run_grid(
-    base: Scenario,
-    axes: list[Axis],
-    progress: Callable[[int, int], None] | None = None,
-    chunk: int = CHUNK,
-) -> GridResult:
-    """Simulate every point of the Cartesian product of `axes` on top of `base`."""
+def grid_fields(axes: list[Axis], start: int, stop: int) -> dict[str, np.ndarray]:
+    """The axis values of grid points start..stop−1 (the product in C order: the last axis fastest)."""
+    idx = np.unravel_index(np.arange(start, stop), tuple(len(a) for a in axes))
+    return {a.field: a.values[i] for a, i in zip(axes, idx, strict=True)}
+
+
+def _batch_fields(fields: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {k: (v.astype(str) if v.dtype == object else v) for k, v in fields.items()}
+
+
+def grid_block(start: int, stop: int, base: Scenario, axes: list[Axis]) -> dict[str, Any]:
+    """Grid points start..stop−1 through the batch path: their axis values and every output (codes
+    decoded to mode and bottleneck). Runs on whichever process gets it."""
+    fields = grid_fields(axes, start, stop)
+    batch = simulate_batch(base, **_batch_fields(fields))
+    part = {k: np.asarray(v) for k, v in batch.columns.items() if k not in _CODES}
+    part["mode"] = batch["mode"]
+    part["bottleneck"] = batch["bottleneck"]
+    return {"inputs": fields, "outputs": part}
+
+
+def check_axes(axes: list[Axis]) -> int:
+    """The number of grid points, or an error naming what is wrong with the axes."""
     if not axes:
         raise ScenarioError([("--vary", None, "give at least one field to vary")])
     names = [a.field for a in axes]
@@ -145,27 +163,32 @@ def run_grid(
     n = grid_size(axes)
     if n > MAX_GRID:
         raise ScenarioError([("--vary", f"{n:,} points", f"the grid may hold at most {MAX_GRID:,} points")])
-    shape = tuple(len(a) for a in axes)
+    return n
+
+
+def run_grid(
+    base: Scenario,
+    axes: list[Axis],
+    progress: Callable[[int, int], None] | None = None,
+    chunk: int = CHUNK,
+    scheduler: str | None = None,
+    workers: int | None = None,
+) -> GridResult:
+    """Simulate every point of the Cartesian product of `axes` on top of `base`, in blocks of `chunk`
+    points, here or on Dask (analysis/distributed.py: the same numbers either way)."""
+    n = check_axes(axes)
     started = time.perf_counter()
     out: dict[str, np.ndarray] = {}
-    inputs: dict[str, np.ndarray] = {}
-    for a in axes:
-        inputs[a.field] = np.empty(n, dtype=a.values.dtype)
-    for start in range(0, n, chunk):
-        stop = min(n, start + chunk)
-        idx = np.unravel_index(np.arange(start, stop), shape)
-        fields = {a.field: a.values[i] for a, i in zip(axes, idx, strict=True)}
-        for name, vals in fields.items():
+    inputs: dict[str, np.ndarray] = {a.field: np.empty(n, dtype=a.values.dtype) for a in axes}
+    blocks = [(a, min(n, a + chunk)) for a in range(0, n, chunk)]
+    for (start, stop), res in map_blocks(
+        grid_block, blocks, scheduler=scheduler, workers=workers, kwargs={"base": base, "axes": axes}
+    ):
+        for name, vals in res["inputs"].items():
             inputs[name][start:stop] = vals
-        batch = simulate_batch(
-            base, **{k: (v.astype(str) if v.dtype == object else v) for k, v in fields.items()}
-        )
-        part = {k: np.asarray(v) for k, v in batch.columns.items() if k not in _CODES}
-        part["mode"] = batch["mode"]
-        part["bottleneck"] = batch["bottleneck"]
         if not out:
-            out = {k: np.empty(n, dtype=v.dtype) for k, v in part.items()}
-        for k, v in part.items():
+            out = {k: np.empty(n, dtype=v.dtype) for k, v in res["outputs"].items()}
+        for k, v in res["outputs"].items():
             out[k][start:stop] = v
         if progress is not None:
             progress(stop, n)
@@ -184,6 +207,170 @@ def run_grid(
     for k, v in out.items():
         columns[k if k not in columns else f"out_{k}"] = v
     return GridResult(axes, columns, n, time.perf_counter() - started, constants)
+
+
+# --- uncertainty bands ---------------------------------------------------------------------------------------
+
+MAX_DRAWS_PER_POINT = 1 << 16
+
+
+def band_block(
+    start: int,
+    stop: int,
+    base: Scenario,
+    axes: list[Axis],
+    dists: dict[str, Any],
+    draws_per_point: int,
+    seed: int,
+    levels: tuple[float, ...],
+    outputs: tuple[str, ...],
+    correlations: tuple = (),
+) -> dict[str, Any]:
+    """Grid points start..stop−1, each with the same `draws_per_point` draws of `dists` (common random
+    numbers: a band's shape across the grid is the model's, not sampling noise): per output the
+    quantiles at `levels` over each point's draws where the output is defined, and the share of
+    feasible draws; or {"problems"} when a draw is not a value its field takes."""
+    import warnings
+
+    from dtsim.analysis.uncertainty import _pname, draws, evaluate_rows
+
+    g, n = stop - start, draws_per_point
+    values = {k: np.repeat(v, n) for k, v in _batch_fields(grid_fields(axes, start, stop)).items()}
+    for k, v in draws(dists, n, seed, INTEGER_FIELDS, correlations=correlations).items():
+        values[k] = np.tile(v, g)
+    res = evaluate_rows(base, values, [*outputs, "feasible"], dists)
+    if "problems" in res:
+        return res
+    out: dict[str, np.ndarray] = {}
+    for o in outputs:
+        if o not in res["columns"]:  # an input or a constant of the table: no band
+            continue
+        x = np.asarray(res["columns"][o], dtype=float).reshape(g, n)
+        x = np.where(np.isfinite(x), x, np.nan)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="All-NaN slice")  # no draw defined: NaN, shown as —
+            q = np.nanquantile(x, levels, axis=1)
+        for lev, row in zip(levels, q, strict=True):
+            out[f"{o}_{_pname(lev)}"] = row
+    out["feasible_share"] = np.asarray(res["columns"]["feasible"], dtype=float).reshape(g, n).mean(axis=1)
+    return {"outputs": out}
+
+
+@dataclass
+class Bands:
+    """What `sweep --uncertainty` adds: the draws per point, the seed, the levels, the inputs drawn and
+    the outputs given bands (columns OUTPUT_pNN and feasible_share)."""
+
+    draws_per_point: int
+    requested: int
+    seed: int
+    seed_given: bool
+    levels: tuple[float, ...]
+    inputs: dict[str, str]
+    outputs: tuple[str, ...]
+    correlations: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "draws_per_point": self.draws_per_point,
+            "requested": self.requested,
+            "seed": self.seed,
+            "seed_drawn": not self.seed_given,
+            "levels": list(self.levels),
+            "inputs": dict(self.inputs),
+            "outputs": list(self.outputs),
+            "correlations": self.correlations,
+            "sampler": "scrambled Sobol (scipy.stats.qmc.Sobol), the same draws at every grid point",
+        }
+
+
+def add_bands(
+    result: GridResult,
+    base: Scenario,
+    dists: Any,
+    n: int,
+    seed: int | None = None,
+    levels: tuple[float, ...] = (0.1, 0.5, 0.9),
+    outputs: tuple[str, ...] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+) -> Bands:
+    """Add to a grid's table, for each output, its quantiles over n draws (rounded up to 2^m) of the
+    uncertain inputs at every grid point (columns OUTPUT_p10, …, feasible_share), in blocks of grid
+    points, here or on Dask. A field both varied and drawn is an error naming it."""
+    import secrets
+
+    from dtsim.analysis.uncertainty import HEADLINE, check_seed, correlation_factor, sample_count
+
+    samples = sample_count(n)
+    check_seed(seed)
+    if samples > MAX_DRAWS_PER_POINT:
+        raise ScenarioError(
+            [("--uncertainty", n, f"a sweep draws at most {MAX_DRAWS_PER_POINT:,} per grid point")]
+        )
+    if samples * result.n > MAX_GRID * 4:
+        raise ScenarioError(
+            [
+                (
+                    "--uncertainty",
+                    n,
+                    f"{samples:,} draws × {result.n:,} grid points exceeds {MAX_GRID * 4:,} simulations",
+                )
+            ]
+        )
+    both = [a.field for a in result.axes if a.field in dists]
+    if both:
+        raise ScenarioError(
+            [("--vary", both[0], "is also given as a distribution: vary it or draw it, not both")]
+        )
+    correlations = tuple(getattr(dists, "correlations", ()))
+    correlation_factor(sorted(dists), correlations)
+    seed_given = seed is not None
+    if seed is None:
+        seed = secrets.randbits(63)
+    outputs = tuple(outputs or HEADLINE)
+    per = max(1, CHUNK // samples)
+    blocks = [(a, min(result.n, a + per)) for a in range(0, result.n, per)]
+    for (start, stop), res in map_blocks(
+        band_block,
+        blocks,
+        scheduler=scheduler,
+        workers=workers,
+        kwargs={
+            "base": base,
+            "axes": result.axes,
+            "dists": dict(dists),
+            "draws_per_point": samples,
+            "seed": seed,
+            "levels": tuple(levels),
+            "outputs": outputs,
+            "correlations": correlations,
+        },
+    ):
+        if "problems" in res:
+            raise ScenarioError(res["problems"])
+        for k, v in res["outputs"].items():
+            if k not in result.columns:
+                result.columns[k] = np.empty(result.n)
+            result.columns[k][start:stop] = v
+        if progress is not None:
+            progress(stop, result.n)
+    bands = Bands(
+        draws_per_point=samples,
+        requested=n,
+        seed=seed,
+        seed_given=seed_given,
+        levels=tuple(levels),
+        inputs={
+            k: d.describe() + (f" ({d.origin})" if d.origin != "scenario" else "")
+            for k, d in sorted(dists.items())
+        },
+        outputs=outputs,
+        correlations=[{"fields": [c.a, c.b], "rho": c.rho} for c in correlations],
+    )
+    result.bands = bands
+    return bands
 
 
 # --- output ----------------------------------------------------------------------------------------------------

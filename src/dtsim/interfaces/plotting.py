@@ -40,11 +40,22 @@ def plot_grid(result: GridResult, metric: str, path: Path) -> None:
         )
     plt = pyplot(path)
     z = np.asarray(result.columns[metric], dtype=float)
+    bands = result.bands
+    names = [f"{metric}_p{100 * q:g}" for q in bands.levels] if bands else []
+    names = [k for k in names if k in result.columns]
     fig, ax = plt.subplots(figsize=(7, 4.5))
     if len(result.axes) == 1:
         a = result.axes[0]
         x = a.values if a.numeric else np.arange(len(a))
-        ax.plot(x, z, marker="o" if len(a) <= 40 else None)
+        ax.plot(x, z, marker="o" if len(a) <= 40 else None, label="point")
+        if len(names) >= 2:  # the band between the outermost levels, the middle level dashed
+            lo, hi = (np.asarray(result.columns[names[i]], dtype=float) for i in (0, -1))
+            ends = f"P{100 * bands.levels[0]:g}–P{100 * bands.levels[-1]:g}"
+            ax.fill_between(x, lo, hi, alpha=0.25, label=f"{ends} ({bands.draws_per_point:,} draws)")
+            if len(names) >= 3:
+                mid = names[len(names) // 2]
+                ax.plot(x, result.columns[mid], linestyle="--", label=mid.rsplit("_", 1)[1].upper())
+            ax.legend()
         if not a.numeric:
             ax.set_xticks(x, [str(v) for v in a.values], rotation=30, ha="right")
         if a.log:
@@ -55,6 +66,10 @@ def plot_grid(result: GridResult, metric: str, path: Path) -> None:
         ax.set_ylabel(metric)
     else:
         a, b = result.axes
+        middle = next((k for k in names if k.endswith("_p50")), None)
+        if middle is not None:  # with bands a heat map shows the median over the draws
+            z = np.asarray(result.columns[middle], dtype=float)
+            metric = f"P50 of {metric} ({bands.draws_per_point:,} draws a point)"
         grid = z.reshape(len(a), len(b))
         positive = np.isfinite(grid) & (grid > 0)
         use_log = positive.any() and np.nanmax(grid[positive]) / np.nanmin(grid[positive]) > 1e3

@@ -52,36 +52,111 @@ def sweep(
     ] = "wall_clock_days",
     as_json: Annotated[bool, typer.Option("--json", help="Print the table as JSON records.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    uncertainty: Annotated[
+        int | None,
+        typer.Option(
+            "--uncertainty",
+            help="At every grid point, draw N samples (the same at each point) of the fields given as "
+            "distributions and of the assumptions table, and add each headline output's P10/P50/P90 "
+            "(columns OUTPUT_p10 …, feasible_share); plots draw the band.",
+        ),
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option(help="With --uncertainty: seed of the Sobol scrambling.")
+    ] = None,
+    levels: Annotated[
+        str | None, typer.Option(help="With --uncertainty: the quantiles, in percent (default 10,50,90).")
+    ] = None,
+    fixed_assumptions: Annotated[
+        bool,
+        typer.Option(
+            "--fixed-assumptions",
+            help="With --uncertainty: hold the assumptions table at its point values (only the scenario's "
+            "distributions vary).",
+        ),
+    ] = False,
+    corr: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--corr", help="With --uncertainty: a rank correlation, e.g. --corr mfu,bandwidth_mbps=0.5."
+        ),
+    ] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            help="Run the grid's blocks on Dask — 'local' (worker processes on this machine) or an existing "
+            "cluster's tcp://host:8786. Same numbers. Default: this process."
+        ),
+    ] = None,
+    workers: Annotated[int | None, typer.Option(help="A local Dask cluster of N worker processes.")] = None,
 ) -> None:
     """Simulate a grid over one or more fields (the batch path) and write a tidy table and a plot."""
     # lazy: numpy, the pydantic scenario model and the YAML catalog load only when the command runs
     # (fast --help)
     import numpy as np
 
-    from dtsim.analysis.grid import grid_size, metric_names, parse_vary, run_grid, write_table
+    from dtsim.analysis.grid import add_bands, grid_size, metric_names, parse_vary, run_grid, write_table
+    from dtsim.analysis.uncertainty import HEADLINE, load_uncertain_scenario, parse_levels
     from dtsim.interfaces.plotting import plot_grid
-    from dtsim.schema.scenario import load_scenario, parse_set
 
     try:
-        scenario = load_scenario(file=file, preset=preset, overrides=parse_set(set_ or []))
+        needs = {"--seed": seed, "--levels": levels, "--fixed-assumptions": fixed_assumptions or None}
+        needs["--corr"] = corr or None
+        given = [(k, v) for k, v in needs.items() if v is not None]
+        if uncertainty is None and given:
+            raise ScenarioError([(given[0][0], given[0][1], "needs --uncertainty N")])
+        scenario, dists = load_uncertain_scenario(
+            file,
+            preset,
+            set_ or [],
+            fixed_assumptions=fixed_assumptions or uncertainty is None,
+            corr_texts=corr or [],
+        )
         axes = [parse_vary(v) for v in vary or []]
         if not axes:
             raise ScenarioError([("--vary", None, "give at least one: --vary field=start:stop:num[:log]")])
         n = grid_size(axes)
-        show = not quiet and not as_json and n >= 200_000
+        level_list = parse_levels(levels)
+        show = not quiet and not as_json and (n >= 200_000 or scheduler is not None or workers is not None)
+        show = show or (not quiet and not as_json and uncertainty is not None and n * uncertainty >= 1 << 20)
+        options = {"scheduler": scheduler, "workers": workers}
         if show:
             from rich.progress import Progress
 
             with Progress(console=console(stderr=True), transient=True) as bar:
                 task = bar.add_task(f"{n:,} points", total=n)
                 result = run_grid(
-                    scenario, axes, progress=lambda done, total: bar.update(task, completed=done)
+                    scenario, axes, progress=lambda done, total: bar.update(task, completed=done), **options
                 )
+                if metric in result.columns and uncertainty is not None:
+                    bar.update(task, description=f"{n:,} points × {uncertainty:,} draws", completed=0)
+                    add_bands(
+                        result,
+                        scenario,
+                        dists,
+                        uncertainty,
+                        seed,
+                        level_list,
+                        tuple(dict.fromkeys([*HEADLINE, metric])),
+                        progress=lambda done, total: bar.update(task, completed=done),
+                        **options,
+                    )
         else:
-            result = run_grid(scenario, axes)
+            result = run_grid(scenario, axes, **options)
         if metric not in result.columns:
             raise ScenarioError(
                 [("--metric", metric, f"is not an output; choose one of {', '.join(metric_names(result))}")]
+            )
+        if uncertainty is not None and result.bands is None:
+            add_bands(
+                result,
+                scenario,
+                dists,
+                uncertainty,
+                seed,
+                level_list,
+                tuple(dict.fromkeys([*HEADLINE, metric])),
+                **options,
             )
         if out is not None:
             write_table(result, out)
@@ -90,14 +165,26 @@ def sweep(
     except ScenarioError as exc:
         fail(exc)
         return
+    bands = result.bands
+    band_names = [f"{metric}_p{100 * q:g}" for q in bands.levels] if bands else []
+    band_names = [k for k in band_names if k in result.columns]
+
+    def band(i: int) -> str:
+        return " / ".join(_fmt(result.columns[k][i]) for k in band_names)
+
     if as_json:
         names = list(result.columns)
-        cols = [np.asarray(result.columns[k]).tolist() for k in names]
+        cols = [
+            np.where(np.isfinite(v), v, None).tolist() if v.dtype.kind == "f" else v.tolist()
+            for v in (np.asarray(result.columns[k]) for k in names)
+        ]  # an undefined value (no draw defined at a point) is null, never NaN
         records = [dict(zip(names, row, strict=True)) for row in zip(*cols, strict=True)]
-        sys.stdout.write(json.dumps(records, default=_json_default) + "\n")
+        payload: Any = records if bands is None else {"points": records, "uncertainty": bands.as_dict()}
+        sys.stdout.write(json.dumps(payload, default=_json_default) + "\n")
         return
     c = console()
     z = np.asarray(result.columns[metric], dtype=float)
+    label = " / ".join(f"P{100 * q:g}" for q in bands.levels) if bands else ""
     c.print(
         f"{result.n:,} points ({' × '.join(f'{a.field} {len(a)}' for a in result.axes)}) "
         f"in {result.seconds:.2f} s by the batch path"
@@ -115,12 +202,15 @@ def sweep(
         for a in result.axes:
             t.add_column(a.field, justify="right")
         t.add_column(metric, justify="right")
+        if band_names:
+            t.add_column(label, justify="right")
         t.add_column("mode")
-        for label, i in (("lowest", lo), ("highest", hi)):
+        for which, i in (("lowest", lo), ("highest", hi)):
             t.add_row(
-                label,
+                which,
                 *[_fmt(result.columns[a.field][i]) for a in result.axes],
                 _fmt(z[i]),
+                *([band(i)] if band_names else []),
                 str(result.columns["mode"][i]),
             )
         c.print(t)
@@ -128,15 +218,27 @@ def sweep(
         t = table(title="every point")
         for a in result.axes:
             t.add_column(a.field, justify="right")
-        for k in (metric, "mode"):
-            t.add_column(k, justify="right")
+        t.add_column(metric, justify="right")
+        if band_names:
+            t.add_column(label, justify="right")
+            t.add_column("feasible", justify="right")
+        t.add_column("mode", justify="right")
         for i in range(result.n):
+            extra = [band(i), f"{result.columns['feasible_share'][i]:.0%}"] if band_names else []
             t.add_row(
                 *[_fmt(result.columns[a.field][i]) for a in result.axes],
                 _fmt(z[i]),
+                *extra,
                 str(result.columns["mode"][i]),
             )
         c.print(t)
+    if bands is not None:
+        seed_note = "" if bands.seed_given else f" (drawn; --seed {bands.seed} repeats it)"
+        c.print(
+            f"{label} of {metric} over {bands.draws_per_point:,} draws at each point, seed {bands.seed}{seed_note}; "
+            f"inputs drawn: {', '.join(k.removeprefix('assumptions.') for k in bands.inputs) or 'none'}.",
+            highlight=False,
+        )
     if out is not None:
         c.print(f"table: {out} ({result.n:,} rows × {len(result.columns)} columns)")
     if plot is not None:
