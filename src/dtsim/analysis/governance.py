@@ -25,6 +25,7 @@ from dtsim.analysis.search import (
     NodeSpec,
     Space,
     _evaluate,
+    configuration_fields,
     node_count_grid,
 )
 from dtsim.analysis.targets import Target, tokens_needed
@@ -318,11 +319,79 @@ def _describe(rec: dict[str, Any], space: Space, cfg) -> dict[str, Any]:
     }
 
 
+def scenario_fields(res: GovernanceResult, rec: dict[str, Any]) -> dict[str, Any]:
+    """A cap's cheapest configuration (a `cheapest` record of the result) as scenario fields."""
+    node = next(n for n in res.space.nodes if n.id == rec["node"])
+    return configuration_fields(
+        node,
+        rec["num_nodes"],
+        rec["parameters_b"],
+        rec["inner_steps"],
+        rec["compression"],
+        rec["nodes_per_group"] or 0,
+        rec["activation_compression"],
+    )
+
+
+def answers_held(
+    res: GovernanceResult,
+    base: Scenario,
+    dists: Any,
+    n: int,
+    days_limit: float,
+    seed: int | None = None,
+    levels: Sequence[float] = (0.1, 0.5, 0.9),
+    scheduler: str | None = None,
+    workers: int | None = None,
+) -> dict[tuple[int, float], dict[str, Any]]:
+    """How sure each cap's cheapest answer is (`governance --uncertainty`): by (cap index, target), the
+    chance the configuration trains the tokens the target needs within the time limit, with its standard
+    error, and its days at `levels`, over n draws (analysis/uncertainty.py: answer_monte_carlo; one seed
+    for every answer, drawn once when not given)."""
+    import secrets
+
+    from dtsim.analysis.uncertainty import answer_monte_carlo, check_seed
+
+    check_seed(seed)
+    if seed is None:
+        seed = secrets.randbits(63)
+    out = {}
+    for ci, cr in enumerate(res.caps):
+        for x, rec in cr.cheapest.items():
+            if rec is None:
+                continue
+            mc = answer_monte_carlo(
+                base,
+                scenario_fields(res, rec),
+                rec["tokens_t"],
+                dists,
+                n,
+                days_limit,
+                seed,
+                levels,
+                scheduler,
+                workers,
+            )
+            p = mc.probabilities[0]
+            days = mc.outputs["wall_clock_days"]
+            out[(ci, x)] = {
+                "p_within_limit": p["p"],
+                "se": p["se"],
+                "days": {k: days[k] for k in days if k.startswith("p") and k != "p"},
+                "samples": mc.samples,
+                "seed": mc.seed,
+                "inputs": list(mc.inputs),
+                "warnings": mc.warnings,
+            }
+    return out
+
+
 __all__ = [
     "Cap",
     "GovernanceResult",
     "System",
     "analyse",
+    "answers_held",
     "candidate_nodes",
     "largest_count",
     "largest_nodes",

@@ -213,22 +213,43 @@ class Row:
     h_used: float
 
     def scenario_fields(self) -> dict[str, Any]:
-        f: dict[str, Any] = {
-            "gpu": self.node.gpu,
-            "gpus_per_node": self.node.count,
-            "pflops_per_node": self.node.pflops,
-            "vram_per_node_gb": self.node.vram_gb,
-            "precision": self.node.precision,
-            "num_nodes": self.num_nodes,
-            "parameters_b": self.params_b,
-            "inner_steps": self.inner_steps if self.inner_steps == "auto" else int(float(self.inner_steps)),
-            "compression": self.compression,
-            "activation_compression": self.activation_compression,
-            "hierarchical": self.group > 0,
-        }
-        if self.group > 0:
-            f["nodes_per_group"] = self.group
-        return f
+        return configuration_fields(
+            self.node,
+            self.num_nodes,
+            self.params_b,
+            self.inner_steps,
+            self.compression,
+            self.group,
+            self.activation_compression,
+        )
+
+
+def configuration_fields(
+    node: NodeSpec,
+    num_nodes: int,
+    params_b: float,
+    inner_steps: str,
+    compression: float,
+    group: int,
+    activation_compression: float,
+) -> dict[str, Any]:
+    """A searched configuration (a target's winner, a governance cap's cheapest run) as scenario fields."""
+    f: dict[str, Any] = {
+        "gpu": node.gpu,
+        "gpus_per_node": node.count,
+        "pflops_per_node": node.pflops,
+        "vram_per_node_gb": node.vram_gb,
+        "precision": node.precision,
+        "num_nodes": num_nodes,
+        "parameters_b": params_b,
+        "inner_steps": inner_steps if inner_steps == "auto" else int(float(inner_steps)),
+        "compression": compression,
+        "activation_compression": activation_compression,
+        "hierarchical": group > 0,
+    }
+    if group > 0:
+        f["nodes_per_group"] = group
+    return f
 
 
 @dataclass

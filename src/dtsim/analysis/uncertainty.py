@@ -613,6 +613,53 @@ def summary_warnings(
     return warnings
 
 
+ANSWER_OUTPUTS = ("wall_clock_days", "global_mfu", "cost_usd", "energy_kwh")
+
+
+def answer_monte_carlo(
+    base: Any,
+    fields: Mapping[str, Any],
+    tokens_t: float,
+    dists: Mapping[str, Distribution],
+    n: int,
+    days_limit: float,
+    seed: int | None = None,
+    levels: Sequence[float] = DEFAULT_LEVELS,
+    scheduler: str | None = None,
+    workers: int | None = None,
+) -> MonteCarlo:
+    """How sure a searched answer is (`target --uncertainty`, `governance --uncertainty`): the
+    configuration `fields` (the target's winner, a cap's cheapest run) training the `tokens_t` the point
+    answer needs on top of the search's base scenario, its draws of the base's distributions and the
+    assumptions table, with the chance it finishes within the time limit (`probabilities[0]`). A drawn
+    field the configuration sets (num_nodes, parameters_b, …) is the configuration's, not drawn, and a
+    warning says so. The search itself is not repeated per draw: this is the chance the answer holds as
+    planned, not the chance some other configuration would."""
+    from dtsim.schema.scenario import load_scenario
+
+    fixed = {*fields, "tokens_t"}
+    f = {**base.to_fields(), **fields, "tokens_t": tokens_t}
+    f.pop("node", None)
+    scenario = load_scenario(overrides=f)
+    kept = Inputs({k: d for k, d in dists.items() if k not in fixed})
+    kept.correlations = tuple(c for c in getattr(dists, "correlations", ()) if c.a in kept and c.b in kept)
+    mc = run_monte_carlo(
+        scenario,
+        kept,
+        n,
+        seed,
+        levels,
+        outputs=ANSWER_OUTPUTS,
+        probs=[f"wall_clock_days<={days_limit!r}"],
+        scheduler=scheduler,
+        workers=workers,
+    )
+    dropped = sorted(k for k in dists if k in fixed)
+    if dropped:
+        mc.warnings.append(f"{', '.join(dropped)}: set by the configuration found, so not drawn")
+    return mc
+
+
 class SampleSink:
     """Every draw's inputs (`input.<field>`) and outputs, streamed to a Parquet file block by block
     (pyarrow.parquet.ParquetWriter), so a run of millions of draws never holds them all at once beyond

@@ -9,7 +9,19 @@ from typing import Annotated, Any
 import typer
 
 from dtsim.errors import ScenarioError
-from dtsim.interfaces.cli.common import command_group, console, fail, table
+from dtsim.interfaces.cli.common import (
+    CorrOpt,
+    FixedAssumptionsOpt,
+    LevelsOpt,
+    SchedulerOpt,
+    SeedOpt,
+    WorkersOpt,
+    command_group,
+    console,
+    fail,
+    table,
+    uncertainty_flags_alone,
+)
 
 DAYS_HELP = (
     "Time limit in days (default: governance_run_days of the assumptions table, 547.875 = 1.5 × 365.25)."
@@ -61,34 +73,12 @@ def sweep(
             "(columns OUTPUT_p10 …, feasible_share); plots draw the band.",
         ),
     ] = None,
-    seed: Annotated[
-        int | None, typer.Option(help="With --uncertainty: seed of the Sobol scrambling.")
-    ] = None,
-    levels: Annotated[
-        str | None, typer.Option(help="With --uncertainty: the quantiles, in percent (default 10,50,90).")
-    ] = None,
-    fixed_assumptions: Annotated[
-        bool,
-        typer.Option(
-            "--fixed-assumptions",
-            help="With --uncertainty: hold the assumptions table at its point values (only the scenario's "
-            "distributions vary).",
-        ),
-    ] = False,
-    corr: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--corr", help="With --uncertainty: a rank correlation, e.g. --corr mfu,bandwidth_mbps=0.5."
-        ),
-    ] = None,
-    scheduler: Annotated[
-        str | None,
-        typer.Option(
-            help="Run the grid's blocks on Dask — 'local' (worker processes on this machine) or an existing "
-            "cluster's tcp://host:8786. Same numbers. Default: this process."
-        ),
-    ] = None,
-    workers: Annotated[int | None, typer.Option(help="A local Dask cluster of N worker processes.")] = None,
+    seed: SeedOpt = None,
+    levels: LevelsOpt = None,
+    fixed_assumptions: FixedAssumptionsOpt = False,
+    corr: CorrOpt = None,
+    scheduler: SchedulerOpt = None,
+    workers: WorkersOpt = None,
 ) -> None:
     """Simulate a grid over one or more fields (the batch path) and write a tidy table and a plot."""
     # lazy: numpy, the pydantic scenario model and the YAML catalog load only when the command runs
@@ -100,11 +90,10 @@ def sweep(
     from dtsim.interfaces.plotting import plot_grid
 
     try:
-        needs = {"--seed": seed, "--levels": levels, "--fixed-assumptions": fixed_assumptions or None}
-        needs["--corr"] = corr or None
-        given = [(k, v) for k, v in needs.items() if v is not None]
-        if uncertainty is None and given:
-            raise ScenarioError([(given[0][0], given[0][1], "needs --uncertainty N")])
+        uncertainty_flags_alone(
+            uncertainty,
+            **{"--seed": seed, "--levels": levels, "--fixed-assumptions": fixed_assumptions, "--corr": corr},
+        )
         scenario, dists = load_uncertain_scenario(
             file,
             preset,
@@ -359,17 +348,50 @@ def target(
         str | None, typer.Option("--activation-compression", help="Activation compression ratios.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    uncertainty: Annotated[
+        int | None,
+        typer.Option(
+            "--uncertainty",
+            help="How sure the answer is: draw N samples of the base's distributions and of the assumptions "
+            "table for the configuration found, and report P10/P50/P90 of its days, MFU, cost and energy and "
+            "the chance it trains its tokens within the time limit.",
+        ),
+    ] = None,
+    seed: SeedOpt = None,
+    levels: LevelsOpt = None,
+    fixed_assumptions: FixedAssumptionsOpt = False,
+    corr: CorrOpt = None,
+    scheduler: SchedulerOpt = None,
+    workers: WorkersOpt = None,
 ) -> None:
     """The cheapest or fastest configuration that reaches a target within a time limit (and the inverse
     queries: fewest nodes of one preset; most compute for a budget)."""
     # lazy: the pydantic scenario model and the YAML catalog load only when the command runs (fast --help)
     from dtsim.analysis.search import DEFAULT_DAYS, Target, search
     from dtsim.analysis.space_options import space_from_options
-    from dtsim.schema.scenario import load_scenario, parse_set
+    from dtsim.analysis.uncertainty import answer_monte_carlo, load_uncertain_scenario, parse_levels
 
     days = DEFAULT_DAYS if days is None else days
+    mc = None
     try:
-        base = load_scenario(preset=preset, file=file, overrides=parse_set(set_ or []))
+        uncertainty_flags_alone(
+            uncertainty,
+            **{
+                "--seed": seed,
+                "--levels": levels,
+                "--fixed-assumptions": fixed_assumptions,
+                "--corr": corr,
+                "--scheduler": scheduler,
+                "--workers": workers,
+            },
+        )
+        base, dists = load_uncertain_scenario(
+            file,
+            preset,
+            set_ or [],
+            fixed_assumptions=fixed_assumptions or uncertainty is None,
+            corr_texts=corr or [],
+        )
         given = [x is not None for x in (local_flop, quality_flop)] + [
             params_b is not None or tokens_t is not None
         ]
@@ -382,6 +404,10 @@ def target(
                 raise ScenarioError([("--reach", reach, "must be local or quality")])
             if budget is None:
                 raise ScenarioError([("--budget", None, "the --reach query needs a budget in USD")])
+            if uncertainty is not None:
+                raise ScenarioError(
+                    [("--uncertainty", uncertainty, "needs a target (it checks the answer to a target)")]
+                )
             tgt, obj = None, "reach"
         else:
             if sum(given) != 1:
@@ -438,6 +464,20 @@ def target(
                     )
                 ]
             )
+        if uncertainty is not None and res.winner is not None:
+            w = res.winner
+            mc = answer_monte_carlo(
+                base,
+                w.scenario_fields(),
+                w.tokens_t,
+                dists,
+                uncertainty,
+                days,
+                seed,
+                parse_levels(levels),
+                scheduler=scheduler,
+                workers=workers,
+            )
     except ScenarioError as exc:
         fail(exc)
         return
@@ -462,6 +502,11 @@ def target(
     }
     if min_nodes and res.winner is not None:
         payload["min_nodes"] = res.winner.num_nodes
+    if mc is not None:
+        d = mc.as_dict()
+        payload["uncertainty"] = d.pop("outputs")
+        payload["probabilities"] = d.pop("probabilities")
+        payload["monte_carlo"] = d
     if as_json:
         sys.stdout.write(json.dumps(payload, indent=2, default=_json_default) + "\n")
         if res.winner is None:
@@ -476,6 +521,16 @@ def target(
     _print_search(res, title)
     if min_nodes:
         console().print(f"minimum nodes: {res.winner.num_nodes:,} × {res.winner.node.id}")
+    if mc is not None:
+        from dtsim.interfaces.cli.report import print_uncertainty
+
+        p = mc.probabilities[0]
+        console().print(
+            f"How sure: the winner trains its {res.winner.tokens_t:,.3g}T tokens within {days:,.1f} days in "
+            f"{p['p']:.1%} of {mc.samples:,} draws (the search is not repeated per draw).",
+            highlight=False,
+        )
+        print_uncertainty(mc, title="the winner")
 
 
 governance_app = command_group(
@@ -517,12 +572,27 @@ def governance(
     ] = "fp16,fp8",
     max_nodes: Annotated[int, typer.Option("--max-nodes", help="Largest node count searched.")] = 100_000,
     as_json: Annotated[bool, typer.Option("--json", help="Print the analysis as JSON.")] = False,
+    uncertainty: Annotated[
+        int | None,
+        typer.Option(
+            "--uncertainty",
+            help="How sure each answer is: for every cap's cheapest run to each target, draw N samples of the "
+            "base's distributions and of the assumptions table and report the chance it reaches the target "
+            "within the time limit and its days' P10/P50/P90.",
+        ),
+    ] = None,
+    seed: SeedOpt = None,
+    levels: LevelsOpt = None,
+    fixed_assumptions: FixedAssumptionsOpt = False,
+    corr: CorrOpt = None,
+    scheduler: SchedulerOpt = None,
+    workers: WorkersOpt = None,
 ) -> None:
     """For each cap: the largest node of each accelerator under it, the cheapest way to reach each
     target with such nodes, and the legitimate systems the cap would catch."""
     # lazy: the pydantic scenario model and the YAML catalog load only when the command runs (fast --help)
+    from dtsim.analysis.uncertainty import load_uncertain_scenario, parse_levels
     from dtsim.assumptions import Assumptions
-    from dtsim.schema.scenario import load_scenario, parse_set
 
     if ctx.invoked_subcommand is not None:
         return
@@ -532,8 +602,26 @@ def governance(
     from dtsim.physics.memory import PRECISIONS
 
     days = DEFAULT_DAYS if days is None else days
+    held: dict[tuple[int, float], dict[str, Any]] = {}
     try:
-        base = load_scenario(preset=preset, file=file, overrides=parse_set(set_ or []))
+        uncertainty_flags_alone(
+            uncertainty,
+            **{
+                "--seed": seed,
+                "--levels": levels,
+                "--fixed-assumptions": fixed_assumptions,
+                "--corr": corr,
+                "--scheduler": scheduler,
+                "--workers": workers,
+            },
+        )
+        base, dists = load_uncertain_scenario(
+            file,
+            preset,
+            set_ or [],
+            fixed_assumptions=fixed_assumptions or uncertainty is None,
+            corr_texts=corr or [],
+        )
         caps = caps_from_options(compute_cap, memory_cap, base_compute_cap)
         tgts = tuple(float(x) for x in parse_values("--targets", targets, ()))
         precs = tuple(p.strip().lower() for p in precisions.split(",") if p.strip())
@@ -549,6 +637,12 @@ def governance(
                     ]
                 )
         res = analyse(base, caps, tgts, metric, days, gpus=gpu, precisions=precs, max_nodes=max_nodes)
+        if uncertainty is not None:
+            from dtsim.analysis.governance import answers_held
+
+            held = answers_held(
+                res, base, dists, uncertainty, days, seed, parse_levels(levels), scheduler, workers
+            )
     except ScenarioError as exc:
         fail(exc)
         return
@@ -566,10 +660,15 @@ def governance(
                 {
                     "cap": {"h100_equivalents": cr.cap.h100_equivalents, "memory_gb": cr.cap.memory_gb},
                     "largest_nodes": cr.largest,
-                    "cheapest": {f"{k:g}": v for k, v in cr.cheapest.items()},
+                    "cheapest": {
+                        f"{k:g}": v
+                        if v is None or (ci, k) not in held
+                        else {**v, "uncertainty": held[(ci, k)]}
+                        for k, v in cr.cheapest.items()
+                    },
                     "caught": [s.id for s in cr.caught],
                 }
-                for cr in res.caps
+                for ci, cr in enumerate(res.caps)
             ],
             "systems": [
                 {
@@ -598,13 +697,23 @@ def governance(
         cells = []
         for x in res.targets:
             w = cr.cheapest[x]
+            h = held.get((res.caps.index(cr), x))
             cells.append(
                 "not reachable"
                 if w is None
                 else f"${w['cost_usd'] / 1e6:,.1f}M: {w['num_nodes']:,} × {w['node']}, {w['parameters_b']:.0f}B, {w['mode']}"
+                + (f"; in time in {h['p_within_limit']:.0%} of draws" if h else "")
             )
         t.add_row(cr.cap.label(), *cells, f"{len(cr.caught)}/{len(res.systems)}")
     c.print(t)
+    if held:
+        first = next(iter(held.values()))
+        c.print(
+            f"How sure: each cheapest run drawn {first['samples']:,} times (seed {first['seed']}) over "
+            f"{len(first['inputs'])} uncertain inputs; 'in time' is the share of draws that train the target's "
+            f"tokens within {res.days_limit:,.1f} days (the search is not repeated per draw).",
+            highlight=False,
+        )
     t = table(title="largest node of each accelerator under each cap (GPUs per node)")
     t.add_column("accelerator")
     for cr in res.caps:

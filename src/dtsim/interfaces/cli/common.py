@@ -7,7 +7,7 @@ registers them all in one loop.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -60,3 +60,52 @@ def fail(exc: ScenarioError) -> NoReturn:
         shown = repr(value) if isinstance(value, str) else value
         err.print(f"[bold red]error:[/bold red] {field} = {shown}: {message}", highlight=False, markup=True)
     raise typer.Exit(code=2)
+
+
+# --- the options every `--uncertainty` command shares (simulate, sweep, target, governance, step, plan) ---------
+
+SeedOpt = Annotated[
+    int | None,
+    typer.Option(help="With --uncertainty: seed of the Sobol scrambling (same seed, same numbers)."),
+]
+LevelsOpt = Annotated[
+    str | None, typer.Option(help="With --uncertainty: the quantiles, in percent (default 10,50,90).")
+]
+ProbOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--prob",
+        help='With --uncertainty: the chance of an output\'s condition, e.g. "days<=90" (repeatable).',
+    ),
+]
+FixedAssumptionsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--fixed-assumptions",
+        help="With --uncertainty: hold the assumptions table at its point values, so only the scenario's own "
+        "distributions (and, for step and plan, the model's measured error) vary.",
+    ),
+]
+CorrOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--corr",
+        help="With --uncertainty: a rank correlation between two uncertain inputs, "
+        "e.g. --corr mfu,bandwidth_mbps=0.5 (repeatable; a file may list `correlations`).",
+    ),
+]
+SchedulerOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Run the blocks on Dask — 'local' (worker processes on this machine) or an existing cluster's "
+        "tcp://host:8786. Same seed, same numbers. Default: this process."
+    ),
+]
+WorkersOpt = Annotated[int | None, typer.Option(help="A local Dask cluster of N worker processes.")]
+
+
+def uncertainty_flags_alone(uncertainty: int | None, **flags: Any) -> None:
+    """An --uncertainty companion flag given without --uncertainty is an error naming it."""
+    given = [(k, v) for k, v in flags.items() if v not in (None, False, [])]
+    if uncertainty is None and given:
+        raise ScenarioError([(given[0][0], given[0][1], "needs --uncertainty N")])

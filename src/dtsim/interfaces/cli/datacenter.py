@@ -11,7 +11,19 @@ import typer
 
 from dtsim.catalog.calibration_file import read_calibration
 from dtsim.errors import ScenarioError
-from dtsim.interfaces.cli.common import console, err, fail, table
+from dtsim.interfaces.cli.common import (
+    FixedAssumptionsOpt,
+    LevelsOpt,
+    ProbOpt,
+    SchedulerOpt,
+    SeedOpt,
+    WorkersOpt,
+    console,
+    err,
+    fail,
+    table,
+    uncertainty_flags_alone,
+)
 
 ModelOpt = Annotated[
     str | None, typer.Option("--model", "-m", help="Catalog model id or an architecture file.")
@@ -276,37 +288,6 @@ UncertaintyOpt = Annotated[
         "(and days, GPU-hours, energy with --tokens).",
     ),
 ]
-SeedOpt = Annotated[int | None, typer.Option(help="With --uncertainty: seed of the Sobol scrambling.")]
-LevelsOpt = Annotated[
-    str | None, typer.Option(help="With --uncertainty: the quantiles, in percent (default 10,50,90).")
-]
-ProbOpt = Annotated[
-    list[str] | None,
-    typer.Option("--prob", help='With --uncertainty: the chance of "days<=90", "fits==true" (repeatable).'),
-]
-FixedAssumptionsOpt = Annotated[
-    bool,
-    typer.Option(
-        "--fixed-assumptions",
-        help="With --uncertainty: hold the assumptions table at its point values (only the model error varies).",
-    ),
-]
-SchedulerOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="With --uncertainty: run the blocks on Dask — 'local' or tcp://host:8786. Same seed, same numbers."
-    ),
-]
-WorkersOpt = Annotated[
-    int | None, typer.Option(help="With --uncertainty: a local Dask cluster of N worker processes.")
-]
-
-
-def uncertainty_flags_alone(uncertainty: int | None, **flags: Any) -> None:
-    """An --uncertainty companion flag given without --uncertainty is an error naming it."""
-    given = [(k, v) for k, v in flags.items() if v not in (None, False, [])]
-    if uncertainty is None and given:
-        raise ScenarioError([(given[0][0], given[0][1], "needs --uncertainty N")])
 
 
 def run_datacenter_mc(

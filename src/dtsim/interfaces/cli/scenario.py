@@ -8,7 +8,20 @@ from typing import Annotated
 import typer
 
 from dtsim.errors import ScenarioError
-from dtsim.interfaces.cli.common import console, err, fail, table
+from dtsim.interfaces.cli.common import (
+    CorrOpt,
+    FixedAssumptionsOpt,
+    LevelsOpt,
+    ProbOpt,
+    SchedulerOpt,
+    SeedOpt,
+    WorkersOpt,
+    console,
+    err,
+    fail,
+    table,
+    uncertainty_flags_alone,
+)
 
 # The models, the schema (pydantic) and the catalog (YAML) are imported inside the commands that
 # use them, so that `dtsim --help` and `dtsim --version` start without them (issue 12 item 8).
@@ -38,48 +51,19 @@ def simulate(
             "the file) and report P10/P50/P90 of every headline output.",
         ),
     ] = None,
-    seed: Annotated[
-        int | None, typer.Option(help="Seed of the Sobol scrambling (same seed, same numbers).")
-    ] = None,
-    prob: Annotated[
-        list[str] | None,
-        typer.Option("--prob", help='With --uncertainty: the chance of "wall_clock_days<=180" (repeatable).'),
-    ] = None,
-    levels: Annotated[
-        str | None, typer.Option(help="With --uncertainty: the quantiles, in percent (default 10,50,90).")
-    ] = None,
-    fixed_assumptions: Annotated[
-        bool,
-        typer.Option(
-            "--fixed-assumptions",
-            help="With --uncertainty: hold the assumptions table at its point values, so only the "
-            "scenario's own distributions vary (by default the table's distributions are drawn too).",
-        ),
-    ] = False,
-    corr: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--corr",
-            help="With --uncertainty: a rank correlation between two uncertain inputs, "
-            "e.g. --corr mfu,bandwidth_mbps=0.5 (repeatable; a file may list `correlations`).",
-        ),
-    ] = None,
+    seed: SeedOpt = None,
+    prob: ProbOpt = None,
+    levels: LevelsOpt = None,
+    fixed_assumptions: FixedAssumptionsOpt = False,
+    corr: CorrOpt = None,
     samples: Annotated[
         Path | None,
         typer.Option(
             "--samples", help="With --uncertainty: write every draw's inputs and outputs to FILE.parquet."
         ),
     ] = None,
-    scheduler: Annotated[
-        str | None,
-        typer.Option(
-            help="With --uncertainty: run the blocks on Dask — 'local' (worker processes on this machine) "
-            "or an existing cluster's tcp://host:8786. Same seed, same numbers. Default: this process."
-        ),
-    ] = None,
-    workers: Annotated[
-        int | None, typer.Option(help="With --uncertainty: a local Dask cluster of N worker processes.")
-    ] = None,
+    scheduler: SchedulerOpt = None,
+    workers: WorkersOpt = None,
 ) -> None:
     """Simulate one training run and print the report (default scenario: seed 000 §9)."""
     # lazy: numpy/pydantic models and Rich report only when a command runs (fast --help)
@@ -89,19 +73,19 @@ def simulate(
 
     mc = None
     try:
-        needs = {
-            "--prob": prob or None,
-            "--levels": levels,
-            "--seed": seed,
-            "--fixed-assumptions": fixed_assumptions or None,
-            "--corr": corr or None,
-            "--samples": samples,
-            "--scheduler": scheduler,
-            "--workers": workers,
-        }
-        given = [(k, v) for k, v in needs.items() if v is not None]
-        if uncertainty is None and given:
-            raise ScenarioError([(given[0][0], given[0][1], "needs --uncertainty N")])
+        uncertainty_flags_alone(
+            uncertainty,
+            **{
+                "--prob": prob,
+                "--levels": levels,
+                "--seed": seed,
+                "--fixed-assumptions": fixed_assumptions,
+                "--corr": corr,
+                "--samples": samples,
+                "--scheduler": scheduler,
+                "--workers": workers,
+            },
+        )
         # the table's distributions only when drawing (without --uncertainty the point is the table's value)
         scenario, dists = load_uncertain_scenario(
             file,
