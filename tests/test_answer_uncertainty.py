@@ -38,10 +38,8 @@ def test_an_uncertain_base_spreads_the_answer_and_can_miss_the_limit():
     near the winner's point."""
     point = _json([*TARGET, "--set", "mfu=0.2..0.6", "--days", "400", "--json"])
     limit = point["winner"]["days"] * 1.05
-    out = _json(
-        [*TARGET, "--set", "mfu=0.2..0.6", "--days", f"{limit}", "--uncertainty", "256", "--seed", "2"]
-        + ["--fixed-assumptions", "--json"]
-    )
+    draw = ["--uncertainty", "256", "--seed", "2", "--fixed-assumptions", "--json"]
+    out = _json([*TARGET, "--set", "mfu=0.2..0.6", "--days", f"{limit}", *draw])
     days = out["uncertainty"]["wall_clock_days"]
     assert days["p10"] < out["winner"]["days"] < days["p90"]
     assert 0.05 < out["probabilities"][0]["p"] < 0.95
@@ -84,10 +82,8 @@ def test_governance_answers_held_for_every_reachable_cheapest_run():
 
 
 def test_governance_cli_uncertainty_json():
-    out = _json(
-        ["governance", "--compute-cap", "16", "--memory-cap", "2048", "--targets", "1e24", "--gpu", "h100-sxm"]
-        + ["--uncertainty", "32", "--seed", "1", "--fixed-assumptions", "--json"]
-    )
+    caps = ["--compute-cap", "16", "--memory-cap", "2048", "--targets", "1e24", "--gpu", "h100-sxm"]
+    out = _json(["governance", *caps, "--uncertainty", "32", "--seed", "1", "--fixed-assumptions", "--json"])
     cheapest = out["caps"][0]["cheapest"]["1e+24"]
     assert cheapest["uncertainty"]["p_within_limit"] == 1.0
     d = cheapest["uncertainty"]["days"]

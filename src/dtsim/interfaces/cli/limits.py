@@ -14,7 +14,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dtsim.errors import ScenarioError
-from dtsim.interfaces.cli.common import command_group, console, fail, table
+from dtsim.interfaces.cli.common import (
+    LevelsOpt,
+    ProbOpt,
+    SeedOpt,
+    command_group,
+    console,
+    fail,
+    table,
+    uncertainty_flags_alone,
+)
 
 if TYPE_CHECKING:
     from dtsim.models.limits.curve import LimitsPoint
@@ -152,32 +161,58 @@ def _plot_curves(series: list[tuple[str, list[LimitsPoint]]], path: Path, fracti
 
 @limits_app.command("closed-form")
 def closed_form_cmd(
-    batch_tokens: Annotated[float, typer.Option("--batch-tokens", help="Critical batch b in tokens.")] = 4e6,
-    layers: Annotated[float, typer.Option(help="MLP blocks L.")] = 100,
-    months: MonthsOpt = 3.0,
-    latency_us: Annotated[float, typer.Option("--latency-us", help="Latency timescale t_L in µs.")] = 9.0,
-    sparsity: Annotated[float, typer.Option(help="Sparsity factor E.")] = 1.0,
+    batch_tokens: Annotated[
+        str,
+        typer.Option(
+            "--batch-tokens", help="Critical batch b in tokens, or a distribution (a..b, kind:params)."
+        ),
+    ] = "4e6",
+    layers: Annotated[str, typer.Option(help="MLP blocks L, or a distribution.")] = "100",
+    months: Annotated[
+        str, typer.Option("--months", help="Training duration limit in months, or a distribution.")
+    ] = "3",
+    latency_us: Annotated[
+        str, typer.Option("--latency-us", help="Latency timescale t_L in µs, or a distribution.")
+    ] = "9",
+    sparsity: Annotated[str, typer.Option(help="Sparsity factor E, or a distribution.")] = "1",
     alpha_b: Annotated[float | None, typer.Option("--alpha-b", help="Appendix 8.3: batch exponent.")] = None,
     alpha_l: Annotated[float | None, typer.Option("--alpha-l", help="Appendix 8.3: layer exponent.")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    uncertainty: Annotated[
+        int | None,
+        typer.Option(
+            "--uncertainty",
+            help="Draw N samples of the inputs given as distributions (e.g. --batch-tokens lognormal:4e6:1, "
+            "--latency-us 5..15) and report P10/P50/P90 of every limit and what drives it.",
+        ),
+    ] = None,
+    seed: SeedOpt = None,
+    levels: LevelsOpt = None,
+    prob: ProbOpt = None,
 ) -> None:
     """Seed 002 §5: d′, b′ and T_critical per node type (Table 2), the latency cliff and limit."""
+    from dtsim.analysis.limits_uncertainty import INPUTS, closed_form_monte_carlo, point_inputs, read_input
+    from dtsim.analysis.uncertainty import parse_levels
     from dtsim.models.limits import closed_form as cf
 
+    mc = None
     try:
-        for name, value in (
-            ("batch-tokens", batch_tokens),
-            ("layers", layers),
-            ("latency-us", latency_us),
-            ("sparsity", sparsity),
-        ):
-            if not (value > 0 and math.isfinite(value)):
-                raise ScenarioError([(name, value, "must be a finite number > 0")])
+        uncertainty_flags_alone(uncertainty, **{"--seed": seed, "--levels": levels, "--prob": prob})
+        texts = {"batch-tokens": batch_tokens, "layers": layers, "months": months}
+        texts |= {"latency-us": latency_us, "sparsity": sparsity}
+        values = {INPUTS[flag]: read_input(flag, text) for flag, text in texts.items()}
+        drawn = sorted(f"--{f}" for f, t in texts.items() if not isinstance(values[INPUTS[f]], float))
+        point = point_inputs(values)
+        batch_tokens, layers, months = point["batch_tokens"], point["layers"], point["months"]
+        latency_us, sparsity = point["latency_us"], point["sparsity"]
         _check_common(months, "default", "per-gpu")
         if (alpha_b is None) != (alpha_l is None):
             raise ScenarioError([("--alpha-b/--alpha-l", (alpha_b, alpha_l), "give both or neither")])
         if alpha_b is not None and not alpha_b - alpha_l < 0.5:
             raise ScenarioError([("--alpha-b", alpha_b, "alpha_b − alpha_l must be < 0.5")])
+        if uncertainty is not None:
+            alphas = None if alpha_b is None else (alpha_b, alpha_l)
+            mc = closed_form_monte_carlo(values, uncertainty, seed, parse_levels(levels), prob or [], alphas)
         kw = dict(batch_tokens=batch_tokens, layers=layers, months=months, sparsity=sparsity)
         rows = cf.table2(**kw)
         t_l = latency_us * 1e-6
@@ -221,6 +256,13 @@ def closed_form_cmd(
     except ScenarioError as exc:
         fail(exc)
         return
+    if mc is not None:
+        d = mc.as_dict()
+        out["uncertainty"] = d.pop("outputs")
+        out["probabilities"] = d.pop("probabilities")
+        out["monte_carlo"] = d
+    elif drawn:
+        out["distributions_at_point"] = {k: str(texts[k.removeprefix("--")]) for k in drawn}
     if as_json:
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return
@@ -248,6 +290,15 @@ def closed_form_cmd(
     if "generalized" in out:
         c.print(
             f"Appendix 8.3 (α_b = {alpha_b:g}, α_L = {alpha_l:g}): T_limit {out['generalized']['t_limit_flop']:.2g} FLOP"
+        )
+    if mc is not None:
+        from dtsim.interfaces.cli.report import print_uncertainty
+
+        print_uncertainty(mc, console=c, title="the limits")
+    elif drawn:
+        c.print(
+            f"{', '.join(drawn)} given as distributions ran at their medians; add --uncertainty N for ranges.",
+            highlight=False,
         )
 
 

@@ -1,0 +1,169 @@
+"""How sure the frontier limits are: `limits closed-form --uncertainty N`.
+
+Epoch AI's "Data Movement Limits to Frontier Model Training" (Erdil and Schneider-Joseph, 2024) places
+the utilization cliff and the latency limit in closed form (its §5, eqs. 13–18; models/limits/
+closed_form.py) and stresses that they are quadratically sensitive to the batch size over the layer
+count b/L, to the latency t_L and to the training time ("within one or two orders of magnitude", §5.1;
+its appendix 8.3 varies the batch and layer scaling). Any of those inputs (`--batch-tokens`,
+`--layers`, `--latency-us`, `--months`, `--sparsity`) may be given as a distribution (`a..b`,
+`lognormal:median:sigma`, `triangular:low:mode:high`, …, as `--set` takes them), and `--uncertainty N`
+draws them (scrambled Sobol, analysis/uncertainty.py) through the vectorized closed forms: P10/P50/P90
+of T_critical for each node type of the paper's Table 2, of the latency cliff (eq. 14) and the absolute
+limit (eq. 18) and of the parameter count at the limit (eq. 17), the inputs that drive each, and the
+chance of a threshold (`--prob "t_limit_flop>=1e30"`).
+
+The limits model has no measured runs to give it a model-error interval; the ranges here are those of
+the inputs only.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from dtsim.analysis.uncertainty import (
+    DEFAULT_LEVELS,
+    MonteCarlo,
+    check_seed,
+    draws,
+    probability,
+    sample_count,
+    summarise,
+    summary_warnings,
+    top_drivers,
+)
+from dtsim.distributions import Distribution, parse_text
+from dtsim.errors import ScenarioError
+
+# the closed forms' inputs: flag → (keyword of the formulas, how a value is read)
+INPUTS = {
+    "batch-tokens": "batch_tokens",
+    "layers": "layers",
+    "months": "months",
+    "latency-us": "latency_us",
+    "sparsity": "sparsity",
+}
+MAX_MONTHS = 1200.0
+
+
+def read_input(flag: str, text: str | float) -> float | Distribution:
+    """A closed-form input: a finite number > 0, or a distribution (`a..b`, `kind:params`)."""
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        value: float | Distribution = float(text)
+    else:
+        d = parse_text(f"--{flag}", str(text))
+        if d is not None:
+            return d
+        try:
+            value = float(text)
+        except ValueError:
+            raise ScenarioError(
+                [(flag, text, "must be a number > 0 or a distribution (a..b, lognormal:MEDIAN:SIGMA, …)")]
+            ) from None
+    if not (math.isfinite(value) and value > 0) or (flag == "months" and value > MAX_MONTHS):
+        limit = " and ≤ 1200" if flag == "months" else ""
+        raise ScenarioError([(flag, text, f"must be a finite number > 0{limit}")])
+    return value
+
+
+def point_inputs(values: Mapping[str, float | Distribution]) -> dict[str, float]:
+    """Each input's point: the number, or the distribution's median."""
+    return {k: float(v.point()) if isinstance(v, Distribution) else float(v) for k, v in values.items()}
+
+
+def _flag(name: str) -> str:
+    return next(f for f, n in INPUTS.items() if n == name)
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def closed_form_outputs(x: Mapping[str, Any], alphas: tuple[float, float] | None = None) -> dict[str, Any]:
+    """The closed forms for inputs given as numbers or arrays (one value per draw): T_critical of each
+    Table 2 node (`t_critical_flop_<node>`), the latency cliff, the limit, N_p at the limit and, with
+    (alpha_b, alpha_l), appendix 8.3's generalized limit and critical compute."""
+    from dtsim.models.limits import closed_form as cf
+
+    kw = {"batch_tokens": x["batch_tokens"], "layers": x["layers"], "months": x["months"]}
+    t_l = np.asarray(x["latency_us"], dtype=float) * 1e-6
+    out: dict[str, Any] = {}
+    for r in cf.table2():
+        out[f"t_critical_flop_{_slug(r.name)}"] = cf.t_critical(
+            r.mac_per_s, r.d_prime, r.b_prime, sparsity=x["sparsity"], **kw
+        )
+    out["t_critical_latency_flop"] = cf.t_critical_latency(t_l, sparsity=x["sparsity"], **kw)
+    out["t_limit_flop"] = cf.t_limit(t_l, sparsity=x["sparsity"], **kw)
+    out["params_at_limit"] = cf.params_at_limit(t_l, **kw)
+    if alphas is not None:
+        common = {"months": x["months"], "sparsity": x["sparsity"]}
+        b0, l0 = x["batch_tokens"], x["layers"]
+        out["generalized_t_limit_flop"] = cf.generalized("limit", *alphas, b0, l0, t_latency=t_l, **common)
+        for r in cf.table2():
+            out[f"generalized_t_critical_flop_{_slug(r.name)}"] = cf.generalized(
+                "critical", *alphas, b0, l0, mac_per_s=r.mac_per_s, d=r.d_prime, b=r.b_prime, **common
+            )
+    return out
+
+
+def closed_form_monte_carlo(
+    values: Mapping[str, float | Distribution],
+    n: int,
+    seed: int | None = None,
+    levels: Sequence[float] = DEFAULT_LEVELS,
+    probs: Sequence[str] = (),
+    alphas: tuple[float, float] | None = None,
+) -> MonteCarlo:
+    """n draws (rounded up to 2^m) of the inputs given as distributions through the closed forms."""
+    import secrets
+
+    t0 = time.perf_counter()
+    samples = sample_count(n)
+    check_seed(seed)
+    seed_given = seed is not None
+    if seed is None:
+        seed = secrets.randbits(63)
+    dists = {k: v for k, v in values.items() if isinstance(v, Distribution)}
+    drawn = draws(dists, samples, seed) if dists else {}
+    for k, v in drawn.items():
+        flag = _flag(k)
+        bad = ~(np.isfinite(v) & (v > 0)) | ((v > MAX_MONTHS) if k == "months" else False)
+        if bad.any():
+            x = float(v[np.argmax(bad)])
+            raise ScenarioError(
+                [
+                    (
+                        flag,
+                        x,
+                        f"{dists[k].describe()} draws {x:g}, which is not > 0{' and ≤ 1200' if k == 'months' else ''}; "
+                        "bound the distribution (uniform, triangular) or truncate it with low/high",
+                    )
+                ]
+            )
+    x = {k: drawn.get(k, np.full(samples, float(values[k]) if k not in dists else np.nan)) for k in values}
+    cols = {
+        k: np.asarray(v, dtype=float) * np.ones(samples) for k, v in closed_form_outputs(x, alphas).items()
+    }
+    summary = {k: summarise(v, levels) for k, v in cols.items()}
+    return MonteCarlo(
+        samples=samples,
+        requested=n,
+        seed=seed,
+        levels=tuple(levels),
+        inputs={k: f"{d.describe()} (--{_flag(k)})" for k, d in sorted(dists.items())},
+        outputs=summary,
+        shares={},
+        probabilities=[probability(p, cols) for p in probs],
+        warnings=summary_warnings(summary, levels, samples),
+        seconds=time.perf_counter() - t0,
+        drivers={k: top_drivers(drawn, v, dists) for k, v in cols.items()} if drawn else {},
+        seed_given=seed_given,
+    )
+
+
+__all__ = ["INPUTS", "closed_form_monte_carlo", "closed_form_outputs", "point_inputs", "read_input"]
