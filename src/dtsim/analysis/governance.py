@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from dtsim import catalog
+from dtsim.analysis.distributed import map_blocks
 from dtsim.analysis.search import (
     DEFAULT_DAYS,
     MODE_IDS,
@@ -203,6 +204,8 @@ def analyse(
     precisions: Sequence[str] = ("fp16", "fp8"),
     progress: Callable[[int, int], None] | None = None,
     max_nodes: int = 100_000,
+    scheduler: str | None = None,
+    workers: int | None = None,
 ) -> GovernanceResult:
     """The threshold analysis for `caps` (see the module docstring)."""
     if not caps:
@@ -229,18 +232,83 @@ def analyse(
     else:
         space.nodes = nodes
     cfg = space.configs(asm)
-    n_grid = np.asarray(space.node_counts, dtype=float)
     legal = np.array([[c.allows(nd.h100_equivalents, nd.vram_gb) for nd in nodes] for c in caps])
-    tgts = [Target(metric, float(x)) for x in targets]
-    best: dict[tuple[int, int], tuple[tuple, dict]] = {}
-    rows = 0
     key = np.char.add(cfg["node"].astype(str), np.char.add("|", cfg["h"]))
     cuts = np.flatnonzero(np.r_[True, key[1:] != key[:-1], True])
+    groups = [
+        (int(b0), int(b1)) for b0, b1 in itertools.pairwise(cuts) if legal[:, int(cfg["node"][b0])].any()
+    ]
+    step = 1 if scheduler is None and workers is None else max(1, len(groups) // 32)
+    blocks = [(a, min(len(groups), a + step)) for a in range(0, len(groups), step)]
+    best: dict[tuple[int, int], tuple[tuple, dict]] = {}
+    rows = 0
     n_cfg = len(cfg["node"])
-    for b0, b1 in itertools.pairwise(cuts):
+    for (_, stop), (part, part_rows) in map_blocks(
+        governance_block,
+        blocks,
+        scheduler=scheduler,
+        workers=workers,
+        kwargs={
+            "groups": groups,
+            "base": base,
+            "space": space,
+            "cfg": cfg,
+            "legal": legal,
+            "targets": tuple(float(x) for x in targets),
+            "metric": metric,
+            "days_limit": days_limit,
+        },
+    ):
+        rows += part_rows
+        for k, v in part.items():  # a later block's record replaces one only when strictly better
+            if k not in best or v[0] < best[k][0]:
+                best[k] = v
+        if progress is not None:
+            progress(groups[stop - 1][1], n_cfg)
+    all_systems = systems()
+    results = []
+    for c, cap in enumerate(caps):
+        cheapest = {}
+        for ti, x in enumerate(targets):
+            got = best.get((c, ti))
+            cheapest[x] = _describe(got[1], space, cfg) if got else None
+        caught = [s for s in all_systems if not cap.allows(s.h100_equivalents(asm), s.memory_gb)]
+        results.append(CapResult(cap, largest_nodes(cap, asm, gpus), cheapest, caught))
+    return GovernanceResult(
+        caps=results,
+        targets=tuple(targets),
+        metric=metric,
+        days_limit=days_limit,
+        configurations=len(cfg["node"]),
+        rows=rows,
+        seconds=time.perf_counter() - started,
+        space=space,
+        systems=all_systems,
+    )
+
+
+def governance_block(
+    start: int,
+    stop: int,
+    groups: list[tuple[int, int]],
+    base: Scenario,
+    space: Space,
+    cfg: dict[str, np.ndarray],
+    legal: np.ndarray,
+    targets: tuple[float, ...],
+    metric: str,
+    days_limit: float,
+) -> tuple[dict[tuple[int, int], tuple[tuple, dict]], int]:
+    """Groups start..stop−1 of configurations (one node, one H) at every grid node count: by (cap,
+    target), the cheapest (then fastest) record that reaches the target within the limit among them,
+    and the rows evaluated. Runs on whichever process gets it."""
+    asm = Assumptions(base.assumptions)
+    n_grid = np.asarray(space.node_counts, dtype=float)
+    tgts = [Target(metric, x) for x in targets]
+    best: dict[tuple[int, int], tuple[tuple, dict]] = {}
+    rows = 0
+    for b0, b1 in groups[start:stop]:
         node_i = int(cfg["node"][b0])
-        if not legal[:, node_i].any():
-            continue
         ci = np.repeat(np.arange(b0, b1), len(n_grid))
         n = np.tile(n_grid, b1 - b0)
         keep = (cfg["group"][ci] == 0) | (n >= 2 * cfg["group"][ci])
@@ -271,31 +339,10 @@ def analyse(
                 "efficiency": float(ev["eta"][j]),
                 "h_used": float(ev["h_used"][j]),
             }
-            for c in range(len(caps)):
+            for c in range(len(legal)):
                 if legal[c, node_i] and ((c, ti) not in best or k < best[(c, ti)][0]):
                     best[(c, ti)] = (k, rec)
-        if progress is not None:
-            progress(int(b1), n_cfg)
-    all_systems = systems()
-    results = []
-    for c, cap in enumerate(caps):
-        cheapest = {}
-        for ti, x in enumerate(targets):
-            got = best.get((c, ti))
-            cheapest[x] = _describe(got[1], space, cfg) if got else None
-        caught = [s for s in all_systems if not cap.allows(s.h100_equivalents(asm), s.memory_gb)]
-        results.append(CapResult(cap, largest_nodes(cap, asm, gpus), cheapest, caught))
-    return GovernanceResult(
-        caps=results,
-        targets=tuple(targets),
-        metric=metric,
-        days_limit=days_limit,
-        configurations=len(cfg["node"]),
-        rows=rows,
-        seconds=time.perf_counter() - started,
-        space=space,
-        systems=all_systems,
-    )
+    return best, rows
 
 
 def _describe(rec: dict[str, Any], space: Space, cfg) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from dtsim import catalog
+from dtsim.analysis.distributed import map_blocks
 from dtsim.analysis.targets import Target, metric_at, tokens_needed
 from dtsim.assumptions import Assumptions, defaults
 from dtsim.errors import ScenarioError
@@ -291,8 +292,11 @@ def search(
     chunk_rows: int = 1 << 17,
     refine: bool = True,
     node_filter: Callable[[NodeSpec], bool] | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
 ) -> SearchResult:
-    """Search `space` on top of `base` (network, MFU, stragglers, ...).
+    """Search `space` on top of `base` (network, MFU, stragglers, ...), here or on Dask (`scheduler`,
+    `workers`: analysis/distributed.py; the same result either way).
 
     objective "cost": cheapest capital cost reaching `target` within `days_limit` (and `budget`);
     "time": fastest; "reach": no target — the most `reach_metric` compute reachable within
@@ -319,30 +323,42 @@ def search(
     n_cfg = len(cfg["node"])
     kind = target.kind if target is not None else reach_metric
 
-    # rows to evaluate: configuration × N, pruned: a hierarchy needs two whole groups. Blocks share a
-    # node and an H, so those enter the batch as scalars.
-    state = _State(n_cfg, days_limit)
-    total_rows = 0
+    # rows to evaluate: configuration × N, pruned: a hierarchy needs two whole groups. Groups of
+    # configurations share a node and an H, so those enter the batch as scalars; blocks of groups run
+    # here or on Dask, each into its own state, merged in block order (the same winner either way).
     key = np.char.add(cfg["node"].astype(str), np.char.add("|", cfg["h"]))
     cuts = np.flatnonzero(np.r_[True, key[1:] != key[:-1], True])
-    per = max(1, chunk_rows // len(n_grid))
-    for b0, b1 in itertools.pairwise(cuts):
-        node = space.nodes[int(cfg["node"][b0])]
-        if node_filter is not None and not node_filter(node):
-            continue
-        for c0 in range(b0, b1, per):
-            c1 = min(b1, c0 + per)
-            ci = np.repeat(np.arange(c0, c1), len(n_grid))
-            ni = np.tile(np.arange(len(n_grid)), c1 - c0)
-            n = n_grid[ni]
-            keep = (cfg["group"][ci] == 0) | (n >= 2 * cfg["group"][ci])
-            ci, ni, n = ci[keep], ni[keep], n[keep]
-            if ci.size:
-                total_rows += ci.size
-                ev = _evaluate(base, space, cfg, ci, n, target, kind, days_limit, asm, objective == "reach")
-                state.absorb(ev, ci, ni, objective, budget)
+    groups = [
+        (int(b0), int(b1))
+        for b0, b1 in itertools.pairwise(cuts)
+        if node_filter is None or node_filter(space.nodes[int(cfg["node"][b0])])
+    ]
+    step = 1 if scheduler is None and workers is None else max(1, len(groups) // 32)
+    blocks = [(a, min(len(groups), a + step)) for a in range(0, len(groups), step)]
+    state = _State(n_cfg, days_limit)
+    total_rows = 0
+    for (_, stop), (part, rows) in map_blocks(
+        search_block,
+        blocks,
+        scheduler=scheduler,
+        workers=workers,
+        kwargs={
+            "groups": groups,
+            "base": base,
+            "space": space,
+            "cfg": cfg,
+            "target": target,
+            "kind": kind,
+            "days_limit": days_limit,
+            "objective": objective,
+            "budget": budget,
+            "chunk_rows": chunk_rows,
+        },
+    ):
+        state.merge(part)
+        total_rows += rows
         if progress is not None:
-            progress(int(b1), n_cfg)
+            progress(groups[stop - 1][1], n_cfg)
 
     refined = 0
     if refine and objective == "cost" and state.best is not None:
@@ -372,6 +388,42 @@ def search(
     result.explanation = explain_modes(result)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def search_block(
+    start: int,
+    stop: int,
+    groups: list[tuple[int, int]],
+    base: Scenario,
+    space: Space,
+    cfg: dict[str, np.ndarray],
+    target: Target | None,
+    kind: str,
+    days_limit: float,
+    objective: str,
+    budget: float | None,
+    chunk_rows: int,
+) -> tuple[_State, int]:
+    """Groups start..stop−1 of configurations (one node, one H each) at every grid node count, into a
+    state of their own, and the rows evaluated. Runs on whichever process gets it."""
+    asm = Assumptions(base.assumptions)
+    n_grid = np.asarray(space.node_counts, dtype=float)
+    state = _State(len(cfg["node"]), days_limit)
+    rows = 0
+    per = max(1, chunk_rows // len(n_grid))
+    for b0, b1 in groups[start:stop]:
+        for c0 in range(b0, b1, per):
+            c1 = min(b1, c0 + per)
+            ci = np.repeat(np.arange(c0, c1), len(n_grid))
+            ni = np.tile(np.arange(len(n_grid)), c1 - c0)
+            n = n_grid[ni]
+            keep = (cfg["group"][ci] == 0) | (n >= 2 * cfg["group"][ci])
+            ci, ni, n = ci[keep], ni[keep], n[keep]
+            if ci.size:
+                rows += ci.size
+                ev = _evaluate(base, space, cfg, ci, n, target, kind, days_limit, asm, objective == "reach")
+                state.absorb(ev, ci, ni, objective, budget)
+    return state, rows
 
 
 def _evaluate(base, space, cfg, ci, n, target, kind, days_limit, asm, want_reach) -> dict[str, np.ndarray]:
@@ -499,6 +551,24 @@ class _State:
                 for c, g in zip(ci[h][first], ni[h][first], strict=True):
                     if self.first_ok[c] < 0 or g < self.first_ok[c]:
                         self.first_ok[c] = g
+
+    def merge(self, other: _State) -> None:
+        """Absorb the state of a later block: a key replaces one only when strictly smaller, as within a
+        block, so blocks merged in order keep the first best, exactly as one pass over them would."""
+        if other.best_key is not None and (self.best_key is None or other.best_key < self.best_key):
+            self.best_key, self.best = other.best_key, other.best
+        for mine, keys, theirs, their_keys in (
+            (self.by_mode, self.by_mode_key, other.by_mode, other.by_mode_key),
+            (self.closest, self.closest_key, other.closest, other.closest_key),
+        ):
+            for mode, k in their_keys.items():
+                if mode not in keys or k < keys[mode]:
+                    keys[mode], mine[mode] = k, theirs[mode]
+        self.modes_seen |= other.modes_seen
+        seen = other.first_ok >= 0
+        self.first_ok = np.where(
+            seen & ((self.first_ok < 0) | (other.first_ok < self.first_ok)), other.first_ok, self.first_ok
+        )
 
 
 def _take(ev, ci, ni, i) -> dict:

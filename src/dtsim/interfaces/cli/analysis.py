@@ -3,6 +3,7 @@
 import json
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -86,7 +87,13 @@ def sweep(
     import numpy as np
 
     from dtsim.analysis.grid import add_bands, grid_size, metric_names, parse_vary, run_grid, write_table
-    from dtsim.analysis.uncertainty import HEADLINE, load_uncertain_scenario, parse_levels
+    from dtsim.analysis.uncertainty import (
+        HEADLINE,
+        check_seed,
+        load_uncertain_scenario,
+        parse_levels,
+        sample_count,
+    )
     from dtsim.interfaces.plotting import plot_grid
 
     try:
@@ -94,6 +101,9 @@ def sweep(
             uncertainty,
             **{"--seed": seed, "--levels": levels, "--fixed-assumptions": fixed_assumptions, "--corr": corr},
         )
+        if uncertainty is not None:  # bad draw options fail before the grid, not after it
+            sample_count(uncertainty)
+            check_seed(seed)
         scenario, dists = load_uncertain_scenario(
             file,
             preset,
@@ -234,6 +244,18 @@ def sweep(
         c.print(f"plot: {plot}")
 
 
+def with_progress(what: str, show: bool, run: Callable[[Callable[[int, int], None] | None], Any]) -> Any:
+    """run(progress) with a progress bar on stderr (done of total, time left) when `show`, else run(None)."""
+    if not show:
+        return run(None)
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn(what), BarColumn(), TextColumn("{task.completed:,}/{task.total:,}"))
+    with Progress(*columns, TimeRemainingColumn(), console=console(stderr=True), transient=True) as bar:
+        task = bar.add_task(what, total=1)  # the run reports its real total with its first step
+        return run(lambda done, total: bar.update(task, completed=done, total=total))
+
+
 def row_dict(row) -> dict[str, Any]:
     if row is None:
         return None
@@ -369,7 +391,13 @@ def target(
     # lazy: the pydantic scenario model and the YAML catalog load only when the command runs (fast --help)
     from dtsim.analysis.search import DEFAULT_DAYS, Target, search
     from dtsim.analysis.space_options import space_from_options
-    from dtsim.analysis.uncertainty import answer_monte_carlo, load_uncertain_scenario, parse_levels
+    from dtsim.analysis.uncertainty import (
+        answer_monte_carlo,
+        check_seed,
+        load_uncertain_scenario,
+        parse_levels,
+        sample_count,
+    )
 
     days = DEFAULT_DAYS if days is None else days
     mc = None
@@ -381,10 +409,12 @@ def target(
                 "--levels": levels,
                 "--fixed-assumptions": fixed_assumptions,
                 "--corr": corr,
-                "--scheduler": scheduler,
-                "--workers": workers,
             },
         )
+        if uncertainty is not None:  # bad draw options fail before the search, not after it
+            sample_count(uncertainty)
+            check_seed(seed)
+            parse_levels(levels)
         base, dists = load_uncertain_scenario(
             file,
             preset,
@@ -447,8 +477,21 @@ def target(
             tgt.params_b if tgt is not None and tgt.kind == "model" else None,
             base.precision.value,
         )
-        res = search(
-            base, space, tgt, objective=obj, days_limit=days, budget=budget, reach_metric=reach or "quality"
+        res = with_progress(
+            "configurations",
+            not as_json,
+            lambda progress: search(
+                base,
+                space,
+                tgt,
+                objective=obj,
+                days_limit=days,
+                budget=budget,
+                reach_metric=reach or "quality",
+                progress=progress,
+                scheduler=scheduler,
+                workers=workers,
+            ),
         )
         if res.winner is None and not as_json:
             what = tgt.describe() if tgt else f"any run within ${budget:,.0f}"
@@ -591,7 +634,7 @@ def governance(
     """For each cap: the largest node of each accelerator under it, the cheapest way to reach each
     target with such nodes, and the legitimate systems the cap would catch."""
     # lazy: the pydantic scenario model and the YAML catalog load only when the command runs (fast --help)
-    from dtsim.analysis.uncertainty import load_uncertain_scenario, parse_levels
+    from dtsim.analysis.uncertainty import check_seed, load_uncertain_scenario, parse_levels, sample_count
     from dtsim.assumptions import Assumptions
 
     if ctx.invoked_subcommand is not None:
@@ -611,10 +654,12 @@ def governance(
                 "--levels": levels,
                 "--fixed-assumptions": fixed_assumptions,
                 "--corr": corr,
-                "--scheduler": scheduler,
-                "--workers": workers,
             },
         )
+        if uncertainty is not None:  # bad draw options fail before the search, not after it
+            sample_count(uncertainty)
+            check_seed(seed)
+            parse_levels(levels)
         base, dists = load_uncertain_scenario(
             file,
             preset,
@@ -636,7 +681,23 @@ def governance(
                         )
                     ]
                 )
-        res = analyse(base, caps, tgts, metric, days, gpus=gpu, precisions=precs, max_nodes=max_nodes)
+        res = with_progress(
+            "configurations",
+            not as_json,
+            lambda progress: analyse(
+                base,
+                caps,
+                tgts,
+                metric,
+                days,
+                gpus=gpu,
+                precisions=precs,
+                max_nodes=max_nodes,
+                progress=progress,
+                scheduler=scheduler,
+                workers=workers,
+            ),
+        )
         if uncertainty is not None:
             from dtsim.analysis.governance import answers_held
 

@@ -606,6 +606,12 @@ def step(
                 "--workers": workers,
             },
         )
+        if uncertainty is not None:  # bad draw options fail before the model runs
+            from dtsim.analysis.uncertainty import check_seed, parse_levels, sample_count
+
+            sample_count(uncertainty)
+            check_seed(seed)
+            parse_levels(levels)
         doc = calibration_option(calibration)
         attention_kernel = check_attention_kernel(attention_kernel, no_flash)
         arch = resolve_model(model, {k: v for k, v in locals().items() if k in SHAPE_FLAGS})
@@ -784,6 +790,12 @@ def plan(
                 "--workers": workers,
             },
         )
+        if uncertainty is not None:  # bad draw options fail before the model runs
+            from dtsim.analysis.uncertainty import check_seed, parse_levels, sample_count
+
+            sample_count(uncertainty)
+            check_seed(seed)
+            parse_levels(levels)
         doc = calibration_option(calibration)
         attention_kernel = check_attention_kernel(attention_kernel, no_flash)
         given = {k: v for k, v in locals().items() if k in CLUSTER_FLAGS and v is not None}
