@@ -129,6 +129,7 @@ def test_openapi_and_docs(client):
     assert set(spec["paths"]) == {
         "/api/simulate",
         "/api/sweep",
+        "/api/sensitivity",
         "/api/presets",
         "/api/schema",
         "/api/assumptions",

@@ -261,3 +261,30 @@ def test_an_unreachable_scheduler_is_a_clear_error():
     )
     assert result.exit_code == 2, result.output
     assert "cannot reach a Dask scheduler" in result.output and "Traceback" not in result.output
+
+
+def test_api_sensitivity_returns_what_the_cli_returns():
+    """Issue 14 item 3: the API returns the same as `dtsim sensitivity --json`."""
+    from fastapi.testclient import TestClient
+
+    from dtsim.interfaces.api.app import create_app
+
+    client = TestClient(create_app(ui=False))
+    body = {
+        "scenario": {"mfu": {"dist": "uniform", "low": 0.3, "high": 0.5}, "bandwidth_mbps": 100000},
+        "output": "global_mfu",
+        "base": 128,
+        "seed": 4,
+        "fixed_assumptions": True,
+    }
+    r = client.post("/api/sensitivity", json=body)
+    assert r.status_code == 200, r.text
+    api = r.json()
+    args = ["--set", "mfu=0.3..0.5", "--set", "bandwidth_mbps=100000", "--output", "global_mfu"]
+    cli = _json(["sensitivity", *args, "--base", "128", "--seed", "4", "--fixed-assumptions", "--json"])
+    assert api == cli
+    assert api["indices"][0]["input"] == "mfu" and api["indices"][0]["ST"] > 0.9
+    bad = client.post("/api/sensitivity", json={**body, "output": "nope"})
+    assert bad.status_code == 422 and bad.json()["detail"][0]["field"] == "output"
+    none = client.post("/api/sensitivity", json={"fixed_assumptions": True})
+    assert none.status_code == 422 and "nothing varies" in none.text

@@ -776,9 +776,11 @@ def load_uncertain_scenario(
     set_texts: Sequence[str] = (),
     fixed_assumptions: bool = False,
     corr_texts: Sequence[str] = (),
+    fields: Mapping[str, Any] | None = None,
 ):
     """The scenario of a file / preset / `--set` with every distribution at its point value, and the
     distributions by field (a `--set` value replaces a file's distribution of the same field).
+    `fields`: a scenario given as a mapping (an API body), read as a file's fields are.
 
     Unless `fixed_assumptions`, the distributions also hold the assumptions table's own (for the
     assumptions the model reads that the scenario does not set), as `assumptions.NAME`. Rank
@@ -789,7 +791,12 @@ def load_uncertain_scenario(
     from dtsim.schema.scenario import load_scenario, parse_set, read_scenario_file
 
     overrides = parse_set(list(set_texts))
-    file_fields = read_scenario_file(file) if file is not None else None
+    if fields is not None:
+        if not isinstance(fields, Mapping):
+            raise ScenarioError([("scenario", fields, "must be an object of scenario fields")])
+        file_fields: dict[str, Any] | None = dict(fields)
+    else:
+        file_fields = read_scenario_file(file) if file is not None else None
     correlations: dict[frozenset, Correlation] = {}
     if file_fields is not None and "correlations" in file_fields:
         stated = file_fields.pop("correlations")

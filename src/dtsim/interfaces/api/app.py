@@ -8,6 +8,7 @@ TIME_BUDGET_S stops with 503 instead of holding a worker.
 from __future__ import annotations
 
 import json
+import math
 import time
 from enum import Enum
 from typing import Annotated, Any
@@ -69,6 +70,28 @@ class SweepRequest(BaseModel):
         None, max_length=MAX_POINTS, description="Values; default: around the current one."
     )
     points: int = Field(41, ge=2, le=MAX_POINTS, description="Number of points when values are not given.")
+
+
+class SensitivityRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)  # 0 is not false, "2" is not 2
+    scenario: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Scenario fields (defaults: seed 000 §9); any numeric field may be a distribution, e.g. "
+        '{"mfu": {"dist": "triangular", "low": 0.3, "mode": 0.4, "high": 0.5}}.',
+        examples=[{"mfu": {"dist": "uniform", "low": 0.3, "high": 0.5}}],
+    )
+    output: str = Field("wall_clock_days", description="The simulate output to explain (any numeric output).")
+    base: int = Field(
+        256,
+        ge=2,
+        le=1024,
+        description="Saltelli base samples N (rounded up to a power of two); N·(d+2) runs.",
+    )
+    seed: int | None = Field(None, ge=0, le=2**63 - 1, description="Seed of the sampling and the bootstrap.")
+    fixed_assumptions: bool = Field(
+        False,
+        description="Hold the assumptions table at its point values: only the scenario's distributions vary.",
+    )
 
 
 class SweepResponse(BaseModel):
@@ -244,6 +267,49 @@ def api_sweep(
     return SweepResponse(
         field=req.field, values=[float(v) for v in values], mode=batch["mode"].tolist(), columns=columns
     )
+
+
+@router.post(
+    "/sensitivity",
+    responses=ERRORS,
+    summary="Sobol indices and a tornado: which uncertain inputs drive an output",
+)
+def api_sensitivity(
+    req: SensitivityRequest,
+    preset: Annotated[PresetName | None, Query(description="Start from this preset.")] = None,
+) -> dict[str, Any]:
+    """The JSON of `dtsim sensitivity --json`: `{"output", "indices": [{"input", "S1", "ST", "low",
+    "high", ...}], ...}` ranked by ST, over the scenario's distributions and, unless
+    `fixed_assumptions`, the assumptions table's."""
+    from dtsim.analysis.sensitivity import sensitivity as run_sensitivity
+    from dtsim.analysis.uncertainty import load_uncertain_scenario
+
+    try:
+        scenario, dists = load_uncertain_scenario(
+            None,
+            getattr(preset, "value", preset),
+            fixed_assumptions=req.fixed_assumptions,
+            fields=req.scenario,
+        )
+        res = run_sensitivity(scenario, dists, req.output, req.base, req.seed)
+    except ScenarioError as exc:
+        problems = [
+            (f[2:] if f.startswith("--") else "scenario" if f == "inputs" else f"scenario.{f}", v, m)
+            for f, v, m in exc.problems
+        ]
+        raise ApiError(422, problems) from None
+    return _finite(res.as_dict())
+
+
+def _finite(x: Any) -> Any:
+    """JSON has no NaN or infinity: a non-finite number becomes null."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_finite(v) for v in x]
+    return x
 
 
 @router.get("/presets", summary="Scenario presets, node presets and accelerators")
