@@ -72,6 +72,7 @@ def main() -> None:
         f"batch path alone on the same draws:                {batch:.3f} s  ({n / batch / 1e6:.2f} M rows/s)"
     )
     print(f"Monte Carlo / batch alone: {mc / batch:.2f}×")
+    datacenter(args.repeats)
     if args.no_dask:
         return
     from distributed import LocalCluster
@@ -91,6 +92,32 @@ def main() -> None:
         f"LocalCluster of {args.workers} processes, cold (started per call): {cold:.3f} s  ({mc / cold:.2f}×)"
     )
     print(f"identical results on the cluster and in one process: {same}")
+
+
+def datacenter(repeats: int) -> None:
+    """`step --uncertainty`: draws of the model error and the table's assumptions through the vectorized
+    step, against `step()` called once per draw with those assumptions (what a loop would cost)."""
+    from dtsim.analysis.datacenter_uncertainty import datacenter_inputs, datacenter_monte_carlo
+    from dtsim.models.datacenter.step import step
+    from dtsim.models.datacenter.workload import Cluster, Layout, Workload
+
+    w = Workload(
+        model="gpt3-175b",
+        cluster=Cluster(gpu="a100-80gb", nodes=48, gpus_per_node=8),
+        layout=Layout(tp=8, pp=12, gbs=1536),
+        tokens=3e11,
+    )
+    n = 1 << 16
+    datacenter_monte_carlo(w, [w.layout], 1024, seed=1)  # warm
+    mc = _median_time(lambda: datacenter_monte_carlo(w, [w.layout], n, seed=1), repeats)
+    dists = datacenter_inputs({}, False, False)
+    drawn = unc.draws(dists, 256, seed=1)
+    rows = [{k.removeprefix("assumptions."): float(v[i]) for k, v in drawn.items()} for i in range(256)]
+    loop = _median_time(lambda: [step(w.model_copy(update={"assumptions": r})) for r in rows], 1) / 256
+    print(
+        f"step --uncertainty, GPT-3 175B on 384 A100: {n:,} draws in {mc:.3f} s ({mc / n * 1e6:.1f} µs a draw); "
+        f"step() once per draw {loop * 1e3:.2f} ms ({loop / (mc / n):.0f}× the vectorized draw)"
+    )
 
 
 if __name__ == "__main__":

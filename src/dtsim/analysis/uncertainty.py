@@ -654,6 +654,9 @@ def answer_monte_carlo(
         scheduler=scheduler,
         workers=workers,
     )
+    # the answer's own test is the search's time limit (probabilities[0]), not simulate's maximum
+    # worthwhile run length, which a search ignores: its verdict would contradict the answer
+    mc.shares.pop("feasible", None)
     dropped = sorted(k for k in dists if k in fixed)
     if dropped:
         mc.warnings.append(f"{', '.join(dropped)}: set by the configuration found, so not drawn")
