@@ -72,6 +72,15 @@ def dask_client(scheduler: str | None, workers: int | None):
         yield client
 
 
+def block_ranges(
+    count: int, scheduler: str | None, workers: int | None, parts: int = 32
+) -> list[tuple[int, int]]:
+    """Items 0..count−1 in blocks: one item a block in this process (progress after each), about
+    `parts` blocks on Dask (enough for the workers to share, few enough to keep the overhead low)."""
+    step = 1 if scheduler is None and workers is None else max(1, count // parts)
+    return [(a, min(count, a + step)) for a in range(0, count, step)]
+
+
 def map_blocks(
     func: Callable[..., Any],
     blocks: Sequence[tuple[int, int]],

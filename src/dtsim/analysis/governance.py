@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from dtsim import catalog
-from dtsim.analysis.distributed import map_blocks
+from dtsim.analysis.distributed import block_ranges, map_blocks
 from dtsim.analysis.search import (
     DEFAULT_DAYS,
     MODE_IDS,
@@ -238,8 +238,7 @@ def analyse(
     groups = [
         (int(b0), int(b1)) for b0, b1 in itertools.pairwise(cuts) if legal[:, int(cfg["node"][b0])].any()
     ]
-    step = 1 if scheduler is None and workers is None else max(1, len(groups) // 32)
-    blocks = [(a, min(len(groups), a + step)) for a in range(0, len(groups), step)]
+    blocks = block_ranges(len(groups), scheduler, workers)
     best: dict[tuple[int, int], tuple[tuple, dict]] = {}
     rows = 0
     n_cfg = len(cfg["node"])

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from dtsim import catalog
-from dtsim.analysis.distributed import map_blocks
+from dtsim.analysis.distributed import block_ranges, map_blocks
 from dtsim.analysis.targets import Target, metric_at, tokens_needed
 from dtsim.assumptions import Assumptions, defaults
 from dtsim.errors import ScenarioError
@@ -333,8 +333,7 @@ def search(
         for b0, b1 in itertools.pairwise(cuts)
         if node_filter is None or node_filter(space.nodes[int(cfg["node"][b0])])
     ]
-    step = 1 if scheduler is None and workers is None else max(1, len(groups) // 32)
-    blocks = [(a, min(len(groups), a + step)) for a in range(0, len(groups), step)]
+    blocks = block_ranges(len(groups), scheduler, workers)
     state = _State(n_cfg, days_limit)
     total_rows = 0
     for (_, stop), (part, rows) in map_blocks(

@@ -89,27 +89,13 @@ def sweep(
     from dtsim.analysis.grid import add_bands, grid_size, metric_names, parse_vary, run_grid, write_table
     from dtsim.analysis.uncertainty import (
         HEADLINE,
-        check_seed,
-        load_uncertain_scenario,
         parse_levels,
-        sample_count,
     )
     from dtsim.interfaces.plotting import plot_grid
 
     try:
-        uncertainty_flags_alone(
-            uncertainty,
-            **{"--seed": seed, "--levels": levels, "--fixed-assumptions": fixed_assumptions, "--corr": corr},
-        )
-        if uncertainty is not None:  # bad draw options fail before the grid, not after it
-            sample_count(uncertainty)
-            check_seed(seed)
-        scenario, dists = load_uncertain_scenario(
-            file,
-            preset,
-            set_ or [],
-            fixed_assumptions=fixed_assumptions or uncertainty is None,
-            corr_texts=corr or [],
+        scenario, dists = uncertain_base(
+            file, preset, set_, uncertainty, seed, levels, fixed_assumptions, corr
         )
         axes = [parse_vary(v) for v in vary or []]
         if not axes:
@@ -242,6 +228,24 @@ def sweep(
         c.print(f"table: {out} ({result.n:,} rows × {len(result.columns)} columns)")
     if plot is not None:
         c.print(f"plot: {plot}")
+
+
+def uncertain_base(file, preset, set_, uncertainty, seed, levels, fixed_assumptions, corr):
+    """The base scenario and its distributions (load_uncertain_scenario; the assumptions table's only
+    when drawing), after checking the --uncertainty options (cli/common.py)."""
+    from dtsim.analysis.uncertainty import load_uncertain_scenario
+
+    uncertainty_flags_alone(
+        uncertainty,
+        **{"--seed": seed, "--levels": levels, "--fixed-assumptions": fixed_assumptions, "--corr": corr},
+    )
+    return load_uncertain_scenario(
+        file,
+        preset,
+        set_ or [],
+        fixed_assumptions=fixed_assumptions or uncertainty is None,
+        corr_texts=corr or [],
+    )
 
 
 def with_progress(what: str, show: bool, run: Callable[[Callable[[int, int], None] | None], Any]) -> Any:
@@ -393,35 +397,13 @@ def target(
     from dtsim.analysis.space_options import space_from_options
     from dtsim.analysis.uncertainty import (
         answer_monte_carlo,
-        check_seed,
-        load_uncertain_scenario,
         parse_levels,
-        sample_count,
     )
 
     days = DEFAULT_DAYS if days is None else days
     mc = None
     try:
-        uncertainty_flags_alone(
-            uncertainty,
-            **{
-                "--seed": seed,
-                "--levels": levels,
-                "--fixed-assumptions": fixed_assumptions,
-                "--corr": corr,
-            },
-        )
-        if uncertainty is not None:  # bad draw options fail before the search, not after it
-            sample_count(uncertainty)
-            check_seed(seed)
-            parse_levels(levels)
-        base, dists = load_uncertain_scenario(
-            file,
-            preset,
-            set_ or [],
-            fixed_assumptions=fixed_assumptions or uncertainty is None,
-            corr_texts=corr or [],
-        )
+        base, dists = uncertain_base(file, preset, set_, uncertainty, seed, levels, fixed_assumptions, corr)
         given = [x is not None for x in (local_flop, quality_flop)] + [
             params_b is not None or tokens_t is not None
         ]
@@ -634,7 +616,7 @@ def governance(
     """For each cap: the largest node of each accelerator under it, the cheapest way to reach each
     target with such nodes, and the legitimate systems the cap would catch."""
     # lazy: the pydantic scenario model and the YAML catalog load only when the command runs (fast --help)
-    from dtsim.analysis.uncertainty import check_seed, load_uncertain_scenario, parse_levels, sample_count
+    from dtsim.analysis.uncertainty import parse_levels
     from dtsim.assumptions import Assumptions
 
     if ctx.invoked_subcommand is not None:
@@ -647,26 +629,7 @@ def governance(
     days = DEFAULT_DAYS if days is None else days
     held: dict[tuple[int, float], dict[str, Any]] = {}
     try:
-        uncertainty_flags_alone(
-            uncertainty,
-            **{
-                "--seed": seed,
-                "--levels": levels,
-                "--fixed-assumptions": fixed_assumptions,
-                "--corr": corr,
-            },
-        )
-        if uncertainty is not None:  # bad draw options fail before the search, not after it
-            sample_count(uncertainty)
-            check_seed(seed)
-            parse_levels(levels)
-        base, dists = load_uncertain_scenario(
-            file,
-            preset,
-            set_ or [],
-            fixed_assumptions=fixed_assumptions or uncertainty is None,
-            corr_texts=corr or [],
-        )
+        base, dists = uncertain_base(file, preset, set_, uncertainty, seed, levels, fixed_assumptions, corr)
         caps = caps_from_options(compute_cap, memory_cap, base_compute_cap)
         tgts = tuple(float(x) for x in parse_values("--targets", targets, ()))
         precs = tuple(p.strip().lower() for p in precisions.split(",") if p.strip())

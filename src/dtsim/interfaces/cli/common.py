@@ -105,7 +105,16 @@ WorkersOpt = Annotated[int | None, typer.Option(help="A local Dask cluster of N 
 
 
 def uncertainty_flags_alone(uncertainty: int | None, **flags: Any) -> None:
-    """An --uncertainty companion flag given without --uncertainty is an error naming it."""
+    """An --uncertainty companion flag (`--seed`, `--levels`, … by name) given without --uncertainty is
+    an error naming it; with --uncertainty, a bad count, `--seed` or `--levels` fails here, before any
+    search, grid or model runs."""
     given = [(k, v) for k, v in flags.items() if v not in (None, False, [])]
-    if uncertainty is None and given:
-        raise ScenarioError([(given[0][0], given[0][1], "needs --uncertainty N")])
+    if uncertainty is None:
+        if given:
+            raise ScenarioError([(given[0][0], given[0][1], "needs --uncertainty N")])
+        return
+    from dtsim.analysis.uncertainty import check_seed, parse_levels, sample_count
+
+    sample_count(uncertainty)
+    check_seed(flags.get("--seed"))
+    parse_levels(flags.get("--levels"))

@@ -595,23 +595,8 @@ def step(
 
     dmc = None
     try:
-        uncertainty_flags_alone(
-            uncertainty,
-            **{
-                "--seed": seed,
-                "--levels": levels,
-                "--prob": prob,
-                "--fixed-assumptions": fixed_assumptions,
-                "--scheduler": scheduler,
-                "--workers": workers,
-            },
-        )
-        if uncertainty is not None:  # bad draw options fail before the model runs
-            from dtsim.analysis.uncertainty import check_seed, parse_levels, sample_count
-
-            sample_count(uncertainty)
-            check_seed(seed)
-            parse_levels(levels)
+        flags = {"--seed": seed, "--levels": levels, "--prob": prob, "--fixed-assumptions": fixed_assumptions}
+        uncertainty_flags_alone(uncertainty, **flags, **{"--scheduler": scheduler, "--workers": workers})
         doc = calibration_option(calibration)
         attention_kernel = check_attention_kernel(attention_kernel, no_flash)
         arch = resolve_model(model, {k: v for k, v in locals().items() if k in SHAPE_FLAGS})
@@ -779,23 +764,8 @@ def plan(
 
     dmc = None
     try:
-        uncertainty_flags_alone(
-            uncertainty,
-            **{
-                "--seed": seed,
-                "--levels": levels,
-                "--prob": prob,
-                "--fixed-assumptions": fixed_assumptions,
-                "--scheduler": scheduler,
-                "--workers": workers,
-            },
-        )
-        if uncertainty is not None:  # bad draw options fail before the model runs
-            from dtsim.analysis.uncertainty import check_seed, parse_levels, sample_count
-
-            sample_count(uncertainty)
-            check_seed(seed)
-            parse_levels(levels)
+        flags = {"--seed": seed, "--levels": levels, "--prob": prob, "--fixed-assumptions": fixed_assumptions}
+        uncertainty_flags_alone(uncertainty, **flags, **{"--scheduler": scheduler, "--workers": workers})
         doc = calibration_option(calibration)
         attention_kernel = check_attention_kernel(attention_kernel, no_flash)
         given = {k: v for k, v in locals().items() if k in CLUSTER_FLAGS and v is not None}
