@@ -15,6 +15,23 @@ def _num(v: float | None) -> str:
     return "—" if v is None else f"{v:,.4g}"
 
 
+UNCERTAINTY = "### Model error and input uncertainty together (`step` and `plan --uncertainty N`)\n\n`--uncertainty N` draws two things jointly from one scrambled Sobol sequence\n(`analysis/datacenter_uncertainty.py`):\n\n- **The model's error.** The score ln(measured / predicted step time) of the check runs as a\n  distribution: its quantile function runs linearly through the conformal bounds above (each level's\n  bounds are its (1 − level)/2 and (1 + level)/2 quantiles, being order statistics of the scores) and\n  the scores' median (`median` in catalog/model_error.yaml: {median:+.4f}, the model {fast:.1%} fast on the\n  median check run), and is held at the 95 % bounds beyond them (the runs say nothing of the tails).\n  Each draw's step time is the model's times exp(score); MFU and tokens/s divide by it. With the table\n  held (`--fixed-assumptions`), P10 and P90 are the 80 % interval above (a test); the P50 is the point\n  × {factor:.3f}. A calibration file (`--calibration`) drops this term and says so, as for the intervals.\n- **The assumptions.** The table's distributions of what the datacenter step reads\n  (`models/datacenter/step.py: ASSUMPTIONS_READ`, kept equal to its reads by a test): HBM efficiency,\n  framework overhead, the overlap slowdown, the usable memory fraction, the FlashAttention backward\n  factor and PUE. Each draw's step runs with its own values through the vectorized step\n  (`step_draws`, equal draw by draw to `step` with those overrides: a test). Memory and the fit verdict\n  vary through these only.\n\nThe scores were measured with the assumptions at their point values, so they already hold part of\nwhat the assumptions' spread stands for; drawing both is the cautious reading, wider than either.\nReported: P10/P50/P90 of step time, MFU, tokens/s, memory and, with `--tokens`, days, GPU-hours,\nenergy (and rental cost), P(fits), `--prob \"days<=90\"`, the drivers. `plan` (and `step --layouts`)\ndraws its ranked layouts together — one model-error draw shared by every layout of a draw (the\nmeasured error is one width for every layout and does not reorder them) — and adds each layout's\nrange, P(fits) and the chance it is the fastest of those that fit (`layout_uncertainty` in JSON)."
+
+
+def _uncertainty_section() -> list[str]:
+    """How `step` and `plan --uncertainty` draw the model error with the assumptions (the median from
+    catalog/model_error.yaml)."""
+    import math
+
+    from dtsim.models.datacenter.model_error import table
+
+    median = table().get("median")
+    if median is None:
+        return []
+    factor = math.exp(median)
+    return [*UNCERTAINTY.format(median=median, fast=factor - 1.0, factor=factor).split("\n"), ""]
+
+
 def render() -> str:
     data = load_dataset()
     result = validate(data)
@@ -67,6 +84,7 @@ def render() -> str:
         for name, runs, cells in coverage_rows(coverage):
             out.append(f"| {name} | {runs} | " + " | ".join(cells) + " |")
         out.append("")
+        out += _uncertainty_section()
     summary = result.summary
     for name, entry in summary.items():
         group = data.groups.get(name)
