@@ -20,7 +20,7 @@ TARGET = ["target", "--params-b", "100", "--tokens-t", "2", "--node", "16x-h100-
 def _json(args):
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
-    return json.loads(res.output)
+    return json.loads(res.stdout)
 
 
 def test_nothing_uncertain_gives_the_winner_itself():

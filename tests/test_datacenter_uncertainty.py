@@ -31,7 +31,7 @@ STEP += ["--gbs", "1536"]
 def _json(args):
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
-    return json.loads(res.output)
+    return json.loads(res.stdout)
 
 
 def test_assumptions_read_by_the_step_are_the_listed_ones(monkeypatch):

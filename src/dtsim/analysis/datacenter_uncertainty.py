@@ -35,9 +35,9 @@ from dtsim.analysis.uncertainty import (
     CHUNK,
     DEFAULT_LEVELS,
     MonteCarlo,
-    _pname,
     check_seed,
     draws,
+    level_name,
     probability,
     sample_count,
     summarise,
@@ -168,6 +168,7 @@ def datacenter_monte_carlo(
     progress: Callable[[int, int], None] | None = None,
     scheduler: str | None = None,
     workers: int | None = None,
+    plan_cut: bool = False,
 ) -> DatacenterMonteCarlo:
     """n draws (rounded up to 2^m) of the model error and the assumptions through the datacenter step
     for each layout, in blocks of 2^16 draws, here or on Dask (analysis/distributed.py: same seed,
@@ -188,7 +189,8 @@ def datacenter_monte_carlo(
                 (
                     "--uncertainty",
                     n,
-                    f"{samples:,} draws × {len(layouts)} layouts exceeds {MAX_DRAWS:,} datacenter evaluations",
+                    f"{samples:,} draws (N rounded up to a power of two) × {len(layouts)} layouts exceeds "
+                    f"{MAX_DRAWS:,} datacenter evaluations; ask for at most {MAX_DRAWS // len(layouts):,} draws",
                 )
             ]
         )
@@ -199,7 +201,8 @@ def datacenter_monte_carlo(
     dists = datacenter_inputs(workload.assumptions, fixed_assumptions, packaged)
     warnings: list[str] = []
     if not packaged:
-        warnings.append(f"{model_error.NOT_PACKAGED}; only the assumptions vary")
+        varied = "only the assumptions vary" if dists else "and the assumptions are held"
+        warnings.append(f"{model_error.NOT_PACKAGED}; {varied}")
     seed_given = seed is not None
     if seed is None:
         seed = secrets.randbits(63)
@@ -237,9 +240,29 @@ def datacenter_monte_carlo(
                 for k in names:
                     cols[i][k] = np.broadcast_to(cols[i][k][:1], (samples,))
             break
+    for c in cols:  # a draw where the layout does not fit has no step time: its times are not answers
+        for k in names:
+            if k not in ("fits", "memory_per_gpu_gb"):
+                c[k] = np.where(c["fits"], c[k], np.nan)
     first = cols[0]
     summary = {o: summarise(first[o], levels) for o in names if o != "fits"}
     warnings += summary_warnings(summary, levels, samples)
+    if not np.any(first["fits"]):
+        warnings.append(
+            "the layout does not fit in GPU memory on any draw: its times are not answers, so none is given"
+        )
+    above = float(np.mean(first["mfu"] > 1.0))
+    if above > 0:
+        warnings.append(
+            f"{above:.1%} of the draws put the MFU above 100 % (the model error's fast tail on a prediction "
+            "already near the peak): those draws are not physical, and the prediction is likely optimistic"
+        )
+    if plan_cut:
+        warnings.append(
+            f"only the first {MAX_PLAN_LAYOUTS} ranked layouts are drawn (P(fastest) is among them)"
+        )
+    if not dists:
+        warnings.append("nothing varies: every draw is the point")
     for p in probs:  # an unknown output is an error before any number is shown
         probability(p, first)
     drivers = {o: top_drivers(inputs, np.asarray(first[o]), dists) for o in summary} if inputs else {}
@@ -293,32 +316,49 @@ def _share(fits: np.ndarray) -> dict[str, float]:
     return {k: v for k, v in (("yes", p), ("no", 1.0 - p)) if v > 0}
 
 
-def _quantiles(x: np.ndarray, levels: Sequence[float]) -> dict[str, float]:
+def _quantiles(x: np.ndarray, levels: Sequence[float]) -> dict[str, float | None]:
+    """The levels' quantiles and the mean over the draws where x is defined (None where none is)."""
     v = np.sort(np.asarray(x, dtype=float))
-    return {_pname(q): float(np.quantile(v, q)) for q in levels} | {"mean": float(v.mean())}
+    v = v[np.isfinite(v)]
+    if not len(v):
+        return {level_name(q): None for q in levels} | {"mean": None}
+    return {level_name(q): float(np.quantile(v, q)) for q in levels} | {"mean": float(v.mean())}
 
 
-def plan_layouts(plan_result: Any, opt: Any) -> list[Any]:
-    """The ranked layouts of a plan as Layout objects `step` evaluates alike (plan_result.ranked)."""
+def plan_layouts(plan_result: Any, opt: Any) -> tuple[list[Any], bool]:
+    """The ranked layouts of a plan as Layout objects `step` evaluates alike (plan_result.ranked), at
+    most MAX_PLAN_LAYOUTS, and whether some were left out."""
     from dtsim.models.datacenter.workload import Layout
 
     extra = {
         "overlap_tp_comm": opt.overlap_tp_comm,
         "fp32_grad_accumulation": opt.fp32_grad_accumulation,
     }
-    return [Layout(**{**r.layout, **extra}) for r in plan_result.ranked[:MAX_PLAN_LAYOUTS]]
+    rows = [Layout(**{**r.layout, **extra}) for r in plan_result.ranked[:MAX_PLAN_LAYOUTS]]
+    return rows, len(plan_result.ranked) > MAX_PLAN_LAYOUTS
 
 
-def describe_fastest(layouts: Sequence[Mapping[str, Any]]) -> str:
-    """One sentence: how often the ranked first layout is the fastest that fits."""
+def share(p: float) -> str:
+    """A share as a whole percentage that never rounds a 'sometimes' to 0 % or 100 %."""
+    if 0.0 < p < 0.005:
+        return "<1%"
+    if 0.995 <= p < 1.0:
+        return ">99%"
+    return f"{p:.0%}"
+
+
+def describe_fastest(layouts: Sequence[Mapping[str, Any]], first: int = 1) -> str:
+    """One sentence: how often the first layout (numbered `first`, as in the table) is the fastest that
+    fits, and which other layout is fastest most often; draws where layouts tie go to the one listed
+    first."""
     if not layouts:
         return ""
     p = layouts[0]["p_fastest"]
     other = max(layouts[1:], key=lambda e: e["p_fastest"], default=None)
-    s = f"the first layout is the fastest that fits in {p:.0%} of the draws"
+    s = f"layout #{first} is the fastest that fits in {share(p)} of the draws"
     if other is not None and other["p_fastest"] > 0:
-        s += f"; the next most often fastest is #{other['rank']} ({other['p_fastest']:.0%})"
-    return s
+        s += f"; the next most often fastest is #{other['rank'] + first - 1} ({share(other['p_fastest'])})"
+    return s + " (a tie goes to the layout listed first)"
 
 
 __all__ = [

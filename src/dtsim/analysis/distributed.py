@@ -19,12 +19,27 @@ from typing import Any
 from dtsim.errors import ScenarioError
 
 SCHEDULERS = "local, or a scheduler address tcp://host:port"
+MAX_WORKERS_PER_CORE = (
+    4  # more local worker processes than this only queue for the cores (and take minutes to start)
+)
 
 
 def check_scheduler(scheduler: str | None, workers: int | None) -> None:
     """A clear error for a scheduler that is not one of the forms, or a worker count below 1."""
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ScenarioError([("--workers", workers, "must be a whole number ≥ 1")])
+    most = MAX_WORKERS_PER_CORE * (os.cpu_count() or 1)
+    if workers is not None and workers > most:
+        raise ScenarioError(
+            [
+                (
+                    "--workers",
+                    workers,
+                    f"a local cluster on this machine's {os.cpu_count()} cores takes at most {most} worker "
+                    "processes; for more, start a cluster and give --scheduler tcp://host:8786",
+                )
+            ]
+        )
     if scheduler is None:
         return
     if scheduler != "local" and not (scheduler.startswith("tcp://") and len(scheduler) > 6):

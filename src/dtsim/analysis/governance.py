@@ -423,7 +423,7 @@ def answers_held(
             out[(ci, x)] = {
                 "p_within_limit": p["p"],
                 "se": p["se"],
-                "days": {k: days[k] for k in days if k.startswith("p") and k != "p"},
+                "days": {k: days[k] for k in days if k.startswith("p")},
                 "samples": mc.samples,
                 "seed": mc.seed,
                 "inputs": list(mc.inputs),

@@ -232,7 +232,7 @@ def band_block(
     feasible draws; or {"problems"} when a draw is not a value its field takes."""
     import warnings
 
-    from dtsim.analysis.uncertainty import _pname, draws, evaluate_rows
+    from dtsim.analysis.uncertainty import draws, evaluate_rows, level_name
 
     g, n = stop - start, draws_per_point
     values = {k: np.repeat(v, n) for k, v in _batch_fields(grid_fields(axes, start, stop)).items()}
@@ -251,7 +251,7 @@ def band_block(
             warnings.filterwarnings("ignore", message="All-NaN slice")  # no draw defined: NaN, shown as —
             q = np.nanquantile(x, levels, axis=1)
         for lev, row in zip(levels, q, strict=True):
-            out[f"{o}_{_pname(lev)}"] = row
+            out[f"{o}_{level_name(lev)}"] = row
     out["feasible_share"] = np.asarray(res["columns"]["feasible"], dtype=float).reshape(g, n).mean(axis=1)
     return {"outputs": out}
 
@@ -376,11 +376,19 @@ def add_bands(
 # --- output ----------------------------------------------------------------------------------------------------
 
 
-def write_table(result: GridResult, path: Path) -> None:
-    """CSV or Parquet by the file's extension; Parquet (and fast CSV) use pyarrow (`dtsim[table]`)."""
-    suffix = path.suffix.lower()
+def check_out(path: Path) -> str:
+    """The table file's kind (.csv or .parquet), or an error naming --out (a wrong kind, a missing folder)."""
+    suffix = Path(path).suffix.lower()
     if suffix not in (".csv", ".parquet"):
         raise ScenarioError([("--out", str(path), "must end in .csv or .parquet")])
+    if not Path(path).parent.is_dir():
+        raise ScenarioError([("--out", str(path), f"its folder {Path(path).parent} does not exist")])
+    return suffix
+
+
+def write_table(result: GridResult, path: Path) -> None:
+    """CSV or Parquet by the file's extension; Parquet (and fast CSV) use pyarrow (`dtsim[table]`)."""
+    suffix = check_out(path)
     try:
         import pyarrow as pa
     except ImportError:

@@ -270,22 +270,23 @@ def summarise(values: np.ndarray, levels: Sequence[float]) -> dict[str, Any]:
     x = np.sort(v[ok])
     out: dict[str, Any] = {"finite": float(ok.mean()) if len(v) else 0.0}
     if len(x) == 0:
-        out.update({_pname(q): None for q in levels})
+        out.update({level_name(q): None for q in levels})
         out.update({"mean": None, "std": None, "se": None, "quantile_se": {}})
         return out
     for q in levels:
-        out[_pname(q)] = float(np.quantile(x, q))
+        out[level_name(q)] = float(np.quantile(x, q))
     constant = x[0] == x[-1]  # (a sum of equal values is not exact in floating point)
     std = 0.0 if constant else float(x.std(ddof=1))
     out["mean"] = float(x[0]) if constant else float(x.mean())
     out["std"] = std
     out["se"] = std / math.sqrt(len(x))
-    out["quantile_se"] = {_pname(q): quantile_se(x, q) for q in levels}
+    out["quantile_se"] = {level_name(q): quantile_se(x, q) for q in levels}
     return out
 
 
-def _pname(q: float) -> str:
-    return f"p{100 * q:g}"
+def level_name(q: float) -> str:
+    """The name of a quantile: p10, p2.5, p99.99999 (enough digits that two levels never share one)."""
+    return f"p{100 * q:.10g}"
 
 
 _PROB = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=|==|!=|<|>)\s*(\S.*?)\s*$")
@@ -410,7 +411,7 @@ def parse_levels(text: str | None) -> tuple[float, ...]:
             raise ScenarioError([("--levels", part, "each level must be above 0 and below 100 (percent)")])
         out.append(v / 100.0)
     # one column per name: levels that print alike (10 and 10.0000001 are both P10) are one level
-    by_name = {_pname(q): q for q in sorted(out)}
+    by_name = {level_name(q): q for q in sorted(out)}
     return tuple(sorted(by_name.values()))
 
 
@@ -596,15 +597,22 @@ def summary_warnings(
             f"only {samples} draws: quantiles beyond the middle are rough; use --uncertainty 1024 or more"
         )
     rough = []
+    undefined: dict[float, list[str]] = {}
     for o, s in summary.items():
-        ends = [s[_pname(q)] for q in levels]
-        spread = (max(ends) - min(ends)) if None not in ends else 0.0
-        if spread > 0 and max(s["quantile_se"].values()) > 0.05 * spread:
+        ends = [s[level_name(q)] for q in levels]
+        defined = None not in ends
+        spread = (max(ends) - min(ends)) if defined else 0.0
+        noise = 1e-9 * max(abs(e) for e in ends) if defined and ends else 0.0  # rounding, not a spread
+        if spread > noise and max(s["quantile_se"].values()) > 0.05 * spread:
             rough.append(o)
         if s["finite"] < 1.0:
-            warnings.append(
-                f"{o} is undefined on {1 - s['finite']:.1%} of the draws (quantiles over the rest)"
-            )
+            undefined.setdefault(1.0 - s["finite"], []).append(o)
+    for share, outs in undefined.items():  # one line for the outputs undefined on the same draws
+        names = ", ".join(outs) + (" is" if len(outs) == 1 else " are")
+        if share == 1.0:
+            warnings.append(f"{names} undefined on every draw")
+        else:
+            warnings.append(f"{names} undefined on {share:.1%} of the draws (quantiles over the rest)")
     if rough:
         warnings.append(
             f"{', '.join(rough)}: a quantile's standard error is over 5 % of the quantiles' spread; "
@@ -657,6 +665,12 @@ def answer_monte_carlo(
     # the answer's own test is the search's time limit (probabilities[0]), not simulate's maximum
     # worthwhile run length, which a search ignores: its verdict would contradict the answer
     mc.shares.pop("feasible", None)
+    days = mc.outputs["wall_clock_days"]
+    if days["p10"] is not None and days["p90"] - days["p10"] <= 1e-9 * abs(days["p90"]):
+        mc.warnings.append(
+            f"none of the {len(kept)} drawn inputs moves the days: the answer is exactly as sure as its "
+            "inputs; give the base's uncertain fields as distributions (e.g. --set mfu=0.3..0.5)"
+        )
     dropped = sorted(k for k in dists if k in fixed)
     if dropped:
         mc.warnings.append(f"{', '.join(dropped)}: set by the configuration found, so not drawn")
@@ -734,7 +748,8 @@ def top_drivers(
     m = min(len(y), DRIVER_DRAWS)
     yy = np.asarray(y[:m], dtype=float)
     ok = np.isfinite(yy)
-    if ok.sum() < 8 or np.ptp(yy[ok]) == 0:
+    # an output that does not vary (or only by rounding noise) has no drivers
+    if ok.sum() < 8 or np.ptp(yy[ok]) <= 1e-9 * np.max(np.abs(yy[ok])):
         return []
     ry = rankdata(yy[ok])
     out = []

@@ -12,11 +12,19 @@ from dtsim.errors import ScenarioError
 FORMATS = (".png", ".svg", ".pdf")
 
 
+def check_folder(path: Path, option: str) -> None:
+    """A clear error when the folder a file is to be written in does not exist (checked before the work)."""
+    folder = Path(path).parent
+    if not folder.is_dir():
+        raise ScenarioError([(option, str(path), f"its folder {folder} does not exist")])
+
+
 def pyplot(path: Path, option: str = "--plot"):
     """matplotlib.pyplot on the Agg backend, for writing `path`; a clear error for another file kind or
     when matplotlib (the `plot` extra) is missing."""
     if Path(path).suffix.lower() not in FORMATS:
         raise ScenarioError([(option, str(path), "must end in .png, .svg or .pdf")])
+    check_folder(path, option)
     try:
         import matplotlib
 
@@ -41,7 +49,9 @@ def plot_grid(result: GridResult, metric: str, path: Path) -> None:
     plt = pyplot(path)
     z = np.asarray(result.columns[metric], dtype=float)
     bands = result.bands
-    names = [f"{metric}_p{100 * q:g}" for q in bands.levels] if bands else []
+    from dtsim.analysis.uncertainty import level_name
+
+    names = [f"{metric}_{level_name(q)}" for q in bands.levels] if bands else []
     names = [k for k in names if k in result.columns]
     fig, ax = plt.subplots(figsize=(7, 4.5))
     if len(result.axes) == 1:

@@ -19,6 +19,7 @@ from dtsim.interfaces.cli.common import (
     WorkersOpt,
     command_group,
     console,
+    err,
     fail,
     table,
     uncertainty_flags_alone,
@@ -86,11 +87,16 @@ def sweep(
     # (fast --help)
     import numpy as np
 
-    from dtsim.analysis.grid import add_bands, grid_size, metric_names, parse_vary, run_grid, write_table
-    from dtsim.analysis.uncertainty import (
-        HEADLINE,
-        parse_levels,
+    from dtsim.analysis.grid import (
+        add_bands,
+        check_out,
+        grid_size,
+        metric_names,
+        parse_vary,
+        run_grid,
+        write_table,
     )
+    from dtsim.analysis.uncertainty import HEADLINE, level_name, parse_levels
     from dtsim.interfaces.plotting import plot_grid
 
     try:
@@ -100,6 +106,12 @@ def sweep(
         axes = [parse_vary(v) for v in vary or []]
         if not axes:
             raise ScenarioError([("--vary", None, "give at least one: --vary field=start:stop:num[:log]")])
+        if out is not None:  # a file that cannot be written fails before the grid runs
+            check_out(out)
+        if plot is not None:
+            from dtsim.interfaces.plotting import pyplot
+
+            pyplot(plot)
         n = grid_size(axes)
         level_list = parse_levels(levels)
         show = not quiet and not as_json and (n >= 200_000 or scheduler is not None or workers is not None)
@@ -151,7 +163,7 @@ def sweep(
         fail(exc)
         return
     bands = result.bands
-    band_names = [f"{metric}_p{100 * q:g}" for q in bands.levels] if bands else []
+    band_names = [f"{metric}_{level_name(q)}" for q in bands.levels] if bands else []
     band_names = [k for k in band_names if k in result.columns]
 
     def band(i: int) -> str:
@@ -169,7 +181,7 @@ def sweep(
         return
     c = console()
     z = np.asarray(result.columns[metric], dtype=float)
-    label = " / ".join(f"P{100 * q:g}" for q in bands.levels) if bands else ""
+    label = " / ".join(level_name(q).upper() for q in bands.levels) if bands else ""
     c.print(
         f"{result.n:,} points ({' × '.join(f'{a.field} {len(a)}' for a in result.axes)}) "
         f"in {result.seconds:.2f} s by the batch path"
@@ -181,7 +193,7 @@ def sweep(
             int(np.nanargmax(np.where(finite, z, np.nan))),
         )
         t = table(
-            title=f"{metric}: range over the grid ({int((~finite).sum()):,} points infeasible or undefined)"
+            title=f"{metric}: range over the grid ({int((~finite).sum()):,} points where it is undefined)"
         )
         t.add_column("")
         for a in result.axes:
@@ -206,7 +218,7 @@ def sweep(
         t.add_column(metric, justify="right")
         if band_names:
             t.add_column(label, justify="right")
-            t.add_column("feasible", justify="right")
+            t.add_column("P(feasible)", justify="right")
         t.add_column("mode", justify="right")
         for i in range(result.n):
             extra = [band(i), f"{result.columns['feasible_share'][i]:.0%}"] if band_names else []
@@ -239,13 +251,21 @@ def uncertain_base(file, preset, set_, uncertainty, seed, levels, fixed_assumpti
         uncertainty,
         **{"--seed": seed, "--levels": levels, "--fixed-assumptions": fixed_assumptions, "--corr": corr},
     )
-    return load_uncertain_scenario(
+    base, dists = load_uncertain_scenario(
         file,
         preset,
         set_ or [],
         fixed_assumptions=fixed_assumptions or uncertainty is None,
         corr_texts=corr or [],
     )
+    if uncertainty is None and dists:  # said on stderr, so that --json output stays one document
+        err.print(
+            "note: fields given as distributions ran at their medians ("
+            + ", ".join(f"{k}: {v.describe()}" for k, v in dists.items())
+            + "); add --uncertainty N for ranges.",
+            highlight=False,
+        )
+    return base, dists
 
 
 def with_progress(what: str, show: bool, run: Callable[[Callable[[int, int], None] | None], Any]) -> Any:
@@ -263,7 +283,7 @@ def with_progress(what: str, show: bool, run: Callable[[Callable[[int, int], Non
 def row_dict(row) -> dict[str, Any]:
     if row is None:
         return None
-    return {
+    out = {
         "node": row.node.id,
         "node_name": row.node.name,
         "gpus_per_node": row.node.count,
@@ -282,6 +302,8 @@ def row_dict(row) -> dict[str, Any]:
         "tokens_t": row.tokens_t,
         "efficiency": row.efficiency,
     }
+    # JSON has no NaN: a value a mode does not have (inner steps of a pipeline over the WAN) is null
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in out.items()}
 
 
 def _print_search(res, title: str) -> None:
@@ -535,6 +557,12 @@ def target(
     if as_json:
         sys.stdout.write(json.dumps(payload, indent=2, default=_json_default) + "\n")
         if res.winner is None:
+            what = tgt.describe() if tgt else f"any run within ${budget:,.0f}"
+            err.print(
+                f"[bold red]error:[/bold red] target = {what!r}: no configuration in the space reaches it within "
+                f"{days:,.1f} days" + (" (so no --uncertainty draws)" if uncertainty is not None else ""),
+                highlight=False,
+            )
             raise typer.Exit(2)
         return
     title = (
@@ -603,7 +631,7 @@ def governance(
             "--uncertainty",
             help="How sure each answer is: for every cap's cheapest run to each target, draw N samples of the "
             "base's distributions and of the assumptions table and report the chance it reaches the target "
-            "within the time limit and its days' P10/P50/P90.",
+            "within the time limit (and, in --json, its days at each level).",
         ),
     ] = None,
     seed: SeedOpt = None,
@@ -735,9 +763,12 @@ def governance(
         c.print(
             f"How sure: each cheapest run drawn {first['samples']:,} times (seed {first['seed']}) over "
             f"{len(first['inputs'])} uncertain inputs; 'in time' is the share of draws that train the target's "
-            f"tokens within {res.days_limit:,.1f} days (the search is not repeated per draw).",
+            f"tokens within {res.days_limit:,.1f} days (the search is not repeated per draw; each run's days "
+            "at the levels are in --json).",
             highlight=False,
         )
+        for w in dict.fromkeys(w for h in held.values() for w in h["warnings"]):
+            c.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
     t = table(title="largest node of each accelerator under each cap (GPUs per node)")
     t.add_column("accelerator")
     for cr in res.caps:

@@ -69,13 +69,17 @@ SeedOpt = Annotated[
     typer.Option(help="With --uncertainty: seed of the Sobol scrambling (same seed, same numbers)."),
 ]
 LevelsOpt = Annotated[
-    str | None, typer.Option(help="With --uncertainty: the quantiles, in percent (default 10,50,90).")
+    str | None,
+    typer.Option(
+        help="With --uncertainty: the quantiles in percent, e.g. 5,50,95 (default 10,50,90; not 0.1,0.5,0.9)."
+    ),
 ]
 ProbOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--prob",
-        help='With --uncertainty: the chance of an output\'s condition, e.g. "days<=90" (repeatable).',
+        help="With --uncertainty: the chance of a condition on an output, OUTPUT<=VALUE (or <, >=, >, ==, !=), "
+        'e.g. "wall_clock_days<=180", "days<=90" or "fits==true" (repeatable).',
     ),
 ]
 FixedAssumptionsOpt = Annotated[

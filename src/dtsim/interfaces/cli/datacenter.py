@@ -291,7 +291,7 @@ UncertaintyOpt = Annotated[
 
 
 def run_datacenter_mc(
-    workload, layouts, uncertainty, seed, levels, prob, fixed, doc, scheduler, workers, quiet
+    workload, layouts, uncertainty, seed, levels, prob, fixed, doc, scheduler, workers, quiet, plan_cut=False
 ):
     """datacenter_monte_carlo with a progress bar on stderr for long runs (not under --json)."""
     from dtsim.analysis.datacenter_uncertainty import datacenter_monte_carlo
@@ -305,6 +305,7 @@ def run_datacenter_mc(
         "calibration": doc,
         "scheduler": scheduler,
         "workers": workers,
+        "plan_cut": plan_cut,
     }
     if quiet or sample_count(uncertainty) * len(layouts) < 1 << 17:
         return datacenter_monte_carlo(workload, layouts, uncertainty, **kwargs)
@@ -322,27 +323,36 @@ def run_datacenter_mc(
         )
 
 
+def _cell(x: float | None, fmt: str) -> str:
+    return "—" if x is None else format(x, fmt)
+
+
 def print_layouts_uncertainty(dmc, first: int = 1) -> None:
     """Per layout of the table above (numbered alike): step time and days at each level, P(fits),
     P(fastest)."""
-    from dtsim.analysis.datacenter_uncertainty import describe_fastest
+    from dtsim.analysis.datacenter_uncertainty import describe_fastest, share
     from dtsim.interfaces.cli.report import print_uncertainty
 
     con = console()
-    names = [f"P{100 * q:g}" for q in dmc.mc.levels]
+    from dtsim.analysis.uncertainty import level_name
+
+    names = [level_name(q).upper() for q in dmc.mc.levels]
     days = any("days" in e for e in dmc.layouts)
     t = table(title=f"Uncertainty of each layout ({dmc.mc.samples:,} draws)", title_justify="left")
     label = " / ".join(names)
     for col in ("#", f"s/iter {label}", *([f"days {label}"] if days else []), "P(fits)", "P(fastest)"):
         t.add_column(col, justify="right")
     for e in dmc.layouts:
-        row = [str(e["rank"] + first - 1), " / ".join(f"{e['step_time_s'][n.lower()]:.2f}" for n in names)]
+        row = [
+            str(e["rank"] + first - 1),
+            " / ".join(_cell(e["step_time_s"][n.lower()], ".2f") for n in names),
+        ]
         if days:
-            row.append(" / ".join(f"{e['days'][n.lower()]:,.1f}" for n in names) if "days" in e else "")
-        row += [f"{e['p_fits']:.0%}", f"{e['p_fastest']:.0%}"]
+            row.append(" / ".join(_cell(e["days"][n.lower()], ",.1f") for n in names) if "days" in e else "")
+        row += [share(e["p_fits"]), share(e["p_fastest"])]
         t.add_row(*row)
     con.print(t)
-    sentence = describe_fastest(dmc.layouts)
+    sentence = describe_fastest(dmc.layouts, first)
     if sentence:
         con.print(sentence[0].upper() + sentence[1:] + ".", highlight=False)
     print_uncertainty(dmc.mc, console=con, title=f"layout #{first}")
@@ -863,7 +873,7 @@ def plan(
             from dtsim.analysis.datacenter_uncertainty import plan_layouts
             from dtsim.models.datacenter.workload import Workload
 
-            rows = plan_layouts(result, opt)
+            rows, cut = plan_layouts(result, opt)
             workload = build(
                 Workload,
                 {
@@ -888,6 +898,7 @@ def plan(
                 scheduler,
                 workers,
                 as_json,
+                plan_cut=cut,
             )
     except ScenarioError as exc:
         fail(exc)

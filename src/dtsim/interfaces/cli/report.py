@@ -167,7 +167,9 @@ def print_uncertainty(mc, console: Console | None = None, title: str = "") -> No
     """The Monte Carlo block under a report: each headline output's quantiles and mean ± its standard
     error, the shares of modes and feasibility, the probabilities asked for and the warnings."""
     con = console or Console()
-    names = [f"P{100 * q:g}" for q in mc.levels]
+    from dtsim.analysis.uncertainty import level_name
+
+    names = [level_name(q).upper() for q in mc.levels]
     t = Table(
         title=f"Uncertainty{' of ' + title if title else ''}: {mc.samples:,} draws"
         + (f" (asked {mc.requested:,}; Sobol needs a power of two)" if mc.samples != mc.requested else "")
@@ -202,7 +204,10 @@ def print_uncertainty(mc, console: Console | None = None, title: str = "") -> No
             v.add_row(k.removeprefix("assumptions."), dist, origin.rstrip(")") or "scenario")
         con.print(v)
     else:
-        con.print("Nothing varied: every draw is the point (give fields as distributions).", highlight=False)
+        con.print(
+            "Nothing varied: every draw is the point (give inputs as distributions, or drop --fixed-assumptions).",
+            highlight=False,
+        )
     for key, label in (
         ("mode", "Mode"),
         ("feasible", "Feasible"),
@@ -214,7 +219,11 @@ def print_uncertainty(mc, console: Console | None = None, title: str = "") -> No
                 f"{label}: " + ", ".join(f"{v} {p:.1%}" for v, p in mc.shares[key].items()), highlight=False
             )
     for p in mc.probabilities:
-        con.print(f"P({p['expr']}) = {p['p']:.1%} ± {p['se']:.1%}", highlight=False)
+        if p["p"] is None:
+            con.print(f"P({p['expr']}): no draw defines {p['expr']}", highlight=False)
+            continue
+        over = "" if p["defined"] == 1.0 else f" (over the {p['defined']:.1%} of the draws that define it)"
+        con.print(f"P({p['expr']}) = {p['p']:.1%} ± {p['se']:.1%}{over}", highlight=False)
     if mc.correlations:
         con.print(
             "Rank correlations (normal copula): "

@@ -1,0 +1,119 @@
+"""Regressions from trying the --uncertainty commands as a new user would (issue 14): each was a
+traceback, invalid JSON, a hang or a misleading number."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from dtsim.analysis.datacenter_uncertainty import describe_fastest, share
+from dtsim.analysis.uncertainty import level_name, parse_levels
+from dtsim.interfaces.cli.main import app
+
+runner = CliRunner()
+STEP = [
+    "step",
+    "--model",
+    "gpt3-175b",
+    "--gpu",
+    "a100-80gb",
+    "--nodes",
+    "48",
+    "--gbs",
+    "1536",
+    "--tokens",
+    "3e11",
+]
+
+
+def _strict(text: str):
+    return json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
+
+
+@pytest.mark.parametrize(
+    "args,field",
+    [
+        (["sweep", "--vary", "num_nodes=8,64", "--plot", "/nonexistent/p.png"], "--plot"),
+        (["sweep", "--vary", "num_nodes=8,64", "--out", "/nonexistent/x.parquet"], "--out"),
+        (["sweep", "--vary", "num_nodes=8,64", "--out", "/nonexistent/x.csv"], "--out"),
+        (["sensitivity", "--base", "16", "--plot", "/nonexistent/s.png"], "--plot"),
+        (["sweep", "--vary", "num_nodes=8,64", "--uncertainty", "8", "--workers", "100000"], "--workers"),
+    ],
+)
+def test_files_that_cannot_be_written_and_too_many_workers_are_clear_errors(args, field):
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2, res.output
+    assert field in res.output and "Traceback" not in res.output
+
+
+def test_target_json_is_strict_and_an_unreachable_target_says_why_on_stderr():
+    res = runner.invoke(app, ["target", "--params-b", "100", "--tokens-t", "2", "--json"])
+    assert res.exit_code == 0
+    d = _strict(res.stdout)
+    assert (
+        d["modes"]["pp-over-wan"]["best"] is None or "inner_steps_used" in d["modes"]["pp-over-wan"]["best"]
+    )
+    never = runner.invoke(app, ["target", "--params-b", "100000", "--tokens-t", "2000", "--json"])
+    assert never.exit_code == 2 and "no configuration" in never.stderr
+    _strict(never.stdout)
+
+
+def test_a_layout_that_never_fits_has_no_times_and_no_chance_of_finishing():
+    """Draws where the layout does not fit give no step time (its time is not an answer), so the chance
+    of finishing in time is undefined, not 98 %."""
+    never = [*STEP, "--tp", "1", "--pp", "1"]
+    res = runner.invoke(app, [*never, "--uncertainty", "256", "--seed", "1", "--prob", "days<=50", "--json"])
+    d = _strict(res.stdout)
+    assert d["uncertainty"]["days"]["p50"] is None and d["probabilities"][0]["p"] is None
+    assert d["monte_carlo"]["shares"]["fits"] == {"no": 1.0}
+    assert any("does not fit in GPU memory on any draw" in w for w in d["monte_carlo"]["warnings"])
+    text = runner.invoke(app, [*STEP, "--tp", "1", "--pp", "1", "--uncertainty", "64", "--prob", "days<=50"])
+    assert text.exit_code == 0 and "no draw defines days<=50" in text.output
+
+
+def test_drawn_mfu_above_the_peak_is_flagged():
+    plan = ["plan", "--model", "mixtral-8x7b", "--gpu", "tpu-v5p", "--nodes", "64", "--top", "1"]
+    res = runner.invoke(app, [*plan, "--uncertainty", "4096", "--seed", "1", "--prob", "mfu>1", "--json"])
+    d = _strict(res.stdout)
+    if d["probabilities"][0]["p"] > 0:
+        assert any("MFU above 100 %" in w for w in d["monte_carlo"]["warnings"])
+    else:  # the model moved: the flag must then be absent
+        assert not any("MFU above 100 %" in w for w in d["monte_carlo"]["warnings"])
+
+
+def test_layout_numbers_in_the_fastest_sentence_follow_the_table():
+    rows = [{"rank": 1, "p_fastest": 0.0}, {"rank": 2, "p_fastest": 1.0}, {"rank": 3, "p_fastest": 0.0}]
+    assert "layout #0 is the fastest" in describe_fastest(rows, first=0)
+    assert "next most often fastest is #1 (100%)" in describe_fastest(rows, first=0)
+    assert "next most often fastest is #2" in describe_fastest(rows, first=1)
+    assert share(0.999) == ">99%" and share(0.001) == "<1%" and share(1.0) == "100%" and share(0.0) == "0%"
+
+
+def test_an_answer_that_nothing_moves_says_so_and_lists_no_driver():
+    res = runner.invoke(
+        app, ["target", "--params-b", "100", "--tokens-t", "2", "--uncertainty", "64", "--json"]
+    )
+    d = _strict(res.stdout)
+    mc = d["monte_carlo"]
+    assert mc["drivers"]["wall_clock_days"] == []
+    assert any("moves the days" in w for w in mc["warnings"])
+    assert not any("wall_clock_days" in w and "standard error" in w for w in mc["warnings"])
+
+
+def test_distributions_without_uncertainty_run_at_their_medians_and_say_so():
+    for args in (["sweep", "--vary", "num_nodes=8,64"], ["target", "--params-b", "100", "--tokens-t", "2"]):
+        res = runner.invoke(app, [*args, "--set", "mfu=0.3..0.5", "--json"])
+        assert res.exit_code == 0 and "ran at their medians" in res.stderr
+        _strict(res.stdout)
+
+
+def test_level_names_keep_their_digits():
+    assert [level_name(q) for q in parse_levels("2.5,50,99.99999")] == ["p2.5", "p50", "p99.99999"]
+    assert level_name(0.1) == "p10"
+
+
+def test_datacenter_draw_limit_names_the_rounding_and_what_fits():
+    res = runner.invoke(app, [*STEP, "--tp", "8", "--pp", "12", "--uncertainty", "16777216"])
+    assert res.exit_code == 2 and "rounded up" in res.output and "at most" in res.output
