@@ -117,3 +117,26 @@ def test_level_names_keep_their_digits():
 def test_datacenter_draw_limit_names_the_rounding_and_what_fits():
     res = runner.invoke(app, [*STEP, "--tp", "8", "--pp", "12", "--uncertainty", "16777216"])
     assert res.exit_code == 2 and "rounded up" in res.output and "at most" in res.output
+
+
+def test_simulate_report_shows_p50_and_range_beside_each_headline_output():
+    """Issue 14 item 6: the Rich report shows `P50 [P10–P90]` beside each headline output."""
+    res = runner.invoke(app, ["simulate", "--uncertainty", "256", "--seed", "1"], env={"COLUMNS": "200"})
+    assert res.exit_code == 0
+    wall = next(line for line in res.output.splitlines() if line.startswith("Wall-clock"))
+    assert "P50" in wall and "[" in wall and "–" in wall
+    mfu = next(line for line in res.output.splitlines() if line.startswith("Global MFU"))
+    assert "P50" in mfu
+    plain = runner.invoke(app, ["simulate"], env={"COLUMNS": "200"})
+    assert "P50" not in plain.output
+
+
+def test_target_takes_probabilities_of_its_own():
+    args = ["target", "--params-b", "100", "--tokens-t", "2", "--set", "mfu=0.3..0.5", "--uncertainty", "128"]
+    d = _strict(runner.invoke(app, [*args, "--seed", "1", "--prob", "global_mfu>=0.35", "--json"]).stdout)
+    assert [p["expr"] for p in d["probabilities"]][1:] == ["global_mfu>=0.35"]
+    assert 0 < d["probabilities"][1]["p"] < 1
+    alone = runner.invoke(
+        app, ["target", "--params-b", "100", "--tokens-t", "2", "--prob", "global_mfu>=0.35"]
+    )
+    assert alone.exit_code == 2 and "needs --uncertainty" in alone.output

@@ -635,6 +635,7 @@ def answer_monte_carlo(
     levels: Sequence[float] = DEFAULT_LEVELS,
     scheduler: str | None = None,
     workers: int | None = None,
+    probs: Sequence[str] = (),
 ) -> MonteCarlo:
     """How sure a searched answer is (`target --uncertainty`, `governance --uncertainty`): the
     configuration `fields` (the target's winner, a cap's cheapest run) training the `tokens_t` the point
@@ -658,7 +659,7 @@ def answer_monte_carlo(
         seed,
         levels,
         outputs=ANSWER_OUTPUTS,
-        probs=[f"wall_clock_days<={days_limit!r}"],
+        probs=[f"wall_clock_days<={days_limit!r}", *probs],
         scheduler=scheduler,
         workers=workers,
     )

@@ -14,6 +14,7 @@ from dtsim.interfaces.cli.common import (
     CorrOpt,
     FixedAssumptionsOpt,
     LevelsOpt,
+    ProbOpt,
     SchedulerOpt,
     SeedOpt,
     WorkersOpt,
@@ -406,6 +407,7 @@ def target(
         ),
     ] = None,
     seed: SeedOpt = None,
+    prob: ProbOpt = None,
     levels: LevelsOpt = None,
     fixed_assumptions: FixedAssumptionsOpt = False,
     corr: CorrOpt = None,
@@ -425,6 +427,7 @@ def target(
     days = DEFAULT_DAYS if days is None else days
     mc = None
     try:
+        uncertainty_flags_alone(uncertainty, **{"--prob": prob})
         base, dists = uncertain_base(file, preset, set_, uncertainty, seed, levels, fixed_assumptions, corr)
         given = [x is not None for x in (local_flop, quality_flop)] + [
             params_b is not None or tokens_t is not None
@@ -524,6 +527,7 @@ def target(
                 parse_levels(levels),
                 scheduler=scheduler,
                 workers=workers,
+                probs=prob or [],
             )
     except ScenarioError as exc:
         fail(exc)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
@@ -37,7 +39,27 @@ def _table(title: str) -> Table:
     return t
 
 
-def render(r: Result, title: str = "dtsim", explain: bool = False) -> Group:
+def _ranged(text: str, mc: Any, key: str, show: Any) -> str:
+    """`text` with `P50 [P10–P90]` of the output `key` beside it (the middle and outer --levels of a
+    Monte Carlo), each value shown by `show`."""
+    s = (mc.outputs if mc is not None else {}).get(key)
+    if not s:
+        return text
+    from dtsim.analysis.uncertainty import level_name
+
+    names = [level_name(q) for q in mc.levels]
+    mid = names[len(names) // 2]
+    if s.get(mid) is None:
+        return text
+    return (
+        f"{text}  {mid.upper()} {show(s[mid])} [{show(s[names[0]])}–{show(s[names[-1]])}]"
+        if len(names) > 1
+        else f"{text}  {mid.upper()} {show(s[mid])}"
+    )
+
+
+def render(r: Result, title: str = "dtsim", explain: bool = False, mc: Any = None) -> Group:
+    """The report; with a Monte Carlo (`mc`), each headline output shows `P50 [P10–P90]` beside it."""
     parts = []
     head = Text()
     head.append(f"{r.mode_label}", style="bold magenta")
@@ -45,10 +67,15 @@ def render(r: Result, title: str = "dtsim", explain: bool = False) -> Group:
     parts.append(Panel(head, title=title, title_align="left"))
 
     t = _table("Time")
-    t.add_row("Wall-clock (process D tokens)", _num(r.wall_clock_days, ",.1f", " days"), "D / throughput")
+    days = lambda x: _num(x, ",.1f")  # noqa: E731
+    t.add_row(
+        "Wall-clock (process D tokens)",
+        _ranged(_num(r.wall_clock_days, ",.1f", " days"), mc, "wall_clock_days", days),
+        "D / throughput",
+    )
     t.add_row(
         "η-adjusted (equivalent quality)",
-        _num(r.effective_days, ",.1f", " days"),
+        _ranged(_num(r.effective_days, ",.1f", " days"), mc, "effective_days", days),
         "wall-clock / η, seed 000 §4.1",
     )
     t.add_row("Maximum useful run length", _num(r.max_days, ",.0f", " days"), "seed 000 §7")
@@ -73,7 +100,7 @@ def render(r: Result, title: str = "dtsim", explain: bool = False) -> Group:
         s.add_row(
             "Regional sync", _duration(r.regional_sync_s), f"every H, {r.regional_steps_used} per global"
         )
-    s.add_row("Outer step", _duration(r.outer_step_s), "")
+    s.add_row("Outer step", _ranged(_duration(r.outer_step_s), mc, "outer_step_s", _duration), "")
     if r.inner_steps_used is not None:
         s.add_row(
             "Inner steps H",
@@ -109,10 +136,15 @@ def render(r: Result, title: str = "dtsim", explain: bool = False) -> Group:
     e.add_row("η_H (inner steps)", _num(r.efficiency_h, ".1%"), "seed 000 §4")
     e.add_row("η_C (compression)", _num(r.efficiency_compression, ".1%"), "quality table")
     e.add_row("η_act (activation compression)", _num(r.efficiency_activation, ".1%"), "per pipeline hand-off")
-    e.add_row("η total", _num(r.efficiency, ".1%"), "")
+    pct = lambda x: _num(x, ".1%")  # noqa: E731
+    e.add_row("η total", _ranged(_num(r.efficiency, ".1%"), mc, "efficiency", pct), "")
     e.add_row("Replica loss multiplier", _num(r.replica_loss_multiplier, ".4f"), "in χ")
     e.add_row("χ (compute-optimal equivalent)", _num(r.chi, ".1%"), "Chinchilla")
-    e.add_row("Global MFU / HFU", f"{_num(r.global_mfu, '.1%')} / {_num(r.global_hfu, '.1%')}", "end to end")
+    e.add_row(
+        "Global MFU / HFU",
+        _ranged(f"{_num(r.global_mfu, '.1%')} / {_num(r.global_hfu, '.1%')}", mc, "global_mfu", pct),
+        "end to end",
+    )
     e.add_row("Model FLOP (6·P·D)", f"{r.model_flop:.3g}", "")
     e.add_row("Hardware FLOP (with recompute)", f"{r.hardware_flop:.3g}", "")
     e.add_row("Quality-adjusted FLOP", _num(r.quality_adjusted_flop, ".3g"), "C · η · χ")
@@ -128,13 +160,16 @@ def render(r: Result, title: str = "dtsim", explain: bool = False) -> Group:
 
     c = _table("Cost")
     c.add_row("GPUs", _num(r.gpu_count, ","), "")
-    c.add_row("GPU-hours", _num(r.gpu_hours, ",.3g"), "wall-clock")
+    g3 = lambda x: _num(x, ",.3g")  # noqa: E731
+    c.add_row("GPU-hours", _ranged(_num(r.gpu_hours, ",.3g"), mc, "gpu_hours", g3), "wall-clock")
     c.add_row(
         "Capital cost",
         _num(r.cost_usd, ",.0f") if r.cost_usd is None else f"${r.cost_usd:,.0f}",
         "GPUs × price",
     )
-    c.add_row("Energy", _num(r.energy_kwh, ",.3g", " kWh"), "board power × PUE")
+    c.add_row(
+        "Energy", _ranged(_num(r.energy_kwh, ",.3g", " kWh"), mc, "energy_kwh", g3), "board power × PUE"
+    )
     parts.append(c)
 
     if r.warnings:
@@ -158,9 +193,9 @@ def render(r: Result, title: str = "dtsim", explain: bool = False) -> Group:
 
 
 def print_report(
-    r: Result, title: str = "dtsim", explain: bool = False, console: Console | None = None
+    r: Result, title: str = "dtsim", explain: bool = False, console: Console | None = None, mc: Any = None
 ) -> None:
-    (console or Console()).print(render(r, title=title, explain=explain))
+    (console or Console()).print(render(r, title=title, explain=explain, mc=mc))
 
 
 def print_uncertainty(mc, console: Console | None = None, title: str = "") -> None:

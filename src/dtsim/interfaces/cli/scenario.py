@@ -127,7 +127,7 @@ def simulate(
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
         return
     title = f"dtsim — {scenario.name or preset or (file.name if file else 'default scenario')}"
-    print_report(result, title=title, explain=explain)
+    print_report(result, title=title, explain=explain, mc=mc)
     if mc is not None:
         from dtsim.interfaces.cli.report import print_uncertainty
 
