@@ -108,3 +108,69 @@ def test_bad_input_names_the_field(args, field, needle):
     res = runner.invoke(app, ["limits", "closed-form", *args])
     assert res.exit_code == 2, res.output
     assert field in res.output and needle in res.output and "Traceback" not in res.output
+
+
+# --- limits search --uncertainty -----------------------------------------------------------------------------
+
+
+def _search_json(args):
+    res = runner.invoke(app, ["limits", "search", "--compute", "1e28", *args, "--json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout, parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
+
+
+def test_search_draws_equal_searches_with_the_drawn_values():
+    """Each draw is the search run with its own time limit and law (a block against direct calls)."""
+    from dtsim.analysis.limits_uncertainty import read_scaling, search_block
+    from dtsim.analysis.uncertainty import draws
+    from dtsim.models.limits.curve import limits_point, shape_for_compute
+    from dtsim.models.limits.hardware import get
+    from dtsim.models.limits.search import cluster_size
+
+    values = {"months": read_input("months", "2..4"), "scaling": read_scaling("choice:default,deepseek")}
+    values |= {"peak_tflops": None, "hbm_tb_s": None, "memory_gb": None}
+    dists = {k: v for k, v in values.items() if hasattr(v, "ppf")}
+    block = search_block(0, 6, 1e28, "h100-sxm", False, "per-gpu", values, dists, 3)
+    drawn = draws(dists, 6, 3)
+    for i in range(6):
+        shape = shape_for_compute(1e28, False, str(drawn["scaling"][i]))
+        best = cluster_size(shape, get("h100-sxm"), float(drawn["months"][i]), "per-gpu")
+        p = limits_point(shape, best, get("h100-sxm"))
+        assert (
+            block["outputs"]["n_gpus"][i] == p.n_gpus and block["outputs"]["utilization"][i] == p.utilization
+        )
+
+
+def test_search_with_nothing_uncertain_gives_the_point_and_says_so():
+    out = _search_json(["--uncertainty", "8", "--seed", "1"])
+    u = out["uncertainty"]["n_gpus"]
+    assert u["p10"] == u["p50"] == u["p90"] == out["n_gpus"]
+    assert any("nothing varies" in w for w in out["monte_carlo"]["warnings"])
+
+
+def test_search_ranges_the_cluster_over_time_limit_and_law():
+    draw = ["--months", "2..4", "--scaling", "choice:default,deepseek", "--uncertainty", "64", "--seed", "2"]
+    out = _search_json([*draw, "--prob", "found==true", "--prob", "n_gpus<=3e6"])
+    u = out["uncertainty"]
+    assert u["n_gpus"]["p10"] < u["n_gpus"]["p90"] and u["months"]["p90"] <= 4.0
+    assert out["probabilities"][0]["p"] == 1.0 and 0 < out["probabilities"][1]["p"] < 1
+    assert set(out["monte_carlo"]["inputs"]) == {"months", "scaling"}
+    at_point = _search_json(["--months", "2..4"])
+    assert at_point["distributions_at_point"] == {"months": "uniform(low=2, high=4)"}
+
+
+@pytest.mark.parametrize(
+    "args,field",
+    [
+        (["--months", "normal:3:5", "--uncertainty", "8"], "months"),
+        (["--scaling", "choice:default,bogus"], "scaling"),
+        (["--scaling", "bogus"], "scaling"),
+        (["--uncertainty", "100000"], "--uncertainty"),
+        (["--peak-tflops", "abc"], "peak-tflops"),
+        (["--seed", "1"], "--seed"),
+    ],
+)
+def test_search_bad_input_names_the_field(args, field):
+    res = runner.invoke(app, ["limits", "search", "--compute", "1e28", *args])
+    assert res.exit_code == 2, res.output
+    assert field in res.output and "Traceback" not in res.output

@@ -166,4 +166,171 @@ def closed_form_monte_carlo(
     )
 
 
-__all__ = ["INPUTS", "closed_form_monte_carlo", "closed_form_outputs", "point_inputs", "read_input"]
+# --- `limits search --uncertainty`: one cluster-size search per draw ---------------------------------------------
+
+SEARCH_INPUTS = {
+    "months": "months",
+    "peak-tflops": "peak_tflops",
+    "hbm-tb-s": "hbm_tb_s",
+    "memory-gb": "memory_gb",
+}
+SEARCH_OUTPUTS = ("n_gpus", "utilization", "months", "gpu_hours", "capital_cost_usd", "energy_kwh")
+SCALINGS = ("default", "deepseek", "fixed")
+MAX_SEARCH_DRAWS = 4096  # each draw is a search (≈ 5–50 ms): minutes at most
+SEARCH_BLOCK = 64
+
+
+def read_scaling(text: str) -> str | Distribution:
+    """`--scaling`: one critical-batch law, or a choice among them (`choice:default,deepseek`)."""
+    d = parse_text("--scaling", text)
+    if d is not None:
+        if d.kind != "choice" or any(v not in SCALINGS for v in d.params["values"]):
+            raise ScenarioError(
+                [("scaling", text, f"a distribution of laws is choice:LAW,LAW of {', '.join(SCALINGS)}")]
+            )
+        return d
+    if text not in SCALINGS:
+        raise ScenarioError([("scaling", text, f"must be {', '.join(SCALINGS)} or choice:LAW,LAW")])
+    return text
+
+
+def search_block(
+    start: int,
+    stop: int,
+    compute: float,
+    gpu: str,
+    sparse: bool,
+    memory: str,
+    values: Mapping[str, Any],
+    dists: Mapping[str, Distribution],
+    seed: int,
+) -> dict[str, Any]:
+    """Draws start..stop−1: each draw's hardware (the chip values drawn), law and time limit, one
+    cluster-size search each (models/limits/search.py: cluster_size); outputs NaN where none is found.
+    Runs on whichever process gets it."""
+    from dtsim.models.limits.curve import limits_point, shape_for_compute
+    from dtsim.models.limits.hardware import custom, get
+    from dtsim.models.limits.search import cluster_size
+
+    n = stop - start
+    drawn = draws(dists, n, seed, start=start) if dists else {}
+    out = {k: np.full(n, np.nan) for k in SEARCH_OUTPUTS}
+    base = get(gpu)
+    for i in range(n):
+        x = {k: (drawn[k][i] if k in drawn else v) for k, v in values.items()}
+        chip = {k: (None if x[k] is None else float(x[k])) for k in ("peak_tflops", "hbm_tb_s", "memory_gb")}
+        hw = custom(base, **chip) if any(v is not None for v in chip.values()) else base
+        shape = shape_for_compute(compute, sparse, str(x["scaling"]))
+        best = cluster_size(shape, hw, float(x["months"]), memory)
+        if best is None:
+            continue
+        point = limits_point(shape, best, hw)
+        for k in SEARCH_OUTPUTS:
+            out[k][i] = float(getattr(point, k))
+    return {"outputs": out, "inputs": drawn}
+
+
+def search_monte_carlo(
+    compute: float,
+    values: Mapping[str, Any],
+    gpu: str = "h100-sxm",
+    sparse: bool = False,
+    memory: str = "per-gpu",
+    n: int = 256,
+    seed: int | None = None,
+    levels: Sequence[float] = DEFAULT_LEVELS,
+    probs: Sequence[str] = (),
+    progress: Any = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+) -> MonteCarlo:
+    """n draws (rounded up to 2^m, at most MAX_SEARCH_DRAWS) of `limits search`: `values` holds months,
+    scaling and the chip's peak_tflops / hbm_tb_s / memory_gb, each a value (None: the GPU's own) or a
+    distribution; every draw runs its own search, in blocks here or on Dask. `found` is the share of
+    draws where some cluster trains the run in time; the other outputs are over those draws."""
+    import secrets
+
+    from dtsim.analysis.distributed import map_blocks
+
+    t0 = time.perf_counter()
+    samples = sample_count(n)
+    if samples > MAX_SEARCH_DRAWS:
+        raise ScenarioError(
+            [("--uncertainty", n, f"limits search draws at most {MAX_SEARCH_DRAWS:,} (one search a draw)")]
+        )
+    check_seed(seed)
+    seed_given = seed is not None
+    if seed is None:
+        seed = secrets.randbits(63)
+    dists = {k: v for k, v in values.items() if isinstance(v, Distribution)}
+    for k, d in dists.items():  # a draw outside what the input takes is an error before any search
+        if d.kind == "choice":
+            continue
+        ends = d.ppf(np.asarray([1e-12, 1.0 - 1e-12]))
+        flag = "scaling" if k == "scaling" else next(f for f, name in SEARCH_INPUTS.items() if name == k)
+        if not (np.all(np.isfinite(ends)) and ends[0] > 0) or (k == "months" and ends[1] > MAX_MONTHS):
+            raise ScenarioError(
+                [
+                    (
+                        flag,
+                        d.describe(),
+                        f"can draw {ends[0]:g}…{ends[1]:g}: must stay > 0{' and ≤ 1200' if k == 'months' else ''}; "
+                        "bound it (uniform, triangular) or truncate it with low/high",
+                    )
+                ]
+            )
+    cols = {k: np.empty(samples) for k in SEARCH_OUTPUTS}
+    inputs: dict[str, np.ndarray] = {}
+    blocks = [(a, min(samples, a + SEARCH_BLOCK)) for a in range(0, samples, SEARCH_BLOCK)]
+    kwargs = {"compute": compute, "gpu": gpu, "sparse": sparse, "memory": memory}
+    kwargs |= {"values": dict(values), "dists": dists, "seed": seed}
+    for (start, stop), res in map_blocks(
+        search_block, blocks, scheduler=scheduler, workers=workers, kwargs=kwargs
+    ):
+        for k, v in res["outputs"].items():
+            cols[k][start:stop] = v
+        for k, v in res["inputs"].items():
+            inputs.setdefault(k, np.empty(samples, dtype=np.asarray(v).dtype))[start:stop] = v
+        if progress is not None:
+            progress(stop, samples)
+    found = np.isfinite(cols["n_gpus"])
+    cols_all: dict[str, Any] = {**cols, "found": found}
+    summary = {k: summarise(v, levels) for k, v in cols.items()}
+    warnings = summary_warnings(summary, levels, samples)
+    if not dists:
+        warnings.append(
+            "nothing varies: every draw is the point (give --months, --scaling or the chip as distributions)"
+        )
+    return MonteCarlo(
+        samples=samples,
+        requested=n,
+        seed=seed,
+        levels=tuple(levels),
+        inputs={
+            k: f"{d.describe()} (--{'scaling' if k == 'scaling' else next(f for f, m in SEARCH_INPUTS.items() if m == k)})"
+            for k, d in sorted(dists.items())
+        },
+        outputs=summary,
+        shares={
+            "found": {
+                k: v for k, v in (("yes", float(found.mean())), ("no", 1.0 - float(found.mean()))) if v > 0
+            }
+        },
+        probabilities=[probability(p, cols_all) for p in probs],
+        warnings=warnings,
+        seconds=time.perf_counter() - t0,
+        drivers={k: top_drivers(inputs, v, dists) for k, v in cols.items()} if inputs else {},
+        seed_given=seed_given,
+    )
+
+
+__all__ = [
+    "INPUTS",
+    "SEARCH_INPUTS",
+    "closed_form_monte_carlo",
+    "closed_form_outputs",
+    "point_inputs",
+    "read_input",
+    "read_scaling",
+    "search_monte_carlo",
+]

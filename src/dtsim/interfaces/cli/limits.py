@@ -17,7 +17,9 @@ from dtsim.errors import ScenarioError
 from dtsim.interfaces.cli.common import (
     LevelsOpt,
     ProbOpt,
+    SchedulerOpt,
     SeedOpt,
+    WorkersOpt,
     command_group,
     console,
     fail,
@@ -426,22 +428,71 @@ def curve_cmd(
 @limits_app.command("search")
 def search_cmd(
     compute: Annotated[float, typer.Option("--compute", help="Training compute in FLOP.")],
-    months: MonthsOpt = 3.0,
+    months: Annotated[
+        str, typer.Option("--months", help="Training duration limit in months, or a distribution (2..4).")
+    ] = "3",
     gpu: Annotated[str, typer.Option("--gpu", help="Scenario or catalog GPU.")] = "h100-sxm",
     sparse: Annotated[bool, typer.Option("--sparse")] = False,
-    scaling: ScalingOpt = "default",
+    scaling: Annotated[
+        str,
+        typer.Option(
+            "--scaling", help="Critical batch law: default | deepseek | fixed, or choice:default,deepseek."
+        ),
+    ] = "default",
     memory: MemoryOpt = "per-gpu",
-    peak_tflops: PeakOpt = None,
-    hbm_tb_s: HbmOpt = None,
-    memory_gb: MemGbOpt = None,
+    peak_tflops: Annotated[
+        str | None,
+        typer.Option("--peak-tflops", help="Custom chip: dense 16-bit TFLOP/s, or a distribution."),
+    ] = None,
+    hbm_tb_s: Annotated[
+        str | None, typer.Option("--hbm-tb-s", help="Custom chip: HBM bandwidth in TB/s, or a distribution.")
+    ] = None,
+    memory_gb: Annotated[
+        str | None, typer.Option("--memory-gb", help="Custom chip: memory per GPU in GB, or a distribution.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    uncertainty: Annotated[
+        int | None,
+        typer.Option(
+            "--uncertainty",
+            help="Draw N samples of the inputs given as distributions (--months, --scaling choice:…, the "
+            "chip), one search each, and report P10/P50/P90 of the cluster size, utilization, time, cost "
+            "and energy, and the share of draws where some cluster trains the run in time.",
+        ),
+    ] = None,
+    seed: SeedOpt = None,
+    levels: LevelsOpt = None,
+    prob: ProbOpt = None,
+    scheduler: SchedulerOpt = None,
+    workers: WorkersOpt = None,
 ) -> None:
     """The smallest cluster that trains a compute-optimal run of this compute within the time limit,
     and its best layout."""
+    from dtsim.analysis.limits_uncertainty import (
+        SEARCH_INPUTS,
+        point_inputs,
+        read_input,
+        read_scaling,
+        search_monte_carlo,
+    )
+    from dtsim.analysis.uncertainty import parse_levels
     from dtsim.models.limits.curve import limits_point, shape_for_compute
     from dtsim.models.limits.search import cluster_size
 
+    mc = None
     try:
+        flags = {"--seed": seed, "--levels": levels, "--prob": prob}
+        uncertainty_flags_alone(uncertainty, **flags, **{"--scheduler": scheduler, "--workers": workers})
+        texts = {"months": months, "peak-tflops": peak_tflops, "hbm-tb-s": hbm_tb_s, "memory-gb": memory_gb}
+        values: dict[str, Any] = {
+            SEARCH_INPUTS[f]: (None if t is None else read_input(f, t)) for f, t in texts.items()
+        }
+        values["scaling"] = read_scaling(scaling)
+        drawn = sorted(k for k, v in values.items() if v is not None and not isinstance(v, float | str))
+        point = point_inputs({k: v for k, v in values.items() if v is not None and k != "scaling"})
+        months = point["months"]
+        scaling = values["scaling"] if isinstance(values["scaling"], str) else values["scaling"].point()
+        peak_tflops, hbm_tb_s, memory_gb = (point.get(k) for k in ("peak_tflops", "hbm_tb_s", "memory_gb"))
         _check_common(months, scaling, memory)
         if not (math.isfinite(compute) and 1e18 <= compute <= 1e40):
             raise ScenarioError([("compute", compute, "must be between 1e18 and 1e40 FLOP")])
@@ -451,6 +502,20 @@ def search_cmd(
         except ValueError as exc:
             raise ScenarioError([("compute", compute, str(exc))]) from None
         best = cluster_size(shape, hw, months, memory)
+        if uncertainty is not None:
+            mc = search_monte_carlo(
+                compute,
+                values,
+                gpu,
+                sparse,
+                memory,
+                uncertainty,
+                seed,
+                parse_levels(levels),
+                prob or [],
+                scheduler=scheduler,
+                workers=workers,
+            )
     except ScenarioError as exc:
         fail(exc)
         return
@@ -464,10 +529,19 @@ def search_cmd(
         }
     else:
         out = {"found": True, **point.as_dict()}
+    if mc is not None:
+        d = mc.as_dict()
+        out["uncertainty"] = d.pop("outputs")
+        out["probabilities"] = d.pop("probabilities")
+        out["monte_carlo"] = d
+    elif drawn:
+        out["distributions_at_point"] = {k: values[k].describe() for k in drawn}
     if as_json:
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return
     c = console()
+    if mc is not None or drawn:
+        _search_uncertainty(c, mc, drawn, values)
     if point is None:
         c.print(f"[red]{out['reason']}[/red] (d_model {shape.d_model}, {shape.training_flop:.2g} FLOP)")
         return
@@ -490,6 +564,22 @@ def search_cmd(
     c.print(
         f"Per-GPU GEMM {g[0]}×{g[1]}×{g[2]}; memory per GPU {p.memory['model_states_per_gpu_gb']:.1f} GB states, {p.memory['activations_per_gpu_gb']:.1f} GB activations"
     )
+
+
+def _search_uncertainty(c, mc, drawn, values) -> None:
+    """Under `limits search`: the Monte Carlo of the search, or the note that distributions ran at their
+    medians (printed first: the point answer follows)."""
+    if mc is None:
+        c.print(
+            f"{', '.join(drawn)} given as distributions ran at their medians (a choice: its most likely "
+            "value); add --uncertainty N for ranges.",
+            highlight=False,
+        )
+        return
+    from dtsim.interfaces.cli.report import print_uncertainty
+
+    print_uncertainty(mc, console=c, title="the search")
+    c.print("The point answer (each distribution at its median):", highlight=False)
 
 
 COMMANDS: dict = {}
