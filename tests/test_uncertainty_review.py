@@ -8,8 +8,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from dtsim.analysis.datacenter_uncertainty import describe_fastest, share
-from dtsim.analysis.uncertainty import level_name, parse_levels
+from dtsim.analysis.datacenter_uncertainty import describe_fastest
+from dtsim.analysis.uncertainty import level_name, parse_levels, share
 from dtsim.interfaces.cli.main import app
 
 runner = CliRunner()
@@ -85,7 +85,7 @@ def test_drawn_mfu_above_the_peak_is_flagged():
 
 def test_layout_numbers_in_the_fastest_sentence_follow_the_table():
     rows = [{"rank": 1, "p_fastest": 0.0}, {"rank": 2, "p_fastest": 1.0}, {"rank": 3, "p_fastest": 0.0}]
-    assert "layout #0 is the fastest" in describe_fastest(rows, first=0)
+    assert "of the 3 layouts listed, #0 is the fastest" in describe_fastest(rows, first=0)
     assert "next most often fastest is #1 (100%)" in describe_fastest(rows, first=0)
     assert "next most often fastest is #2" in describe_fastest(rows, first=1)
     assert share(0.999) == ">99%" and share(0.001) == "<1%" and share(1.0) == "100%" and share(0.0) == "0%"
@@ -140,3 +140,35 @@ def test_target_takes_probabilities_of_its_own():
         app, ["target", "--params-b", "100", "--tokens-t", "2", "--prob", "global_mfu>=0.35"]
     )
     assert alone.exit_code == 2 and "needs --uncertainty" in alone.output
+
+
+def test_answers_take_any_levels_and_a_zero_seed_alone_is_refused():
+    """Review: --levels without 10/90 crashed target's answer check; --seed 0 without --uncertainty was
+    taken as not given (0 == False)."""
+    args = ["target", "--params-b", "100", "--tokens-t", "2", "--uncertainty", "16", "--levels", "25,50,75"]
+    d = _strict(runner.invoke(app, [*args, "--json"]).stdout)
+    assert set(d["uncertainty"]["wall_clock_days"]) >= {"p25", "p50", "p75"}
+    for cmd in (["simulate"], ["step", "--model", "gpt2"], ["sweep", "--vary", "num_nodes=8,64"]):
+        res = runner.invoke(app, [*cmd, "--seed", "0"])
+        assert res.exit_code == 2 and "needs --uncertainty" in res.output, cmd
+
+
+def test_a_searched_configuration_runs_as_the_search_evaluated_it():
+    """Review: the search evaluates every configuration with regional_steps auto; the configuration's
+    scenario fields say so, so its Monte Carlo runs the same run."""
+    from dtsim.analysis.search import configuration_fields
+    from dtsim.analysis.space_options import space_from_options
+
+    space = space_from_options(["16x-h100-sxm"], 1000, None, None, None, None, None, None, 100.0, "fp16")
+    f = configuration_fields(space.nodes[0], 64, 100.0, "auto", 16.0, 8, 1.0)
+    assert f["regional_steps"] == "auto" and f["hierarchical"] and f["nodes_per_group"] == 8
+
+
+def test_in_time_counts_a_draw_that_cannot_run_as_late():
+    from dtsim.analysis.uncertainty import answer_monte_carlo, load_uncertain_scenario
+
+    base, dists = load_uncertain_scenario(None, "governance", ["mfu=0.3..0.5"], fixed_assumptions=True)
+    fields = {"num_nodes": 3, "gpu": "h100-sxm", "gpus_per_node": 16, "parameters_b": 100.0}
+    mc = answer_monte_carlo(base, fields, 2.0, dists, 64, 1e6, seed=1)
+    p = mc.probabilities[0]
+    assert p["defined"] == 1.0 and p["undefined_counts_as"] is False and 0.0 <= p["p"] <= 1.0

@@ -40,9 +40,11 @@ from dtsim.analysis.uncertainty import (
     level_name,
     probability,
     sample_count,
+    share,
     summarise,
     summary_warnings,
     top_drivers,
+    yes_no,
 )
 from dtsim.distributions import Distribution, make_distribution
 from dtsim.errors import ScenarioError
@@ -59,7 +61,7 @@ def datacenter_inputs(
     score's quantile function) and, unless fixed, the table's distributions of the assumptions the step
     reads that the run does not set."""
     from dtsim.assumptions import distributions
-    from dtsim.models.datacenter.step import ASSUMPTIONS_READ
+    from dtsim.models.datacenter.step import ASSUMPTIONS_READ, HARDWARE_ASSUMPTIONS
 
     out: dict[str, Distribution] = {}
     if with_model_error:
@@ -68,7 +70,9 @@ def datacenter_inputs(
             origin="catalog/model_error.yaml",
         )
     if not fixed_assumptions:
-        for k, d in distributions(ASSUMPTIONS_READ).items():
+        # the network's constants are read once per run (resolve_hardware), not per draw: held
+        drawable = [k for k in ASSUMPTIONS_READ if k not in HARDWARE_ASSUMPTIONS]
+        for k, d in distributions(drawable).items():
             if k not in workload_assumptions:
                 out[f"assumptions.{k}"] = replace(d, origin="assumptions table")
     return out
@@ -190,7 +194,8 @@ def datacenter_monte_carlo(
                     "--uncertainty",
                     n,
                     f"{samples:,} draws (N rounded up to a power of two) × {len(layouts)} layouts exceeds "
-                    f"{MAX_DRAWS:,} datacenter evaluations; ask for at most {MAX_DRAWS // len(layouts):,} draws",
+                    f"{MAX_DRAWS:,} datacenter evaluations; ask for at most "
+                    f"{1 << (MAX_DRAWS // len(layouts)).bit_length() - 1:,} draws",
                 )
             ]
         )
@@ -263,6 +268,11 @@ def datacenter_monte_carlo(
         )
     if not dists:
         warnings.append("nothing varies: every draw is the point")
+    if MODEL_ERROR in dists and (min(levels) < 0.025 or max(levels) > 0.975):
+        warnings.append(
+            "levels beyond P2.5 and P97.5 reach the model error's tails, which the measured runs do not "
+            "resolve: it is held at its 95 % bounds there, so those quantiles understate the spread"
+        )
     for p in probs:  # an unknown output is an error before any number is shown
         probability(p, first)
     drivers = {o: top_drivers(inputs, np.asarray(first[o]), dists) for o in summary} if inputs else {}
@@ -276,7 +286,7 @@ def datacenter_monte_carlo(
             for k, d in sorted(dists.items())
         },
         outputs=summary,
-        shares={"fits": _share(first["fits"])},
+        shares={"fits": yes_no(first["fits"])},
         probabilities=[probability(p, first) for p in probs],
         warnings=warnings,
         seconds=0.0,
@@ -311,18 +321,10 @@ def _outputs(workload: Any) -> list[str]:
     return out
 
 
-def _share(fits: np.ndarray) -> dict[str, float]:
-    p = float(np.mean(fits))
-    return {k: v for k, v in (("yes", p), ("no", 1.0 - p)) if v > 0}
-
-
 def _quantiles(x: np.ndarray, levels: Sequence[float]) -> dict[str, float | None]:
     """The levels' quantiles and the mean over the draws where x is defined (None where none is)."""
-    v = np.sort(np.asarray(x, dtype=float))
-    v = v[np.isfinite(v)]
-    if not len(v):
-        return {level_name(q): None for q in levels} | {"mean": None}
-    return {level_name(q): float(np.quantile(v, q)) for q in levels} | {"mean": float(v.mean())}
+    s = summarise(x, levels)
+    return {level_name(q): s[level_name(q)] for q in levels} | {"mean": s["mean"]}
 
 
 def plan_layouts(plan_result: Any, opt: Any) -> tuple[list[Any], bool]:
@@ -332,19 +334,11 @@ def plan_layouts(plan_result: Any, opt: Any) -> tuple[list[Any], bool]:
 
     extra = {
         "overlap_tp_comm": opt.overlap_tp_comm,
+        "overlap_grad_reduce": opt.overlap_grad_reduce,
         "fp32_grad_accumulation": opt.fp32_grad_accumulation,
     }
     rows = [Layout(**{**r.layout, **extra}) for r in plan_result.ranked[:MAX_PLAN_LAYOUTS]]
     return rows, len(plan_result.ranked) > MAX_PLAN_LAYOUTS
-
-
-def share(p: float) -> str:
-    """A share as a whole percentage that never rounds a 'sometimes' to 0 % or 100 %."""
-    if 0.0 < p < 0.005:
-        return "<1%"
-    if 0.995 <= p < 1.0:
-        return ">99%"
-    return f"{p:.0%}"
 
 
 def describe_fastest(layouts: Sequence[Mapping[str, Any]], first: int = 1) -> str:
@@ -355,7 +349,7 @@ def describe_fastest(layouts: Sequence[Mapping[str, Any]], first: int = 1) -> st
         return ""
     p = layouts[0]["p_fastest"]
     other = max(layouts[1:], key=lambda e: e["p_fastest"], default=None)
-    s = f"layout #{first} is the fastest that fits in {share(p)} of the draws"
+    s = f"of the {len(layouts)} layouts listed, #{first} is the fastest that fits in {share(p)} of the draws"
     if other is not None and other["p_fastest"] > 0:
         s += f"; the next most often fastest is #{other['rank'] + first - 1} ({share(other['p_fastest'])})"
     return s + " (a tie goes to the layout listed first)"

@@ -227,7 +227,8 @@ def band_block(
     correlations: tuple = (),
 ) -> dict[str, Any]:
     """Grid points start..stop−1, each with the same `draws_per_point` draws of `dists` (common random
-    numbers: a band's shape across the grid is the model's, not sampling noise): per output the
+    numbers: the sampling error is shared by neighbouring points, so a band's shape across the grid is
+    not jagged by noise, though its level still carries that error): per output the
     quantiles at `levels` over each point's draws where the output is defined, and the share of
     feasible draws; or {"problems"} when a draw is not a value its field takes."""
     import warnings
@@ -269,6 +270,7 @@ class Bands:
     inputs: dict[str, str]
     outputs: tuple[str, ...]
     correlations: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -280,6 +282,7 @@ class Bands:
             "inputs": dict(self.inputs),
             "outputs": list(self.outputs),
             "correlations": self.correlations,
+            "warnings": list(self.warnings),
             "sampler": "scrambled Sobol (scipy.stats.qmc.Sobol), the same draws at every grid point",
         }
 
@@ -301,7 +304,7 @@ def add_bands(
     points, here or on Dask. A field both varied and drawn is an error naming it."""
     import secrets
 
-    from dtsim.analysis.uncertainty import HEADLINE, check_seed, correlation_factor, sample_count
+    from dtsim.analysis.uncertainty import HEADLINE, check_seed, correlation_factor, level_name, sample_count
 
     samples = sample_count(n)
     check_seed(seed)
@@ -366,8 +369,11 @@ def add_bands(
             k: d.describe() + (f" ({d.origin})" if d.origin != "scenario" else "")
             for k, d in sorted(dists.items())
         },
-        outputs=outputs,
+        outputs=tuple(o for o in outputs if f"{o}_{level_name(levels[0])}" in result.columns),
         correlations=[{"fields": [c.a, c.b], "rho": c.rho} for c in correlations],
+        warnings=[f"only {samples} draws a point: the bands' ends are rough; use --uncertainty 256 or more"]
+        if samples < 128
+        else [],
     )
     result.bands = bands
     return bands

@@ -36,6 +36,7 @@ from dtsim.analysis.uncertainty import (
     summarise,
     summary_warnings,
     top_drivers,
+    yes_no,
 )
 from dtsim.distributions import Distribution, parse_text
 from dtsim.errors import ScenarioError
@@ -145,7 +146,7 @@ def closed_form_monte_carlo(
                     )
                 ]
             )
-    x = {k: drawn.get(k, np.full(samples, float(values[k]) if k not in dists else np.nan)) for k in values}
+    x = {k: drawn[k] if k in dists else np.full(samples, float(values[k])) for k in values}
     cols = {
         k: np.asarray(v, dtype=float) * np.ones(samples) for k, v in closed_form_outputs(x, alphas).items()
     }
@@ -290,7 +291,8 @@ def search_monte_carlo(
         for k, v in res["outputs"].items():
             cols[k][start:stop] = v
         for k, v in res["inputs"].items():
-            inputs.setdefault(k, np.empty(samples, dtype=np.asarray(v).dtype))[start:stop] = v
+            kind = np.asarray(v).dtype.kind  # text (a choice of laws) as objects: no fixed width to cut
+            inputs.setdefault(k, np.empty(samples, dtype=float if kind in "fiu" else object))[start:stop] = v
         if progress is not None:
             progress(stop, samples)
     found = np.isfinite(cols["n_gpus"])
@@ -311,11 +313,7 @@ def search_monte_carlo(
             for k, d in sorted(dists.items())
         },
         outputs=summary,
-        shares={
-            "found": {
-                k: v for k, v in (("yes", float(found.mean())), ("no", 1.0 - float(found.mean()))) if v > 0
-            }
-        },
+        shares={"found": yes_no(found)},
         probabilities=[probability(p, cols_all) for p in probs],
         warnings=warnings,
         seconds=time.perf_counter() - t0,

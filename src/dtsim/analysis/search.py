@@ -247,6 +247,7 @@ def configuration_fields(
         "compression": compression,
         "activation_compression": activation_compression,
         "hierarchical": group > 0,
+        "regional_steps": "auto",  # as the search evaluates every configuration (_evaluate)
     }
     if group > 0:
         f["nodes_per_group"] = group

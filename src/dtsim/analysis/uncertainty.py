@@ -345,6 +345,21 @@ def probability(
     return {"expr": f"{name}{op}{rhs}", "p": p, "se": math.sqrt(p * (1.0 - p) / n), "defined": n / len(col)}
 
 
+def yes_no(flags: np.ndarray) -> dict[str, float]:
+    """The share of draws where a yes/no output holds and where it does not (a share of 0 left out)."""
+    p = float(np.mean(flags))
+    return {k: v for k, v in (("yes", p), ("no", 1.0 - p)) if v > 0}
+
+
+def share(p: float) -> str:
+    """A share as a whole percentage that never rounds a 'sometimes' to 0 % or 100 %."""
+    if 0.0 < p < 0.005:
+        return "<1%"
+    if 0.995 <= p < 1.0:
+        return ">99%"
+    return f"{p:.0%}"
+
+
 def counts(codes: np.ndarray, names: np.ndarray) -> dict[str, float]:
     """The share of draws of each value of a coded output (mode, bottleneck, feasibility), largest
     first, values never drawn left out."""
@@ -410,7 +425,7 @@ def parse_levels(text: str | None) -> tuple[float, ...]:
         if not 0.0 < v < 100.0:
             raise ScenarioError([("--levels", part, "each level must be above 0 and below 100 (percent)")])
         out.append(v / 100.0)
-    # one column per name: levels that print alike (10 and 10.0000001 are both P10) are one level
+    # one column per name: levels that print alike (to ten significant digits) are one level
     by_name = {level_name(q): q for q in sorted(out)}
     return tuple(sorted(by_name.values()))
 
@@ -666,8 +681,19 @@ def answer_monte_carlo(
     # the answer's own test is the search's time limit (probabilities[0]), not simulate's maximum
     # worthwhile run length, which a search ignores: its verdict would contradict the answer
     mc.shares.pop("feasible", None)
+    # a draw on which the configuration cannot run at all (no wall-clock time) is not in time either
+    in_time = mc.probabilities[0]
+    p = (in_time["p"] or 0.0) * in_time["defined"]
+    mc.probabilities[0] = {
+        "expr": in_time["expr"],
+        "p": p,
+        "se": math.sqrt(p * (1.0 - p) / mc.samples),
+        "defined": 1.0,
+        "undefined_counts_as": False,
+    }
     days = mc.outputs["wall_clock_days"]
-    if days["p10"] is not None and days["p90"] - days["p10"] <= 1e-9 * abs(days["p90"]):
+    lo, hi = days[level_name(min(levels))], days[level_name(max(levels))]
+    if lo is not None and hi - lo <= 1e-9 * abs(hi):
         mc.warnings.append(
             f"none of the {len(kept)} drawn inputs moves the days: the answer is exactly as sure as its "
             "inputs; give the base's uncertain fields as distributions (e.g. --set mfu=0.3..0.5)"

@@ -97,7 +97,7 @@ def sweep(
         run_grid,
         write_table,
     )
-    from dtsim.analysis.uncertainty import HEADLINE, level_name, parse_levels
+    from dtsim.analysis.uncertainty import HEADLINE, level_name, parse_levels, share
     from dtsim.interfaces.plotting import plot_grid
 
     try:
@@ -222,7 +222,7 @@ def sweep(
             t.add_column("P(feasible)", justify="right")
         t.add_column("mode", justify="right")
         for i in range(result.n):
-            extra = [band(i), f"{result.columns['feasible_share'][i]:.0%}"] if band_names else []
+            extra = [band(i), share(float(result.columns["feasible_share"][i]))] if band_names else []
             t.add_row(
                 *[_fmt(result.columns[a.field][i]) for a in result.axes],
                 _fmt(z[i]),
@@ -231,6 +231,8 @@ def sweep(
             )
         c.print(t)
     if bands is not None:
+        for w in bands.warnings:
+            c.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
         seed_note = "" if bands.seed_given else f" (drawn; --seed {bands.seed} repeats it)"
         c.print(
             f"{label} of {metric} over {bands.draws_per_point:,} draws at each point, seed {bands.seed}{seed_note}; "
@@ -403,7 +405,8 @@ def target(
             "--uncertainty",
             help="How sure the answer is: draw N samples of the base's distributions and of the assumptions "
             "table for the configuration found, and report P10/P50/P90 of its days, MFU, cost and energy and "
-            "the chance it trains its tokens within the time limit.",
+            "the chance it trains the tokens the point answer needs within the time limit (the token count "
+            "held at the point; a draw where it cannot run counts as not in time).",
         ),
     ] = None,
     seed: SeedOpt = None,
@@ -584,7 +587,8 @@ def target(
         p = mc.probabilities[0]
         console().print(
             f"How sure: the winner trains its {res.winner.tokens_t:,.3g}T tokens within {days:,.1f} days in "
-            f"{p['p']:.1%} of {mc.samples:,} draws (the search is not repeated per draw).",
+            f"{p['p']:.1%} of {mc.samples:,} draws (a draw where it cannot run counts as not in time; the "
+            "token count is the point answer's, and the search is not repeated per draw).",
             highlight=False,
         )
         print_uncertainty(mc, title="the winner")
@@ -634,8 +638,8 @@ def governance(
         typer.Option(
             "--uncertainty",
             help="How sure each answer is: for every cap's cheapest run to each target, draw N samples of the "
-            "base's distributions and of the assumptions table and report the chance it reaches the target "
-            "within the time limit (and, in --json, its days at each level).",
+            "base's distributions and of the assumptions table and report the chance it trains the tokens "
+            "the point answer needs within the time limit (and, in --json, its days at each level).",
         ),
     ] = None,
     seed: SeedOpt = None,
@@ -766,9 +770,9 @@ def governance(
         first = next(iter(held.values()))
         c.print(
             f"How sure: each cheapest run drawn {first['samples']:,} times (seed {first['seed']}) over "
-            f"{len(first['inputs'])} uncertain inputs; 'in time' is the share of draws that train the target's "
-            f"tokens within {res.days_limit:,.1f} days (the search is not repeated per draw; each run's days "
-            "at the levels are in --json).",
+            f"{len(first['inputs'])} uncertain inputs; 'in time' is the share of draws that train the tokens "
+            f"the point answer needs within {res.days_limit:,.1f} days (a draw where the run cannot go counts "
+            "as not in time; the search is not repeated per draw; each run's days at the levels are in --json).",
             highlight=False,
         )
         for w in dict.fromkeys(w for h in held.values() for w in h["warnings"]):

@@ -112,7 +112,7 @@ def uncertainty_flags_alone(uncertainty: int | None, **flags: Any) -> None:
     """An --uncertainty companion flag (`--seed`, `--levels`, … by name) given without --uncertainty is
     an error naming it; with --uncertainty, a bad count, `--seed` or `--levels` fails here, before any
     search, grid or model runs."""
-    given = [(k, v) for k, v in flags.items() if v not in (None, False, [])]
+    given = [(k, v) for k, v in flags.items() if not (v is None or v is False or v == [])]  # 0 is given
     if uncertainty is None:
         if given:
             raise ScenarioError([(given[0][0], given[0][1], "needs --uncertainty N")])

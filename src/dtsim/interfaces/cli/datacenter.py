@@ -330,7 +330,8 @@ def _cell(x: float | None, fmt: str) -> str:
 def print_layouts_uncertainty(dmc, first: int = 1) -> None:
     """Per layout of the table above (numbered alike): step time and days at each level, P(fits),
     P(fastest)."""
-    from dtsim.analysis.datacenter_uncertainty import describe_fastest, share
+    from dtsim.analysis.datacenter_uncertainty import describe_fastest
+    from dtsim.analysis.uncertainty import share
     from dtsim.interfaces.cli.report import print_uncertainty
 
     con = console()

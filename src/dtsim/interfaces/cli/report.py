@@ -48,14 +48,11 @@ def _ranged(text: str, mc: Any, key: str, show: Any) -> str:
     from dtsim.analysis.uncertainty import level_name
 
     names = [level_name(q) for q in mc.levels]
-    mid = names[len(names) // 2]
-    if s.get(mid) is None:
+    if s.get(names[0]) is None:
         return text
-    return (
-        f"{text}  {mid.upper()} {show(s[mid])} [{show(s[names[0]])}–{show(s[names[-1]])}]"
-        if len(names) > 1
-        else f"{text}  {mid.upper()} {show(s[mid])}"
-    )
+    ends = f"[{show(s[names[0]])}–{show(s[names[-1]])}]" if len(names) > 1 else ""
+    mid = f"P50 {show(s['p50'])} " if "p50" in names else ""  # the median only where it was asked for
+    return f"{text}  {mid}{ends}".rstrip()
 
 
 def render(r: Result, title: str = "dtsim", explain: bool = False, mc: Any = None) -> Group:

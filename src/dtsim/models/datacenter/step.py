@@ -1064,6 +1064,8 @@ ASSUMPTIONS_READ = (
     "weight_bytes",
     "weight_grad_share",
 )
+# read once per run by resolve_hardware (the network), so a Monte Carlo cannot vary them per draw
+HARDWARE_ASSUMPTIONS = ("leaf_switch_nodes", "nccl_tree_bandwidth_factor")
 DRAWN_OUTPUTS = ("step_time_s", "mfu", "tokens_per_s", "memory_per_gpu_gb", "fits")
 
 
