@@ -9,16 +9,16 @@ def power(base, exponent):
     """base ** exponent through NumPy's general power loop for every shape.
 
     NumPy computes `x ** y` exactly (x·x, sqrt) when y is a scalar 2 or 0.5 but with the general
-    pow routine when y is an array, and the two can differ in the last bit. A batch where the
-    exponent varies per row would then disagree with a single run of the same row, so every power
-    here goes through the general routine.
+    pow routine when y is an array, and the two can differ in the last bit. NumPy 2.4 also takes the
+    exact path for an exponent that is one value broadcast over the base (a stride-0 operand, as a
+    one-element array is), but not for a base of one element: pow(10056, 0.5) came out
+    0x1.911e51d8a5af1p+6 in a batch of two and 0x1.911e51d8a5af0p+6 alone. A batch would then disagree
+    with a single run of the same row, so both operands are laid out in full (contiguous, the
+    broadcast shape, a single value as one element) and every power goes through the general routine.
     """
-    b = np.asarray(base, dtype=float)
-    e = np.asarray(exponent, dtype=float)
-    if e.ndim:  # an array exponent already takes the general loop; the result has the broadcast shape
-        return np.power(b, e)
-    # a shared exponent as a one-element array, then back to the base's own shape
-    return np.power(b, e.reshape(1)).reshape(b.shape)
+    b, e = np.broadcast_arrays(np.asarray(base, dtype=float), np.asarray(exponent, dtype=float))
+    shape = b.shape  # a 0-d pair takes NumPy's scalar path (exact for 0.5 too): computed as one element
+    return np.power(np.array(b, copy=True).reshape(-1), np.array(e, copy=True).reshape(-1)).reshape(shape)
 
 
 def select(condition, if_true, if_false):
