@@ -23,6 +23,16 @@ def format_problem(field: str, value: object, message: str) -> str:
     return f"{field} = {shown}: {message}"
 
 
+def check_folder(path: Any, option: str) -> None:
+    """A clear error, naming `option`, when the folder a file is to be written in does not exist
+    (checked before the work that would write it)."""
+    from pathlib import Path
+
+    folder = Path(path).parent
+    if not folder.is_dir():
+        raise ScenarioError([(option, str(path), f"its folder does not exist ({folder})")])
+
+
 def problem(field: str, value: object, message: str) -> ScenarioError:
     return ScenarioError([(field, value, message)])
 

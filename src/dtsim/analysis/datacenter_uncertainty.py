@@ -110,9 +110,7 @@ def _block(
     factor = np.ones(n)
     if MODEL_ERROR in drawn:
         factor = np.exp(score_quantile(drawn[MODEL_ERROR]))
-    for res in per_layout:
-        for k in ("step_time_s", "mfu", "tokens_per_s", "memory_per_gpu_gb", "fits", "pue"):
-            res[k] = np.broadcast_to(res[k], (n,))
+    for res in per_layout:  # step_draws gives one value per draw (one draw when nothing is drawn)
         res["step_time_s"] = res["step_time_s"] * factor
         res["mfu"] = res["mfu"] / factor
         res["tokens_per_s"] = res["tokens_per_s"] / factor
@@ -149,13 +147,8 @@ class DatacenterMonteCarlo:
     layouts: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        d = self.mc.as_dict()
-        return {
-            "uncertainty": d.pop("outputs"),
-            "probabilities": d.pop("probabilities"),
-            "monte_carlo": d,
-            "layout_uncertainty": self.layouts,  # one entry per layout, in the order of the JSON's "layouts"
-        }
+        # layout_uncertainty: one entry per layout, in the order of the JSON's "layouts"
+        return {**self.mc.json_parts(), "layout_uncertainty": self.layouts}
 
 
 def datacenter_monte_carlo(
@@ -233,18 +226,13 @@ def datacenter_monte_carlo(
             r = {**r, **_run_totals(r, workload)}
             for k in names:
                 v = np.asarray(r[k])
-                if k not in cols[i]:
-                    cols[i][k] = np.empty(samples, dtype=v.dtype)
-                cols[i][k][start:stop] = v if dists else np.broadcast_to(v[:1], (samples,))[start:stop]
+                cols[i].setdefault(k, np.empty(samples, dtype=v.dtype))[start:stop] = v
         for k, v in res["inputs"].items():
             inputs.setdefault(k, np.empty(samples))[start:stop] = v
         if progress is not None:
             progress(stop if dists else samples, samples)
-        if not dists:  # nothing varies: one evaluation stands for every draw
-            for i in range(len(layouts)):
-                for k in names:
-                    cols[i][k] = np.broadcast_to(cols[i][k][:1], (samples,))
-            break
+    if not dists:  # nothing varies: the one evaluation (draw 0) stands for every draw
+        cols = [{k: np.broadcast_to(v[:1], (samples,)) for k, v in c.items()} for c in cols]
     for c in cols:  # a draw where the layout does not fit has no step time: its times are not answers
         for k in names:
             if k not in ("fits", "memory_per_gpu_gb"):
@@ -273,8 +261,6 @@ def datacenter_monte_carlo(
             "levels beyond P2.5 and P97.5 reach the model error's tails, which the measured runs do not "
             "resolve: it is held at its 95 % bounds there, so those quantiles understate the spread"
         )
-    for p in probs:  # an unknown output is an error before any number is shown
-        probability(p, first)
     drivers = {o: top_drivers(inputs, np.asarray(first[o]), dists) for o in summary} if inputs else {}
     mc = MonteCarlo(
         samples=samples,

@@ -9,7 +9,6 @@ legitimate systems from `catalog/systems.yaml` the cap would catch.
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -26,6 +25,7 @@ from dtsim.analysis.search import (
     NodeSpec,
     Space,
     _evaluate,
+    config_groups,
     configuration_fields,
     node_count_grid,
 )
@@ -233,11 +233,7 @@ def analyse(
         space.nodes = nodes
     cfg = space.configs(asm)
     legal = np.array([[c.allows(nd.h100_equivalents, nd.vram_gb) for nd in nodes] for c in caps])
-    key = np.char.add(cfg["node"].astype(str), np.char.add("|", cfg["h"]))
-    cuts = np.flatnonzero(np.r_[True, key[1:] != key[:-1], True])
-    groups = [
-        (int(b0), int(b1)) for b0, b1 in itertools.pairwise(cuts) if legal[:, int(cfg["node"][b0])].any()
-    ]
+    groups = config_groups(cfg, lambda i: bool(legal[:, i].any()))
     blocks = block_ranges(len(groups), scheduler, workers)
     best: dict[tuple[int, int], tuple[tuple, dict]] = {}
     rows = 0

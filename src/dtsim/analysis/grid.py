@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from dtsim.analysis.distributed import map_blocks
-from dtsim.errors import ScenarioError
+from dtsim.errors import ScenarioError, check_folder
 from dtsim.models.decentralized.encode import BATCH_FIELDS, NODE_SET_FIELDS, NUMERIC, OPTIONAL
 from dtsim.models.decentralized.engine import simulate_batch
 from dtsim.schema.fields import INTEGER_FIELDS
@@ -387,8 +387,7 @@ def check_out(path: Path) -> str:
     suffix = Path(path).suffix.lower()
     if suffix not in (".csv", ".parquet"):
         raise ScenarioError([("--out", str(path), "must end in .csv or .parquet")])
-    if not Path(path).parent.is_dir():
-        raise ScenarioError([("--out", str(path), f"its folder {Path(path).parent} does not exist")])
+    check_folder(path, "--out")
     return suffix
 
 

@@ -327,13 +327,7 @@ def search(
     # rows to evaluate: configuration × N, pruned: a hierarchy needs two whole groups. Groups of
     # configurations share a node and an H, so those enter the batch as scalars; blocks of groups run
     # here or on Dask, each into its own state, merged in block order (the same winner either way).
-    key = np.char.add(cfg["node"].astype(str), np.char.add("|", cfg["h"]))
-    cuts = np.flatnonzero(np.r_[True, key[1:] != key[:-1], True])
-    groups = [
-        (int(b0), int(b1))
-        for b0, b1 in itertools.pairwise(cuts)
-        if node_filter is None or node_filter(space.nodes[int(cfg["node"][b0])])
-    ]
+    groups = config_groups(cfg, lambda i: node_filter is None or node_filter(space.nodes[i]))
     blocks = block_ranges(len(groups), scheduler, workers)
     state = _State(n_cfg, days_limit)
     total_rows = 0
@@ -388,6 +382,14 @@ def search(
     result.explanation = explain_modes(result)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def config_groups(cfg: dict[str, np.ndarray], keep: Callable[[int], bool]) -> list[tuple[int, int]]:
+    """The runs of configurations that share a node and an H (they enter a batch as scalars), as
+    (first, stop) index pairs, for the nodes `keep(node index)` accepts."""
+    key = np.char.add(cfg["node"].astype(str), np.char.add("|", cfg["h"]))
+    cuts = np.flatnonzero(np.r_[True, key[1:] != key[:-1], True])
+    return [(int(b0), int(b1)) for b0, b1 in itertools.pairwise(cuts) if keep(int(cfg["node"][b0]))]
 
 
 def search_block(

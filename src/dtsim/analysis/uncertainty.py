@@ -42,7 +42,7 @@ from dtsim.distributions import (  # noqa: F401  (re-exported: the uncertainty A
     make_distribution,
     parse_text,
 )
-from dtsim.errors import ScenarioError
+from dtsim.errors import ScenarioError, check_folder
 
 DEFAULT_LEVELS = (0.1, 0.5, 0.9)
 MAX_SAMPLES = 1 << 24  # 16.8 M draws
@@ -409,6 +409,12 @@ class MonteCarlo:
             "correlations": self.correlations,
         }
 
+    def json_parts(self) -> dict[str, Any]:
+        """What `--json` adds beside a command's point result: `uncertainty` (each output's summary),
+        `probabilities` and `monte_carlo` (the rest: draws, seed, inputs, drivers, shares, warnings)."""
+        d = self.as_dict()
+        return {"uncertainty": d.pop("outputs"), "probabilities": d.pop("probabilities"), "monte_carlo": d}
+
 
 def parse_levels(text: str | None) -> tuple[float, ...]:
     """`--levels 5,50,95` (percent) → (0.05, 0.5, 0.95); default P10, P50, P90."""
@@ -601,6 +607,11 @@ def run_monte_carlo(
     )
 
 
+def negligible(spread: float, scale: float) -> bool:
+    """Whether a spread of values around `scale` is rounding noise (1e-9 of it), not variation."""
+    return spread <= 1e-9 * abs(scale)
+
+
 def summary_warnings(
     summary: Mapping[str, Mapping[str, Any]], levels: Sequence[float], samples: int
 ) -> list[str]:
@@ -615,10 +626,9 @@ def summary_warnings(
     undefined: dict[float, list[str]] = {}
     for o, s in summary.items():
         ends = [s[level_name(q)] for q in levels]
-        defined = None not in ends
-        spread = (max(ends) - min(ends)) if defined else 0.0
-        noise = 1e-9 * max(abs(e) for e in ends) if defined and ends else 0.0  # rounding, not a spread
-        if spread > noise and max(s["quantile_se"].values()) > 0.05 * spread:
+        spread = (max(ends) - min(ends)) if None not in ends else 0.0
+        varies = None not in ends and not negligible(spread, max(ends, key=abs))
+        if varies and max(s["quantile_se"].values()) > 0.05 * spread:
             rough.append(o)
         if s["finite"] < 1.0:
             undefined.setdefault(1.0 - s["finite"], []).append(o)
@@ -693,7 +703,7 @@ def answer_monte_carlo(
     }
     days = mc.outputs["wall_clock_days"]
     lo, hi = days[level_name(min(levels))], days[level_name(max(levels))]
-    if lo is not None and hi - lo <= 1e-9 * abs(hi):
+    if lo is not None and negligible(hi - lo, hi):
         mc.warnings.append(
             f"none of the {len(kept)} drawn inputs moves the days: the answer is exactly as sure as its "
             "inputs; give the base's uncertain fields as distributions (e.g. --set mfu=0.3..0.5)"
@@ -716,8 +726,7 @@ class SampleSink:
         self.path = Path(path)
         if self.path.suffix.lower() != ".parquet":
             raise ScenarioError([("--samples", str(path), "must end in .parquet")])
-        if not self.path.parent.is_dir():
-            raise ScenarioError([("--samples", str(path), "its folder does not exist")])
+        check_folder(path, "--samples")
         try:
             import pyarrow.parquet  # noqa: F401  (the table extra)
         except ImportError:
@@ -776,7 +785,7 @@ def top_drivers(
     yy = np.asarray(y[:m], dtype=float)
     ok = np.isfinite(yy)
     # an output that does not vary (or only by rounding noise) has no drivers
-    if ok.sum() < 8 or np.ptp(yy[ok]) <= 1e-9 * np.max(np.abs(yy[ok])):
+    if ok.sum() < 8 or negligible(float(np.ptp(yy[ok])), float(np.max(np.abs(yy[ok])))):
         return []
     ry = rankdata(yy[ok])
     out = []

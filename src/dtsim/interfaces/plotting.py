@@ -7,16 +7,9 @@ from pathlib import Path
 import numpy as np
 
 from dtsim.analysis.grid import Axis, GridResult, metric_names
-from dtsim.errors import ScenarioError
+from dtsim.errors import ScenarioError, check_folder
 
 FORMATS = (".png", ".svg", ".pdf")
-
-
-def check_folder(path: Path, option: str) -> None:
-    """A clear error when the folder a file is to be written in does not exist (checked before the work)."""
-    folder = Path(path).parent
-    if not folder.is_dir():
-        raise ScenarioError([(option, str(path), f"its folder {folder} does not exist")])
 
 
 def pyplot(path: Path, option: str = "--plot"):

@@ -3,7 +3,6 @@
 import json
 import math
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,12 +17,14 @@ from dtsim.interfaces.cli.common import (
     SchedulerOpt,
     SeedOpt,
     WorkersOpt,
+    at_medians,
     command_group,
     console,
     err,
     fail,
     table,
     uncertainty_flags_alone,
+    with_progress,
 )
 
 DAYS_HELP = (
@@ -115,46 +116,33 @@ def sweep(
             pyplot(plot)
         n = grid_size(axes)
         level_list = parse_levels(levels)
-        show = not quiet and not as_json and (n >= 200_000 or scheduler is not None or workers is not None)
-        show = show or (not quiet and not as_json and uncertainty is not None and n * uncertainty >= 1 << 20)
         options = {"scheduler": scheduler, "workers": workers}
-        if show:
-            from rich.progress import Progress
-
-            with Progress(console=console(stderr=True), transient=True) as bar:
-                task = bar.add_task(f"{n:,} points", total=n)
-                result = run_grid(
-                    scenario, axes, progress=lambda done, total: bar.update(task, completed=done), **options
-                )
-                if metric in result.columns and uncertainty is not None:
-                    bar.update(task, description=f"{n:,} points × {uncertainty:,} draws", completed=0)
-                    add_bands(
-                        result,
-                        scenario,
-                        dists,
-                        uncertainty,
-                        seed,
-                        level_list,
-                        tuple(dict.fromkeys([*HEADLINE, metric])),
-                        progress=lambda done, total: bar.update(task, completed=done),
-                        **options,
-                    )
-        else:
-            result = run_grid(scenario, axes, **options)
+        watch = not quiet and not as_json
+        on_dask = scheduler is not None or workers is not None
+        result = with_progress(
+            f"{n:,} points",
+            watch and (n >= 200_000 or on_dask),
+            lambda p: run_grid(scenario, axes, p, **options),
+        )
         if metric not in result.columns:
             raise ScenarioError(
                 [("--metric", metric, f"is not an output; choose one of {', '.join(metric_names(result))}")]
             )
-        if uncertainty is not None and result.bands is None:
-            add_bands(
-                result,
-                scenario,
-                dists,
-                uncertainty,
-                seed,
-                level_list,
-                tuple(dict.fromkeys([*HEADLINE, metric])),
-                **options,
+        if uncertainty is not None:
+            with_progress(
+                f"{n:,} points × {uncertainty:,} draws",
+                watch and (n * uncertainty >= 1 << 20 or on_dask),
+                lambda p: add_bands(
+                    result,
+                    scenario,
+                    dists,
+                    uncertainty,
+                    seed,
+                    level_list,
+                    tuple(dict.fromkeys([*HEADLINE, metric])),
+                    progress=p,
+                    **options,
+                ),
             )
         if out is not None:
             write_table(result, out)
@@ -262,25 +250,8 @@ def uncertain_base(file, preset, set_, uncertainty, seed, levels, fixed_assumpti
         corr_texts=corr or [],
     )
     if uncertainty is None and dists:  # said on stderr, so that --json output stays one document
-        err.print(
-            "note: fields given as distributions ran at their medians ("
-            + ", ".join(f"{k}: {v.describe()}" for k, v in dists.items())
-            + "); add --uncertainty N for ranges.",
-            highlight=False,
-        )
+        err.print(f"note: {at_medians(dists)}", highlight=False)
     return base, dists
-
-
-def with_progress(what: str, show: bool, run: Callable[[Callable[[int, int], None] | None], Any]) -> Any:
-    """run(progress) with a progress bar on stderr (done of total, time left) when `show`, else run(None)."""
-    if not show:
-        return run(None)
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-    columns = (TextColumn(what), BarColumn(), TextColumn("{task.completed:,}/{task.total:,}"))
-    with Progress(*columns, TimeRemainingColumn(), console=console(stderr=True), transient=True) as bar:
-        task = bar.add_task(what, total=1)  # the run reports its real total with its first step
-        return run(lambda done, total: bar.update(task, completed=done, total=total))
 
 
 def row_dict(row) -> dict[str, Any]:
@@ -557,10 +528,7 @@ def target(
     if min_nodes and res.winner is not None:
         payload["min_nodes"] = res.winner.num_nodes
     if mc is not None:
-        d = mc.as_dict()
-        payload["uncertainty"] = d.pop("outputs")
-        payload["probabilities"] = d.pop("probabilities")
-        payload["monte_carlo"] = d
+        payload |= mc.json_parts()
     if as_json:
         sys.stdout.write(json.dumps(payload, indent=2, default=_json_default) + "\n")
         if res.winner is None:

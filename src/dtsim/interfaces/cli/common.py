@@ -7,6 +7,7 @@ registers them all in one loop.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
@@ -33,6 +34,19 @@ def table(*columns: Any, **options: Any) -> Table:
     from rich.table import Table
 
     return Table(*columns, **options)
+
+
+def with_progress(what: str, show: bool, run: Callable[[Callable[[int, int], None] | None], Any]) -> Any:
+    """run(progress) with a progress bar on stderr (done of total, time left) when `show`, else run(None):
+    the one progress bar of every long command (Monte Carlo, grids, searches)."""
+    if not show:
+        return run(None)
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn(what), BarColumn(), TextColumn("{task.completed:,}/{task.total:,}"))
+    with Progress(*columns, TimeRemainingColumn(), console=console(stderr=True), transient=True) as bar:
+        task = bar.add_task(what, total=1)  # the run reports its real total with its first step
+        return run(lambda done, total: bar.update(task, completed=done, total=total))
 
 
 def command_group(**options: Any) -> typer.Typer:
@@ -106,6 +120,15 @@ SchedulerOpt = Annotated[
     ),
 ]
 WorkersOpt = Annotated[int | None, typer.Option(help="A local Dask cluster of N worker processes.")]
+
+
+def at_medians(dists: Any) -> str:
+    """The note for inputs given as distributions without --uncertainty (name → Distribution)."""
+    return (
+        "Inputs given as distributions ran at their medians (a choice: its most likely value): "
+        + ", ".join(f"{k}: {v.describe()}" for k, v in dists.items())
+        + "; add --uncertainty N for ranges."
+    )
 
 
 def uncertainty_flags_alone(uncertainty: int | None, **flags: Any) -> None:

@@ -23,6 +23,7 @@ from dtsim.interfaces.cli.common import (
     fail,
     table,
     uncertainty_flags_alone,
+    with_progress,
 )
 
 ModelOpt = Annotated[
@@ -307,20 +308,11 @@ def run_datacenter_mc(
         "workers": workers,
         "plan_cut": plan_cut,
     }
-    if quiet or sample_count(uncertainty) * len(layouts) < 1 << 17:
-        return datacenter_monte_carlo(workload, layouts, uncertainty, **kwargs)
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,}"))
-    with Progress(*columns, TimeRemainingColumn(), console=console(stderr=True), transient=True) as bar:
-        task = bar.add_task("draws", total=sample_count(uncertainty))
-        return datacenter_monte_carlo(
-            workload,
-            layouts,
-            uncertainty,
-            progress=lambda done, total: bar.update(task, completed=done, total=total),
-            **kwargs,
-        )
+    return with_progress(
+        "draws",
+        not quiet and sample_count(uncertainty) * len(layouts) >= 1 << 17,
+        lambda p: datacenter_monte_carlo(workload, layouts, uncertainty, progress=p, **kwargs),
+    )
 
 
 def _cell(x: float | None, fmt: str) -> str:

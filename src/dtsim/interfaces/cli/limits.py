@@ -20,6 +20,7 @@ from dtsim.interfaces.cli.common import (
     SchedulerOpt,
     SeedOpt,
     WorkersOpt,
+    at_medians,
     command_group,
     console,
     fail,
@@ -259,10 +260,7 @@ def closed_form_cmd(
         fail(exc)
         return
     if mc is not None:
-        d = mc.as_dict()
-        out["uncertainty"] = d.pop("outputs")
-        out["probabilities"] = d.pop("probabilities")
-        out["monte_carlo"] = d
+        out |= mc.json_parts()
     elif drawn:
         out["distributions_at_point"] = {k: str(texts[k.removeprefix("--")]) for k in drawn}
     if as_json:
@@ -298,10 +296,7 @@ def closed_form_cmd(
 
         print_uncertainty(mc, console=c, title="the limits")
     elif drawn:
-        c.print(
-            f"{', '.join(drawn)} given as distributions ran at their medians; add --uncertainty N for ranges.",
-            highlight=False,
-        )
+        c.print(at_medians({k: values[INPUTS[k.removeprefix("--")]] for k in drawn}), highlight=False)
 
 
 @limits_app.command("curve")
@@ -530,10 +525,7 @@ def search_cmd(
     else:
         out = {"found": True, **point.as_dict()}
     if mc is not None:
-        d = mc.as_dict()
-        out["uncertainty"] = d.pop("outputs")
-        out["probabilities"] = d.pop("probabilities")
-        out["monte_carlo"] = d
+        out |= mc.json_parts()
     elif drawn:
         out["distributions_at_point"] = {k: values[k].describe() for k in drawn}
     if as_json:
@@ -570,11 +562,7 @@ def _search_uncertainty(c, mc, drawn, values) -> None:
     """Under `limits search`: the Monte Carlo of the search, or the note that distributions ran at their
     medians (printed first: the point answer follows)."""
     if mc is None:
-        c.print(
-            f"{', '.join(drawn)} given as distributions ran at their medians (a choice: its most likely "
-            "value); add --uncertainty N for ranges.",
-            highlight=False,
-        )
+        c.print(at_medians({k: values[k] for k in drawn}), highlight=False)
         return
     from dtsim.interfaces.cli.report import print_uncertainty
 

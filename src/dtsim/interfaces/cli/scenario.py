@@ -16,11 +16,13 @@ from dtsim.interfaces.cli.common import (
     SchedulerOpt,
     SeedOpt,
     WorkersOpt,
+    at_medians,
     console,
     err,
     fail,
     table,
     uncertainty_flags_alone,
+    with_progress,
 )
 
 # The models, the schema (pydantic) and the catalog (YAML) are imported inside the commands that
@@ -118,10 +120,7 @@ def simulate(
 
             payload["explain"] = [step.__dict__ for step in derivation(result)]
         if mc is not None:
-            d = mc.as_dict()
-            payload["uncertainty"] = d.pop("outputs")
-            payload["probabilities"] = d.pop("probabilities")
-            payload["monte_carlo"] = d
+            payload |= mc.json_parts()
         elif dists:
             payload["distributions_at_point"] = {k: v.describe() for k, v in dists.items()}
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
@@ -133,12 +132,7 @@ def simulate(
 
         print_uncertainty(mc)
     elif dists:
-        console().print(
-            "Fields given as distributions ran at their medians ("
-            + ", ".join(f"{k}: {v.describe()}" for k, v in dists.items())
-            + "); add --uncertainty N for ranges.",
-            highlight=False,
-        )
+        console().print(at_medians(dists), highlight=False)
 
 
 def monte_carlo_with_progress(scenario, dists, n, seed, levels, probs, quiet: bool, **options):
@@ -147,15 +141,11 @@ def monte_carlo_with_progress(scenario, dists, n, seed, levels, probs, quiet: bo
     from dtsim.analysis.uncertainty import run_monte_carlo
 
     on_dask = options.get("scheduler") is not None or options.get("workers") is not None
-    if quiet or (n < 200_000 and not on_dask):
-        return run_monte_carlo(scenario, dists, n, seed, levels, probs=probs, **options)
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,}"))
-    with Progress(*columns, TimeRemainingColumn(), console=console(stderr=True), transient=True) as bar:
-        task = bar.add_task("draws", total=n)
-        progress = lambda done, total: bar.update(task, completed=done, total=total)  # noqa: E731
-        return run_monte_carlo(scenario, dists, n, seed, levels, probs=probs, progress=progress, **options)
+    return with_progress(
+        "draws",
+        not quiet and (n >= 200_000 or on_dask),
+        lambda p: run_monte_carlo(scenario, dists, n, seed, levels, probs=probs, progress=p, **options),
+    )
 
 
 def sensitivity(

@@ -974,6 +974,20 @@ def layout_problems(
     return problems
 
 
+def _prepared(workload: Workload, layouts: Sequence[Layout], calibrated: bool, prefix: str):
+    """What evaluating layouts of a workload needs, after checking every layout's rules (a broken
+    rule is named `prefix.format(i=i)` + field): the architecture at the run's sequence length, the
+    assumptions, the hardware and the sequence length."""
+    a = _architecture(workload)
+    problems = layout_problems(workload, layouts, [prefix.format(i=i) for i in range(len(layouts))])
+    if problems:
+        raise ScenarioError(problems)
+    asm = Assumptions(workload.assumptions)
+    hw = resolve_hardware(workload.cluster, workload.precision, calibrated, asm)
+    seq = workload.seq_len or a.seq_len
+    return at_sequence(a, seq), asm, hw, seq
+
+
 def _steps(
     workload: Workload,
     layouts: Sequence[Layout],
@@ -981,15 +995,8 @@ def _steps(
     calibrated: bool,
     prefix: str,
 ) -> list[StepResult]:
-    a = _architecture(workload)
+    a, asm, hw, seq = _prepared(workload, layouts, calibrated, prefix)
     cluster, n = workload.cluster, workload.cluster.n_gpus
-    problems = layout_problems(workload, layouts, [prefix.format(i=i) for i in range(len(layouts))])
-    if problems:
-        raise ScenarioError(problems)
-    asm = Assumptions(workload.assumptions)
-    hw = resolve_hardware(cluster, workload.precision, calibrated, asm)
-    seq = workload.seq_len or a.seq_len
-    a = at_sequence(a, seq)
     usable = asm.usable_memory_fraction * hw.memory_bytes / 1e9
     params_b = count_params(a).total / 1e9
     network = cluster.network_fields()
@@ -1080,18 +1087,11 @@ def step_draws(
     value per draw, every formula reading them row-wise): per layout, the DRAWN_OUTPUTS and the PUE as
     arrays of one value per draw. With no rows, one draw at the point values, equal to what `step` gives."""
     with calibration_in_use(calibration):
-        a = _architecture(workload)
+        a, asm, hw, seq = _prepared(workload, layouts, calibrated, "layouts[{i}].")
         cluster = workload.cluster
-        problems = layout_problems(workload, layouts, [f"layouts[{i}]." for i in range(len(layouts))])
-        if problems:
-            raise ScenarioError(problems)
-        asm = Assumptions(workload.assumptions)
-        hw = resolve_hardware(cluster, workload.precision, calibrated, asm)
         n = len(next(iter(rows.values()))) if rows else 1
         if rows:
             asm = asm.with_rows(rows)
-        seq = workload.seq_len or a.seq_len
-        a = at_sequence(a, seq)
         out = []
         for layout in layouts:
             cols = {
