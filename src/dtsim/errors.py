@@ -18,9 +18,36 @@ class ScenarioError(ValueError):
         super().__init__("\n".join(format_problem(f, v, m) for f, v, m in problems))
 
 
+QUOTE_CHARS = 80  # the most of a value (and of a field name) an error message quotes
+
+
+def quote(value: object, limit: int = QUOTE_CHARS) -> str:
+    """A value as an error message shows it: text in quotes, anything else as Python prints it,
+    cut to `limit` characters (lists and mappings abbreviated first, so a huge or deeply nested value
+    costs no more to show than a short one)."""
+    import reprlib
+
+    if isinstance(value, str):
+        shown = repr(value[: limit + 1])
+    elif not isinstance(value, list | tuple | dict | set | frozenset):
+        try:
+            shown = str(value)
+        except Exception:  # a value whose str() fails still gets an error message
+            shown = f"<{type(value).__name__}>"
+    else:
+        r = reprlib.Repr()
+        r.maxlevel, r.maxlist, r.maxtuple, r.maxdict, r.maxset = 3, 8, 8, 8, 8
+        r.maxstring, r.maxother, r.maxlong = limit, limit, limit
+        try:
+            shown = r.repr(value)
+        except Exception:  # a value whose repr fails still gets an error message
+            shown = f"<{type(value).__name__}>"
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
+
+
 def format_problem(field: str, value: object, message: str) -> str:
-    shown = repr(value) if isinstance(value, str) else value
-    return f"{field} = {shown}: {message}"
+    name = field if len(field) <= QUOTE_CHARS else field[: QUOTE_CHARS - 1] + "…"
+    return f"{name} = {quote(value)}: {message}"
 
 
 def check_folder(path: Any, option: str) -> None:

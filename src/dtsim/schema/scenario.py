@@ -9,13 +9,11 @@ same inputs with the same words.
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import numpy as np
-import yaml
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -30,6 +28,7 @@ from pydantic import (
 from dtsim import catalog
 from dtsim.errors import ScenarioError, format_problem, validation_problems
 from dtsim.physics.runlength import GROWTH_FORMS, parse_growth
+from dtsim.schema import inputs
 from dtsim.schema.fields import (
     BOUNDS,
     GROWTH_PATTERN,
@@ -454,49 +453,49 @@ _NUMBER = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)[eE][-+]?\d+\s*$")
 
 def parse_set(assignments: list[str]) -> dict[str, Any]:
     """`field=value` strings from the CLI into a dict; values are parsed as YAML scalars
-    (`true`, `12`, `1e3`, `auto`), dotted names set nested assumptions (`assumptions.pue=1.2`)."""
+    (`true`, `12`, `1e3`, `auto`), dotted names set nested assumptions (`assumptions.pue=1.2`).
+    Values are read as any user input is (schema/inputs.py: size, alias and type limits)."""
     out: dict[str, Any] = {}
     for item in assignments:
         if "=" not in item:
-            raise ScenarioError([(item, item, "expected field=value")])
+            raise ScenarioError([("--set", item, "expected field=value")])
         key, raw = item.split("=", 1)
         key = key.strip()
+        if not key:
+            raise ScenarioError([("--set", item, "expected field=value (the field name is missing)")])
         try:
-            value = yaml.safe_load(raw) if raw.strip() else raw
-        except yaml.YAMLError:
-            value = raw
+            value = inputs.parse_yaml(raw, key) if raw.strip() else raw
+        except ScenarioError as exc:
+            if len(raw) > inputs.MAX_TEXT_CHARS or "more than" in str(exc) or "nested" in str(exc):
+                raise
+            value = raw  # not YAML: the text itself (the field's own check says what it allows)
         if isinstance(value, str) and key != "name" and _NUMBER.match(value):
             value = float(value)  # YAML 1.1 reads 1e3 as a string
         if key.startswith("assumptions."):
-            out.setdefault("assumptions", {})[key.split(".", 1)[1]] = value
+            table = out.setdefault("assumptions", {})
+            if not isinstance(table, dict):
+                raise ScenarioError(
+                    [("assumptions", table, f"is not a table, so {key} cannot be set inside it")]
+                )
+            table[key.split(".", 1)[1]] = value
         else:
+            if key == "assumptions" and isinstance(out.get(key), dict) and not isinstance(value, dict):
+                raise ScenarioError(
+                    [("assumptions", value, "must be a table of assumption names and values")]
+                )
             out[key] = value
     return out
 
 
-def read_text_file(path: str | Path) -> str:
-    """A UTF-8 text file's contents, or a ScenarioError naming the file and why it cannot be read."""
-    path = Path(path)
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioError([("file", str(path), f"cannot read: {exc.strerror or exc}")]) from None
-    except UnicodeDecodeError as exc:
-        raise ScenarioError(
-            [("file", str(path), f"is not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8")]
-        ) from None
+def read_text_file(path: str | Path, field: str = "file") -> str:
+    """A regular UTF-8 text file's contents, or a ScenarioError naming the file and why it cannot be
+    read (schema/inputs.py: no FIFOs or devices, a size cap, the encoding named)."""
+    return inputs.read_text_file(path, field)
 
 
 def parse_data_text(text: str, path: str | Path) -> Any:
-    """YAML or JSON text (by the file's suffix; JSON is YAML, so one parser reads both) as data."""
-    path = Path(path)
-    try:
-        return json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        first = str(exc).strip().splitlines()[0]
-        raise ScenarioError(
-            [("file", str(path), f"malformed {'JSON' if path.suffix == '.json' else 'YAML'}: {first}")]
-        ) from None
+    """YAML or JSON text (by the file's suffix) as plain data (schema/inputs.py's checks)."""
+    return inputs.parse_data(text, path, str(path))
 
 
 def read_scenario_file(path: str | Path) -> dict[str, Any]:

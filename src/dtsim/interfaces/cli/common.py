@@ -70,9 +70,14 @@ err = _Stderr()
 
 def fail(exc: ScenarioError) -> NoReturn:
     """Print one line per problem (`field = value: what is allowed`) and exit with status 2."""
+    from rich.markup import escape
+
+    from dtsim.errors import format_problem
+
     for field, value, message in exc.problems:
-        shown = repr(value) if isinstance(value, str) else value
-        err.print(f"[bold red]error:[/bold red] {field} = {shown}: {message}", highlight=False, markup=True)
+        # the problem is user text (a value, a field name): escaped, so Rich prints brackets as typed
+        line = escape(format_problem(field, value, message))
+        err.print(f"[bold red]error:[/bold red] {line}", highlight=False, markup=True)
     raise typer.Exit(code=2)
 
 

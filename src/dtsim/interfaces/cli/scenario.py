@@ -305,7 +305,7 @@ def serve(
         from dtsim.interfaces.api.app import create_app
     except ImportError as exc:
         err.print(
-            f"[bold red]error:[/bold red] dtsim serve needs the web extra: pip install 'dtsim[web]' ({exc.name})"
+            f"[bold red]error:[/bold red] dtsim serve needs the web extra: pip install 'dtsim\\[web]' ({exc.name})"
         )
         raise typer.Exit(code=2) from None
     uvicorn.run(create_app(), host=host, port=port, log_level="warning")

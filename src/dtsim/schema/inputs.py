@@ -1,0 +1,161 @@
+"""Reading what users hand dtsim — scenario and record files, uploads, share links, `--set` values —
+so that no input can hang it, exhaust its memory or end in a traceback.
+
+- Files must be regular files (not a FIFO, a device or a directory) of at most `MAX_FILE_BYTES`, read
+  as UTF-8 (a UTF-8 byte-order mark is dropped; UTF-16 and other encodings are named in the error).
+- YAML is parsed with PyYAML's safe loader and then checked: mapping keys are text, values are text,
+  numbers, true/false, null, lists or mappings (no YAML 1.1 dates, sets or binary), nested at most
+  `MAX_DEPTH` deep with at most `MAX_NODES` values in all, counting each alias (`*name`) as the
+  values it stands for. An 826-byte "billion laughs" document of nested aliases loads as shared
+  references but expands to gigabytes once anything walks or prints it; the count stops at the budget,
+  so it is refused in milliseconds. Integers too long for Python to convert (over 4,300 digits) are an
+  error, not a crash.
+- Error messages quote at most `errors.QUOTE_CHARS` characters of a value (`errors.quote`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dtsim.errors import ScenarioError
+
+MAX_FILE_BYTES = 10 * 1024 * 1024  # a scenario or record file; the largest bundled one is ~0.2 MB
+MAX_TEXT_CHARS = 1024 * 1024  # an upload, a request's YAML text or a `--set` value
+MAX_DEPTH = 32  # nesting of lists and mappings (a scenario nests 3 deep)
+MAX_NODES = 200_000  # values in one document (the bundled records hold ~40,000)
+
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def parse_yaml(text: str, where: str = "file") -> Any:
+    """YAML (or JSON, which YAML reads) text as plain data, or a ScenarioError naming `where`."""
+    if len(text) > MAX_TEXT_CHARS and where != "file":
+        raise ScenarioError([(where, f"{len(text):,} characters", f"is over the {MAX_TEXT_CHARS:,} allowed")])
+    try:
+        data = yaml.load(text, Loader=_LOADER)
+    except yaml.YAMLError as exc:
+        raise ScenarioError([(where, _excerpt(text), f"malformed YAML: {_first_line(exc)}")]) from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # e.g. an integer of over 4,300 digits
+        raise ScenarioError([(where, _excerpt(text), f"cannot be read: {_first_line(exc)}")]) from None
+    check_plain(data, where)
+    return data
+
+
+def parse_json(text: str, where: str = "file") -> Any:
+    """JSON text as plain data (the same checks as YAML), or a ScenarioError naming `where`."""
+    try:
+        data = json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise ScenarioError([(where, _excerpt(text), f"malformed JSON: {_first_line(exc)}")]) from None
+    except (ValueError, RecursionError) as exc:
+        raise ScenarioError([(where, _excerpt(text), f"cannot be read: {_first_line(exc)}")]) from None
+    check_plain(data, where)
+    return data
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_data(text: str, path: str | Path, where: str = "file") -> Any:
+    """A file's YAML or JSON text (by its suffix) as plain data."""
+    if str(path).lower().endswith(".json"):
+        return parse_json(text, where)
+    return parse_yaml(text, where)
+
+
+def check_plain(data: Any, where: str) -> None:
+    """A ScenarioError naming the place (`where.key[2]`) of the first value that is not plain data:
+    a key that is not text, a date, a set, bytes, a non-finite number where none belongs, or nesting
+    beyond MAX_DEPTH / more than MAX_NODES values."""
+    count = 0
+    stack: list[tuple[Any, str, int]] = [(data, where, 0)]
+    while stack:
+        value, place, depth = stack.pop()
+        count += 1
+        if count > MAX_NODES:
+            raise ScenarioError(
+                [(where, "…", f"holds more than {MAX_NODES:,} values (an alias counts as all it repeats)")]
+            )
+        if depth > MAX_DEPTH:
+            raise ScenarioError([(place, "…", f"is nested more than {MAX_DEPTH} deep")])
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if not isinstance(k, str):
+                    raise ScenarioError(
+                        [(place, k, f"keys must be text; {type(k).__name__} key {k!r} (quote it)")]
+                    )
+                stack.append((v, f"{place}.{k}", depth + 1))
+        elif isinstance(value, list):
+            stack.extend((v, f"{place}[{i}]", depth + 1) for i, v in enumerate(value))
+        elif value is None or isinstance(value, str | bool | int):
+            continue
+        elif isinstance(value, float):
+            if math.isnan(value):
+                raise ScenarioError([(place, value, "must be a number, not NaN")])
+        else:
+            raise ScenarioError(
+                [(place, str(value), f"{type(value).__name__} values are not accepted; quote it as text")]
+            )
+
+
+def _excerpt(text: str) -> str:
+    return text if len(text) <= 60 else text[:57] + "…"
+
+
+def read_text_file(path: str | Path, field: str = "file") -> str:
+    """A regular UTF-8 text file's contents (without a byte-order mark), at most MAX_FILE_BYTES, or a
+    ScenarioError naming the file and why it cannot be read. A FIFO, a device or a directory is
+    refused before it is opened, so reading never blocks."""
+    path = Path(path)
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise ScenarioError([(field, str(path), f"cannot read: {exc.strerror or exc}")]) from None
+    except ValueError as exc:  # an embedded NUL in the path
+        raise ScenarioError([(field, str(path), f"cannot read: {exc}")]) from None
+    if stat.S_ISDIR(info.st_mode):
+        raise ScenarioError([(field, str(path), "is a folder; give a file")])
+    if not stat.S_ISREG(info.st_mode):
+        raise ScenarioError([(field, str(path), "is not a regular file (a pipe, device or socket)")])
+    if info.st_size > MAX_FILE_BYTES:
+        raise ScenarioError(
+            [(field, str(path), f"is {info.st_size:,} bytes; at most {MAX_FILE_BYTES:,} are read")]
+        )
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ScenarioError([(field, str(path), f"cannot read: {exc.strerror or exc}")]) from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise ScenarioError([(field, str(path), f"is over {MAX_FILE_BYTES:,} bytes")])
+    return decode_text(raw, str(path), field)
+
+
+def decode_text(raw: bytes, name: str, field: str = "file") -> str:
+    """UTF-8 bytes as text (a byte-order mark dropped), or a ScenarioError that names the encoding
+    when it is recognisably UTF-16/32."""
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ScenarioError([(field, name, "is UTF-16 text; save it as UTF-8")])
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(
+            [(field, name, f"is not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8")]
+        ) from None
+    if "\x00" in text:
+        raise ScenarioError([(field, name, "holds NUL characters: not a text file")])
+    return text.removeprefix("\ufeff")
