@@ -1,8 +1,6 @@
 """`dtsim sweep`, `dtsim target` and `dtsim governance`: grids, target searches and the threshold analysis."""
 
-import json
 import math
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,6 +20,7 @@ from dtsim.interfaces.cli.common import (
     console,
     err,
     fail,
+    print_json,
     table,
     uncertainty_flags_alone,
     with_progress,
@@ -166,7 +165,7 @@ def sweep(
         ]  # an undefined value (no draw defined at a point) is null, never NaN
         records = [dict(zip(names, row, strict=True)) for row in zip(*cols, strict=True)]
         payload: Any = records if bands is None else {"points": records, "uncertainty": bands.as_dict()}
-        sys.stdout.write(json.dumps(payload, default=_json_default) + "\n")
+        print_json(payload, None, _json_default)
         return
     c = console()
     z = np.asarray(result.columns[metric], dtype=float)
@@ -530,7 +529,7 @@ def target(
     if mc is not None:
         payload |= mc.json_parts()
     if as_json:
-        sys.stdout.write(json.dumps(payload, indent=2, default=_json_default) + "\n")
+        print_json(payload, default=_json_default)
         if res.winner is None:
             what = tgt.describe() if tgt else f"any run within ${budget:,.0f}"
             err.print(
@@ -708,7 +707,7 @@ def governance(
                 for s in res.systems
             ],
         }
-        sys.stdout.write(json.dumps(payload, indent=2, default=_json_default) + "\n")
+        print_json(payload, default=_json_default)
         return
     c = console()
     c.print(
@@ -790,7 +789,7 @@ def governance_reproduce(
             }
             for c in rows
         ]
-        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        print_json(out)
         return
     con = console()
     t = table(title="E1–E14: the original governance model beside dtsim")

@@ -49,6 +49,44 @@ def with_progress(what: str, show: bool, run: Callable[[Callable[[int, int], Non
         return run(lambda done, total: bar.update(task, completed=done, total=total))
 
 
+_NOT_FINITE = object()
+
+
+def json_text(payload: Any, indent: int | None = 2, default: Callable[[Any], Any] | None = None) -> str:
+    """`payload` as strict JSON: a value that is not finite (NaN, ±Infinity: an undefined or unbounded
+    quantity) is written as null and named on stderr, so every `--json` output parses with any JSON
+    reader (RFC 8259 has no NaN or Infinity)."""
+    import json
+
+    loose = json.dumps(payload, indent=None, default=default)
+    if "NaN" not in loose and "Infinity" not in loose:
+        return loose if indent is None else json.dumps(json.loads(loose), indent=indent)
+    data = json.loads(loose, parse_constant=lambda _: _NOT_FINITE)
+    where: list[str] = []
+
+    def clean(value: Any, path: str) -> Any:
+        if value is _NOT_FINITE:
+            where.append(path or "(the value)")
+            return None
+        if isinstance(value, dict):
+            return {k: clean(v, f"{path}.{k}" if path else k) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        return value
+
+    data = clean(data, "")
+    shown = ", ".join(where[:5]) + (f" and {len(where) - 5:,} more" if len(where) > 5 else "")
+    err.print(f"note: not finite, written as null: {shown}", highlight=False, markup=False)
+    return json.dumps(data, indent=indent, allow_nan=False)
+
+
+def print_json(payload: Any, indent: int | None = 2, default: Callable[[Any], Any] | None = None) -> None:
+    """Write `payload` to stdout as strict JSON (json_text), one document and a newline."""
+    import sys
+
+    sys.stdout.write(json_text(payload, indent, default) + "\n")
+
+
 def command_group(**options: Any) -> typer.Typer:
     """A Typer app or sub-command group: plain Click help (no Rich on the --help path), no completion."""
     return typer.Typer(add_completion=False, rich_markup_mode=None, **options)

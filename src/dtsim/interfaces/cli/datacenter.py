@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,6 +19,7 @@ from dtsim.interfaces.cli.common import (
     console,
     err,
     fail,
+    print_json,
     table,
     uncertainty_flags_alone,
     with_progress,
@@ -652,7 +651,7 @@ def step(
             payload = {"layouts": [r.model_dump(mode="json") for r in results]}
             if dmc is not None:
                 payload |= dmc.as_dict()
-            sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+            print_json(payload)
         else:
             print_layout_table(results, f"{len(results)} layouts from {layouts}")
             if dmc is not None:
@@ -662,7 +661,7 @@ def step(
         payload = result.model_dump(mode="json")
         if dmc is not None:
             payload |= {k: v for k, v in dmc.as_dict().items() if k != "layout_uncertainty"}
-        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        print_json(payload)
         return
     con = console()
     t = table(
@@ -830,7 +829,7 @@ def plan(
                 else "no shape found"
             )
             if as_json:
-                sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+                print_json(payload)
                 if not rows:
                     raise typer.Exit(1)
                 return
@@ -900,7 +899,7 @@ def plan(
         payload = result.as_dict()
         if dmc is not None:
             payload |= dmc.as_dict()
-        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        print_json(payload)
         if not result.fits:
             raise typer.Exit(1)
         return
@@ -985,7 +984,7 @@ def collective(
         fail(exc)
         return
     if as_json:
-        sys.stdout.write(json.dumps(r.as_dict(), indent=2) + "\n")
+        print_json(r.as_dict())
         return
     t, per_rank = r.time_s, r.bytes_sent_per_rank
     console().print(
@@ -1041,9 +1040,7 @@ def fabric(
         return
     out = p.__dict__
     if as_json:
-        sys.stdout.write(
-            json.dumps({k: (None if v == float("inf") else v) for k, v in out.items()}, indent=2) + "\n"
-        )
+        print_json({k: (None if v == float("inf") else v) for k, v in out.items()})
         return
     c = console()
     c.print(

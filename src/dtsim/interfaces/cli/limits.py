@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -24,6 +22,7 @@ from dtsim.interfaces.cli.common import (
     command_group,
     console,
     fail,
+    print_json,
     table,
     uncertainty_flags_alone,
 )
@@ -264,7 +263,7 @@ def closed_form_cmd(
     elif drawn:
         out["distributions_at_point"] = {k: str(texts[k.removeprefix("--")]) for k in drawn}
     if as_json:
-        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        print_json(out)
         return
     t = table(
         title=f"Seed 002 Table 2 (b = {batch_tokens:.3g} tokens, L = {layers:g}, {months:g} months)",
@@ -370,7 +369,7 @@ def curve_cmd(
     if as_json:
         dicts = [(name, [p.as_dict() for p in pts]) for name, pts in series]
         payload = dicts[0][1] if len(dicts) == 1 else dict(dicts)
-        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        print_json(payload)
         return
     c = console()
     for hw, (name, pts) in zip(hws, series, strict=True):
@@ -529,7 +528,7 @@ def search_cmd(
     elif drawn:
         out["distributions_at_point"] = {k: values[k].describe() for k in drawn}
     if as_json:
-        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        print_json(out)
         return
     c = console()
     if mc is not None or drawn:

@@ -1,7 +1,5 @@
 """The scenario commands: `simulate`, `presets`, `schema`, `assumptions`, `serve`."""
 
-import json
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -20,6 +18,7 @@ from dtsim.interfaces.cli.common import (
     console,
     err,
     fail,
+    print_json,
     table,
     uncertainty_flags_alone,
     with_progress,
@@ -123,7 +122,7 @@ def simulate(
             payload |= mc.json_parts()
         elif dists:
             payload["distributions_at_point"] = {k: v.describe() for k, v in dists.items()}
-        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        print_json(payload)
         return
     title = f"dtsim — {scenario.name or preset or (file.name if file else 'default scenario')}"
     print_report(result, title=title, explain=explain, mc=mc)
@@ -211,7 +210,7 @@ def sensitivity(
         fail(exc)
         return
     if as_json:
-        sys.stdout.write(json.dumps(res.as_dict(), indent=2) + "\n")
+        print_json(res.as_dict())
         return
     from dtsim.interfaces.cli.report import print_sensitivity
 
@@ -231,7 +230,7 @@ def presets(
     gpus = catalog.gpus()
     if as_json:
         data = catalog.catalog_payload()
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        print_json(data)
         return
     con = console()
     t = table(title="Scenario presets (--preset NAME)", title_justify="left")
@@ -272,7 +271,7 @@ def schema() -> None:
     """Print the JSON Schema of a scenario."""
     from dtsim.schema.scenario import scenario_json_schema  # lazy: pydantic (fast --help)
 
-    sys.stdout.write(json.dumps(scenario_json_schema(), indent=2) + "\n")
+    print_json(scenario_json_schema())
 
 
 def assumptions(
@@ -283,7 +282,7 @@ def assumptions(
 
     rows = assumptions_mod.table()
     if as_json:
-        sys.stdout.write(json.dumps([r.__dict__ for r in rows], indent=2, default=list) + "\n")
+        print_json([r.__dict__ for r in rows], default=list)
         return
     t = table(title="Assumptions (override with --set assumptions.NAME=VALUE)", title_justify="left")
     for col in ("name", "value", "unit", "seed", "source"):

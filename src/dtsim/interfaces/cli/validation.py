@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from dtsim.errors import ScenarioError
-from dtsim.interfaces.cli.common import console, err, fail, table
+from dtsim.interfaces.cli.common import console, err, fail, print_json, table
 from dtsim.interfaces.cli.datacenter import CalibrationOpt, calibration_option
 
 if TYPE_CHECKING:  # the validation package loads numpy and pydantic: only when a command runs
@@ -161,7 +159,7 @@ def validate(
         )
     code = 0 if (result.bounds_ok and not data.problems) else 1
     if as_json:
-        sys.stdout.write(json.dumps(result.as_dict(), indent=2, default=str) + "\n")
+        print_json(result.as_dict(), default=str)
         raise typer.Exit(code)
     con = console()
     t = table(title="Runs", title_justify="left")
@@ -277,7 +275,7 @@ def calibrate(
     for p in data.problems:
         console(stderr=True).print(f"[bold red]rejected:[/bold red] {p}", highlight=False)
     if as_json:
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        print_json(doc)
         return
     con = console()
     t = table(title=f"Fitted on {', '.join(doc['subset'])} ({doc['date']})", title_justify="left")

@@ -1,0 +1,120 @@
+"""Issue 15: nothing breaks, nothing misleads. Each reproducer of the issue is a test here; the
+fuzzers (CLI options, fields table) are in tests/test_cli_fuzz.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from dtsim.errors import ScenarioError, format_problem, quote
+from dtsim.interfaces.cli.common import json_text
+from dtsim.interfaces.cli.main import app
+from dtsim.schema import inputs
+from dtsim.schema.scenario import parse_set
+
+runner = CliRunner()
+WIDE = {"COLUMNS": "200"}
+
+BOMB = "".join(
+    f"{name}: &{name} [{', '.join([f'*{prev}'] * 9) if prev else ', '.join(['x'] * 9)}]\n"
+    for prev, name in zip(["", "a", "b", "c", "d", "e", "f"], "abcdefg", strict=True)
+)
+
+
+def strict_json(text: str):
+    """Parse as RFC 8259 JSON: NaN and Infinity are errors."""
+
+    def refuse(name):
+        raise ValueError(f"{name} in JSON output")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_json_text_writes_non_finite_values_as_null_and_names_them(capsys):
+    text = json_text({"a": 1.0, "b": [float("nan"), 2], "c": {"d": float("inf")}})
+    assert strict_json(text) == {"a": 1.0, "b": [None, 2], "c": {"d": None}}
+    assert "b[0], c.d" in capsys.readouterr().err
+    assert json_text({"a": 1}) == json.dumps({"a": 1}, indent=2)
+
+
+def test_an_alias_bomb_is_refused_fast_by_file_and_by_set(tmp_path):
+    assert len(BOMB.encode()) < 1024
+    f = tmp_path / "bomb.yaml"
+    f.write_text(BOMB)
+    t = time.perf_counter()
+    res = runner.invoke(app, ["simulate", str(f)], env=WIDE)
+    assert res.exit_code == 2 and "alias" in res.stderr, res.stderr
+    res = runner.invoke(app, ["simulate", "--set", f"name={{x: {BOMB.splitlines()[0]}}}"], env=WIDE)
+    with pytest.raises(ScenarioError, match="alias counts"):
+        inputs.parse_yaml(BOMB, "--set")
+    assert time.perf_counter() - t < 5.0
+    assert len(res.stderr) < 2000  # messages quote at most 80 characters of a value
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("1: 2\n", "keys must be text"),
+        ("num_nodes: 2024-01-01\n", "date values are not accepted"),
+        ("num_nodes: !!binary aGVsbG8=\n", "bytes values are not accepted"),
+        ("num_nodes: " + "9" * 5000 + "\n", "4300 digits"),
+        ("num_nodes: .nan\n", "not NaN"),
+        ("[" * 3000, "malformed YAML"),
+    ],
+)
+def test_odd_yaml_is_a_clear_error(tmp_path, text, match):
+    f = tmp_path / "odd.yaml"
+    f.write_text(text)
+    res = runner.invoke(app, ["simulate", str(f)], env=WIDE)
+    assert res.exit_code == 2, res.output
+    assert match in res.stderr and "Traceback" not in res.output
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "latin-1"])
+def test_scenario_files_in_other_encodings_are_named(tmp_path, encoding):
+    f = tmp_path / "s.yaml"
+    f.write_bytes("name: Größe\nnum_nodes: 4\n".encode(encoding))
+    res = runner.invoke(app, ["simulate", str(f)], env=WIDE)
+    assert res.exit_code == 2 and "UTF-8" in res.stderr
+
+
+def test_binary_file_fifo_device_and_folder_are_refused_without_reading(tmp_path):
+    binary = tmp_path / "b.yaml"
+    binary.write_bytes(bytes(range(256)))
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)  # opening it would block until a writer comes
+    for path, match in [(binary, "UTF-8"), (fifo, "not a regular file"), ("/dev/zero", "not a regular file")]:
+        res = runner.invoke(app, ["simulate", str(path)], env=WIDE)
+        assert res.exit_code == 2 and match in res.stderr, (path, res.stderr)
+    res = runner.invoke(app, ["simulate", str(tmp_path)], env=WIDE)
+    assert res.exit_code == 2 and "is a folder" in res.stderr
+
+
+def test_oversized_file_is_refused_by_size(tmp_path, monkeypatch):
+    monkeypatch.setattr(inputs, "MAX_FILE_BYTES", 1000)
+    f = tmp_path / "big.yaml"
+    f.write_text("name: x\n" + "# pad\n" * 1000)
+    with pytest.raises(ScenarioError, match="at most 1,000 are read"):
+        inputs.read_text_file(f)
+
+
+def test_set_inside_a_scalar_assumptions_is_an_error():
+    with pytest.raises(ScenarioError, match="is not a table"):
+        parse_set(["assumptions=5", "assumptions.pue=1.2"])
+    res = runner.invoke(app, ["simulate", "--set", "assumptions=5", "--set", "assumptions.pue=1.2"], env=WIDE)
+    assert res.exit_code == 2 and "Traceback" not in res.output
+
+
+def test_error_messages_quote_at_most_80_characters_and_keep_brackets():
+    assert len(quote("x" * 10_000)) <= 80
+    deep: list = []
+    for _ in range(5000):
+        deep = [deep]
+    assert len(quote(deep)) <= 80  # no RecursionError, no megabytes of text
+    assert format_problem("f" * 500, 1, "m").startswith("f" * 79 + "…")
+    res = runner.invoke(app, ["simulate", "--set", "precision=[/red]x"], env=WIDE)
+    assert res.exit_code == 2 and "'[/red]x'" in res.stderr  # Rich markup in a value is printed as typed
