@@ -118,3 +118,35 @@ def test_error_messages_quote_at_most_80_characters_and_keep_brackets():
     assert format_problem("f" * 500, 1, "m").startswith("f" * 79 + "…")
     res = runner.invoke(app, ["simulate", "--set", "precision=[/red]x"], env=WIDE)
     assert res.exit_code == 2 and "'[/red]x'" in res.stderr  # Rich markup in a value is printed as typed
+
+
+def test_validate_runs_files_of_every_wrong_shape_are_named_not_crashed(tmp_path):
+    (tmp_path / "a.yaml").write_text(
+        "groups:\n"
+        "  G1: {role: check, defaults: 5, assumptions: abc}\n"
+        "  G2: {role: check, bounds: [1]}\n"
+        "records:\n"
+        "  - {id: r1, group: [G1], source: x}\n"
+        "  - {id: [1, 2], group: G1}\n"
+        "  - 7\n"
+    )
+    (tmp_path / "b.yaml").write_text("groups: [1, 2]\nrecords: []\n")
+    (tmp_path / "c.yaml").write_text(BOMB)
+    res = runner.invoke(app, ["validate", "--runs", str(tmp_path), "--json"], env=WIDE)
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.output
+    problems = {(p["file"].rsplit("/", 1)[-1], p["field"]) for p in strict_json(res.stdout)["problems"]}
+    assert {
+        ("a.yaml", "groups.G1.defaults"),
+        ("a.yaml", "groups.G1.assumptions"),
+        ("a.yaml", "groups.G2.bounds"),
+        ("a.yaml", "group"),
+        ("a.yaml", "record"),
+        ("b.yaml", "groups"),
+        ("c.yaml", "file"),
+    } <= problems, problems
+
+
+def test_validate_says_which_check_groups_have_no_bound():
+    res = runner.invoke(app, ["validate"], env=WIDE)
+    last = " ".join(res.stdout.split())
+    assert "check groups have no bound to meet" in last and "THESIS-WS2" in last

@@ -27,6 +27,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
+from dtsim.errors import ScenarioError, quote
+from dtsim.schema import inputs
+
 CERTAINTY = Literal["P", "P*", "S", "D", "user"]
 
 
@@ -243,12 +246,19 @@ def _field_path(err: dict) -> str:
     return ".".join(loc) or "record"
 
 
-def _load_text(text: str, name: str, data: Dataset) -> None:
-    try:
+def _load_text(text: str, name: str, data: Dataset, trusted: bool = False) -> None:
+    """Records and groups of one file into `data`; a user's file (not `trusted`) is read as any user
+    input is (schema/inputs.py: alias budget, plain types, depth), and every shape it could get wrong
+    is a RecordProblem naming the place."""
+    if trusted:
         doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        data.problems.append(RecordProblem(name, "-", "file", f"not valid YAML: {exc}".splitlines()[0]))
-        return
+    else:
+        try:
+            doc = inputs.parse_yaml(text, "file")
+        except ScenarioError as exc:
+            for field, value, why in exc.problems:
+                data.problems.append(RecordProblem(name, "-", field, f"{quote(value)}: {why}"))
+            return
     if not isinstance(doc, dict) or not isinstance(doc.get("records", []), list):
         data.problems.append(
             RecordProblem(
@@ -258,9 +268,27 @@ def _load_text(text: str, name: str, data: Dataset) -> None:
         return
     data.files.append(name)
     group_defaults: dict[str, dict] = {}
-    for gname, g in (doc.get("groups") or {}).items():
+    groups = doc.get("groups") or {}
+    if not isinstance(groups, dict):
+        data.problems.append(RecordProblem(name, "-", "groups", "must be a mapping of group names to groups"))
+        groups = {}
+    for gname, g in groups.items():
         if not isinstance(g, dict):
             data.problems.append(RecordProblem(name, "-", f"groups.{gname}", "must be a mapping"))
+            continue
+        shape = [
+            (key, why)
+            for key, kind, why in (
+                ("defaults", dict, "must be a mapping of record fields"),
+                ("assumptions", list, "must be a list of assumptions (text)"),
+                ("bounds", dict, "must be a mapping of metric to bounds"),
+            )
+            if g.get(key) is not None and not isinstance(g.get(key), kind)
+        ]
+        if isinstance(g.get("assumptions"), list) and not all(isinstance(a, str) for a in g["assumptions"]):
+            shape.append(("assumptions", "must be a list of assumptions (text)"))
+        if shape:
+            data.problems.extend(RecordProblem(name, "-", f"groups.{gname}.{k}", why) for k, why in shape)
             continue
         role = g.get("role", "check")
         if role not in ("calibration", "check", "reference"):
@@ -297,6 +325,12 @@ def _load_text(text: str, name: str, data: Dataset) -> None:
             data.problems.append(RecordProblem(name, label, "record", "must be a mapping"))
             continue
         gname = raw.get("group")
+        if gname is not None and not isinstance(gname, str):
+            data.problems.append(
+                RecordProblem(name, str(label), "group", f"{quote(gname)}: must be a group name")
+            )
+            continue
+        label = label if isinstance(label, str | int | float) else f"#{i + 1}"
         defaults = group_defaults.get(gname, {})
         if gname is not None and gname not in data.groups:
             data.problems.append(
@@ -379,7 +413,7 @@ def load_dataset(runs_dir: str | Path | None = None, bundled: bool = True) -> Da
     data = Dataset()
     if bundled:
         for p in bundled_files():
-            _load_text(p.read_text("utf-8"), f"dtsim/catalog/measured_runs/{p.name}", data)
+            _load_text(p.read_text("utf-8"), f"dtsim/catalog/measured_runs/{p.name}", data, trusted=True)
     if runs_dir is not None:
         root = Path(runs_dir)
         if not root.is_dir():
@@ -390,9 +424,9 @@ def load_dataset(runs_dir: str | Path | None = None, bundled: bool = True) -> Da
             data.problems.append(RecordProblem(str(root), "-", "--runs", "holds no .yaml or .yml files"))
         for p in files:
             try:
-                text = p.read_text("utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                data.problems.append(RecordProblem(str(p), "-", "file", f"cannot be read: {exc}"))
+                text = inputs.read_text_file(p)
+            except ScenarioError as exc:
+                data.problems.extend(RecordProblem(str(p), "-", "file", why) for _, _, why in exc.problems)
                 continue
             _load_text(text, str(p), data)
     return data

@@ -228,9 +228,21 @@ def validate(
     for row in result.constants:
         c.add_row(row.section, row.name, row.constant, f"{row.value:.4g}", _ids(row.fitted_on))
     con.print(c)
+    unbounded = [
+        f"{name} {s.median_abs_error:.0%}"
+        for name, s in result.summary.items()
+        if not s.bounds and "check" in s.roles and s.median_abs_error is not None
+    ]
     con.print(
         f"{len(result.runs)} records ({len(result.predicted_runs)} predicted) "
         f"in {result.seconds:.1f} s; bounds {'all met' if result.bounds_ok else 'NOT all met'}"
+        + (
+            f" — but {len(unbounded)} check groups have no bound to meet (median |error|: "
+            + ", ".join(unbounded)
+            + ")"
+            if unbounded
+            else ""
+        )
         + (f"; plot written to {plot}" if plot else "")
     )
     raise typer.Exit(code)
