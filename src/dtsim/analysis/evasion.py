@@ -67,19 +67,19 @@ COMPARED = (
 DIFFERENCES: dict[str, tuple[tuple[str, ...], str]] = {
     "E4": (
         ("eta", "c_local", "c_quality"),
-        "threshold aggregation: dtsim charges seed 000 §4.5's 1.15 token-efficiency penalty "
+        "threshold aggregation: dtsim charges MIRI simulator docs §4.5's 1.15 token-efficiency penalty "
         "(η ÷ 1.15); the original's Python model drops it",
     ),
     "E6": (
         ("h_used", "h_min", "eta", "chi", "c_local", "c_quality"),
         "one node: the original treats it as ordinary training (H = 1, η = 1, χ forced to 1); dtsim "
-        "applies seed 000's DiLoCo formulas to every node count (H = 18 hides the sync, η_H = 0.918) and "
+        "applies the MIRI simulator docs' DiLoCo formulas to every node count (H = 18 hides the sync, η_H = 0.918) and "
         "computes χ (0.943 for 80B on 0.62T tokens)",
     ),
     "E9": (
         ("t_sync", "h_min", "eta", "c_local", "c_quality"),
         "PP-group DiLoCo sync: every stage node of the original sends the whole model's pseudo-gradient "
-        "(V = P·bits/c); a stage holds P/S parameters and dtsim syncs those (seed 000 §3.3), so its sync "
+        "(V = P·bits/c); a stage holds P/S parameters and dtsim syncs those (MIRI simulator docs §3.3), so its sync "
         "is S× shorter, H smaller and η higher",
     ),
     "E10": (

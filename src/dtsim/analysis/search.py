@@ -7,7 +7,7 @@ token count; wall-clock time is linear in tokens (`tests/test_search.py` checks 
 its token rate r (tokens/day), efficiency η, replica loss multiplier m and cost, and the time a run
 needs to reach a target follows in closed form:
 
-- local-equivalent compute X = C·η (seed 000 §6): D = X / (η·F), F the model FLOP per token;
+- local-equivalent compute X = C·η (MIRI simulator docs §6): D = X / (η·F), F the model FLOP per token;
 - quality-adjusted compute X = C·η·χ = η·min(C, C*(L(P, D)·m)) (reference README; χ as in
   `physics.quality`): both C ≥ X/η and C*(L·m) ≥ X/η, the latter
   L(P, D)·m ≤ L_opt(N_X), N_X = √(X / (η·6·k)), i.e. D ≥ (B / (L_opt/m − E − A·P^−a))^(1/b);
@@ -127,6 +127,15 @@ def node_count_grid(max_nodes: int = 100_000, dense_to: int = 64, step: float = 
     return np.concatenate([dense, geo, [float(max_nodes)]])
 
 
+# the option of `dtsim target`/`governance` that sets each list of the space (named in errors)
+OPTION_OF = {
+    "fractions": "--fractions",
+    "pipeline_multiples": "--pipeline-multiples",
+    "compressions": "--compression",
+    "activation_compressions": "--activation-compression",
+}
+
+
 @dataclass
 class Space:
     """The configurations a search visits (every combination; irrelevant ones are pruned)."""
@@ -144,10 +153,10 @@ class Space:
     def __post_init__(self) -> None:
         if not self.nodes:
             raise ScenarioError([("--node", None, "the space holds no node")])
-        for name in ("fractions", "pipeline_multiples", "compressions", "activation_compressions"):
+        for name, option in OPTION_OF.items():
             values = list(getattr(self, name))
             if any(not (isinstance(v, int | float) and math.isfinite(v) and v > 0) for v in values):
-                raise ScenarioError([(name, values, "must be positive numbers")])
+                raise ScenarioError([(option, values, "must be positive finite numbers")])
         if not list(self.compressions) or not list(self.inner_steps) or not list(self.group_sizes):
             raise ScenarioError(
                 [("space", None, "compressions, inner steps and group sizes need ≥ 1 value each")]

@@ -47,11 +47,12 @@ def space_from_options(
     d = Space(nodes=specs)
     steps = parse_values("--inner-steps", inner_steps, tuple(d.inner_steps))
     for h in steps:
-        if h != "auto" and not (isinstance(h, int | float) and h == int(h) and 1 <= h <= 100000):
+        # bounds before int(): int() of inf or NaN raises (issue 15 reproducers)
+        if h != "auto" and not (isinstance(h, int | float) and 1 <= h <= 100000 and h == int(h)):
             raise ScenarioError([("--inner-steps", inner_steps, "integers 1–100000 or auto")])
     groups = parse_values("--group-sizes", group_sizes, tuple(d.group_sizes))
     for g in groups:
-        if not (isinstance(g, float | int) and g == int(g) and (g == 0 or 2 <= g <= 100000)):
+        if not (isinstance(g, float | int) and (g == 0 or 2 <= g <= 100000) and g == int(g)):
             raise ScenarioError(
                 [("--group-sizes", group_sizes, "integers: 0 (flat) or 2–100000 nodes per group")]
             )

@@ -1,6 +1,6 @@
 """What a target search aims at: a compute target (local-equivalent or quality-adjusted) or a model
 size and token count, and the closed forms for the tokens a run needs to reach it (see the module
-docstring of `dtsim.analysis.search` for the derivation; seed 000 §6 and the reference README)."""
+docstring of `dtsim.analysis.search` for the derivation; MIRI simulator docs §6 and the reference README)."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ def load_table(name: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Micro:
-    """Micro-architecture constants for the GEMM model: a GPU's for seed 002 §8.1.1 (SMs, register file,
+    """Micro-architecture constants for the GEMM model: a GPU's for Erdil & Schneider-Joseph 2024 §8.1.1 (SMs, register file,
     L2), or a TPU's systolic matrix units (`mxu_dim` > 0: the MXU edge, and the datasheet peaks)."""
 
     generation: str
@@ -38,7 +38,7 @@ class Micro:
     nic: str  # the scale-out link type (the NICs; DCN on a TPU)
     nics_per_gpu: float
     source: str
-    # GPU (seed 002 §8.1.1): zero / empty on a TPU
+    # GPU (Erdil & Schneider-Joseph 2024 §8.1.1): zero / empty on a TPU
     num_sms: int = 0
     max_clock_hz: float = 0.0
     flop_per_clock_per_thread: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
@@ -46,7 +46,7 @@ class Micro:
     l2_bytes: float = 0.0
     l2_bytes_per_s: float = 0.0
     distributed_shared_memory: bool = False
-    l1_bytes_per_sm: float | None = None  # combined L1 / shared memory per SM (SRAM totals, seed 002 Table 2)
+    l1_bytes_per_sm: float | None = None  # combined L1 / shared memory per SM (SRAM totals, Erdil & Schneider-Joseph 2024 Table 2)
     # FlashAttention as measured on this generation (attention_kernels.yaml, named by gpus.yaml
     # `flash_attention`): the share of the dense 16-bit tensor peak each kernel ("flash2", "flash1",
     # "triton") reaches forward + backward, causal, by head dimension (64, 128) at the sequence lengths

@@ -1,4 +1,4 @@
-"""Canned emulations: `dtsim emulate thesis` (seed 001 chapter 5, scaled down) and
+"""Canned emulations: `dtsim emulate thesis` (Camilli 2025 chapter 5, scaled down) and
 `dtsim emulate diloco-efficiency` (loss against tokens for several H, and the η(H) it implies)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 
 from dtsim.emulator.launcher import HEADER_BYTES, EmulateOptions, run
 
-# Seed 001 tables 5.2–5.21 (DistilGPT2, FP32 unless noted): medians per all-reduce event.
+# Camilli 2025 tables 5.2–5.21 (DistilGPT2, FP32 unless noted): medians per all-reduce event.
 THESIS = {
     "ws2-bs8": {"bytes_mb": 656.271, "dur_s": 3.732, "step_s": 20.296, "tar_s": 4.621, "overhead": 0.278},
     "ws2-bs16": {"bytes_mb": 656.279, "dur_s": 4.543, "step_s": 29.449, "tar_s": 5.327, "overhead": 0.239},
@@ -99,7 +99,7 @@ def diloco_efficiency(
 ) -> dict[str, Any]:
     """Train the same model on the same data with DDP (the synchronous baseline) and with DiLoCo at
     each H for the same number of tokens; return the held-out loss against tokens, and η(H) = tokens
-    DDP needs to reach each run's final loss ÷ tokens the run used, beside seed 000's
+    DDP needs to reach each run's final loss ÷ tokens the run used, beside the MIRI simulator docs'
     η = 1 − α·log10(H)."""
     from dtsim.assumptions import Assumptions
     from dtsim.emulator.model import config_for

@@ -6,7 +6,7 @@ own compute is timed first (steps without communication); the synchronisation is
 the collective the algorithm runs, over the slowest shaped link of the ring (a ring runs at its
 slowest link), at the link's TCP payload rate (the tbf rate less one 66-byte header per 64 KiB
 offloaded segment); DDP's step is compute plus the part of the all-reduce its buckets cannot hide under
-the backward pass (seed 003 bucketed overlap, `physics.dataparallel`).
+the backward pass (Data Parallelism from Associativity bucketed overlap, `physics.dataparallel`).
 """
 
 from __future__ import annotations

@@ -35,21 +35,33 @@ def compute_optimal_params(loss, asm):
         # the bookkeeping for rows that converge at other steps).
         shape, x, k = x.shape, x.reshape(()), k.reshape(())  # x has k's shape
         for _ in range(60):
+            if x != x:  # NaN (an infeasible run's loss) stays NaN whatever the step: stop
+                break
             step = _newton_step(x, k, a, b, big_a, big_b)
             x = x + step
             if abs(step) <= 1e-15 * max(abs(x), 1.0):
                 break
         return np.exp(np.asarray(x)).reshape(shape)
-    done = np.zeros(x.shape, dtype=bool)
+    # Each element stops at its own convergence, so a row's result does not depend on the other rows
+    # of its batch; the iteration runs on the rows still live only. A NaN row (an infeasible run's
+    # loss is NaN) stays NaN whatever the step, so it is never iterated: before, such rows never met
+    # the convergence test and kept every batch going for all 60 steps (issue 15 item 7). The
+    # results are bit for bit those of iterating every row (tests/test_target_solve.py).
+    out = x.reshape(-1).copy()
+    live = np.flatnonzero(~np.isnan(out))
+    xs, ks = out[live], k.reshape(-1)[live]
     for _ in range(60):
-        step = _newton_step(x, k, a, b, big_a, big_b)
-        # Each element stops at its own convergence, so a row's result does not depend on the
-        # other rows of its batch.
-        x = np.where(done, x, x + step)
-        done |= np.abs(step) <= 1e-15 * np.maximum(np.abs(x), 1.0)
-        if done.all():
+        if live.size == 0:
             break
-    return np.exp(x)
+        step = _newton_step(xs, ks, a, b, big_a, big_b)
+        xs = xs + step
+        stop = (np.abs(step) <= 1e-15 * np.maximum(np.abs(xs), 1.0)) | np.isnan(xs)
+        if stop.any():
+            out[live[stop]] = xs[stop]
+            keep = ~stop
+            live, xs, ks = live[keep], xs[keep], ks[keep]
+    out[live] = xs  # rows still moving after 60 steps (none in practice) keep their last iterate
+    return np.exp(out.reshape(x.shape))
 
 
 def _newton_step(x, k, a, b, big_a, big_b):
