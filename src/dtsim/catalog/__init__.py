@@ -46,7 +46,9 @@ class Micro:
     l2_bytes: float = 0.0
     l2_bytes_per_s: float = 0.0
     distributed_shared_memory: bool = False
-    l1_bytes_per_sm: float | None = None  # combined L1 / shared memory per SM (SRAM totals, Erdil & Schneider-Joseph 2024 Table 2)
+    l1_bytes_per_sm: float | None = (
+        None  # combined L1 / shared memory per SM (SRAM totals, Erdil & Schneider-Joseph 2024 Table 2)
+    )
     # FlashAttention as measured on this generation (attention_kernels.yaml, named by gpus.yaml
     # `flash_attention`): the share of the dense 16-bit tensor peak each kernel ("flash2", "flash1",
     # "triton") reaches forward + backward, causal, by head dimension (64, 128) at the sequence lengths

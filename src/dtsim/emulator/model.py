@@ -1,7 +1,7 @@
 """A small GPT in PyTorch for the emulator: token and position embeddings, pre-norm transformer blocks
 (causal self-attention, 4× GeLU MLP), final LayerNorm, output head tied to the token embedding —
 GPT-2's layout, so `distilgpt2` (6 layers, width 768, vocabulary 50,257, context 1,024) has exactly
-DistilGPT2's 81,912,576 parameters (seed 001 §5.1.1)."""
+DistilGPT2's 81,912,576 parameters (Camilli 2025 §5.1.1)."""
 
 from __future__ import annotations
 

@@ -7,9 +7,9 @@ beyond it, shared fairly among the node's GPUs, and an oversubscribed tier above
 `dtsim fabric` commands, which only format these results) check their inputs and return typed results
 with units in the field names.
 
-Collectives: α-β forms of dtsim.physics.collectives (seed 003 "data-parallel theory"; seed 001 §3.5).
-Fabric: seed 001 ch. 3 (dtsim.physics.fabric.plan_fabric); a GB200 NVL72 rack has 18 compute trays of
-4 ConnectX-7 ports at 400 Gbit/s (seed 001 §3.4, eq. 3.15).
+Collectives: α-β forms of dtsim.physics.collectives (Data Parallelism from Associativity "data-parallel theory"; Camilli 2025 §3.5).
+Fabric: Camilli 2025 ch. 3 (dtsim.physics.fabric.plan_fabric); a GB200 NVL72 rack has 18 compute trays of
+4 ConnectX-7 ports at 400 Gbit/s (Camilli 2025 §3.4, eq. 3.15).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from dtsim.physics.fabric import FabricPlan, plan_fabric
 OPS = ("allreduce", "reduce-scatter", "all-gather", "broadcast", "p2p", "all-to-all")
 ALLREDUCE_ALGORITHMS = ("ring", "ring-bidirectional", "tree", "nvls", "wan-ring")
 DEFAULT_FABRIC = "nvlink3"  # the fabric whose bandwidth and latency apply when none is given
-# GB200 NVL72 rack (seed 001 §3.4, eq. 3.15): trays per rack, ConnectX-7 ports per tray, bit/s per port.
+# GB200 NVL72 rack (Camilli 2025 §3.4, eq. 3.15): trays per rack, ConnectX-7 ports per tray, bit/s per port.
 NVL72_TRAYS_PER_RACK = 18
 NVL72_PORTS_PER_TRAY = 4
 NVL72_PORT_BITS_S = 400e9
@@ -44,7 +44,7 @@ class ClusterNetwork:
     lies inside one NVLink domain (a node, or a rack such as GB200 NVL72). Otherwise it runs on the NICs
     of the GPUs it holds in each domain: each GPU has an equal share of its node's NICs, and NCCL gives
     each ring channel its own NIC, so a ring crosses a domain at (its ranks there) × one NIC share,
-    capped by NVLink (seed 001 §3.5 and the NCCL rows of the measured runs: 8 × 200 Gb/s HDR carry
+    capped by NVLink (Camilli 2025 §3.5 and the NCCL rows of the measured runs: 8 × 200 Gb/s HDR carry
     192 GB/s of bus bandwidth per DGX A100, 4 NICs 86 GB/s). The groups of one kind run in lockstep, so
     the group that straddles a domain boundary worst sets the pace; every group communicating at once
     gets its own NIC share — the contention of the groups that share a node's NICs. A group that
@@ -322,7 +322,7 @@ def collective(
 
     The bus bandwidth and per-step latency come from `fabric` (a catalog id), or from
     `bandwidth_bytes_s` / `latency_s`, each defaulting to the DEFAULT_FABRIC's. The `wan-ring`
-    all-reduce is seed 001 eq. 3.19, T = (N−1)·(T_prop + S/(N·BW)), a bidirectional ring whose every
+    all-reduce is Camilli 2025 eq. 3.19, T = (N−1)·(T_prop + S/(N·BW)), a bidirectional ring whose every
     step pays the propagation delay of `hop_km` of fibre (5 µs/km, eq. 3.9) instead of α. The `nvls`
     all-reduce reduces in the NVLink switch (NVLink SHARP): coll.nvls_allreduce_time at the fabric's NVLS
     bandwidth and latency."""
@@ -466,7 +466,7 @@ def fabric(
     hop_latency_s: float = 28e-6,
     critical_batch_k: float = 25.27,
 ) -> FabricPlan:
-    """Scale-across fabric dimensioning (seed 001 ch. 3); the defaults are its 10 GW, 23-datacenter
+    """Scale-across fabric dimensioning (Camilli 2025 ch. 3); the defaults are its 10 GW, 23-datacenter
     scenario (the thesis rounds its sync budget, 0.05 × 4.9 s, to 250 ms)."""
     positive = {
         "cluster_power_w": cluster_power_w,

@@ -1,4 +1,4 @@
-"""Communication primitives for wide-area links (seed 000 §3; reference README "asymmetric links").
+"""Communication primitives for wide-area links (MIRI simulator docs §3; reference README "asymmetric links").
 
 The datacenter collectives (ring, tree, hierarchical all-reduce) join this module with the
 datacenter model; the WAN exchange here is the parameter-server-style pattern the decentralized
@@ -11,14 +11,14 @@ import numpy as np
 
 
 def payload_bits(params, bytes_per_value, compression):
-    """Bits one node sends per synchronization: P · 8·bytes_per_value / C_r (seed 000 §3.1, §8)."""
+    """Bits one node sends per synchronization: P · 8·bytes_per_value / C_r (MIRI simulator docs §3.1, §8)."""
     return np.asarray(params, dtype=float) * (8.0 * bytes_per_value) / compression
 
 
 def wan_exchange_time(bits, up_bps, down_bps, latency_s):
     """Upload the payload, download the aggregate, pay one round trip.
 
-    T = V/BW_up + V/BW_down + RTT. With a symmetric link this is seed 000 §3.1's 2·V/BW + Latency;
+    T = V/BW_up + V/BW_down + RTT. With a symmetric link this is MIRI simulator docs §3.1's 2·V/BW + Latency;
     the asymmetric form is the original simulator's later model (shared/reference/README.md).
     """
     return bits / up_bps + bits / down_bps + latency_s
@@ -29,7 +29,7 @@ def point_to_point_time(bits, bandwidth_bps):
     return np.asarray(bits, dtype=float) / bandwidth_bps
 
 
-# --- α-β collectives (seed 003 "Communication Analysis"; seed 001 §3.5; Patarasuk & Yuan 2009) -------
+# --- α-β collectives (Data Parallelism from Associativity "Communication Analysis"; Camilli 2025 §3.5; Patarasuk & Yuan 2009) -------
 #
 # `bw` is the achievable bus bandwidth per rank in bytes/s (wire rate × NCCL bus efficiency, see
 # catalog/fabrics.yaml), `alpha` the latency of one step in seconds, `size` the message in bytes.
@@ -37,7 +37,7 @@ def point_to_point_time(bits, bandwidth_bps):
 
 def ring_allreduce_time(n, size, bw, alpha, bidirectional=False):
     """Ring all-reduce: 2(n−1) steps, each rank sends 2(n−1)/n·S (reduce-scatter then all-gather).
-    A bidirectional ring sends half each way, halving the bandwidth term (seed 001 eq. 3.19 form)."""
+    A bidirectional ring sends half each way, halving the bandwidth term (Camilli 2025 eq. 3.19 form)."""
     n = np.asarray(n, dtype=float)
     bw_term = 2.0 * (n - 1.0) / n * np.asarray(size, dtype=float) / bw
     return np.where(n > 1, 2.0 * (n - 1.0) * alpha + np.where(bidirectional, 0.5, 1.0) * bw_term, 0.0)
@@ -90,7 +90,7 @@ def p2p_time(size, bw, alpha):
 def hierarchical_allreduce_time(size, levels):
     """All-reduce across levels [(ranks at this level, bw, α), ...] from the fastest level up:
     reduce-scatter inside each level, all-reduce the 1/∏n share across the next, all-gather back
-    (NCCL's hierarchical algorithm; seed 002 §8.1.2 does the same per level)."""
+    (NCCL's hierarchical algorithm; Erdil & Schneider-Joseph 2024 §8.1.2 does the same per level)."""
     total = 0.0
     share = np.asarray(size, dtype=float)
     for i, (n, bw, alpha) in enumerate(levels):
@@ -104,7 +104,7 @@ def hierarchical_allreduce_time(size, levels):
 
 
 def hierarchical_ring_words(per_level):
-    """Seed 002's named variant (§8.1.2) of a hierarchical ring all-reduce, in words moved per word
+    """Erdil & Schneider-Joseph 2024's named variant (§8.1.2) of a hierarchical ring all-reduce, in words moved per word
     reduced: level h moves 2(p_h − 1) per word for each replica of the levels above, 2(p_h − 1)·∏_{k>h} p_k
     (the levels' bandwidth phases overlap; the caller divides by each level's aggregate bandwidth).
     `per_level` has shape (..., H): the participants at each level, lowest first."""
@@ -140,7 +140,7 @@ def nccl_ring_time(n, size, busbw, alpha, steps_factor=2.0):
 
 
 def ring_allreduce_steps(n):
-    """Latency steps of a ring all-reduce: 2(n−1) (n−1 reduce-scatter, n−1 all-gather; seed 003)."""
+    """Latency steps of a ring all-reduce: 2(n−1) (n−1 reduce-scatter, n−1 all-gather; Data Parallelism from Associativity)."""
     return 2.0 * (np.asarray(n, dtype=float) - 1.0)
 
 
@@ -151,23 +151,23 @@ def shard_exchange_bytes_per_rank(n, size):
 
 
 def allreduce_bytes_per_rank(n, size):
-    """Bytes one rank sends in a ring all-reduce: 2(n−1)/n·S (seed 001 eq. 3.12 usage)."""
+    """Bytes one rank sends in a ring all-reduce: 2(n−1)/n·S (Camilli 2025 eq. 3.12 usage)."""
     n = np.asarray(n, dtype=float)
     return 2.0 * (n - 1.0) / n * np.asarray(size, dtype=float)
 
 
 def ring_event_bytes(n, size):
-    """Bytes all ranks inject in one ring all-reduce: 2(n−1)·S (seed 001 eq. 3.18)."""
+    """Bytes all ranks inject in one ring all-reduce: 2(n−1)·S (Camilli 2025 eq. 3.18)."""
     return 2.0 * (np.asarray(n, dtype=float) - 1.0) * np.asarray(size, dtype=float)
 
 
 def thesis_ring_time(n, size, bw, propagation_s):
-    """Seed 001 eq. 3.19: T_ar = (N−1)·(T_prop + S/(N·BW)), a bidirectional ring whose every step
+    """Camilli 2025 eq. 3.19: T_ar = (N−1)·(T_prop + S/(N·BW)), a bidirectional ring whose every step
     pays the propagation delay."""
     n = np.asarray(n, dtype=float)
     return (n - 1.0) * (propagation_s + np.asarray(size, dtype=float) / (n * bw))
 
 
 def propagation_delay(km, us_per_km=5.0):
-    """Light in fibre, ≈ 2/3 c: 5 µs per km (seed 001 eq. 3.9)."""
+    """Light in fibre, ≈ 2/3 c: 5 µs per km (Camilli 2025 eq. 3.9)."""
     return np.asarray(km, dtype=float) * us_per_km * 1e-6

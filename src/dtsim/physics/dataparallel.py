@@ -1,4 +1,4 @@
-"""Data-parallel closed forms (seed 003): compute/communication ratio, scaling efficiency, gradient
+"""Data-parallel closed forms (Data Parallelism from Associativity): compute/communication ratio, scaling efficiency, gradient
 accumulation, and the bucketed overlap of DDP."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 
 
 def compute_comm_ratio(batch, flop_s, bw_bytes_s, bytes_per_value=2.0):
-    """R = T_compute / T_comm = 3·b·β / (F·sizeof) (seed 003 "Compute-Communication Ratio")."""
+    """R = T_compute / T_comm = 3·b·β / (F·sizeof) (Data Parallelism from Associativity "Compute-Communication Ratio")."""
     return 3.0 * np.asarray(batch, dtype=float) * bw_bytes_s / (flop_s * bytes_per_value)
 
 
@@ -17,25 +17,25 @@ def critical_local_batch(flop_s, bw_bytes_s, bytes_per_value=2.0):
 
 
 def weak_scaling_efficiency(t_compute, t_comm):
-    """E_weak = T_c / (T_c + T_r(P)) (seed 003 "Weak Scaling")."""
+    """E_weak = T_c / (T_c + T_r(P)) (Data Parallelism from Associativity "Weak Scaling")."""
     return t_compute / (t_compute + t_comm)
 
 
 def strong_scaling_efficiency(t_compute_one, ranks, t_comm):
-    """E_strong = T_c(1) / (P·(T_c(1)/P + T_r)) (seed 003 "Strong Scaling")."""
+    """E_strong = T_c(1) / (P·(T_c(1)/P + T_r)) (Data Parallelism from Associativity "Strong Scaling")."""
     return t_compute_one / (ranks * (t_compute_one / ranks + t_comm))
 
 
 def accumulation_speedup(steps, t_compute, t_comm):
     """All-reducing once per A micro-batches instead of every one:
-    (A·T_c + A·T_r) / (A·T_c + T_r) (seed 003 "Gradient Accumulation"), T_c per micro-batch."""
+    (A·T_c + A·T_r) / (A·T_c + T_r) (Data Parallelism from Associativity "Gradient Accumulation"), T_c per micro-batch."""
     a = np.asarray(steps, dtype=float)
     return (a * t_compute + a * t_comm) / (a * t_compute + t_comm)
 
 
 def exposed_bucketed_allreduce(t_comm, t_backward, buckets):
     """Communication left exposed when DDP all-reduces gradient buckets during the backward pass
-    (seed 003 "Bucket-Based Overlap"): bucket i can overlap the backward compute that remains after
+    (Data Parallelism from Associativity "Bucket-Based Overlap"): bucket i can overlap the backward compute that remains after
     it is ready, so all but the last bucket hide under up to (1 − 1/k) of the backward pass; the last
     bucket, ready only when backward ends, is always exposed."""
     k = np.maximum(np.asarray(buckets, dtype=float), 1.0)

@@ -1,5 +1,5 @@
 """Algorithmic efficiency: η from inner steps, compression quality, activation compression quality,
-and the replica penalty (seed 000 §4; reference README)."""
+and the replica penalty (MIRI simulator docs §4; reference README)."""
 
 from __future__ import annotations
 
@@ -13,19 +13,19 @@ REPLICA_PENALTIES = ("none", "h-scaled", "fixed")
 
 def alpha(total_params, asm):
     """α = α_base / (1 + log10(P / 10⁹) / divisor): larger models tolerate longer local training
-    (seed 000 §4.3; Charles et al. 2025)."""
+    (MIRI simulator docs §4.3; Charles et al. 2025)."""
     return asm.alpha_base / (
         1.0 + np.log10(np.asarray(total_params, dtype=float) / 1e9) / asm.alpha_size_divisor
     )
 
 
 def hierarchical_effective_steps(inner_steps, regional_steps, asm):
-    """H_eff = H_inner · H_regional^0.5 (seed 000 §4.4, heuristic exponent)."""
+    """H_eff = H_inner · H_regional^0.5 (MIRI simulator docs §4.4, heuristic exponent)."""
     return inner_steps * power(regional_steps, asm.hierarchical_h_exponent)
 
 
 def eta_h(h_eff, alpha_value, penalty, floor):
-    """η_H = max(floor, (1 − α·log10(H_eff)) / P_strategy) (seed 000 §4.1, §4.2)."""
+    """η_H = max(floor, (1 − α·log10(H_eff)) / P_strategy) (MIRI simulator docs §4.1, §4.2)."""
     return np.maximum(floor, (1.0 - alpha_value * np.log10(h_eff)) / penalty)
 
 

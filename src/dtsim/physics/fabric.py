@@ -1,5 +1,5 @@
 """Scale-across fabrics: power-constrained cluster dimensioning and the WAN bandwidth a distributed
-data-parallel run needs (seed 001 chapter 3)."""
+data-parallel run needs (Camilli 2025 chapter 3)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def plan_fabric(
     sync_budget_s: float | None = None,
     flops_per_param_token: float = 6.0,
 ) -> FabricPlan:
-    """Seed 001 §3.2–3.4:
+    """Camilli 2025 §3.2–3.4:
       P_dc = P_cluster / N_dc (3.1); N_pod = P_cluster / P_pod (3.2); pods per DC = N_pod / N_dc (3.3);
       TH_cluster = N_pod · TH_pod (3.4); B_crit = k·√S_data (3.7); T_batch = T_train · B_crit / S_data;
       T_synch ≤ α_net · T_batch (3.6); T_prop = L · 5 µs/km (3.9); T_hop = N_dc · τ_hop (3.10);

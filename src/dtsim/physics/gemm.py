@@ -1,4 +1,4 @@
-"""Time of one matrix multiplication on one GPU (seed 002 §8.1.1), vectorized over shapes.
+"""Time of one matrix multiplication on one GPU (Erdil & Schneider-Joseph 2024 §8.1.1), vectorized over shapes.
 
 The product of a d1×d2 weight matrix with a d2×b activation block (or the weight-gradient product
 of a d1×b block with a b×d2 block) takes
@@ -8,7 +8,7 @@ of a d1×b block with a b×d2 block) takes
 - arithmetic: 2·d1·d2·b FLOP, each dimension padded to the 16-wide tensor-core chunk, at the
   sustained tensor-core rate (SMs × 128 threads × FLOP/clock/thread × boost clock × sustained-clock
   derate), quantized to whole output tiles and whole waves of tiles (below);
-- traffic at each memory level: the kernel is tiled by the weight matrix (seed 002 §8.1.1) so each
+- traffic at each memory level: the kernel is tiled by the weight matrix (Erdil & Schneider-Joseph 2024 §8.1.1) so each
   tile fits the level's usable capacity (75% of L2, of the four processing blocks' registers per SM,
   of one block's registers); activations are re-read once per tile row and output partial sums
   re-written once per tile column; weights move only when weights and gradients do not fit at the
@@ -27,8 +27,12 @@ from __future__ import annotations
 
 import numpy as np
 
-TENSOR_CORE_CHUNK = 16  # elements: the MMA tile edge the dimensions are padded to (seed 002 model)
-USABLE_FRACTION = 0.75  # of L2 and of the register file, as the seed-002 reference assumes
+TENSOR_CORE_CHUNK = (
+    16  # elements: the MMA tile edge the dimensions are padded to (Erdil & Schneider-Joseph 2024 model)
+)
+USABLE_FRACTION = (
+    0.75  # of L2 and of the register file, as the Erdil & Schneider-Joseph 2024 reference assumes
+)
 OUTPUT_TILE = 128  # CUTLASS/cuBLAS threadblock tile edge used for wave quantization
 SMEM_BYTES_PER_CLOCK_PER_SM = 32 * 4  # 32 banks × 4 bytes
 
@@ -86,8 +90,8 @@ def gemm_time(
     """Seconds for one GEMM of a d1×d2 weight with d2×b activations (see the module docstring).
 
     `clock_derate` overrides the catalog's sustained-clock derate (calibration). The frontier-limits
-    model runs it as seed 002 describes it: `wave_quantization=False`, `chunk=8` (tensor-core inputs
-    need each dimension to be a multiple of 8, seed 002 §5.1.2) and `smem_counts_l2_loads=False`
+    model runs it as Erdil & Schneider-Joseph 2024 describes it: `wave_quantization=False`, `chunk=8` (tensor-core inputs
+    need each dimension to be a multiple of 8, Erdil & Schneider-Joseph 2024 §5.1.2) and `smem_counts_l2_loads=False`
     (on Hopper the L2 → SM copies arrive by TMA / DSMEM multicast rather than through the shared-memory
     banks the processing blocks read from). `matmul_latency_s` overrides the catalog's kernel floor."""
     if micro.systolic:

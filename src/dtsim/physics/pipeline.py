@@ -1,4 +1,4 @@
-"""Pipeline parallelism over slow links: activation sizes and the GPipe step (seed 000 §3.3, §3.4)."""
+"""Pipeline parallelism over slow links: activation sizes and the GPipe step (MIRI simulator docs §3.3, §3.4)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import numpy as np
 
 
 def hidden_size(params, coefficient):
-    """h ≈ 0.03·√P when no hidden size is given (seed 000 §3.3 heuristic, validated ±20% on
+    """h ≈ 0.03·√P when no hidden size is given (MIRI simulator docs §3.3 heuristic, validated ±20% on
     LLaMA-2 70B, GPT-3 175B and LLaMA-3.1 405B)."""
     return coefficient * np.sqrt(np.asarray(params, dtype=float))
 
 
 def handoff_bits(batch_tokens, micro_batches, hidden, bytes_per_value, compression, directions):
     """Bits crossing one stage boundary per micro-batch: (B/M)·h·bytes·8 / C_act, times 2 when the
-    backward activation gradients are counted (seed 000 §3.3; §10 item 6 says forward-only undercounts)."""
+    backward activation gradients are counted (MIRI simulator docs §3.3; §10 item 6 says forward-only undercounts)."""
     return (
         directions
         * np.asarray(batch_tokens, dtype=float)
@@ -26,7 +26,7 @@ def handoff_bits(batch_tokens, micro_batches, hidden, bytes_per_value, compressi
 
 
 def gpipe_step(micro_batches, stages, t_micro_compute, t_micro_transfer, latency_s, straggler):
-    """One GPipe step of M micro-batches through S stages (seed 000 §3.3; Huang et al. 2019):
+    """One GPipe step of M micro-batches through S stages (MIRI simulator docs §3.3; Huang et al. 2019):
 
         T = (M + S − 1) · (t_comp + (t_comm + latency) · f(S))
 
@@ -55,7 +55,7 @@ def interleaved_bubble_slots(stages, virtual_stages):
 
 
 def bubble_fraction_seed002(stages, micro_batches, virtual_stages, zero_bubble):
-    """Seed 002's named variant (§8.1.3, eq. 22) of the interleaved bubble: with fewer micro-batches
+    """Erdil & Schneider-Joseph 2024's named variant (§8.1.3, eq. 22) of the interleaved bubble: with fewer micro-batches
     than stages the interleaving cannot fill the pipeline, adding z = (v − 1)·max(0, S − m) slots:
 
         f_b = (S − 1 + z) / (S − 1 + z + v·m);  0 for ZB-H2.

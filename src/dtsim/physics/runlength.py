@@ -1,4 +1,4 @@
-"""Maximum useful training-run length (seed 000 §7; Epoch AI, "The Longest Training Run")."""
+"""Maximum useful training-run length (MIRI simulator docs §7; Epoch AI, "The Longest Training Run")."""
 
 from __future__ import annotations
 
@@ -43,5 +43,5 @@ def parse_growth(text: str) -> float:
 
 
 def max_run_days(total_growth_oom, days_per_year):
-    """L = 1 / ((g_H + g_S + g_I) · ln 10) years, in days (seed 000 §7.1)."""
+    """L = 1 / ((g_H + g_S + g_I) · ln 10) years, in days (MIRI simulator docs §7.1)."""
     return days_per_year / (np.asarray(total_growth_oom, dtype=float) * np.log(10.0))

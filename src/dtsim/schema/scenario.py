@@ -1,6 +1,6 @@
 """The scenario schema: one pydantic model for files, the CLI, the Python API and (later) the HTTP API.
 
-Field names follow seed 000 §9 in snake_case with their units. `BOUNDS` is the single table of
+Field names follow MIRI simulator docs §9 in snake_case with their units. `BOUNDS` is the single table of
 numeric limits: the pydantic fields are built from it and the vectorized batch validator
 (`dtsim.models.decentralized.engine.validate_columns`) checks the same limits, so the scalar and batch paths reject the
 same inputs with the same words.
@@ -61,7 +61,7 @@ def auto_word(value: Any) -> Any:
 
 
 class Scenario(BaseModel):
-    """One training scenario. Defaults are seed 000 §9's (144B dense model, 12T tokens, 72 nodes of
+    """One training scenario. Defaults are MIRI simulator docs §9's (144B dense model, 12T tokens, 72 nodes of
     16× GH200 at 32 PFLOPS and 2304 GB, 100 Mbps and 100 ms WAN)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_default=False, frozen=True)
@@ -85,7 +85,8 @@ class Scenario(BaseModel):
         description="Shard experts over all nodes (global), a regional group, or not at all.",
     )
     hidden_size: bounded_int("hidden_size") | None = Field(
-        None, description="Hidden size for pipeline activations; default 0.03·sqrt(P) (seed 000 §3.3)."
+        None,
+        description="Hidden size for pipeline activations; default 0.03·sqrt(P) (MIRI simulator docs §3.3).",
     )
 
     # hardware
@@ -170,7 +171,8 @@ class Scenario(BaseModel):
     micro_batches: Int = num_field("micro_batches", "Micro-batches per pipeline step.", 8)
     streaming: Bool = Field(True, description="Overlap sync with the next compute block (Streaming DiLoCo).")
     pipeline_backward: Bool = Field(
-        True, description="Count backward activation gradients in pipeline hand-offs (seed 000 §10 item 6)."
+        True,
+        description="Count backward activation gradients in pipeline hand-offs (MIRI simulator docs §10 item 6).",
     )
     straggler_strategy: Annotated[
         StragglerStrategy,
@@ -365,7 +367,7 @@ CROSS_FIELD_RULES = (
     (
         "active_parameters_b",
         lambda r: r["moe"] & np.isnan(r["active_parameters_b"]),
-        lambda r: "required when moe is true (seed 000 §9 default: 24)",
+        lambda r: "required when moe is true (MIRI simulator docs §9 default: 24)",
     ),
     (
         "active_parameters_b",
@@ -410,7 +412,7 @@ def check_cross_fields(row: dict[str, Any], batch: bool = False) -> None:
 
 def check_alpha_domain(parameters, asm) -> None:
     """α = α_base / (1 + log10(P/10⁹)/divisor) is only a sensitivity for models above 10^(9 − divisor)
-    parameters (seed 000 §4.3); below that its denominator turns negative and η_H would exceed 1."""
+    parameters (MIRI simulator docs §4.3); below that its denominator turns negative and η_H would exceed 1."""
     import numpy as np
 
     p, divisor = np.broadcast_arrays(
@@ -426,7 +428,7 @@ def check_alpha_domain(parameters, asm) -> None:
                     "parameters_b",
                     p[i] / 1e9,
                     f"must be > {smallest:g} with alpha_size_divisor = "
-                    f"{divisor[i]:g} (seed 000 §4.3's α is undefined below)",
+                    f"{divisor[i]:g} (MIRI simulator docs §4.3's α is undefined below)",
                 )
             ]
         )

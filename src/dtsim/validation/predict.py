@@ -8,7 +8,7 @@
 - testbed: the thesis's ring all-reduce with an α-β-γ cost (Thakur, Rabenseifner & Gropp 2005):
   T = 2(N−1)·(α + d) + 2(N−1)/N·S·(1/r_host + 1/r_link), r_host the calibrated host-limited rate,
   r_link a `tc` cap on one ring link (a ring runs at its slowest link), d a delay injected on it;
-- decentralized: `dtsim.simulate` (the decentralized model, seed 000), with each node's link rate
+- decentralized: `dtsim.simulate` (the decentralized model, MIRI simulator docs), with each node's link rate
   capped at the calibrated TCP window / RTT where the transport is one TCP stream per peer.
 """
 

@@ -7,7 +7,7 @@ its group's defaults (nested mappings merged), then is validated against the sch
 - datacenter: a model, a cluster and a parallel layout, predicted by the datacenter step model;
 - collective: one NCCL/gloo collective benchmark, predicted by the α-β collectives;
 - gemm: a maximum-achievable-matmul benchmark, predicted by the GEMM model;
-- testbed: the thesis's DDP/gloo testbed (seed 001 ch. 5), predicted by the α-β-γ ring;
+- testbed: the thesis's DDP/gloo testbed (Camilli 2025 ch. 5), predicted by the α-β-γ ring;
 - decentralized: a DiLoCo-family run over the internet, predicted by the decentralized model;
 - reference: a row kept for completeness that dtsim cannot predict (the reason is stated).
 
@@ -106,7 +106,7 @@ class GemmRecord(_Base):
 
 
 class TestbedRecord(_Base):
-    """Seed 001 ch. 5: DistilGPT2 under PyTorch DDP with the gloo backend, ranks in containers on one
+    """Camilli 2025 ch. 5: DistilGPT2 under PyTorch DDP with the gloo backend, ranks in containers on one
     host joined by a Linux bridge; `tc` shapes one link of the ring."""
 
     kind: Literal["testbed"]

@@ -63,7 +63,7 @@ class SimulateResponse(RootModel[Result | SimulateBatchResult]):
 class SweepRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     scenario: dict[str, Any] = Field(
-        default_factory=dict, description="Scenario fields (defaults: seed 000 §9)."
+        default_factory=dict, description="Scenario fields (defaults: MIRI simulator docs §9)."
     )
     field: str = Field(description=f"Field to vary: one of {', '.join(SWEEPABLE)}.")
     values: list[float] | None = Field(
@@ -76,7 +76,7 @@ class SensitivityRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)  # 0 is not false, "2" is not 2
     scenario: dict[str, Any] = Field(
         default_factory=dict,
-        description="Scenario fields (defaults: seed 000 §9); any numeric field may be a distribution, e.g. "
+        description="Scenario fields (defaults: MIRI simulator docs §9); any numeric field may be a distribution, e.g. "
         '{"mfu": {"dist": "triangular", "low": 0.3, "mode": 0.4, "high": 0.5}}.',
         examples=[{"mfu": {"dist": "uniform", "low": 0.3, "high": 0.5}}],
     )

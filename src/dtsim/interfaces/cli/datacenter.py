@@ -933,7 +933,7 @@ def collective(
         str,
         typer.Option(
             help="ring | ring-bidirectional | tree | nvls | wan-ring (all-reduce only; nvls reduces in the "
-            "NVLink switch, with --fabric nvlink4 or nvlink5; wan-ring is seed 001 eq. 3.19, "
+            "NVLink switch, with --fabric nvlink4 or nvlink5; wan-ring is Camilli 2025 eq. 3.19, "
             "(N−1)·(T_prop + S/(N·BW)), with --hop-km of fibre per ring step)."
         ),
     ] = "ring",
@@ -957,7 +957,7 @@ def collective(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
-    """α-β time of a collective (seed 003; seed 001 §3.5); formats `dtsim.collective`."""
+    """α-β time of a collective (Data Parallelism from Associativity; Camilli 2025 §3.5); formats `dtsim.collective`."""
     from dtsim.models.network import collective as run_collective
 
     try:
@@ -1013,7 +1013,7 @@ def fabric(
     ] = 25.27,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
-    """Scale-across fabric dimensioning (seed 001 ch. 3); defaults are its 10 GW, 23-datacenter scenario."""
+    """Scale-across fabric dimensioning (Camilli 2025 ch. 3); defaults are its 10 GW, 23-datacenter scenario."""
     from dtsim.models.network import fabric as plan
 
     # API argument → (flag, factor from the flag's unit to the API's SI unit)

@@ -233,7 +233,7 @@ def thesis_cmd(
     steps: Annotated[int, typer.Option(help="Measured all-reduce events per configuration.")] = 3,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Seed 001 chapter 5, scaled down: world size 2 and 4, batch 8 and 16, FP32 and FP64, one slow link
+    """Camilli 2025 chapter 5, scaled down: world size 2 and 4, batch 8 and 16, FP32 and FP64, one slow link
     at 200/100/50 Mbit/s — the thesis's tables beside these measurements."""
     from dtsim.emulator.experiments import thesis
     from dtsim.emulator.netns import require_root
@@ -304,7 +304,7 @@ def diloco_efficiency_cmd(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Loss against tokens for H ∈ {1, 8, 32, 128} on the same model and data, and the η(H) it implies
-    beside seed 000's η = 1 − α·log10(H)."""
+    beside the MIRI simulator docs' η = 1 − α·log10(H)."""
     from dtsim.emulator.experiments import diloco_efficiency
     from dtsim.emulator.netns import require_root
 
@@ -332,7 +332,7 @@ def diloco_efficiency_cmd(
         title=f"DiLoCo on {out['workers']} workers, {out['params'] / 1e6:.1f}M parameters, {out['total_inner_steps']} inner steps each",
         title_justify="left",
     )
-    for col in ("H", "tokens", "final held-out loss", "η measured", "η seed 000"):
+    for col in ("H", "tokens", "final held-out loss", "η measured", "η MIRI simulator docs"):
         t.add_column(col, justify="right")
     for h, r in out["runs"].items():
         eta = "≥ 1 (beats DDP)" if r["eta_measured"] is None else f"{r['eta_measured']:.2f}"
@@ -340,7 +340,7 @@ def diloco_efficiency_cmd(
     c.print(t)
     c.print(
         f"DDP baseline: held-out loss {out['baseline']['final_loss']:.3f} after the same tokens. η = tokens DDP needs "
-        f"for a run's final loss ÷ tokens the run used; seed 000's α for {out['params'] / 1e6:.1f}M parameters: "
+        f"for a run's final loss ÷ tokens the run used; the MIRI simulator docs' α for {out['params'] / 1e6:.1f}M parameters: "
         f"{out['alpha_seed000']:.3f}"
     )
 

@@ -1,4 +1,4 @@
-"""`dtsim limits`: the frontier-limits model of seed 002 — closed forms, utilization curves, and the
+"""`dtsim limits`: the frontier-limits model of Erdil & Schneider-Joseph 2024 — closed forms, utilization curves, and the
 cluster and layout for a given training compute."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 limits_app = command_group(
     no_args_is_help=True,
-    help="Frontier limits (seed 002): how large a run fits in a given time before data movement bites.",
+    help="Frontier limits (Erdil & Schneider-Joseph 2024): how large a run fits in a given time before data movement bites.",
 )
 
 GpuOpt = Annotated[
@@ -81,7 +81,10 @@ CSV_FIELDS = (
 
 PeakOpt = Annotated[
     float | None,
-    typer.Option("--peak-tflops", help="Custom chip: dense TFLOP/s at 16-bit (seed 002 Table 2's peak)."),
+    typer.Option(
+        "--peak-tflops",
+        help="Custom chip: dense TFLOP/s at 16-bit (Erdil & Schneider-Joseph 2024 Table 2's peak).",
+    ),
 ]
 HbmOpt = Annotated[float | None, typer.Option("--hbm-tb-s", help="Custom chip: HBM bandwidth in TB/s.")]
 MemGbOpt = Annotated[float | None, typer.Option("--memory-gb", help="Custom chip: memory per GPU in GB.")]
@@ -192,7 +195,7 @@ def closed_form_cmd(
     levels: LevelsOpt = None,
     prob: ProbOpt = None,
 ) -> None:
-    """Seed 002 §5: d′, b′ and T_critical per node type (Table 2), the latency cliff and limit."""
+    """Erdil & Schneider-Joseph 2024 §5: d′, b′ and T_critical per node type (Table 2), the latency cliff and limit."""
     from dtsim.analysis.limits_uncertainty import INPUTS, closed_form_monte_carlo, point_inputs, read_input
     from dtsim.analysis.uncertainty import parse_levels
     from dtsim.models.limits import closed_form as cf
@@ -266,7 +269,7 @@ def closed_form_cmd(
         print_json(out)
         return
     t = table(
-        title=f"Seed 002 Table 2 (b = {batch_tokens:.3g} tokens, L = {layers:g}, {months:g} months)",
+        title=f"Erdil & Schneider-Joseph 2024 Table 2 (b = {batch_tokens:.3g} tokens, L = {layers:g}, {months:g} months)",
         title_justify="left",
     )
     for col in ("node", "MAC/s", "net words/s", "DRAM words/s", "SRAM words", "d′", "b′", "T_critical FLOP"):

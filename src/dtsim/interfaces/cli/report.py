@@ -73,9 +73,9 @@ def render(r: Result, title: str = "dtsim", explain: bool = False, mc: Any = Non
     t.add_row(
         "η-adjusted (equivalent quality)",
         _ranged(_num(r.effective_days, ",.1f", " days"), mc, "effective_days", days),
-        "wall-clock / η, seed 000 §4.1",
+        "wall-clock / η, MIRI simulator docs §4.1",
     )
-    t.add_row("Maximum useful run length", _num(r.max_days, ",.0f", " days"), "seed 000 §7")
+    t.add_row("Maximum useful run length", _num(r.max_days, ",.0f", " days"), "MIRI simulator docs §7")
     t.add_row(
         "Feasible",
         "—" if r.feasible is None else ("yes" if r.feasible else "[red]no[/red]"),
@@ -130,7 +130,7 @@ def render(r: Result, title: str = "dtsim", explain: bool = False, mc: Any = Non
         parts.append(Text.from_markup(f"Bottleneck: [bold]{NAMES.get(r.bottleneck, r.bottleneck)}[/bold]"))
 
     e = _table("Efficiency and quality")
-    e.add_row("η_H (inner steps)", _num(r.efficiency_h, ".1%"), "seed 000 §4")
+    e.add_row("η_H (inner steps)", _num(r.efficiency_h, ".1%"), "MIRI simulator docs §4")
     e.add_row("η_C (compression)", _num(r.efficiency_compression, ".1%"), "quality table")
     e.add_row("η_act (activation compression)", _num(r.efficiency_activation, ".1%"), "per pipeline hand-off")
     pct = lambda x: _num(x, ".1%")  # noqa: E731

@@ -66,7 +66,7 @@ def simulate(
     scheduler: SchedulerOpt = None,
     workers: WorkersOpt = None,
 ) -> None:
-    """Simulate one training run and print the report (default scenario: seed 000 §9)."""
+    """Simulate one training run and print the report (default scenario: MIRI simulator docs §9)."""
     # lazy: numpy/pydantic models and Rich report only when a command runs (fast --help)
     from dtsim.analysis.uncertainty import load_uncertain_scenario, parse_levels
     from dtsim.interfaces.cli.report import print_report

@@ -28,7 +28,7 @@ from dtsim.schema.scenario import Scenario, parse_set
 
 ASSUMPTION_PREFIX = "assumptions."
 GROWTH_UNITS = ("x/yr", "%/yr", "OOM/yr")
-# The unit a field's name ends in (seed 000 §9 names carry their units), as a label shows it.
+# The unit a field's name ends in (MIRI simulator docs §9 names carry their units), as a label shows it.
 UNIT_SUFFIXES = {
     "_b": "B",
     "_t": "T",
@@ -96,41 +96,41 @@ HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
                 "parameters_b",
                 "Parameters",
                 "Total parameters P, all experts for MoE. Model-state memory M = P·β with β = {bytes_per_param_fp16}/{bytes_per_param_fp8}/{bytes_per_param_fp4} bytes "
-                "for FP16/FP8/FP4 (seed 000 §2.1; ZeRO, Rajbhandari et al. 2019).",
+                "for FP16/FP8/FP4 (MIRI simulator docs §2.1; ZeRO, Rajbhandari et al. 2019).",
             ),
             Hint(
                 "tokens_t",
                 "Tokens",
-                "Training tokens D. Compute C = {flops_per_param_token}·P_active·D (seed 000 §1.1; Kaplan et al. 2020).",
+                "Training tokens D. Compute C = {flops_per_param_token}·P_active·D (MIRI simulator docs §1.1; Kaplan et al. 2020).",
             ),
             Hint(
                 "moe",
                 "Mixture of experts",
-                "MoE: compute uses active parameters, memory total parameters (seed 000 §1.4, §2.3).",
+                "MoE: compute uses active parameters, memory total parameters (MIRI simulator docs §1.4, §2.3).",
             ),
             Hint(
                 "active_parameters_b",
                 "Active parameters",
                 "Parameters active per token (MoE). Also the shared parameters of the EP memory model "
-                "(seed 000 §2.4).",
+                "(MIRI simulator docs §2.4).",
             ),
             Hint(
                 "moe_layers",
                 "MoE layers",
                 "Each MoE layer costs two latency-bound all-to-alls per step with EP: T_EP = {ep_all_to_all_per_layer}·RTT·L_MoE "
-                "(seed 000 §1.5; GShard, Tutel).",
+                "(MIRI simulator docs §1.5; GShard, Tutel).",
             ),
             Hint(
                 "expert_parallelism",
                 "Expert parallelism",
                 "Shard experts over all nodes (global) or a regional group: M_node = (P_shared + "
-                "P_experts/N_EP)·β (seed 000 §2.4; SPES, GShard, DeepSeek-V2).",
+                "P_experts/N_EP)·β (MIRI simulator docs §2.4; SPES, GShard, DeepSeek-V2).",
             ),
             Hint(
                 "hidden_size",
                 "Hidden size",
                 "Hidden size h for pipeline activations; default h ≈ {hidden_size_coefficient}·√P_active, within ~20% of "
-                "LLaMA-2 70B, GPT-3 and LLaMA-3.1 405B (seed 000 §3.3).",
+                "LLaMA-2 70B, GPT-3 and LLaMA-3.1 405B (MIRI simulator docs §3.3).",
                 blank="{hidden_size_coefficient}·√P",
             ),
         ),
@@ -141,25 +141,25 @@ HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
             Hint(
                 "num_nodes",
                 "Nodes",
-                "Geographically distributed nodes, each a training replica (seed 000 §9).",
+                "Geographically distributed nodes, each a training replica (MIRI simulator docs §9).",
             ),
             Hint(
                 "pflops_per_node",
                 "Peak PFLOPS per node",
-                "Dense peak at the training precision, e.g. 16×GH200 (seed 000 §9); catalog/gpus.yaml cites "
+                "Dense peak at the training precision, e.g. 16×GH200 (MIRI simulator docs §9); catalog/gpus.yaml cites "
                 "every accelerator's datasheet.",
             ),
             Hint(
                 "vram_per_node_gb",
                 "VRAM per node",
                 "Accelerator memory per node; the model is pipelined over S = ⌈M/VRAM⌉ nodes when it does not "
-                "fit (seed 000 §2.2).",
+                "fit (MIRI simulator docs §2.2).",
             ),
             Hint(
                 "mfu",
                 "Base MFU",
                 "Model FLOP utilization per node: PaLM 46%, LLaMA-3.1 38–43%, INTELLECT-1 36–43% "
-                "(seed 000 §1.3). Warning above {mfu_warning_threshold:.0%}. 'auto' takes the datacenter "
+                "(MIRI simulator docs §1.3). Warning above {mfu_warning_threshold:.0%}. 'auto' takes the datacenter "
                 "model's MFU for this model on one node (dense models).",
                 step=0.01,
             ),
@@ -168,7 +168,7 @@ HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
                 "Precision",
                 "Sets β ({bytes_per_param_fp16}/{bytes_per_param_fp8}/{bytes_per_param_fp4} B per parameter) and bytes per "
                 "communicated value ({bytes_per_value_fp16}/{bytes_per_value_fp8}/{bytes_per_value_fp4}) "
-                "(seed 000 §2.1, §8.1).",
+                "(MIRI simulator docs §2.1, §8.1).",
             ),
             Hint(
                 "gpu",
@@ -185,14 +185,14 @@ HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
             Hint(
                 "bandwidth_up_mbps",
                 "Upload",
-                "Per-node WAN upload. A sync takes V/BW_up + V/BW_down + RTT (seed 000 §3.1; asymmetric "
+                "Per-node WAN upload. A sync takes V/BW_up + V/BW_down + RTT (MIRI simulator docs §3.1; asymmetric "
                 "links per the original's later model).",
             ),
             Hint("bandwidth_down_mbps", "Download", "Per-node WAN download."),
             Hint(
                 "latency_ms",
                 "RTT",
-                "WAN round trip, paid once per sync and once per pipeline micro-batch slot (seed 000 §3.1, "
+                "WAN round trip, paid once per sync and once per pipeline micro-batch slot (MIRI simulator docs §3.1, "
                 "§3.3; SWARM).",
             ),
         ),
@@ -204,7 +204,7 @@ HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
                 "hierarchical",
                 "Hierarchical DiLoCo",
                 "Regional groups sync every H steps, group leaders over the WAN every H·H_regional; "
-                "H_eff = H·H_regional^{hierarchical_h_exponent} (seed 000 §3.2, §4.4; SPES, INTELLECT-1).",
+                "H_eff = H·H_regional^{hierarchical_h_exponent} (MIRI simulator docs §3.2, §4.4; SPES, INTELLECT-1).",
             ),
             Hint(
                 "nodes_per_group",
@@ -228,7 +228,7 @@ HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
                 "Inner steps H",
                 "Local steps between syncs. auto: the smallest H whose compute hides the sync; auto-quality: "
                 "the H maximising quality-adjusted compute per day. η_H = max({efficiency_floor}, 1 − α·log10 H) "
-                "(seed 000 §4; Douillard et al. 2023, Charles et al. 2025).",
+                "(MIRI simulator docs §4; Douillard et al. 2023, Charles et al. 2025).",
             ),
             Hint(
                 "compression",
@@ -254,22 +254,22 @@ HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
             Hint(
                 "local_batch_tokens",
                 "Local batch",
-                "Tokens per local step per replica = sequences × sequence length (seed 000 §3.3).",
+                "Tokens per local step per replica = sequences × sequence length (MIRI simulator docs §3.3).",
             ),
             Hint(
                 "micro_batches",
                 "Micro-batches",
-                "GPipe step (M + S − 1)·(T/(M·S) + (A/BW + RTT)·f(S)) (seed 000 §3.3; Huang et al. 2019).",
+                "GPipe step (M + S − 1)·(T/(M·S) + (A/BW + RTT)·f(S)) (MIRI simulator docs §3.3; Huang et al. 2019).",
             ),
             Hint(
                 "streaming",
                 "Streaming (overlap sync)",
-                "Outer step = max(H·T, T_sync) with streaming, else the sum (seed 000 §3.1; Streaming DiLoCo).",
+                "Outer step = max(H·T, T_sync) with streaming, else the sum (MIRI simulator docs §3.1; Streaming DiLoCo).",
             ),
             Hint(
                 "pipeline_backward",
                 "Count backward activation gradients",
-                "Forward-only undercounts pipeline traffic about 2× (seed 000 §10 item 6).",
+                "Forward-only undercounts pipeline traffic about 2× (MIRI simulator docs §10 item 6).",
             ),
             Hint(
                 "replica_penalty",
@@ -282,7 +282,7 @@ HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
                 "Straggler mitigation",
                 "none: f(n) = 1 + {straggler_coefficient}·log2 n; threshold: no wait, η/{threshold_efficiency_penalty}; "
                 "backup: {backup_worker_fraction:.0%} extra nodes, {backup_delay_removed:.0%} less "
-                "delay; relay: 1 + {relay_straggler_coefficient}·log2 n (seed 000 §5).",
+                "delay; relay: 1 + {relay_straggler_coefficient}·log2 n (MIRI simulator docs §5).",
             ),
         ),
     ),
@@ -292,17 +292,21 @@ HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
             Hint(
                 "hardware_growth",
                 "Hardware growth",
-                "Maximum useful run L = 1/((g_H + g_S + g_I)·ln 10) years (seed 000 §7; Epoch AI, The Longest "
+                "Maximum useful run L = 1/((g_H + g_S + g_I)·ln 10) years (MIRI simulator docs §7; Epoch AI, The Longest "
                 "Training Run).",
             ),
-            Hint("software_growth", "Software growth", "Algorithmic efficiency growth (seed 000 §7.2)."),
-            Hint("investment_growth", "Investment growth", "Spending growth (seed 000 §7.2)."),
+            Hint(
+                "software_growth",
+                "Software growth",
+                "Algorithmic efficiency growth (MIRI simulator docs §7.2).",
+            ),
+            Hint("investment_growth", "Investment growth", "Spending growth (MIRI simulator docs §7.2)."),
             Hint("max_run_days", "Maximum run", "Override L.", blank="computed"),
             Hint(
                 ASSUMPTION_PREFIX + "hfu_mfu_ratio",
                 "HFU/MFU ratio",
                 "MFU as a fraction of HFU: {hfu_mfu_ratio} with selective recomputation (PaLM 46.2%/57.8%), 1.0 without, "
-                "~0.67 with full recomputation (seed 000 §6.2).",
+                "~0.67 with full recomputation (MIRI simulator docs §6.2).",
                 step=0.01,
             ),
         ),

@@ -133,7 +133,7 @@ class Page:
                         .props("data-testid=node-preset dense")
                     )
                 self.preset_select.tooltip(
-                    "Load a preset (catalog/presets.yaml): seed 000 §9 defaults, deployment "
+                    "Load a preset (catalog/presets.yaml): MIRI simulator docs §9 defaults, deployment "
                     "profiles, INTELLECT-1- and Covenant-72B-like runs."
                 )
                 self.node_select.tooltip("Fill the hardware from a node preset (catalog/nodes.yaml).")

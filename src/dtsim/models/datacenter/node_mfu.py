@@ -1,6 +1,6 @@
 """`mfu: auto` — the MFU a decentralized scenario's node reaches, from the datacenter model.
 
-A DiLoCo-family run trains one model replica per node (seed 000 §1.2), so the utilization of a node is
+A DiLoCo-family run trains one model replica per node (MIRI simulator docs §1.2), so the utilization of a node is
 the datacenter model's answer for a model of the scenario's size on one node of its GPUs, wired as
 NVLink servers of `mfu_auto_server_gpus`: `plan_by_size` (the shapes of `dtsim plan --target-params-b`)
 at the scenario's precision and assumptions, `local_batch_tokens` a step in sequences of
@@ -9,7 +9,7 @@ taking the best utilization among them. The MFU it returns is
 
     6 · P_shape · tokens/s  /  (pflops_per_node · 10¹⁵)
 
-so a step of the scenario's model (6 · P · tokens / (peak · MFU), seed 000 §1.2) runs at the utilization
+so a step of the scenario's model (6 · P · tokens / (peak · MFU), MIRI simulator docs §1.2) runs at the utilization
 the datacenter model predicts for a model of nearly its size, even when `pflops_per_node` is not the
 GPUs' dense peak (the explanation then says so). The decentralized days still differ from `plan`'s by
 what the decentralized model adds: synchronization, stragglers and η.

@@ -2,7 +2,7 @@
 
 Given a transformer architecture, a cluster (GPU, nodes × GPUs per node, fabrics) and a layout
 (DP, TP, PP, virtual stages, CP, SP, EP, micro-batch, global batch, ZeRO stage, recomputation,
-pipeline schedule), predict — from the GEMM model of seed 002 §8.1.1, a memory-bandwidth roofline for
+pipeline schedule), predict — from the GEMM model of Erdil & Schneider-Joseph 2024 §8.1.1, a memory-bandwidth roofline for
 everything else, α-β collectives and the pipeline schedules — the time of one iteration and where it
 goes. `evaluate` is vectorized over layouts (the planner evaluates thousands at once); `step` runs one.
 
@@ -564,7 +564,7 @@ def evaluate(
     #     gradients are reduce-scattered during its backward pass;
     #   stage 3: additionally all-gather the stage's parameters before every micro-batch's forward and
     #     backward pass.
-    # Once-per-step reductions overlap the last backward pass bucket by bucket (seed 003
+    # Once-per-step reductions overlap the last backward pass bucket by bucket (Data Parallelism from Associativity
     # "Bucket-Based Overlap"); the weight all-gather overlaps the next step's first forward pass.
     # ZeRO-2's per-micro-batch reduce-scatter hides under all micro-batches' compute except its last
     # bucket. The DP group is one NCCL ring over the cluster network (ClusterNetwork.ring); buckets

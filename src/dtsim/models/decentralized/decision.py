@@ -1,4 +1,4 @@
-"""The decision tree of seed 000 Appendix A, vectorized: which mode each scenario runs in, and why.
+"""The decision tree of MIRI simulator docs Appendix A, vectorized: which mode each scenario runs in, and why.
 
 Model fits on one node (P × β ≤ VRAM)?                    → A (flat DiLoCo), or A′ when
     hierarchical and at least two whole groups exist; otherwise fall back to A.

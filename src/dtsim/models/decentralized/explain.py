@@ -27,7 +27,7 @@ def derivation(r: Result) -> list[Step]:
     steps = [
         Step(
             "P_active",
-            "compute parameters (active for MoE, seed 000 §1.4)",
+            "compute parameters (active for MoE, MIRI simulator docs §1.4)",
             f"{d['compute_parameters']:.4g}",
             "000 §1.4",
         ),

@@ -45,13 +45,13 @@ class Result(BaseModel):
     )
     mode_label: str
     mode_reason: str = Field(
-        description="The branch of the seed 000 Appendix A decision tree, with its numbers."
+        description="The branch of the MIRI simulator docs Appendix A decision tree, with its numbers."
     )
     mode_reason_code: str
     wall_clock_days: float | None = Field(description="Wall-clock time to process the D tokens.")
     effective_days: float | None = Field(description="η-adjusted time to equivalent quality: wall-clock / η.")
     compute_step_s: float = Field(
-        description="T_comp: one step of the whole model on one node (seed 000 §1.2)."
+        description="T_comp: one step of the whole model on one node (MIRI simulator docs §1.2)."
     )
     inner_step_s: float | None = Field(
         description="Wall time of one inner step (a pipeline step in PP modes)."

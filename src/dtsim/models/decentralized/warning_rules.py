@@ -1,7 +1,7 @@
 """Warnings: stable codes, a vectorized condition each, and a message that names the numbers and the
 fix. Batches carry a bit mask per row (`warning_bits`); `decode` turns one row into {code, message}.
 
-Covers every warning of seed 000 (MFU > 60%, PP-over-WAN, the Appendix A advice) and of the original
+Covers every warning of MIRI simulator docs (MFU > 60%, PP-over-WAN, the Appendix A advice) and of the original
 app (inefficient run, EP saved memory, PP-group mode, insufficient nodes with the concrete fixes).
 """
 
@@ -28,7 +28,7 @@ def _gb(x: float) -> str:
 
 
 def _fixes_for_memory(v: dict) -> str:
-    """Seed 000 Appendix A: lower precision, a smaller model, MoE + EP, more nodes."""
+    """The MIRI simulator docs Appendix A: lower precision, a smaller model, MoE + EP, more nodes."""
     fixes = [
         "lower precision (largest dense model one node holds: "
         f"FP16 {v['max_parameters_b_fp16']:,.0f}B, FP8 {v['max_parameters_b_fp8']:,.0f}B, "
@@ -56,7 +56,7 @@ RULES: tuple[WarningRule, ...] = (
         lambda f, o: f.mfu > f.asm.mfu_warning_threshold,
         lambda v: (
             f"Base MFU {v['mfu']:.0%} is above {v['asm'].mfu_warning_threshold:.0%}, which is rarely achieved in "
-            "practice (PaLM 46.2%, LLaMA-3.1 38–43%; seed 000 §1.3)."
+            "practice (PaLM 46.2%, LLaMA-3.1 38–43%; MIRI simulator docs §1.3)."
         ),
     ),
     WarningRule(
@@ -129,7 +129,7 @@ RULES: tuple[WarningRule, ...] = (
         lambda f, o: o["effective_days"] > o["max_days"],
         lambda v: (
             f"The η-adjusted time ({v['effective_days']:,.0f} days) exceeds the maximum useful run length "
-            f"({v['max_days']:,.0f} days, seed 000 §7): starting later on better hardware and algorithms would "
+            f"({v['max_days']:,.0f} days, MIRI simulator docs §7): starting later on better hardware and algorithms would "
             "finish sooner."
         ),
     ),
@@ -155,7 +155,7 @@ RULES: tuple[WarningRule, ...] = (
         "EFFICIENCY_FLOOR",
         lambda f, o: o["efficiency_h"] <= f.asm.efficiency_floor,
         lambda v: (
-            f"η_H is at its floor of {v['asm'].efficiency_floor:.0%} (seed 000 §4.1): H_eff = {v['h_eff']:,.0f} is "
+            f"η_H is at its floor of {v['asm'].efficiency_floor:.0%} (MIRI simulator docs §4.1): H_eff = {v['h_eff']:,.0f} is "
             "beyond where the log-decay formula means anything; treat the quality numbers as a bound."
         ),
     ),
@@ -194,7 +194,7 @@ RULES: tuple[WarningRule, ...] = (
         lambda f, o: f.parameters < f.asm.small_model_threshold_b * 1e9,
         lambda v: (
             f"Below {v['asm'].small_model_threshold_b:g}B parameters attention FLOPs can exceed 10% of compute, so "
-            "C = 6·P·D undercounts them (seed 000 §1.1)."
+            "C = 6·P·D undercounts them (MIRI simulator docs §1.1)."
         ),
     ),
     WarningRule(
@@ -207,7 +207,7 @@ RULES: tuple[WarningRule, ...] = (
         ),
         lambda v: (
             "Streaming DiLoCo keeps the original weights and outer-optimizer state (about "
-            f"{v['asm'].streaming_memory_overhead:.0%} more memory, seed 000 §10 item 2): "
+            f"{v['asm'].streaming_memory_overhead:.0%} more memory, MIRI simulator docs §10 item 2): "
             f"{_gb(v['memory_bytes'] * (1 + v['asm'].streaming_memory_overhead) / 1e9)} exceeds the node's "
             f"{_gb(v['vram_bytes'] / 1e9)} unless that state is offloaded to CPU memory."
         ),
@@ -217,7 +217,7 @@ RULES: tuple[WarningRule, ...] = (
         lambda f, o: np.isnan(f.hidden_size) & has_trait(o["mode_code"], "pipelined"),
         lambda v: (
             f"Pipeline activations use the heuristic hidden size h ≈ {v['asm'].hidden_size_coefficient:g}·√P = "
-            f"{v['hidden']:,.0f} (±20%, seed 000 §3.3); set hidden_size for a known architecture."
+            f"{v['hidden']:,.0f} (±20%, MIRI simulator docs §3.3); set hidden_size for a known architecture."
         ),
     ),
     WarningRule(

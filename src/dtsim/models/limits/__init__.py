@@ -1,4 +1,4 @@
-"""The frontier-limits model of seed 002 (Erdil & Schneider-Joseph 2024, "Data Movement Limits to
+"""The frontier-limits model of Erdil & Schneider-Joseph 2024 (Erdil & Schneider-Joseph 2024, "Data Movement Limits to
 Frontier Model Training"): the toy model and its scaling relations, the GEMM and network model, the
 vectorized parallelism and cluster-size search, the closed forms, and the utilization curves.
 CLI: `dtsim limits closed-form | curve | search`."""

@@ -1,4 +1,4 @@
-"""Closed-form limits of seed 002 §5 and appendix 8.3.
+"""Closed-form limits of Erdil & Schneider-Joseph 2024 §5 and appendix 8.3.
 
 Units: C is arithmetic throughput in MAC/s, bandwidths in 16-bit words/s, t in seconds; results in
 FLOP (2 FLOP per MAC). "Node as a GPU" (Table 2): the node's arithmetic, its unidirectional network
@@ -16,7 +16,9 @@ from dtsim.models.limits.search import SECONDS_PER_YEAR
 
 _A = Assumptions()
 WORD_BYTES = 2.0
-B_PRIME_SRAM = _A.limits_sram_nanobatch  # seed 002 §5.1.2: tensor-core inputs ≥ 8, double buffered
+B_PRIME_SRAM = (
+    _A.limits_sram_nanobatch
+)  # Erdil & Schneider-Joseph 2024 §5.1.2: tensor-core inputs ≥ 8, double buffered
 SRAM_FIT_RATIO = _A.limits_sram_fit_ratio  # weights and gradients fit in SRAM when S/d′² ≥ 4
 
 
@@ -122,7 +124,7 @@ def node_specs(
 
 
 def table2(**kw) -> list[NodeSpecs]:
-    """Seed 002 Table 2: DGX-1, DGX A100, DGX H100, and DGX H100 in a SuperPOD (NVLink network)."""
+    """Erdil & Schneider-Joseph 2024 Table 2: DGX-1, DGX A100, DGX H100, and DGX H100 in a SuperPOD (NVLink network)."""
     return [
         node_specs(get("v100-sxm"), name="DGX-1 (V100)", **kw),
         node_specs(get("a100-sxm"), name="DGX A100", **kw),

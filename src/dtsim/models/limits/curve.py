@@ -1,4 +1,4 @@
-"""Utilization against training compute (seed 002 §6.2, Figures 6–9), the compute at which linear
+"""Utilization against training compute (Erdil & Schneider-Joseph 2024 §6.2, Figures 6–9), the compute at which linear
 scaling stops (Tables 3–4), the parallelism fractions (Figure 7), and the cluster for a given compute."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Hardware for the frontier-limits model: a GPU's GEMM constants (catalog `micro:`) plus a network
 hierarchy of any depth — per-level bidirectional bandwidth per GPU, per-level latency and the sizes of
-the levels below the top (seed 002 §6.1 item 3, §8.1.2)."""
+the levels below the top (Erdil & Schneider-Joseph 2024 §6.1 item 3, §8.1.2)."""
 
 from __future__ import annotations
 
@@ -122,7 +122,7 @@ def from_gpu(gpu_id: str) -> LimitsHardware:
         why = (
             "unknown"
             if gpu is None or gpu.micro is None
-            else "a TPU: seed 002's GEMM model is a GPU's (SMs, L2)"
+            else "a TPU: Erdil & Schneider-Joseph 2024's GEMM model is a GPU's (SMs, L2)"
         )
         raise ScenarioError(
             [("gpu", gpu_id, f"{why}; use a scenario or a GPU with micro constants: {known}")]
@@ -165,7 +165,7 @@ def custom(
     hbm_tb_s=None,
     memory_gb=None,
 ) -> LimitsHardware:
-    """A variant of `base` with some constants replaced (validated), as seed 002 Table 2 describes a
+    """A variant of `base` with some constants replaced (validated), as Erdil & Schneider-Joseph 2024 Table 2 describes a
     chip: the dense peak at the model's precision (the same design clocked to reach it: SMs × FLOP per
     clock × clock), HBM bandwidth and capacity, and the network levels' bandwidth and latency."""
     problems = [

@@ -1,4 +1,4 @@
-"""Time of one training step of the toy model on a layout (seed 002 §3, §8.1), vectorized over
+"""Time of one training step of the toy model on a layout (Erdil & Schneider-Joseph 2024 §3, §8.1), vectorized over
 layouts and their splits across the network levels.
 
 A layout is DP × TP_model × TP_ff × PP × EP with an interleaving factor v, a micro-batch count m and
@@ -8,7 +8,7 @@ network level (the top level takes the rest). Per step:
 - GEMMs (§2, §8.1.1): every GPU runs, per layer it holds, per expert it holds and per micro-batch,
   the forward GEMMs (f/TP_ff × d/TP_model and its mirror, on b′ = B/(DP·m·E) tokens), the activation-
   gradient GEMMs (transposed weights) and the weight-gradient GEMMs — `physics.gemm.gemm_time`, the
-  datacenter model's GEMM model run as seed 002 describes it.
+  datacenter model's GEMM model run as Erdil & Schneider-Joseph 2024 describes it.
 - DP (§3.1.3, §8.1.2): N_p words all-reduced hierarchically; level h moves 2(p_h − 1) words per word
   and per replica of the levels above, over the aggregate bandwidth N·B_h/2 of the cluster; the
   levels' bandwidth phases overlap (the time is the slowest level's), their latencies add: 2·t_h per
@@ -41,7 +41,7 @@ from dtsim.physics.pipeline import bubble_fraction_seed002 as bubble_fraction
 
 __all__ = ["bubble_fraction", "communication", "gemm_time_per_step", "step_time", "utilization"]
 
-LIMITS_CHUNK = 8  # seed 002 §5.1.2: tensor-core inputs in multiples of 8
+LIMITS_CHUNK = 8  # Erdil & Schneider-Joseph 2024 §5.1.2: tensor-core inputs in multiples of 8
 
 
 def _gemm(d1, d2, b, hw: LimitsHardware, weight_grads=False):
@@ -143,7 +143,7 @@ def communication(shape: Shape, hw: LimitsHardware, n_gpus, levels: dict[str, np
 
 
 def step_time(gemm_s, comm: dict[str, np.ndarray], fb, zero_bubble):
-    """Seed 002 eq. 21 with DP not overlapped and TP/PP/EP overlapped."""
+    """Erdil & Schneider-Joseph 2024 eq. 21 with DP not overlapped and TP/PP/EP overlapped."""
     overlapped = comm["tp_comm"] + comm["pp_comm"]
     one_f_one_b = (
         comm["dp_lat"]

@@ -1,4 +1,4 @@
-"""The toy model's scaling relations (seed 002 §2 and §8.1.4): from d_model to the model's shape, its
+"""The toy model's scaling relations (Erdil & Schneider-Joseph 2024 §2 and §8.1.4): from d_model to the model's shape, its
 compute-optimal dataset and training compute, and its critical batch size.
 
 Following the reference implementation, layer count, sparsity and batch size are rounded to the
@@ -19,7 +19,7 @@ _A = Assumptions()
 ROUNDING = np.array(sorted(f * 2**i for f in (1, 3, 5, 7, 9) for i in range(60)), dtype=float)
 BATCH_LAWS = ("default", "deepseek", "fixed")
 
-# seed 002 §8.1.4 constants (docs/assumptions.md)
+# Erdil & Schneider-Joseph 2024 §8.1.4 constants (docs/assumptions.md)
 LAYER_COEF, LAYER_EXP = _A.limits_layer_coefficient, _A.limits_layer_exponent
 SPARSITY_AT_GPT4 = _A.limits_sparsity_at_gpt4
 BATCH_TOKENS_AT_GPT3 = float(_A.limits_batch_tokens_reference)
@@ -75,7 +75,9 @@ class Shape:
 
     @property
     def params(self) -> float:
-        return 2.0 * self.d_model * self.d_ff * self.layers * self.sparsity  # seed 002 eq. 1
+        return (
+            2.0 * self.d_model * self.d_ff * self.layers * self.sparsity
+        )  # Erdil & Schneider-Joseph 2024 eq. 1
 
     @property
     def active_params(self) -> float:

@@ -1,4 +1,4 @@
-"""The parallelism search (seed 002 §6.1 items 5–6), vectorized.
+"""The parallelism search (Erdil & Schneider-Joseph 2024 §6.1 items 5–6), vectorized.
 
 For N GPUs: N_EP = gcd(N, E); every factorization N/N_EP = N_TP × N_DP × N_PP with N_TP | d_model·d_ff,
 N_DP | batch tokens, N_PP | L; every split N_TP = N_TP,ff × N_TP,model with √N_TP ≤ N_TP,ff ≤ 4√N_TP

@@ -44,7 +44,7 @@ class Strategy(Protocol):
 
 def combine(streaming, compute_block, sync):
     """Streaming DiLoCo overlaps the sync with the next compute block (max); otherwise they add
-    (seed 000 §3.1 "Effective Outer Step Time")."""
+    (MIRI simulator docs §3.1 "Effective Outer Step Time")."""
     return select(streaming, np.maximum(compute_block, sync), compute_block + sync)
 
 

@@ -1,4 +1,4 @@
-"""Mode A: flat DiLoCo (seed 000 §3.1). Every node holds the model, trains H inner steps, then all
+"""Mode A: flat DiLoCo (MIRI simulator docs §3.1). Every node holds the model, trains H inner steps, then all
 nodes exchange pseudo-gradients over the WAN."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class FlatDiLoCo:
         return 0.0, np.floor(f.n_eff)
 
     def sync(self, f: Frame):
-        """T_sync = (V/BW_up + V/BW_down + RTT) · f(N_eff) (seed 000 §3.1, asymmetric per reference README)."""
+        """T_sync = (V/BW_up + V/BW_down + RTT) · f(N_eff) (MIRI simulator docs §3.1, asymmetric per reference README)."""
         base = wan_exchange_time(f.payload_bits, f.up_bps, f.down_bps, f.latency_s)
         factor = straggler_factor(f.n_eff, f.straggler, f.asm)
         return base, factor

@@ -1,4 +1,4 @@
-"""Mode A′: hierarchical DiLoCo (seed 000 §3.2). Nodes form G = ⌊N/N_group⌋ regional groups; each
+"""Mode A′: hierarchical DiLoCo (MIRI simulator docs §3.2). Nodes form G = ⌊N/N_group⌋ regional groups; each
 group syncs over its regional links every H inner steps and the group leaders sync over the WAN
 every H_regional regional cycles."""
 

@@ -1,4 +1,4 @@
-"""The pipeline step shared by the PP strategies (seed 000 §3.3, §3.4)."""
+"""The pipeline step shared by the PP strategies (MIRI simulator docs §3.3, §3.4)."""
 
 from __future__ import annotations
 

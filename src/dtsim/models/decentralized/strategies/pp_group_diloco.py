@@ -1,4 +1,4 @@
-"""Mode C: PP-group DiLoCo (seed 000 §3.4). The model is split into S pipeline stages; the nodes
+"""Mode C: PP-group DiLoCo (MIRI simulator docs §3.4). The model is split into S pipeline stages; the nodes
 form G = ⌊N_eff / S⌋ pipelines that each train on their own data and sync by DiLoCo every H steps."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class PPGroupDiLoCo:
     def sync(self, f: Frame):
         """Stage s of every pipeline syncs with stage s of the others over its own WAN link, so each
         node sends the 1/S of the model it holds; the exchange waits for G groups
-        (seed 000 §3.4 "Inter-Group DiLoCo")."""
+        (MIRI simulator docs §3.4 "Inter-Group DiLoCo")."""
         groups = np.floor(f.n_eff / f.stages)
         base = wan_exchange_time(f.payload_bits, f.up_bps, f.down_bps, f.latency_s)
         return base, straggler_factor(groups, f.straggler, f.asm), groups

@@ -1,4 +1,4 @@
-"""Mode B: pure pipeline parallelism over the WAN (seed 000 §3.3, Appendix A). Used only when fewer
+"""Mode B: pure pipeline parallelism over the WAN (MIRI simulator docs §3.3, Appendix A). Used only when fewer
 than two whole pipelines fit: one pipeline of S nodes trains synchronously with no DiLoCo."""
 
 from __future__ import annotations
