@@ -150,3 +150,22 @@ def test_validate_says_which_check_groups_have_no_bound():
     res = runner.invoke(app, ["validate"], env=WIDE)
     last = " ".join(res.stdout.split())
     assert "check groups have no bound to meet" in last and "THESIS-WS2" in last
+
+
+def test_user_facing_text_cites_documents_not_spec_file_labels():
+    """Users have no 'seed 000': help, messages, the catalog and the docs cite the documents."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    files = [*(root / "src" / "dtsim").rglob("*.py"), *(root / "src" / "dtsim").rglob("*.yaml")]
+    files += [*(root / "docs").glob("*.md"), root / "README.md"]
+    label = re.compile(r"\b[Ss]eeds? ?-?0{2}[0-3]\b")
+    found = [
+        f"{p.relative_to(root)}:{i}"
+        for p in files
+        for i, ln in enumerate(p.read_text().splitlines(), 1)
+        if label.search(ln)
+    ]
+    assert not found, found[:10]
+    assert "Erdil & Schneider-Joseph 2024" in (root / "README.md").read_text()

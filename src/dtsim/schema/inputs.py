@@ -116,6 +116,15 @@ def _excerpt(text: str) -> str:
     return text if len(text) <= 60 else text[:57] + "…"
 
 
+def names_a_file(text: str) -> bool:
+    """Whether `text` is the path of something that exists (False for a name too long to be a path,
+    or one with a NUL, rather than an OSError)."""
+    try:
+        return Path(text).exists()
+    except (OSError, ValueError):
+        return False
+
+
 def read_text_file(path: str | Path, field: str = "file") -> str:
     """A regular UTF-8 text file's contents (without a byte-order mark), at most MAX_FILE_BYTES, or a
     ScenarioError naming the file and why it cannot be read. A FIFO, a device or a directory is

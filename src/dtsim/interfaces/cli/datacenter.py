@@ -201,11 +201,12 @@ def resolve_model(model: str | None, shape: dict[str, Any]):
     """A catalog id, an architecture file, or shape flags."""
     from dtsim.models.datacenter.workload import build  # lazy: pydantic models (fast `dtsim --help`)
     from dtsim.physics.transformer import Architecture, get_architecture
+    from dtsim.schema import inputs
     from dtsim.schema.scenario import read_scenario_file
 
     given = {k: v for k, v in shape.items() if v is not None}
     if model is not None:
-        if Path(model).suffix.lower() in (".yaml", ".yml", ".json") or Path(model).exists():
+        if Path(model).suffix.lower() in (".yaml", ".yml", ".json") or inputs.names_a_file(model):
             fields = read_scenario_file(model)
             return build(Architecture, {**fields, **given}, "model.")
         arch = get_architecture(model)
