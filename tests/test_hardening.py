@@ -169,3 +169,28 @@ def test_user_facing_text_cites_documents_not_spec_file_labels():
     ]
     assert not found, found[:10]
     assert "Erdil & Schneider-Joseph 2024" in (root / "README.md").read_text()
+
+
+def test_calibrate_reports_progress_to_the_end_and_fits_the_same():
+    from dtsim.validation import load_dataset
+    from dtsim.validation.calibrate import calibrate
+
+    data = load_dataset()
+    seen: list[tuple[int, int]] = []
+    doc = calibrate(data, ["NCCL", "GLOO"], lambda d, t: seen.append((d, t)))
+    assert len(seen) > 100 and seen[-1][0] == seen[-1][1]
+    assert all(a[0] <= b[0] for a, b in zip(seen, seen[1:], strict=False))  # never goes back
+    assert doc["fabrics"] == calibrate(data, ["NCCL", "GLOO"])["fabrics"]
+
+
+def test_governance_memory_cap_none_means_no_memory_caps():
+    res = runner.invoke(
+        app,
+        ["governance", "--memory-cap", "none", "--compute-cap", "16", "--targets", "1e24", "--json"],
+        env=WIDE,
+    )
+    assert res.exit_code == 0, res.output
+    caps = strict_json(res.stdout)["caps"]
+    assert [c.get("memory_gb") for c in caps] == [None]
+    res = runner.invoke(app, ["governance", "--memory-cap", "none", "--compute-cap", "none"], env=WIDE)
+    assert res.exit_code == 2 and "at least one compute cap" in " ".join(res.stderr.split())

@@ -79,7 +79,17 @@ def caps_from_options(compute: str, memory: str | None, base_compute: float | No
     caps = []
     for v in parse_values("--compute-cap", compute, ()) if compute.strip().lower() != "none" else ():
         caps.append(Cap(h100_equivalents=float(v)))
-    if memory:
+    if memory and memory.strip().lower() != "none":
         for v in parse_values("--memory-cap", memory, ()):
             caps.append(Cap(h100_equivalents=base_compute, memory_gb=float(v)))
+    if not caps:
+        raise ScenarioError(
+            [
+                (
+                    "--compute-cap",
+                    compute,
+                    "with --memory-cap none, give at least one compute cap (H100-equivalents)",
+                )
+            ]
+        )
     return caps

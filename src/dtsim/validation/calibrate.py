@@ -90,8 +90,27 @@ def _bandwidth_bound(rec) -> bool:
     return rec.size_bytes >= limit
 
 
-def calibrate(dataset: Dataset, subset: list[str] | None = None) -> dict[str, Any]:
-    """Fit every constant the subset constrains; return the calibration document."""
+GOLDEN_ITERATIONS = 60  # golden-section steps per constant: the bracket shrinks by 0.618^60 ≈ 3e-13
+
+
+class _Meter:
+    """Counts record predictions for a progress callback(done, total)."""
+
+    def __init__(self, progress: Callable[[int, int], None] | None) -> None:
+        self.progress, self.done, self.total = progress, 0, 1
+
+    def add(self, n: int) -> None:
+        self.done += n
+        if self.progress is not None:
+            self.progress(min(self.done, self.total), self.total)
+
+
+def calibrate(
+    dataset: Dataset, subset: list[str] | None = None, progress: Callable[[int, int], None] | None = None
+) -> dict[str, Any]:
+    """Fit every constant the subset constrains; return the calibration document. `progress(done,
+    total)` is called as record predictions are made (the golden-section searches make them all)."""
+    meter = _Meter(progress)
     names = subset or [g.name for g in dataset.groups.values() if g.role == "calibration"]
     records = [r for r in dataset.subset(names) if r.kind != "reference"]
     doc: dict[str, Any] = {
@@ -114,6 +133,13 @@ def calibrate(dataset: Dataset, subset: list[str] | None = None) -> dict[str, An
             fid = _limiting_fabric(r)
             if fid is not None:
                 by_fabric.setdefault(fid, []).append(r)
+    tb = [r for r in records if r.kind == "testbed" and r.metric == "allreduce_s"]
+    wan = [r for r in records if r.kind == "decentralized" and r.network.get("window_limited")]
+    dc = [r for r in records if r.kind == "datacenter"]
+    fabric_fits = sum(
+        len([r for r in recs if r.algorithm in ("ring", "nvls")]) for recs in by_fabric.values()
+    )
+    meter.total = (GOLDEN_ITERATIONS + 2) * (2 * fabric_fits + len(tb) + len(wan) + len(dc))
     for _ in range(2):
         for fid, recs in by_fabric.items():
             lat = [r for r in recs if not _bandwidth_bound(r) and r.algorithm == "ring"]
@@ -122,15 +148,24 @@ def calibrate(dataset: Dataset, subset: list[str] | None = None) -> dict[str, An
             entry = doc["fabrics"].setdefault(fid, {})
             if bw:
                 entry["efficiency"] = round(
-                    _fit(doc, bw, ("fabrics", fid, "efficiency"), 0.02, 1.0, log=False, keep_entry=True), 4
+                    _fit(doc, bw, ("fabrics", fid, "efficiency"), 0.02, 1.0, False, meter, keep_entry=True), 4
                 )
             if lat:
-                value = _fit(doc, lat, ("fabrics", fid, "latency_s"), 1e-8, 1e-2, log=True, keep_entry=True)
+                value = _fit(
+                    doc, lat, ("fabrics", fid, "latency_s"), 1e-8, 1e-2, True, meter, keep_entry=True
+                )
                 entry["latency_s"] = float(f"{value:.4g}")
             if nvls:  # NVLink SHARP's bandwidth (its latency is NCCL's own figure, fabrics.yaml)
                 entry["nvls_efficiency"] = round(
                     _fit(
-                        doc, nvls, ("fabrics", fid, "nvls_efficiency"), 0.02, 1.0, log=False, keep_entry=True
+                        doc,
+                        nvls,
+                        ("fabrics", fid, "nvls_efficiency"),
+                        0.02,
+                        1.0,
+                        False,
+                        meter,
+                        keep_entry=True,
                     ),
                     4,
                 )
@@ -141,29 +176,27 @@ def calibrate(dataset: Dataset, subset: list[str] | None = None) -> dict[str, An
         entry["rms_log_error"] = round(entry["rms_log_error"], 5)
 
     # 2. the thesis testbed's host-limited all-reduce rate
-    tb = [r for r in records if r.kind == "testbed" and r.metric == "allreduce_s"]
     if tb:
-        value = _fit(doc, tb, ("testbed", "host_rate_bit_s", "value"), 1e5, 1e11, log=True)
+        value = _fit(doc, tb, ("testbed", "host_rate_bit_s", "value"), 1e5, 1e11, True, meter)
         doc["testbed"]["host_rate_bit_s"] = {"value": float(f"{value:.5g}"), "unit": "bit/s"}
         _record_fit(doc["testbed"]["host_rate_bit_s"], tb, doc)
 
     # 3. the TCP window of single-stream WAN transfers
-    wan = [r for r in records if r.kind == "decentralized" and r.network.get("window_limited")]
     if wan:
-        value = _fit(doc, wan, ("wan", "tcp_window_bytes", "value"), 1e4, 1e10, log=True)
+        value = _fit(doc, wan, ("wan", "tcp_window_bytes", "value"), 1e4, 1e10, True, meter)
         doc["wan"]["tcp_window_bytes"] = {"value": float(f"{value:.5g}"), "unit": "bytes"}
         _record_fit(doc["wan"]["tcp_window_bytes"], wan, doc)
 
     # 4. the sustained-clock derate of each GPU generation
-    dc = [r for r in records if r.kind == "datacenter"]
     gens: dict[str, list[Any]] = {}
     for r in dc:
         gpu = catalog.gpus()[r.cluster.get("gpu", "a100-80gb")]
         gens.setdefault(gpu.micro.generation, []).append(r)
     for gen, recs in sorted(gens.items()):
-        value = _fit(doc, recs, ("generations", gen, "clock_derate"), 0.3, 1.0, log=False)
+        value = _fit(doc, recs, ("generations", gen, "clock_derate"), 0.3, 1.0, False, meter)
         doc["generations"][gen] = {"clock_derate": round(value, 4)}
         _record_fit(doc["generations"][gen], recs, doc)
+    meter.add(meter.total)  # done (a fabric row that is neither kind made the total an upper bound)
     return doc
 
 
@@ -174,6 +207,7 @@ def _fit(
     lo: float,
     hi: float,
     log: bool,
+    meter: _Meter | None = None,
     keep_entry: bool = False,
 ) -> float:
     """The value of doc[section][name][key] in [lo, hi] that minimises Σ log²(predicted / measured) over
@@ -185,9 +219,11 @@ def _fit(
         trial = copy.deepcopy(doc)
         entry = trial[section].get(name, {}) if keep_entry else {}
         trial[section][name] = {**entry, key: x}
+        if meter is not None:
+            meter.add(len(recs))
         return _loss(recs, trial)
 
-    return _golden(loss, lo, hi, log=log)
+    return _golden(loss, lo, hi, log=log, iterations=GOLDEN_ITERATIONS)
 
 
 def _record_fit(entry: dict[str, Any], recs: list[Any], doc: dict[str, Any]) -> None:

@@ -584,7 +584,9 @@ def governance(
     ] = "16,8,4,2,1",
     memory_cap: Annotated[
         str | None,
-        typer.Option("--memory-cap", help="Per-node memory caps in GB, applied with --base-compute-cap."),
+        typer.Option(
+            "--memory-cap", help="Per-node memory caps in GB, applied with --base-compute-cap (or none)."
+        ),
     ] = "2048,1280,1024,512,256",
     base_compute_cap: Annotated[
         float, typer.Option("--base-compute-cap", help="Compute cap in force beside the memory caps.")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dtsim.errors import ScenarioError
-from dtsim.interfaces.cli.common import console, err, fail, print_json, table
+from dtsim.interfaces.cli.common import console, err, fail, print_json, table, with_progress
 from dtsim.interfaces.cli.datacenter import CalibrationOpt, calibration_option
 
 if TYPE_CHECKING:  # the validation package loads numpy and pydantic: only when a command runs
@@ -272,7 +272,7 @@ def calibrate(
         data = load_dataset(runs)
         known = set(data.groups) | {r.id for r in data.records}
         names = _subset(subset, known)
-        doc = run_calibration(data, names)
+        doc = with_progress("fitting", not as_json, lambda p: run_calibration(data, names, p))
         target = None
         if not dry_run:
             try:
