@@ -101,7 +101,7 @@ def test_synthetic_data_is_seeded_and_learnable():
 def test_int8_quantization_roundtrip():
     import torch
 
-    from dtsim.emulator.compress import _quantize
+    from dtsim.emulator.averager import _quantize
 
     x = torch.randn(3, 1000)
     q, s = _quantize(x)
@@ -275,9 +275,9 @@ def test_cli_json_summary_and_report(tmp_path):
 
 @needs_root
 def test_latency_without_netem_is_refused_or_approximate():
-    from dtsim.emulator.netns import netem_available
+    from dtsim.emulator.launcher import netem_supported
 
-    if netem_available():
+    if netem_supported():
         pytest.skip("this kernel has netem; the refusal path cannot be exercised")
     r = runner.invoke(app, ["emulate", "--latency-ms", "5", "--model", "tiny", "--steps", "1"])
     assert r.exit_code == 2 and "netem" in r.output

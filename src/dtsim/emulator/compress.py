@@ -1,20 +1,10 @@
-"""Averaging a flat tensor across ranks with compression that really shrinks the bytes on the wire.
-
-- none: fp32 all-reduce (ring: 2(N−1)/N·4 bytes per value sent per rank);
-- fp16: cast, all-reduce in fp16, cast back (2(N−1)/N·2 bytes per value);
-- int8: a quantized ring all-reduce — each rank quantizes its N chunks (one fp32 scale per chunk),
-  all-to-all hands chunk r to rank r, which dequantizes, sums, re-quantizes its chunk, and all-gather
-  returns every chunk: 2(N−1)/N·1 byte per value (+ scales), as INTELLECT-1's int8 all-reduce;
-- topk:R: each rank keeps its k = ⌈n/R⌉ largest-magnitude entries (error feedback keeps the rest for
-  the next round) and all-gathers indices (int32) and values (fp32): (N−1)·8·k bytes per rank.
-"""
+"""What each compression of the pseudo-gradient sends: the `--compression` spec and the payload bytes
+per rank. Plain Python (no torch), so options are checked and predictions made without the `emulator`
+extra; the averaging itself, on torch tensors, is `emulator/averager.py`."""
 
 from __future__ import annotations
 
 import math
-
-import torch
-import torch.distributed as dist
 
 from dtsim.errors import ScenarioError
 from dtsim.physics.collectives import allreduce_bytes_per_rank
@@ -49,65 +39,3 @@ def expected_bytes_per_rank(kind: str, ratio: float, numel: int, world: int, val
         return float(allreduce_bytes_per_rank(n, padded)) + 2 * (n - 1) * 4
     k = math.ceil(numel / ratio)
     return (n - 1) * k * 8
-
-
-def _quantize(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Rows of x → int8 rows and one fp32 scale per row (symmetric, max-abs)."""
-    scale = x.abs().amax(dim=-1).clamp_min(1e-30) / 127.0
-    q = torch.round(x / scale[..., None]).clamp_(-127, 127).to(torch.int8)
-    return q, scale.float()
-
-
-class Averager:
-    """Averages a flat fp32 tensor over the process group with the chosen compression. Keeps the
-    error-feedback residual for top-k."""
-
-    def __init__(self, spec: str, numel: int):
-        self.kind, self.ratio = parse(spec)
-        self.numel = numel
-        self.residual = torch.zeros(numel) if self.kind == "topk" else None
-
-    def __call__(self, flat: torch.Tensor) -> torch.Tensor:
-        n = dist.get_world_size()
-        x = flat.float()
-        if n == 1:
-            return x
-        if self.kind == "none":
-            dist.all_reduce(x)
-            return x / n
-        if self.kind == "fp16":
-            h = x.half()
-            dist.all_reduce(h)
-            return h.float() / n
-        if self.kind == "int8":
-            chunk = math.ceil(self.numel / n)
-            padded = torch.zeros(chunk * n)
-            padded[: self.numel] = x
-            q, scale = _quantize(padded.view(n, chunk))
-            q_in = torch.empty_like(q)
-            dist.all_to_all_single(q_in.view(-1), q.view(-1))
-            s_in = torch.empty_like(scale)
-            dist.all_to_all_single(s_in, scale)
-            mine = (q_in.float() * s_in[:, None]).sum(0) / n  # my chunk, averaged
-            q_mine, s_mine = _quantize(mine[None, :])
-            gathered = [torch.empty_like(q_mine[0]) for _ in range(n)]
-            dist.all_gather(gathered, q_mine[0])
-            scales = [torch.empty(1) for _ in range(n)]
-            dist.all_gather(scales, s_mine)
-            out = torch.cat([g.float() * s for g, s in zip(gathered, scales, strict=True)])
-            return out[: self.numel]
-        # top-k with error feedback
-        v = x + self.residual
-        k = max(1, math.ceil(self.numel / self.ratio))
-        idx = torch.topk(v.abs(), k, sorted=False).indices.to(torch.int32)
-        vals = v[idx.long()]
-        self.residual = v
-        self.residual[idx.long()] = 0.0
-        all_idx = [torch.empty_like(idx) for _ in range(n)]
-        all_val = [torch.empty_like(vals) for _ in range(n)]
-        dist.all_gather(all_idx, idx)
-        dist.all_gather(all_val, vals)
-        out = torch.zeros(self.numel)
-        for i, vv in zip(all_idx, all_val, strict=True):
-            out.index_add_(0, i.long(), vv)
-        return out / n

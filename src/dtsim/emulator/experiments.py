@@ -102,7 +102,7 @@ def diloco_efficiency(
     DDP needs to reach each run's final loss ÷ tokens the run used, beside the MIRI simulator docs'
     η = 1 − α·log10(H)."""
     from dtsim.assumptions import Assumptions
-    from dtsim.emulator.model import config_for
+    from dtsim.emulator.presets import config_for
     from dtsim.physics.efficiency import alpha
 
     if progress:

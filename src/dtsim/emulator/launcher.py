@@ -15,20 +15,22 @@ import contextlib
 import json
 import os
 import platform
-import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from dtsim.assumptions import defaults
-from dtsim.emulator import compress
-from dtsim.emulator.netns import Topology, netem_available, require_root
+from dtsim.emulator import compress, runstate
+from dtsim.emulator.netns import Topology, netem_available, require_root, setup_problems
+from dtsim.emulator.runstate import Removal
 from dtsim.emulator.summary import EmulationSummary, RunInfo, SyncEvent
 from dtsim.errors import ScenarioError
 from dtsim.physics import collectives as coll
@@ -116,7 +118,7 @@ class EmulateOptions:
                     "applies to diloco only (DDP all-reduces fp32/fp64 gradients)",
                 )
             )
-        from dtsim.emulator.model import config_for
+        from dtsim.emulator.presets import config_for
 
         try:
             config_for(self.model)
@@ -324,15 +326,172 @@ def command_line(opts: EmulateOptions) -> str:
     return " ".join(parts)
 
 
-def _interrupt(signum, frame):  # SIGINT and SIGTERM: unwind and clean up
-    raise KeyboardInterrupt
+TORCH_HINT = "python3 -m pip install 'dtsim[emulator]' (PyTorch 2.13.0, CPU)"
 
 
-def run(opts: EmulateOptions, command: str = "") -> EmulationSummary:
-    """Run one emulation; everything the run created is removed before this returns or raises."""
-    opts.validate()
+def torch_problems() -> list[tuple[str, object, str]]:
+    """The `emulator` extra's PyTorch, if it is not installed (the workers train with it; the launcher
+    itself never imports it)."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        return [("extra", "emulator", f"PyTorch is not installed; install it with: {TORCH_HINT}")]
+    return []
+
+
+def require_emulator() -> None:
+    """Root, iproute2 and PyTorch, all missing ones in one error."""
+    problems = setup_problems() + torch_problems()
+    if problems:
+        raise ScenarioError(problems)
+
+
+def netem_supported() -> bool:
+    """Whether this kernel has the netem qdisc: probed in a namespace of its own, recorded as a run's
+    are (so a concurrent `--cleanup` leaves it alone and a kill leaves nothing unclaimed)."""
     require_root()
-    netem = netem_available() if opts.latency_ms else False
+    run_id = runstate.new_run_id()
+    probe = Topology(0, None, run_id=run_id).probe_ns
+    state = runstate.RunState.register(run_id, [probe], [])
+    try:
+        return netem_available(probe)
+    finally:
+        if state.remove_all().complete:
+            state.release()
+        else:
+            state.detach()
+
+
+class Interrupted(KeyboardInterrupt):
+    """The run was stopped by SIGINT, SIGTERM or SIGHUP after removing what it had made; `removal`
+    says what was checked gone and what could not be removed (still recorded for reclaim)."""
+
+    def __init__(self, signum: int, removal: Removal):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+        self.removal = removal
+
+
+class _Stop(Exception):
+    pass
+
+
+class _Signals:
+    """SIGINT, SIGTERM and SIGHUP only set a flag while a run is going; the run checks it where stopping
+    is safe (between setup commands, while waiting for the workers) and removes everything before it
+    ends. A second Ctrl-C, while that removal runs, is noted and changes nothing: the removal finishes.
+    Installed only in the main thread (where Python delivers signals); even when the process inherited
+    SIGINT ignored, since a parent that ignores it passes SIG_IGN through exec and the run would not stop.
+    A hang-up ignored on purpose (nohup) stays ignored."""
+
+    HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        self._old: dict[int, Any] = {}
+
+    def __enter__(self) -> _Signals:
+        if threading.current_thread() is threading.main_thread():
+            for s in self.HANDLED:
+                old = signal.getsignal(s)
+                if s == signal.SIGHUP and old == signal.SIG_IGN:
+                    continue
+                self._old[s] = old
+                signal.signal(s, self._note)
+        return self
+
+    def _note(self, signum: int, frame: Any) -> None:
+        self.received.append(signum)
+
+    def check(self) -> None:
+        if self.received:
+            raise _Stop
+
+    def __exit__(self, *exc: object) -> None:
+        for s, h in self._old.items():
+            signal.signal(s, h)
+
+
+def _die_with_launcher(parent: int):
+    """For each worker, in the child before exec: the kernel sends it SIGKILL when the launcher dies,
+    however it dies (kill -9 included), so no worker outlives its run (prctl PR_SET_PDEATHSIG; kept
+    through `ip netns exec`'s exec, as `ip` is not set-user-ID)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_pdeathsig = 1
+
+    def preexec() -> None:
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the launcher died before the line above
+            os._exit(1)
+
+    return preexec
+
+
+def _notice(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def run(opts: EmulateOptions, command: str = "", notice: Callable[[str], None] = _notice) -> EmulationSummary:
+    """Run one emulation; everything the run created is removed before this returns or raises.
+
+    Before anything, what dead runs left is reclaimed (`runstate.reclaim`, told through `notice`); the
+    run then records what it will make in its state file before making it. Stopped by a signal, it
+    removes all of it and raises `Interrupted`; anything it could not remove is reported through
+    `notice` and stays recorded for the next run or `dtsim emulate --cleanup`."""
+    opts.validate()
+    require_emulator()
+    for outcome in runstate.reclaim():
+        if outcome.status != "live":
+            notice(f"reclaimed what an earlier run left: {outcome.describe()}")
+    run_id = runstate.new_run_id()
+    probe = Topology(0, None, run_id=run_id).probe_ns
+    work = Path(tempfile.gettempdir()) / f"dtsim-emu-{run_id}"
+    procs: list[subprocess.Popen] = []
+    logs: list[Any] = []
+    started = time.time()
+    with _Signals() as signals:
+        state = runstate.RunState.register(run_id, [probe] if opts.latency_ms else [], [str(work)])
+        netem, records = False, []
+        try:
+            work.mkdir(mode=0o700)
+            netem, records = _execute(opts, run_id, probe, work, state, procs, logs, signals)
+        except _Stop:
+            pass  # a signal: handled below, once everything is removed
+        finally:
+            removal = _teardown(state, procs, logs, notice)
+    if signals.received:
+        raise Interrupted(signals.received[0], removal)
+    info = RunInfo(
+        command=command or command_line(opts),
+        options={**asdict(opts), "slow_links": {str(k): v for k, v in opts.slow_links.items()}},
+        run_id=run_id,
+        netem=netem,
+        wall_s=time.time() - started,
+        versions={"dtsim": _dtsim_version(), "torch": records[0]["torch"], "python": records[0]["python"]},
+        machine={"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count()},
+    )
+    return replace(summarize(opts, records), run=info, records=records)
+
+
+def _execute(
+    opts: EmulateOptions,
+    run_id: str,
+    probe: str,
+    work: Path,
+    state: runstate.RunState,
+    procs: list[subprocess.Popen],
+    logs: list[Any],
+    signals: _Signals,
+) -> tuple[bool, list[dict[str, Any]]]:
+    """Build the network, start and wait for the workers; (netem used, each rank's record)."""
+    signals.check()
+    netem = netem_available(probe) if opts.latency_ms else False
     if opts.latency_ms and opts.latency_mode == "netem" and not netem:
         raise ScenarioError(
             [
@@ -349,76 +508,95 @@ def run(opts: EmulateOptions, command: str = "") -> EmulationSummary:
         opts.bandwidth_mbps,
         opts.latency_ms if netem else 0.0,
         dict(opts.slow_links),
+        run_id=run_id,
         netem=netem,
         queue_ms=opts.queue_ms,
     )
-    work = Path(tempfile.mkdtemp(prefix=f"dtsim-emu-{topo.run_id}-"))
-    procs: list[subprocess.Popen] = []
-    # Ctrl-C and SIGTERM unwind into the cleanup below, even when this process inherited SIGINT
-    # ignored (a parent that ignores it passes SIG_IGN on through exec, and the run would not stop)
-    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    for sig in old:
-        signal.signal(sig, _interrupt)
-    started = time.time()
-    try:
-        topo.create()
-        cfg = worker_config(opts, netem, str(work))
-        cfg_path = work / "config.json"
-        cfg_path.write_text(json.dumps(cfg))
-        for r in range(opts.workers):
-            env = {
-                **os.environ,
-                "RANK": str(r),
-                "WORLD_SIZE": str(opts.workers),
-                "LOCAL_RANK": "0",
-                "MASTER_ADDR": topo.address(0),
-                "MASTER_PORT": "29500",
-                "GLOO_SOCKET_IFNAME": "eth0",
-                "OMP_NUM_THREADS": str(opts.threads),
-            }
-            log = open(work / f"rank{r}.log", "w")  # noqa: SIM115 - closed with the process
-            procs.append(
-                subprocess.Popen(
-                    [*topo.exec_prefix(r), sys.executable, "-m", "dtsim.emulator.worker", str(cfg_path)],
-                    env=env,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
+    state.plan(topo.namespaces(), topo.interfaces(), topo.qdiscs())
+    signals.check()
+    topo.create(check=signals.check)
+    cfg = worker_config(opts, netem, str(work))
+    cfg_path = work / "config.json"
+    cfg_path.write_text(json.dumps(cfg))
+    preexec = _die_with_launcher(os.getpid())
+    for r in range(opts.workers):
+        signals.check()
+        env = {
+            **os.environ,
+            "RANK": str(r),
+            "WORLD_SIZE": str(opts.workers),
+            "LOCAL_RANK": "0",
+            "MASTER_ADDR": topo.address(0),
+            "MASTER_PORT": "29500",
+            "GLOO_SOCKET_IFNAME": "eth0",
+            "OMP_NUM_THREADS": str(opts.threads),
+        }
+        logs.append(open(work / f"rank{r}.log", "w"))  # noqa: SIM115 - closed in _teardown
+        procs.append(
+            subprocess.Popen(
+                [*topo.exec_prefix(r), sys.executable, "-m", "dtsim.emulator.worker", str(cfg_path)],
+                env=env,
+                stdout=logs[-1],
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=preexec,  # the launcher starts no threads of its own
             )
-        while True:
-            codes = [p.poll() for p in procs]
-            failed = [i for i, c in enumerate(codes) if c not in (None, 0)]
-            if failed:
-                tail = (work / f"rank{failed[0]}.log").read_text()[-2000:]
-                raise WorkerFailed(f"worker {failed[0]} exited with {codes[failed[0]]}: {tail.strip()}")
-            if all(c == 0 for c in codes):
-                break
-            if time.time() - started > opts.timeout_s:
-                raise WorkerFailed(f"the run exceeded its time limit of {opts.timeout_s:g} s")
-            time.sleep(0.2)
-        records = [json.loads((work / f"rank{r}.json").read_text()) for r in range(opts.workers)]
-    finally:
-        for p in procs:
+        )
+        state.add_worker(procs[-1].pid)
+    started = time.time()
+    while True:
+        signals.check()
+        codes = [p.poll() for p in procs]
+        failed = [i for i, c in enumerate(codes) if c not in (None, 0)]
+        if failed:
+            tail = (work / f"rank{failed[0]}.log").read_text()[-2000:]
+            raise WorkerFailed(f"worker {failed[0]} exited with {codes[failed[0]]}: {tail.strip()}")
+        if all(c == 0 for c in codes):
+            break
+        if time.time() - started > opts.timeout_s:
+            raise WorkerFailed(f"the run exceeded its time limit of {opts.timeout_s:g} s")
+        time.sleep(0.1)
+    return netem, [json.loads((work / f"rank{r}.json").read_text()) for r in range(opts.workers)]
+
+
+def _teardown(
+    state: runstate.RunState, procs: list[subprocess.Popen], logs: list[Any], notice: Callable[[str], None]
+) -> Removal:
+    """Kill the workers, remove the namespaces and the directory, check each gone; then delete the
+    state file, or keep it (and say so) when something could not be removed. Never raises."""
+    removal = Removal()
+    for p in procs:
+        if p.returncode is None:  # never signal a process already reaped: its PID may be someone else's
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(p.pid, signal.SIGKILL)
-        for p in procs:
-            with contextlib.suppress(Exception):
-                p.wait(timeout=5)
-        topo.destroy()
-        shutil.rmtree(work, ignore_errors=True)
-        for s, h in old.items():
-            signal.signal(s, h)
-    info = RunInfo(
-        command=command or command_line(opts),
-        options={**asdict(opts), "slow_links": {str(k): v for k, v in opts.slow_links.items()}},
-        run_id=topo.run_id,
-        netem=netem,
-        wall_s=time.time() - started,
-        versions={"dtsim": _dtsim_version(), "torch": records[0]["torch"], "python": records[0]["python"]},
-        machine={"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count()},
-    )
-    return replace(summarize(opts, records), run=info, records=records)
+    for p in procs:
+        was_running = p.returncode is None
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            removal.failed.append(f"process {p.pid}: still running 5 s after SIGKILL")
+            continue
+        if was_running and p.returncode == -signal.SIGKILL:
+            removal.processes.append(p.pid)
+    for fh in logs:
+        with contextlib.suppress(OSError):
+            fh.close()
+    rest = state.remove_all()
+    removal.namespaces += rest.namespaces
+    removal.interfaces += rest.interfaces
+    removal.qdiscs += rest.qdiscs
+    removal.processes += [p for p in rest.processes if p not in removal.processes]
+    removal.directories += rest.directories
+    removal.failed += rest.failed
+    if removal.complete:
+        state.release()
+    else:
+        state.detach()
+        notice(
+            f"run {state.run_id} could not remove: {'; '.join(removal.failed)}. They stay recorded in "
+            f"{state.path}; the next run or `dtsim emulate --cleanup` removes them once this process ends."
+        )
+    return removal
 
 
 def _dtsim_version() -> str:

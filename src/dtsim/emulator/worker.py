@@ -34,7 +34,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from dtsim.emulator.compress import Averager
+from dtsim.emulator.averager import Averager
 from dtsim.emulator.data import BigramLanguage
 from dtsim.emulator.model import GPT, config_for, param_count
 from dtsim.physics.collectives import ring_allreduce_steps

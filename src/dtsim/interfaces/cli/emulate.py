@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import csv
 import json
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 from dtsim.errors import ScenarioError
-from dtsim.interfaces.cli.common import command_group, console, err, fail, table
+from dtsim.interfaces.cli.common import command_group, console, err, fail, json_text, print_json, table
 
 if TYPE_CHECKING:  # the emulator loads its own modules only when a command runs
+    from dtsim.emulator.launcher import Interrupted
     from dtsim.emulator.summary import EmulationSummary
 
 emulate_app = command_group(
@@ -34,24 +34,44 @@ def _parse_slow(values: list[str] | None) -> dict[int, float]:
     return out
 
 
-def _need_torch() -> None:
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        raise ScenarioError(
-            [
-                (
-                    "torch",
-                    None,
-                    "the emulator needs PyTorch: python3 -m pip install 'dtsim[emulator]' (torch==2.13.0, CPU)",
-                )
-            ]
-        ) from None
+def _note(message: str) -> None:
+    err.print(message, markup=False, highlight=False, soft_wrap=True)
+
+
+def _interrupted(exc: Interrupted) -> NoReturn:
+    """Say what the interrupted run removed, or what it could not (never claim more), and exit
+    128 + the signal's number (130 for Ctrl-C)."""
+    r = exc.removal
+    name = str(exc)
+    if r.complete:
+        _note(f"interrupted ({name}): removed what the run had made: {r.describe()}")
+    else:
+        done = f"removed {r.describe()}; " if not r.empty else ""
+        _note(
+            f"interrupted ({name}): {done}could not remove: {'; '.join(r.failed)}. "
+            "It stays recorded; `dtsim emulate --cleanup` (or the next run) removes it."
+        )
+    raise typer.Exit(128 + exc.signum)
+
+
+def _cleanup() -> NoReturn:
+    """`--cleanup`: reclaim what dead runs left, leave live runs alone, say which is which."""
+    from dtsim.emulator.netns import require_root
+    from dtsim.emulator.runstate import reclaim
+
+    require_root()
+    outcomes = reclaim()
+    out = console()
+    for o in outcomes:
+        out.print(o.describe(), markup=False, highlight=False, soft_wrap=True)
+    if not any(o.status in ("reclaimed", "incomplete") for o in outcomes):
+        out.print("nothing left behind by a dead run", markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(1 if any(o.status == "incomplete" for o in outcomes) else 0)
 
 
 def _write_report(path: Path, summary: EmulationSummary) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(summary.as_dict(), indent=2, default=str))
+    path.write_text(json_text(summary.as_dict(), default=str))
     rows = []
     for rec in summary.records:
         for s in rec["syncs"]:
@@ -146,7 +166,12 @@ def emulate(
         Path | None, typer.Option("--report", help="Write every measurement (JSON, and CSV beside it).")
     ] = None,
     cleanup: Annotated[
-        bool, typer.Option("--cleanup", help="Remove what a killed run left behind, and exit.")
+        bool,
+        typer.Option(
+            "--cleanup",
+            help="Remove what dead runs left (namespaces, interfaces, qdiscs, worker processes, temporary "
+            "directories; runs still going are left alone), and exit. Every run does this first.",
+        ),
     ] = False,
     worker_config: Annotated[
         Path | None,
@@ -183,12 +208,7 @@ def emulate(
             timeout_s=timeout,
         )
         if cleanup:
-            from dtsim.emulator.netns import cleanup_leftovers, require_root
-
-            require_root()
-            removed = cleanup_leftovers()
-            console().print(f"removed {len(removed)} namespace(s): {', '.join(removed) or 'none left'}")
-            raise typer.Exit(0)
+            _cleanup()
         if ctx.invoked_subcommand is not None:
             return
         ctx.obj.validate()
@@ -203,23 +223,21 @@ def emulate(
                 f"--node-rank R --master-addr HOST0 --master-port 29500 -m dtsim.emulator.worker {worker_config}"
             )
             raise typer.Exit(0)
-        _need_torch()
-        from dtsim.emulator.launcher import WorkerFailed, run
+        from dtsim.emulator.launcher import Interrupted, WorkerFailed, run
 
         try:
-            summary = run(ctx.obj)
+            summary = run(ctx.obj, notice=_note)
         except WorkerFailed as exc:
             raise ScenarioError([("run", "failed", str(exc))]) from None
-        except KeyboardInterrupt:
-            console(stderr=True).print("interrupted: the run's namespaces and processes were removed")
-            raise typer.Exit(130) from None
+        except Interrupted as exc:
+            _interrupted(exc)
     except ScenarioError as exc:
         fail(exc)
         return
     if report is not None:
         _write_report(report, summary)
     if as_json:
-        sys.stdout.write(json.dumps(summary.headline(), indent=2, default=str) + "\n")
+        print_json(summary.headline(), default=str)
         return
     _print_summary(summary)
 
@@ -236,20 +254,19 @@ def thesis_cmd(
     """Camilli 2025 chapter 5, scaled down: world size 2 and 4, batch 8 and 16, FP32 and FP64, one slow link
     at 200/100/50 Mbit/s — the thesis's tables beside these measurements."""
     from dtsim.emulator.experiments import thesis
-    from dtsim.emulator.netns import require_root
+    from dtsim.emulator.launcher import Interrupted, require_emulator
+    from dtsim.emulator.presets import config_for
 
     try:
-        require_root()
-        _need_torch()
-        from dtsim.emulator.model import config_for
-
         config_for(model)
+        require_emulator()
         out = thesis(model, steps, progress=lambda name: err.print(f"running {name} …"))
     except ScenarioError as exc:
         fail(exc)
-        return
+    except Interrupted as exc:
+        _interrupted(exc)
     if as_json:
-        sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
+        print_json(out, default=str)
         return
     c = console()
     t = table(
@@ -306,15 +323,14 @@ def diloco_efficiency_cmd(
     """Loss against tokens for H ∈ {1, 8, 32, 128} on the same model and data, and the η(H) it implies
     beside the MIRI simulator docs' η = 1 − α·log10(H)."""
     from dtsim.emulator.experiments import diloco_efficiency
-    from dtsim.emulator.netns import require_root
+    from dtsim.emulator.launcher import Interrupted, require_emulator
 
     try:
-        require_root()
-        _need_torch()
         if not 128 <= total_inner_steps <= 100000:
             raise ScenarioError([("total-inner-steps", total_inner_steps, "must be between 128 and 100000")])
         if not 1 <= workers <= 16:
             raise ScenarioError([("workers", workers, "must be between 1 and 16")])
+        require_emulator()
         out = diloco_efficiency(
             total_inner_steps=total_inner_steps,
             workers=workers,
@@ -323,9 +339,10 @@ def diloco_efficiency_cmd(
         )
     except ScenarioError as exc:
         fail(exc)
-        return
+    except Interrupted as exc:
+        _interrupted(exc)
     if as_json:
-        sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
+        print_json(out, default=str)
         return
     c = console()
     t = table(
