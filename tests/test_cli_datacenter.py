@@ -152,8 +152,8 @@ def test_plan_text_and_reverse_question():
 @pytest.mark.parametrize(
     ("args", "needles"),
     [
-        (["--gbs", "0"], ["must be ≥ 1"]),
-        (["--top", "0"], ["must be ≥ 1"]),
+        (["--gbs", "0"], ["--gbs = 0: must be an integer ≥ 1"]),
+        (["--top", "0"], ["--top = 0: must be an integer ≥ 1"]),
         (["--precision", "int3"], ["precision", "int3"]),
         (["--target-params-b", "-1"], ["target-params-b"]),
     ],

@@ -3,6 +3,7 @@ fuzzers (CLI options, fields table) are in tests/test_cli_fuzz.py."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
@@ -179,7 +180,7 @@ def test_calibrate_reports_progress_to_the_end_and_fits_the_same():
     seen: list[tuple[int, int]] = []
     doc = calibrate(data, ["NCCL", "GLOO"], lambda d, t: seen.append((d, t)))
     assert len(seen) > 100 and seen[-1][0] == seen[-1][1]
-    assert all(a[0] <= b[0] for a, b in zip(seen, seen[1:], strict=False))  # never goes back
+    assert all(a[0] <= b[0] for a, b in itertools.pairwise(seen))  # never goes back
     assert doc["fabrics"] == calibrate(data, ["NCCL", "GLOO"])["fabrics"]
 
 
@@ -194,3 +195,35 @@ def test_governance_memory_cap_none_means_no_memory_caps():
     assert [c.get("memory_gb") for c in caps] == [None]
     res = runner.invoke(app, ["governance", "--memory-cap", "none", "--compute-cap", "none"], env=WIDE)
     assert res.exit_code == 2 and "at least one compute cap" in " ".join(res.stderr.split())
+
+
+def test_no_negative_maximum_run_length_when_growth_is_not_positive():
+    from dtsim.physics.runlength import max_run_days
+
+    assert max_run_days(0.5, 365.25) == pytest.approx(365.25 / (0.5 * 2.302585092994046))
+    assert max_run_days(-0.1, 365.25) == float("inf") and max_run_days(0.0, 365.25) == float("inf")
+    args = ["simulate", "--json", "--set", "hardware_growth=0.5x/yr", "--set", "software_growth=1x/yr"]
+    args += ["--set", "investment_growth=1.1x/yr", "--set", "max_run_days=100"]
+    res = runner.invoke(app, args, env=WIDE)
+    assert res.exit_code == 0, res.output
+    assert strict_json(res.stdout)["details"]["computed_max_days"] is None
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [(".3..0.5", True), ("0.3..0.5", True), ("0.3..", False), ("..0.5", False), ("1..2..3", False)],
+)
+def test_ranges_with_a_leading_point_and_half_written_ranges(value, ok):
+    res = runner.invoke(app, ["simulate", "--set", f"mfu={value}", "--uncertainty", "8", "--json"], env=WIDE)
+    if ok:
+        assert res.exit_code == 0, res.output
+    else:
+        assert res.exit_code == 2 and "write a range as low..high" in " ".join(res.stderr.split())
+
+
+def test_counts_below_one_are_refused_and_named_alone():
+    res = runner.invoke(app, ["limits", "closed-form", "--layers", "0.5"], env=WIDE)
+    assert res.exit_code == 2 and "layers = '0.5': must be ≥ 1" in res.stderr
+    res = runner.invoke(app, ["plan", "--model", "gpt2", "--nodes", "1", "--top", "0"], env=WIDE)
+    assert res.exit_code == 2 and res.stderr.startswith("error: --top = 0: must be an integer ≥ 1")
+    assert "--gbs" not in res.stderr

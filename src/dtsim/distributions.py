@@ -160,7 +160,10 @@ def make_distribution(name: str, spec: Mapping[str, Any]) -> Distribution:
     return d
 
 
-_RANGE = re.compile(r"^\s*([^.:\s][^:]*?)\s*\.\.\s*([^.:\s].*?)\s*$")
+_RANGE = re.compile(r"^\s*(\.?[^.:\s][^:]*?)\s*\.\.\s*(\.?[^.:\s].*?)\s*$")  # a..b; .3..0.5 too
+
+
+_HALF_RANGE = re.compile(r"^\s*([-+]?[\d.][\d.eE+-]*)?\s*\.\.\s*([-+]?[\d.][\d.eE+-]*)?\s*$")
 
 
 def parse_text(name: str, text: str) -> Distribution | None:
@@ -169,6 +172,8 @@ def parse_text(name: str, text: str) -> Distribution | None:
     m = _RANGE.match(text)
     if m and _is_numeric_text(m.group(1)) and _is_numeric_text(m.group(2)):
         return make_distribution(name, {"dist": "uniform", "low": m.group(1), "high": m.group(2)})
+    if _HALF_RANGE.match(text):
+        raise ScenarioError([(name, text, "write a range as low..high (both numbers), e.g. 0.3..0.5")])
     kind, sep, rest = text.partition(":")
     if not sep or kind.strip().lower() not in KINDS:
         return None

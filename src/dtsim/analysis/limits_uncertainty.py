@@ -50,6 +50,13 @@ INPUTS = {
     "sparsity": "sparsity",
 }
 MAX_MONTHS = 1200.0
+# counts the closed forms take as real numbers but that are at least one
+AT_LEAST = {"layers": 1.0, "batch-tokens": 1.0, "sparsity": 1.0}
+AT_LEAST_WHY = {
+    "layers": "a model has at least one MLP block",
+    "batch-tokens": "a batch holds at least one token",
+    "sparsity": "E = total / active parameters; 1 is dense",
+}
 
 
 def read_input(flag: str, text: str | float) -> float | Distribution:
@@ -69,6 +76,8 @@ def read_input(flag: str, text: str | float) -> float | Distribution:
     if not (math.isfinite(value) and value > 0) or (flag == "months" and value > MAX_MONTHS):
         limit = " and ≤ 1200" if flag == "months" else ""
         raise ScenarioError([(flag, text, f"must be a finite number > 0{limit}")])
+    if value < AT_LEAST.get(flag, 0.0):
+        raise ScenarioError([(flag, text, f"must be ≥ {AT_LEAST[flag]:g} ({AT_LEAST_WHY[flag]})")])
     return value
 
 

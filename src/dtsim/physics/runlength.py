@@ -43,5 +43,9 @@ def parse_growth(text: str) -> float:
 
 
 def max_run_days(total_growth_oom, days_per_year):
-    """L = 1 / ((g_H + g_S + g_I) · ln 10) years, in days (MIRI simulator docs §7.1)."""
-    return days_per_year / (np.asarray(total_growth_oom, dtype=float) * np.log(10.0))
+    """L = 1 / ((g_H + g_S + g_I) · ln 10) years, in days (MIRI simulator docs §7.1). Where the total
+    growth is not above 0 OOM/yr waiting never loses, so there is no finite maximum: infinity (a
+    negative L would read as an impossible deadline)."""
+    g = np.asarray(total_growth_oom, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(g > 0, days_per_year / (g * np.log(10.0)), np.inf)

@@ -773,16 +773,10 @@ def plan(
         attention_kernel = check_attention_kernel(attention_kernel, no_flash)
         given = {k: v for k, v in locals().items() if k in CLUSTER_FLAGS and v is not None}
         cluster = build(Cluster, given, "cluster.")
-        if gbs < 1 or top < 1 or dp_multiple < 1 or gbs_multiple < 1:
-            raise ScenarioError(
-                [
-                    (
-                        "gbs/top/dp-multiple/gbs-multiple",
-                        min(gbs, top, dp_multiple, gbs_multiple),
-                        "must be ≥ 1",
-                    )
-                ]
-            )
+        counts = {"--gbs": gbs, "--top": top, "--dp-multiple": dp_multiple, "--gbs-multiple": gbs_multiple}
+        small = [(flag, v, "must be an integer ≥ 1") for flag, v in counts.items() if v < 1]
+        if small:
+            raise ScenarioError(small)
         if precision not in ("bf16", "fp16", "fp8"):
             raise ScenarioError([("precision", precision, "must be bf16, fp16 or fp8")])
         opt = PlanOptions(
