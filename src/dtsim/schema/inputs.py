@@ -3,7 +3,8 @@ so that no input can hang it, exhaust its memory or end in a traceback.
 
 - Files must be regular files (not a FIFO, a device or a directory) of at most `MAX_FILE_BYTES`, read
   as UTF-8 (a UTF-8 byte-order mark is dropped; UTF-16 and other encodings are named in the error).
-- YAML is parsed with PyYAML's safe loader and then checked: mapping keys are text, values are text,
+- YAML is parsed with PyYAML's safe loader and then checked: mapping keys are text, values are text
+  (valid Unicode: no lone surrogate such as JSON's "\\ud800"),
   numbers, true/false, null, lists or mappings (no YAML 1.1 dates, sets or binary), nested at most
   `MAX_DEPTH` deep with at most `MAX_NODES` values in all, counting each alias (`*name`) as the
   values it stands for. An 826-byte "billion laughs" document of nested aliases loads as shared
@@ -60,7 +61,9 @@ def parse_json(text: str, where: str = "file") -> Any:
         data = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise ScenarioError([(where, _excerpt(text), f"malformed JSON: {_first_line(exc)}")]) from None
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:
+        raise ScenarioError([(where, _excerpt(text), f"is nested more than {MAX_DEPTH} deep")]) from None
+    except ValueError as exc:
         raise ScenarioError([(where, _excerpt(text), f"cannot be read: {_first_line(exc)}")]) from None
     check_plain(data, where)
     return data
@@ -98,10 +101,15 @@ def check_plain(data: Any, where: str) -> None:
                     raise ScenarioError(
                         [(place, k, f"keys must be text; {type(k).__name__} key {k!r} (quote it)")]
                     )
+                if not _valid_unicode(k):
+                    raise ScenarioError([(place, k, _NOT_UNICODE)])
                 stack.append((v, f"{place}.{k}", depth + 1))
         elif isinstance(value, list):
             stack.extend((v, f"{place}[{i}]", depth + 1) for i, v in enumerate(value))
-        elif value is None or isinstance(value, str | bool | int):
+        elif isinstance(value, str):
+            if not _valid_unicode(value):
+                raise ScenarioError([(place, value, _NOT_UNICODE)])
+        elif value is None or isinstance(value, bool | int):
             continue
         elif isinstance(value, float):
             if math.isnan(value):
@@ -110,6 +118,20 @@ def check_plain(data: Any, where: str) -> None:
             raise ScenarioError(
                 [(place, str(value), f"{type(value).__name__} values are not accepted; quote it as text")]
             )
+
+
+_NOT_UNICODE = "is not valid Unicode text (it holds a lone surrogate such as \\ud800)"
+
+
+def _valid_unicode(text: str) -> bool:
+    """False for text holding a lone surrogate (JSON's "\\ud800"), which no UTF-8 output can hold."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _excerpt(text: str) -> str:
