@@ -4,14 +4,18 @@ answers, and the reproducers that crashed `dtsim target`."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from dtsim.analysis.search import NodeSpec, Space, search
+from dtsim.analysis.search import MODE_IDS, NodeSpec, Space, search
 from dtsim.analysis.targets import Target
 from dtsim.assumptions import Assumptions
+from dtsim.errors import ScenarioError
 from dtsim.interfaces.cli.main import app
+from dtsim.models.decentralized.engine import simulate_batch
 from dtsim.physics import quality
 from dtsim.schema.scenario import load_scenario
 
@@ -138,3 +142,274 @@ def test_non_finite_space_values_exit_2(option, value, allowed):
     assert option in r.output and value in r.output and allowed in r.output
     assert "Traceback" not in r.output
     assert isinstance(r.exception, SystemExit)  # typer's exit, not an OverflowError or ValueError
+
+
+# --- item 6: direct questions (target --solve) ---------------------------------------------------------
+
+# one configuration a model size: H auto, 150× compression, flat, 4× activation compression (pipelines)
+ONE = ["--inner-steps", "auto", "--compression", "150", "--group-sizes", "0", "--activation-compression", "4"]
+H100 = ["--node", "16x-h100-sxm"]
+
+
+def strict_json(text: str):
+    """Parse --json output, refusing NaN and Infinity (RFC 8259 has neither)."""
+
+    def refuse(name):
+        raise AssertionError(f"{name} in JSON output")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def solve_json(*args: str) -> dict:
+    r = runner.invoke(app, ["target", *args, "--json"])
+    assert r.exit_code == 0, r.output
+    return strict_json(r.stdout)
+
+
+def simulate_cli(fields: dict, **changes) -> dict:
+    """`dtsim simulate -p governance --set k=v ... --json` of a configuration (the direct check)."""
+    sets = []
+    for k, v in {**fields, **changes}.items():
+        sets += ["--set", f"{k}={str(v).lower() if isinstance(v, bool) else v!r}".replace("'", "")]
+    r = runner.invoke(app, ["simulate", "-p", "governance", *sets, "--json"])
+    assert r.exit_code == 0, r.output
+    return strict_json(r.stdout)
+
+
+def compute_optimal_t(params_b: float) -> float:
+    return ASM.chinchilla_tokens_per_param * params_b / 1e3
+
+
+def fastest_over_space(space: Space, node: NodeSpec, n: int, params_b: float, tokens_t: float) -> float:
+    """The fastest wall-clock days of a model on n nodes over every configuration of the space, by
+    simulate_batch directly (not through the search): the brute force the answer is checked against."""
+    sp = Space(**{**space.__dict__, "nodes": [node], "params_b": params_b})
+    cfg = sp.configs(ASM)
+    keep = (cfg["group"] == 0) | (n >= 2 * cfg["group"])
+    best = np.inf
+    for h in np.unique(cfg["h"][keep]):
+        m = keep & (cfg["h"] == h)
+        b = simulate_batch(
+            BASE.replace(
+                node=None,
+                gpu=node.gpu,
+                gpus_per_node=node.count,
+                pflops_per_node=node.pflops,
+                vram_per_node_gb=node.vram_gb,
+                precision=node.precision,
+                num_nodes=n,
+                parameters_b=params_b,
+                tokens_t=tokens_t,
+                inner_steps=h if h == "auto" else int(h),
+                regional_steps="auto",
+            ),
+            compression=cfg["comp"][m].astype(float),
+            hierarchical=cfg["group"][m] > 0,
+            nodes_per_group=np.where(cfg["group"][m] > 0, cfg["group"][m], 1).astype(float),
+            activation_compression=cfg["act"][m].astype(float),
+        )
+        days = np.asarray(b["wall_clock_days"], dtype=float) * np.ones(int(m.sum()))
+        ok = np.asarray(b.columns["mode_code"]) * np.ones(int(m.sum())) != MODE_IDS.index("infeasible")
+        if ok.any():
+            best = min(best, float(days[ok].min()))
+    return best
+
+
+@pytest.mark.parametrize(("nodes", "days"), [(20, 60.0), (72, 180.0), (1, 30.0), (300, 400.0)])
+def test_largest_model_finishes_and_a_slightly_larger_one_does_not(nodes, days):
+    out = solve_json(
+        "--solve", "parameters_b", "--days", str(days), "--set", f"num_nodes={nodes}", *H100, *ONE
+    )
+    p = out["answer"]
+    assert out["parameters_b"] == p == out["configuration"]["parameters_b"]
+    assert out["tokens_t"] == pytest.approx(compute_optimal_t(p), rel=1e-12)
+    r = simulate_cli(out["scenario_fields"])
+    assert r["mode"] != "infeasible" and r["wall_clock_days"] <= days
+    assert r["wall_clock_days"] == pytest.approx(out["configuration"]["days"], rel=1e-9)
+    # the one configuration of this space, 1 % larger (and compute-optimal tokens for it): too slow or too big
+    bigger = simulate_cli(out["scenario_fields"], parameters_b=p * 1.01, tokens_t=compute_optimal_t(p * 1.01))
+    assert bigger["mode"] == "infeasible" or bigger["wall_clock_days"] > days
+    assert out["limiting_factor"] == ("memory" if bigger["mode"] == "infeasible" else out["limit"]["factor"])
+
+
+def test_largest_model_over_the_whole_space_by_brute_force():
+    """Default H, compression and hierarchy: the answer's run is the fastest of its size, and no
+    configuration of a 1 % larger model finishes within the limit."""
+    node = NodeSpec.from_preset("16x-h100-sxm")
+    out = solve_json("--solve", "parameters_b", "--days", "120", "--set", "num_nodes=40", *H100)
+    p, space = out["answer"], Space(nodes=[node])
+    assert fastest_over_space(space, node, 40, p, compute_optimal_t(p)) == pytest.approx(
+        out["configuration"]["days"], rel=1e-9
+    )
+    assert simulate_cli(out["scenario_fields"])["wall_clock_days"] <= 120
+    assert fastest_over_space(space, node, 40, p * 1.01, compute_optimal_t(p * 1.01)) > 120
+
+
+@pytest.mark.parametrize(("params_b", "days", "tokens"), [(70, 180, None), (700, 180, None), (7, 20, "2")])
+def test_fewest_nodes_is_the_fewest(params_b, days, tokens):
+    args = ["--solve", "num_nodes", "--params-b", str(params_b), "--days", str(days), *H100, *ONE]
+    out = solve_json(*args, *(["--tokens-t", tokens] if tokens else []))
+    n = out["answer"]
+    assert isinstance(n, int) and n == out["num_nodes"] == out["configuration"]["num_nodes"]
+    t = float(tokens) if tokens else compute_optimal_t(params_b)
+    assert out["tokens_t"] == pytest.approx(t, rel=1e-12)
+    r = simulate_cli(out["scenario_fields"])
+    assert r["mode"] != "infeasible" and r["wall_clock_days"] <= days
+    if n > 1:
+        fewer = simulate_cli(out["scenario_fields"], num_nodes=n - 1)
+        assert fewer["mode"] == "infeasible" or fewer["wall_clock_days"] > days
+        assert out["beyond"]["num_nodes"] == n - 1 and out["beyond"]["days"] > days
+
+
+def test_fewest_nodes_over_the_whole_space_by_brute_force():
+    node = NodeSpec.from_preset("16x-h100-sxm")
+    out = solve_json("--solve", "num_nodes", "--params-b", "30", "--days", "60", *H100)
+    n, t = out["answer"], compute_optimal_t(30)
+    assert fastest_over_space(Space(nodes=[node]), node, n, 30, t) <= 60
+    assert fastest_over_space(Space(nodes=[node]), node, n - 1, 30, t) > 60
+
+
+@pytest.mark.parametrize(("params_b", "nodes", "tokens"), [(70, 72, None), (700, 500, "3"), (1.5, 2, None)])
+def test_how_long_is_the_fastest_simulated_time(params_b, nodes, tokens):
+    node = NodeSpec.from_preset("16x-h100-sxm")
+    args = ["--solve", "days", "--params-b", str(params_b), "--set", f"num_nodes={nodes}", *H100]
+    out = solve_json(*args, *(["--tokens-t", tokens] if tokens else []))
+    t = float(tokens) if tokens else compute_optimal_t(params_b)
+    r = simulate_cli(out["scenario_fields"])
+    assert out["answer"] == pytest.approx(r["wall_clock_days"], rel=1e-9)
+    assert out["answer"] == pytest.approx(
+        fastest_over_space(Space(nodes=[node]), node, nodes, params_b, t), rel=1e-9
+    )
+    # the limiting factor is simulate's bottleneck of that run, named
+    assert out["limit"]["bottleneck"] == r["bottleneck"]
+    assert out["limit"]["bottleneck_share"] == pytest.approx(r["bottleneck_share"], rel=1e-9)
+    assert out["days_limit"] is None and out["beyond"] is None
+
+
+def test_limiting_factors_name_compute_network_and_memory():
+    # a small model on few nodes: compute
+    out = solve_json("--solve", "num_nodes", "--params-b", "7", "--days", "30", *H100)
+    assert out["limiting_factor"] == "compute"
+    # a model that spans nodes: pipeline hand-offs over the 100 Mbit/s WAN
+    out = solve_json("--solve", "num_nodes", "--params-b", "700", "--days", "180", *H100)
+    assert out["limiting_factor"] == "network/pipeline" and out["limit"]["bottleneck"] == "pipeline_comm"
+    # a larger model no longer fits one node and must be pipelined: memory
+    out = solve_json("--solve", "parameters_b", "--days", "40", "--set", "num_nodes=72", *H100)
+    r = simulate_cli(out["scenario_fields"])
+    bigger = out["beyond"]["parameters_b"]
+    rb = simulate_cli(out["scenario_fields"], parameters_b=bigger, tokens_t=compute_optimal_t(bigger))
+    assert out["limiting_factor"] == "memory" and rb["pp_stages"] > r["pp_stages"] == 1
+    # one node: nothing larger fits at all
+    out = solve_json("--solve", "parameters_b", "--days", "100000", "--set", "num_nodes=1", *H100)
+    assert out["limiting_factor"] == "memory" and out["beyond"]["runs"] is False
+    assert "does not fit" in out["limit"]["why"]
+
+
+def test_text_report_names_the_answer_and_the_limit():
+    r = runner.invoke(
+        app, ["target", "--solve", "num_nodes", "--params-b", "70", "--days", "180"], env={"COLUMNS": "200"}
+    )
+    assert r.exit_code == 0, r.output
+    for words in ("fewest nodes:", "limiting factor: compute", "check it: dtsim simulate", "tokens: "):
+        assert words in r.output
+
+
+def test_solve_library_objective_nodes_and_no_time_limit():
+    """search(objective="nodes") is the fewest nodes and days_limit=None the fastest at any length."""
+    node = NodeSpec.from_preset("16x-h100-sxm")
+    space = Space(nodes=[node], node_counts=np.arange(1, 60, dtype=float), params_b=20)
+    t = Target("model", params_b=20, tokens_t=1.0)
+    res = search(BASE, space, t, objective="nodes", days_limit=25)
+    per_n = [
+        search(BASE, Space(**{**space.__dict__, "node_counts": np.array([float(n)])}), t, "time", None)
+        for n in (res.winner.num_nodes - 1, res.winner.num_nodes)
+    ]
+    assert per_n[0].winner.days > 25 >= per_n[1].winner.days
+    with pytest.raises(ScenarioError):
+        search(BASE, space, t, objective="cost", days_limit=None)
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["--solve", "size"], ["--solve", "size", "parameters_b, num_nodes or days"]),
+        (["--solve", "days"], ["--params-b", "needs the model size", "0.001–100000"]),
+        (["--solve", "num_nodes", "--params-b", "nan"], ["--params-b", "nan", "0.001–100000"]),
+        (["--solve", "days", "--params-b", "1e6"], ["--params-b", "1000000", "0.001–100000"]),
+        (
+            ["--solve", "parameters_b", "--params-b", "7"],
+            ["--params-b", "7", "unknown of --solve parameters_b"],
+        ),
+        (["--solve", "days", "--params-b", "7", "--days", "30"], ["--days", "30", "answer of --solve days"]),
+        (["--solve", "days", "--params-b", "7", "--max-nodes", "9"], ["--max-nodes", "9", "num_nodes only"]),
+        (
+            ["--solve", "num_nodes", "--params-b", "7", "--max-nodes", "0"],
+            ["--max-nodes", "0", "1–10,000,000"],
+        ),
+        (
+            ["--solve", "num_nodes", "--params-b", "7", "--tokens-t", "inf"],
+            ["--tokens-t", "inf", "1e-06–10000"],
+        ),
+        (
+            ["--solve", "num_nodes", "--params-b", "7", "--days", "-3"],
+            ["--days", "-3", "positive number of days"],
+        ),
+        (
+            ["--solve", "num_nodes", "--params-b", "7", "--local-flop", "1e24"],
+            ["--local-flop", "does not go with"],
+        ),
+        (["--solve", "num_nodes", "--params-b", "7", "--min-nodes"], ["--min-nodes", "does not go with"]),
+        (
+            ["--solve", "days", "--params-b", "7", "--objective", "time"],
+            ["--objective", "time", "does not go with"],
+        ),
+        (["--solve", "days", "--params-b", "7", "--budget", "1e6"], ["--budget", "does not go with"]),
+        (["--solve", "days", "--params-b", "7", "--fractions", "0.5"], ["--fractions", "does not go with"]),
+        (
+            ["--solve", "days", "--params-b", "7", "-n", "16x-h100-sxm", "-n", "dgx-h100"],
+            ["--node", "one node"],
+        ),
+        (["--solve", "days", "--params-b", "7", "--node", "nope"], ["--node", "nope", "unknown node preset"]),
+        (
+            ["--solve", "days", "--params-b", "7", "--inner-steps", "inf"],
+            ["--inner-steps", "inf", "1–100000"],
+        ),
+    ],
+)
+def test_solve_bad_combinations_exit_2(args, needles):
+    r = runner.invoke(app, ["target", *args], env={"COLUMNS": "300"})
+    assert r.exit_code == 2, r.output
+    assert isinstance(r.exception, SystemExit) and "Traceback" not in r.output
+    for needle in needles:
+        assert needle in r.output, (needle, r.output)
+
+
+@pytest.mark.parametrize(
+    ("args", "factor"),
+    [
+        (["--solve", "days", "--params-b", "5000", "--set", "num_nodes=3"], "does not fit"),
+        (["--solve", "parameters_b", "--days", "1e-9"], "even a 0.001B model takes"),
+        (
+            ["--solve", "num_nodes", "--params-b", "2000", "--days", "30", "--max-nodes", "500"],
+            "of each outer step is",
+        ),
+    ],
+)
+def test_unanswerable_questions_exit_2_with_the_reason(args, factor):
+    for extra in ([], ["--json"]):
+        r = runner.invoke(app, ["target", *args, *extra], env={"COLUMNS": "300"})
+        assert r.exit_code == 2, r.output
+        assert factor in r.output and "Traceback" not in r.output
+        assert r.stdout.strip() == ""  # no half answer on stdout
+
+
+def test_solve_uncertainty_draws_the_answer():
+    """--uncertainty draws the answer's configuration: its days at the medians are the answer's, and the
+    chance is of finishing within the question's --days."""
+    args = ["--solve", "num_nodes", "--params-b", "30", "--days", "60", *H100]
+    out = solve_json(*args, "--uncertainty", "64", "--seed", "1", "--set", "mfu=0.3..0.5")
+    assert out["probabilities"][0]["expr"] == "wall_clock_days<=60.0"
+    band = out["uncertainty"]["wall_clock_days"]
+    assert band["p10"] < band["p90"]  # mfu is drawn, so the days move
+    point = solve_json(*args, "--set", "mfu=0.4")  # the median of mfu=0.3..0.5
+    assert point["answer"] == out["answer"]

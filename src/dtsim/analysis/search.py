@@ -25,7 +25,7 @@ import itertools
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -105,6 +105,34 @@ class NodeSpec:
             precision=precision,
             price_usd=count * gpu.price_usd,
             h100_equivalents=h100_equivalents(gpu_id, count),
+        )
+
+    @classmethod
+    def from_scenario(cls, s: Scenario) -> NodeSpec:
+        """The node a scenario runs on, with the figures the scenario gives it (a preset's, or its own
+        gpu, gpus_per_node, pflops_per_node and vram_per_node_gb), as `simulate` reads them."""
+        if s.gpu is None:
+            raise ScenarioError(
+                [
+                    (
+                        "gpu",
+                        None,
+                        "the base scenario names no gpu, so its node has no price; set gpu or give --node",
+                    )
+                ]
+            )
+        gpu = catalog.gpus()[s.gpu]
+        precision = s.precision.value
+        return cls(
+            id=s.node or f"{s.gpus_per_node}x-{s.gpu}-{precision}",
+            name=f"{s.gpus_per_node}× {gpu.name} ({precision.upper()}, {s.pflops_per_node:g} PFLOP/s)",
+            gpu=s.gpu,
+            count=s.gpus_per_node,
+            pflops=s.pflops_per_node,
+            vram_gb=s.vram_per_node_gb,
+            precision=precision,
+            price_usd=s.gpus_per_node * gpu.price_usd,
+            h100_equivalents=h100_equivalents(s.gpu, s.gpus_per_node),
         )
 
 
@@ -295,7 +323,7 @@ def search(
     space: Space,
     target: Target | None,
     objective: str = "cost",
-    days_limit: float = DEFAULT_DAYS,
+    days_limit: float | None = DEFAULT_DAYS,
     budget: float | None = None,
     reach_metric: str = "quality",
     progress: Callable[[int, int], None] | None = None,
@@ -309,10 +337,11 @@ def search(
     `workers`: analysis/distributed.py; the same result either way).
 
     objective "cost": cheapest capital cost reaching `target` within `days_limit` (and `budget`);
-    "time": fastest; "reach": no target — the most `reach_metric` compute reachable within
-    `days_limit` for at most `budget`.
+    "nodes": fewest nodes (then fastest, then cheapest), refined to the exact integer as "cost" is;
+    "time": fastest, where `days_limit` None means no time limit; "reach": no target — the most
+    `reach_metric` compute reachable within `days_limit` for at most `budget`.
     """
-    if objective not in ("cost", "time", "reach"):
+    if objective not in ("cost", "nodes", "time", "reach"):
         raise ScenarioError([("--objective", objective, "must be cost, time or reach")])
     if objective == "reach" and (budget is None or reach_metric not in ("local", "quality")):
         raise ScenarioError([("--budget", budget, "the reach query needs a budget in USD and a metric")])
@@ -320,7 +349,9 @@ def search(
         raise ScenarioError(
             [("target", None, "give a target: --local-flop, --quality-flop or --params-b with --tokens-t")]
         )
-    if not (math.isfinite(days_limit) and days_limit > 0):
+    if days_limit is None and objective == "time":
+        days_limit = math.inf  # the fastest run, however long
+    elif not (isinstance(days_limit, int | float) and math.isfinite(days_limit) and days_limit > 0):
         raise ScenarioError([("--days", days_limit, "must be a positive number of days")])
     if budget is not None and not (math.isfinite(budget) and budget > 0):
         raise ScenarioError([("--budget", budget, "must be a positive amount in USD")])
@@ -364,8 +395,8 @@ def search(
             progress(groups[stop - 1][1], n_cfg)
 
     refined = 0
-    if refine and objective == "cost" and state.best is not None:
-        refined = _refine(base, space, cfg, n_grid, state, target, kind, days_limit, asm, budget)
+    if refine and objective in ("cost", "nodes") and state.best is not None:
+        refined = _refine(base, space, cfg, n_grid, state, target, kind, days_limit, asm, budget, objective)
 
     result = SearchResult(
         target=target,
@@ -471,8 +502,8 @@ def _evaluate(base, space, cfg, ci, n, target, kind, days_limit, asm, want_reach
     eta = np.asarray(b["efficiency"], dtype=float) * np.ones(rows)
     mult = np.asarray(b["replica_loss_multiplier"], dtype=float) * np.ones(rows)
     params = np.asarray(b["parameters"], dtype=float) * np.ones(rows)
-    tokens_limit = rate * days_limit
     with np.errstate(divide="ignore", invalid="ignore"):
+        tokens_limit = np.where(ok, rate * days_limit, 0.0)  # days_limit may be inf (no limit): 0·inf
         if not want_reach:
             reach = np.full(rows, np.nan)  # computed for the few rows reported
         elif kind == "model":
@@ -528,6 +559,8 @@ class _State:
         )
         if objective == "cost":
             keys = (ev["cost"], ev["days"], ev["n"])
+        elif objective == "nodes":
+            keys = (ev["n"], ev["days"], ev["cost"])
         elif objective == "time":
             keys = (ev["days"], ev["cost"], ev["n"])
         else:
@@ -551,7 +584,7 @@ class _State:
                 key = (float(ev["days"][j]), float(ev["cost"][j]))
                 if mode not in self.closest_key or key < self.closest_key[mode]:
                     self.closest_key[mode], self.closest[mode] = key, _take(ev, ci, ni, j)
-        if objective == "cost" and track_grid:
+        if objective in ("cost", "nodes") and track_grid:
             hit = np.flatnonzero(reaches)
             if hit.size:
                 # per configuration, the smallest grid index reaching the target
@@ -590,11 +623,16 @@ def _take(ev, ci, ni, i) -> dict:
     }
 
 
-def _refine(base, space, cfg, n_grid, state: _State, target, kind, days_limit, asm, budget) -> int:
+def _refine(
+    base, space, cfg, n_grid, state: _State, target, kind, days_limit, asm, budget, objective="cost"
+) -> int:
     """Evaluate every integer node count below each configuration's first reaching grid point, down
-    to the previous grid point, where that could be cheaper than the best found."""
-    best_cost = state.best_key[0]
+    to the previous grid point, where that could be cheaper (objective "cost") or fewer nodes
+    ("nodes") than the best found."""
+    best_cost = state.best_key[0]  # the cost, or the node count, of the best found
     price = np.array([nd.price_usd for nd in space.nodes])[cfg["node"]]
+    if objective == "nodes":
+        price = np.ones(len(cfg["node"]))  # a node count is priced at one a node
     cands = []
     for c in np.flatnonzero(state.first_ok >= 0):
         g = state.first_ok[c]
@@ -613,7 +651,7 @@ def _refine(base, space, cfg, n_grid, state: _State, target, kind, days_limit, a
         part_c = np.full(n.size, c)
         ev = _evaluate(base, space, cfg, part_c, n, target, kind, days_limit, asm, False)
         total += n.size
-        state.absorb(ev, part_c, np.full(n.size, -1), "cost", budget, track_grid=False)
+        state.absorb(ev, part_c, np.full(n.size, -1), objective, budget, track_grid=False)
     return total
 
 
@@ -666,6 +704,8 @@ def explain_modes(r: SearchResult) -> dict[str, str]:
         if b is not None and w is not None:
             if r.objective == "cost":
                 out[mode] = f"also reaches it, at {b.cost_usd / w.cost_usd:.2f}× the winner's cost"
+            elif r.objective == "nodes":
+                out[mode] = f"also reaches it, with {b.num_nodes / w.num_nodes:.2f}× the winner's nodes"
             elif r.objective == "time":
                 out[mode] = f"also reaches it, in {b.days / w.days:.2f}× the winner's time"
             else:
@@ -698,3 +738,359 @@ def _absent_reason(mode: str, r: SearchResult) -> str:
     if mode == "pp-over-wan":
         return "not in the space: pipeline over WAN arises only when fewer than two whole pipelines fit"
     return "not in the space: needs a model that fits one node"
+
+
+# --- direct questions: the largest model, the fewest nodes, how long (issue 15 item 6) ----------------
+#
+# Each answer is a target search (above) over the configurations of one node kind: the fastest
+# configuration of a model at a node count (objective "time"), or the fewest nodes that train it within
+# the time limit (objective "nodes", refined to the exact integer as "cost" is). The largest model is
+# the largest size whose fastest configuration finishes in time: a log grid of sizes over the fields
+# table's range, then bisection between the largest grid size that finishes and the next. The limiting
+# factor is read from `simulate` of the answer's configuration: the largest part of its outer step
+# (simulate's bottleneck), or memory where the model does not fit.
+
+SOLVABLE = ("parameters_b", "num_nodes", "days")
+SIZE_GRID = 49  # log-spaced model sizes over the fields table's range, before the bisection
+SIZE_RTOL = 1e-5  # the bisection stops when its bracket is this narrow (relative)
+SIZE_DIGITS = 4  # the largest model is reported rounded down to this many significant figures
+
+# simulate's bottleneck (the largest part of an outer step; memory when the model does not fit) →
+# the limiting factor named to the user, and the part as a phrase
+FACTOR = {
+    "compute": "compute",
+    "latency": "network/sync",
+    "global_sync": "network/sync",
+    "regional_sync": "network/sync",
+    "pipeline_comm": "network/pipeline",
+    "bubble": "pipeline bubble",
+    "straggler": "stragglers",
+    "memory": "memory",
+}
+PART = {
+    "compute": "compute",
+    "latency": "network latency (round trips)",
+    "global_sync": "global sync over the WAN",
+    "regional_sync": "regional sync",
+    "pipeline_comm": "pipeline hand-offs over the network",
+    "bubble": "the pipeline bubble",
+    "straggler": "waiting on stragglers",
+}
+
+
+@dataclass
+class Limit:
+    """What sets an answer: `factor` (compute, network/sync, network/pipeline, pipeline bubble,
+    stragglers, memory, or a bound of the question), simulate's `bottleneck` of the run it is read from
+    and that part's `share` of an outer step, and `why` in a sentence."""
+
+    factor: str
+    bottleneck: str | None
+    share: float | None
+    why: str
+
+
+@dataclass
+class Solution:
+    """The answer to `target --solve`: `value` is the largest model (B parameters), the fewest nodes or
+    the days; `run` the fastest configuration at the answer; `beyond` the fastest run just past it (a
+    slightly larger model of `beyond_value` B, or `beyond_value` = one node fewer; None where nothing
+    runs there or nothing lies beyond)."""
+
+    solve: str
+    value: float
+    node: NodeSpec
+    num_nodes: int
+    params_b: float
+    tokens_t: float
+    tokens_rule: str
+    days_limit: float | None
+    run: Row
+    limit: Limit
+    beyond: Row | None = None
+    beyond_value: float | None = None
+    searches: int = 0
+    rows: int = 0
+    seconds: float = 0.0
+
+
+def tokens_for(params_b: float, tokens_t: float | None, asm: Assumptions) -> tuple[float, str]:
+    """The tokens (T) a model trains on, and where the number comes from: `tokens_t`, or compute-optimal
+    D = r·N (r the assumptions table's chinchilla_tokens_per_param, as in χ: `physics.quality`)."""
+    if tokens_t is not None:
+        return tokens_t, "given (--tokens-t)"
+    r = asm.chinchilla_tokens_per_param
+    return r * params_b / 1e3, f"compute-optimal: {r:g} per parameter, chinchilla_tokens_per_param"
+
+
+def solve(
+    base: Scenario,
+    space: Space,
+    what: str,
+    node: NodeSpec,
+    days_limit: float | None = DEFAULT_DAYS,
+    params_b: float | None = None,
+    tokens_t: float | None = None,
+    max_nodes: int = 100_000,
+) -> Solution:
+    """Answer a direct question on one node kind `node`, ranging over `space`'s H, compression,
+    hierarchy and activation compression (its nodes, node counts and model sizes are set here):
+
+    - "parameters_b": the largest model whose fastest configuration on base.num_nodes nodes trains its
+      tokens (`tokens_t`, else compute-optimal) within `days_limit`;
+    - "num_nodes": the fewest nodes (≤ `max_nodes`) that train `params_b` within `days_limit`;
+    - "days": how long the fastest configuration of `params_b` on base.num_nodes nodes takes.
+
+    Raises ScenarioError, naming the limiting factor, where there is no answer."""
+    if what not in SOLVABLE:
+        raise ScenarioError([("--solve", what, "must be parameters_b, num_nodes or days")])
+    started = time.perf_counter()
+    asm = Assumptions(base.assumptions)
+    lo_b, hi_b = BOUNDS["parameters_b"]["ge"], BOUNDS["parameters_b"]["le"]
+    if what == "parameters_b":
+        if params_b is not None:
+            raise ScenarioError([("--params-b", params_b, "is the unknown of --solve parameters_b; drop it")])
+    elif params_b is None or not (math.isfinite(params_b) and lo_b <= params_b <= hi_b):
+        raise ScenarioError(
+            [("--params-b", params_b, f"--solve {what} needs the model size: {lo_b:g}–{hi_b:g} B parameters")]
+        )
+    if tokens_t is not None:
+        lo_t, hi_t = BOUNDS["tokens_t"]["ge"], BOUNDS["tokens_t"]["le"]
+        if not (math.isfinite(tokens_t) and lo_t <= tokens_t <= hi_t):
+            raise ScenarioError([("--tokens-t", tokens_t, f"must be {lo_t:g}–{hi_t:g} T tokens")])
+    if what == "days":
+        days_limit = None
+    elif days_limit is None or not (math.isfinite(days_limit) and days_limit > 0):
+        raise ScenarioError([("--days", days_limit, "must be a positive number of days")])
+    lo_n, hi_n = BOUNDS["num_nodes"]["ge"], BOUNDS["num_nodes"]["le"]
+    if what == "num_nodes" and not lo_n <= max_nodes <= hi_n:
+        raise ScenarioError([("--max-nodes", max_nodes, f"must be {lo_n}–{hi_n:,} nodes")])
+    count = _Count()
+    if what == "parameters_b":
+        sol = _largest_model(base, space, node, days_limit, tokens_t, asm, count)
+    elif what == "num_nodes":
+        sol = _fewest_nodes(base, space, node, days_limit, params_b, tokens_t, max_nodes, asm, count)
+    else:
+        sol = _how_long(base, space, node, params_b, tokens_t, asm, count)
+    sol.searches, sol.rows, sol.seconds = count.searches, count.rows, time.perf_counter() - started
+    return sol
+
+
+class _Count:
+    """Passes a search result through, counting the searches a solve runs and the rows they evaluate."""
+
+    def __init__(self) -> None:
+        self.searches = 0
+        self.rows = 0
+
+    def __call__(self, res: SearchResult) -> SearchResult:
+        self.searches += 1
+        self.rows += res.rows + res.refined_rows
+        return res
+
+
+def _fastest(base, space, node, n, params_b, tokens_t, days_limit, count) -> SearchResult:
+    """The fastest configuration of `params_b` on `n` nodes (within `days_limit`; None: however long)."""
+    sp = replace(space, nodes=[node], node_counts=np.array([float(n)]), params_b=params_b)
+    tgt = Target("model", params_b=params_b, tokens_t=tokens_t)
+    return count(search(base, sp, tgt, objective="time", days_limit=days_limit, refine=False))
+
+
+def _quickest(res: SearchResult) -> Row | None:
+    """The fastest run a search saw, within its time limit or not (None: no configuration runs)."""
+    rows = [r for r in (res.winner, *res.closest.values()) if r is not None]
+    return min(rows, key=lambda r: r.days) if rows else None
+
+
+def _simulated(base: Scenario, fields: dict[str, Any], tokens_t: float):
+    """`simulate` of a configuration on top of the base (what `dtsim simulate --set ...` runs)."""
+    from dtsim.models.decentralized.engine import simulate
+
+    return simulate(base.replace(node=None, **fields, tokens_t=tokens_t))
+
+
+def _time_limit(base: Scenario, run: Row, tokens_t: float, lead: str) -> Limit:
+    """The limit read from `run`'s outer step: `lead` (what goes over or under), then its largest part."""
+    r = _simulated(base, run.scenario_fields(), tokens_t)
+    part = f"{r.bottleneck_share:.0%} of each outer step is {PART.get(r.bottleneck, r.bottleneck)}"
+    return Limit(FACTOR.get(r.bottleneck, r.bottleneck), r.bottleneck, r.bottleneck_share, f"{lead}; {part}")
+
+
+def _past_limit(
+    base: Scenario,
+    run: Row,
+    tokens_t: float,
+    beyond: Row,
+    beyond_tokens_t: float,
+    what: str,
+    days_limit: float,
+) -> Limit:
+    """Why the run just past the answer (`what`: "a 144.001B model", "a run on 3 nodes") misses the
+    time limit that `run` meets: memory where it needs more pipeline stages (a model outgrowing a node
+    is pipelined, and slower), else the largest part of the answer's outer step."""
+    ra = _simulated(base, run.scenario_fields(), tokens_t)
+    rb = _simulated(base, beyond.scenario_fields(), beyond_tokens_t)
+    over = f"{what} takes {beyond.days:,.6g} days at best, over the {days_limit:,.6g}-day limit"
+    if beyond.mode != run.mode:
+        over += f" (as {beyond.mode}: {rb.mode_reason})"
+    if rb.pp_stages > ra.pp_stages:
+        why = f"{over}; it needs {rb.pp_stages} pipeline stages where the answer needs {ra.pp_stages}"
+        return Limit("memory", "memory", None, why)
+    part = f"{ra.bottleneck_share:.0%} of each outer step is {PART.get(ra.bottleneck, ra.bottleneck)}"
+    return Limit(
+        FACTOR.get(ra.bottleneck, ra.bottleneck),
+        ra.bottleneck,
+        ra.bottleneck_share,
+        f"{over}; at the answer {part}",
+    )
+
+
+def _memory_limit(
+    base: Scenario, node: NodeSpec, n: int, params_b: float, tokens_t: float, lead: str
+) -> Limit:
+    """Memory: `params_b` does not fit `n` nodes; the reason as simulate gives it."""
+    r = _simulated(base, configuration_fields(node, n, params_b, "auto", 1.0, 0, 1.0), tokens_t)
+    return Limit("memory", "memory", None, f"{lead}: {r.mode_reason}")
+
+
+def _largest_model(base, space, node, days_limit, tokens_t, asm, count) -> Solution:
+    n = int(base.num_nodes)
+    where = f"on {n:,} × {node.id}"
+
+    def run(p: float) -> SearchResult:
+        return _fastest(base, space, node, n, p, tokens_for(p, tokens_t, asm)[0], days_limit, count)
+
+    lo_b, hi_b = BOUNDS["parameters_b"]["ge"], BOUNDS["parameters_b"]["le"]
+    grid = np.geomspace(lo_b, hi_b, SIZE_GRID)
+    grid[0], grid[-1] = lo_b, hi_b
+    found = [run(float(p)) for p in grid]
+    fits = [i for i, r in enumerate(found) if r.winner is not None]
+    if not fits:
+        t0 = tokens_for(lo_b, tokens_t, asm)[0]
+        q = _quickest(found[0])
+        if q is None:
+            lim = _memory_limit(base, node, n, lo_b, t0, f"even a {lo_b:g}B model does not fit {where}")
+        else:
+            lead = f"even a {lo_b:g}B model takes {q.days:,.4g} days {where} at best"
+            lim = _time_limit(base, q, t0, lead)
+        raise ScenarioError(
+            [("--solve", "parameters_b", f"no model size trains within {days_limit:,.4g} days: {lim.why}")]
+        )
+    i = fits[-1]
+    if i == len(grid) - 1:  # the largest size the fields table takes finishes in time
+        value, at, beyond, hi = hi_b, found[i], None, None
+        lim = Limit(
+            "model size bound",
+            None,
+            None,
+            f"the largest model dtsim takes, {hi_b:g}B, trains within {days_limit:,.4g} days {where}",
+        )
+    else:
+        lo, hi, at, above = float(grid[i]), float(grid[i + 1]), found[i], found[i + 1]
+        while hi / lo - 1 > SIZE_RTOL:
+            mid = math.sqrt(lo * hi)
+            res = run(mid)
+            if res.winner is not None:
+                lo, at = mid, res
+            else:
+                hi, above = mid, res
+        value = _round_down(lo, SIZE_DIGITS)
+        if value < lo:
+            res = run(value)
+            if res.winner is not None:
+                at = res
+            else:  # rounding down lost the answer: time is not monotone in size here
+                value = lo
+        beyond, t_hi = _quickest(above), tokens_for(hi, tokens_t, asm)[0]
+        if beyond is None:
+            lim = _memory_limit(base, node, n, hi, t_hi, f"a {hi:.6g}B model does not fit {where}")
+        else:
+            t_at = tokens_for(value, tokens_t, asm)[0]
+            lim = _past_limit(base, at.winner, t_at, beyond, t_hi, f"a {hi:.6g}B model", days_limit)
+    tok, rule = tokens_for(value, tokens_t, asm)
+    return Solution(
+        "parameters_b",
+        value,
+        node,
+        n,
+        value,
+        tok,
+        rule,
+        days_limit,
+        at.winner,
+        lim,
+        beyond=beyond,
+        beyond_value=hi,
+    )
+
+
+def _round_down(x: float, digits: int) -> float:
+    """x rounded down to `digits` significant figures (the nearest double to the decimal, never above x)."""
+    e = math.floor(math.log10(x)) - digits + 1
+    down = float(f"{math.floor(x / 10.0**e)}e{e}")
+    return min(down, x)
+
+
+def _fewest_nodes(base, space, node, days_limit, params_b, tokens_t, max_nodes, asm, count) -> Solution:
+    tok, rule = tokens_for(params_b, tokens_t, asm)
+    model = f"a {params_b:g}B model on {tok:,.4g}T tokens"
+    sp = replace(space, nodes=[node], node_counts=node_count_grid(max_nodes), params_b=params_b)
+    tgt = Target("model", params_b=params_b, tokens_t=tok)
+    res = count(search(base, sp, tgt, objective="nodes", days_limit=days_limit))
+    w = res.winner
+    if w is None:
+        q = _quickest(res)
+        if q is None:
+            lead = f"it does not fit {max_nodes:,} × {node.id}"
+            lim = _memory_limit(base, node, max_nodes, params_b, tok, lead)
+        else:
+            lim = _time_limit(
+                base, q, tok, f"the fastest, {q.num_nodes:,} × {node.id}, takes {q.days:,.4g} days"
+            )
+        raise ScenarioError(
+            [
+                (
+                    "--solve",
+                    "num_nodes",
+                    f"no count of {node.id} nodes up to {max_nodes:,} (--max-nodes) trains {model} within "
+                    f"{days_limit:,.4g} days: {lim.why}",
+                )
+            ]
+        )
+    beyond = None
+    if w.num_nodes == 1:
+        lim = _time_limit(base, w, tok, f"one node trains it in {w.days:,.4g} days")
+    else:
+        fewer = w.num_nodes - 1
+        beyond = _fastest(base, space, node, fewer, params_b, tok, None, count).winner
+        if beyond is None:
+            lim = _memory_limit(base, node, fewer, params_b, tok, f"{fewer:,} nodes cannot hold {model}")
+        else:
+            lim = _past_limit(base, w, tok, beyond, tok, f"a run on {fewer:,} nodes", days_limit)
+    return Solution(
+        "num_nodes",
+        float(w.num_nodes),
+        node,
+        w.num_nodes,
+        params_b,
+        tok,
+        rule,
+        days_limit,
+        w,
+        lim,
+        beyond=beyond,
+        beyond_value=float(w.num_nodes - 1) if w.num_nodes > 1 else None,
+    )
+
+
+def _how_long(base, space, node, params_b, tokens_t, asm, count) -> Solution:
+    n = int(base.num_nodes)
+    tok, rule = tokens_for(params_b, tokens_t, asm)
+    w = _fastest(base, space, node, n, params_b, tok, None, count).winner
+    if w is None:
+        lim = _memory_limit(
+            base, node, n, params_b, tok, f"a {params_b:g}B model does not fit {n:,} × {node.id}"
+        )
+        raise ScenarioError([("--solve", "days", f"no configuration runs: {lim.why}")])
+    lim = _time_limit(base, w, tok, f"the fastest configuration takes {w.days:,.4g} days")
+    return Solution("days", w.days, node, n, params_b, tok, rule, None, w, lim)

@@ -327,14 +327,32 @@ def target(
         float | None, typer.Option("--quality-flop", help="Target: quality-adjusted FLOP (C·η·χ).")
     ] = None,
     params_b: Annotated[
-        float | None, typer.Option("--params-b", help="Target: this model size (B)...")
+        float | None,
+        typer.Option(
+            "--params-b", help="Target: this model size (B)... (with --solve num_nodes|days: the model)"
+        ),
     ] = None,
     tokens_t: Annotated[
-        float | None, typer.Option("--tokens-t", help="...trained on this many tokens (T).")
+        float | None,
+        typer.Option(
+            "--tokens-t",
+            help="...trained on this many tokens (T) (with --solve: default compute-optimal, "
+            "chinchilla_tokens_per_param per parameter).",
+        ),
+    ] = None,
+    solve: Annotated[
+        str | None,
+        typer.Option(
+            "--solve",
+            help="Direct question on the base's node kind (or one --node), naming the limiting factor: "
+            "parameters_b (the largest model trained within --days on the base's num_nodes), num_nodes "
+            "(the fewest nodes that train --params-b within --days) or days (how long --params-b takes on "
+            "the base's num_nodes). H, compression and hierarchy range over the search space.",
+        ),
     ] = None,
     objective: Annotated[
-        str, typer.Option("--objective", help="cost (cheapest) or time (fastest).")
-    ] = "cost",
+        str | None, typer.Option("--objective", help="cost (cheapest, the default) or time (fastest).")
+    ] = None,
     days: Annotated[float | None, typer.Option("--days", help=DAYS_HELP)] = None,
     budget: Annotated[float | None, typer.Option("--budget", help="Capital budget in USD.")] = None,
     reach: Annotated[
@@ -350,7 +368,9 @@ def target(
     node: Annotated[
         list[str] | None, typer.Option("--node", "-n", help="Node presets to search (default: all).")
     ] = None,
-    max_nodes: Annotated[int, typer.Option("--max-nodes", help="Largest node count searched.")] = 100_000,
+    max_nodes: Annotated[
+        int | None, typer.Option("--max-nodes", help="Largest node count searched (default 100,000).")
+    ] = None,
     compression: Annotated[str | None, typer.Option("--compression", help="Ratios, e.g. 1,16,150.")] = None,
     inner_steps: Annotated[
         str | None, typer.Option("--inner-steps", help="H values, e.g. auto,16,64.")
@@ -388,7 +408,8 @@ def target(
     workers: WorkersOpt = None,
 ) -> None:
     """The cheapest or fastest configuration that reaches a target within a time limit (and the inverse
-    queries: fewest nodes of one preset; most compute for a budget)."""
+    queries: fewest nodes of one preset; most compute for a budget; --solve: the largest model, the
+    fewest nodes or the days, with the limiting factor)."""
     # lazy: the pydantic scenario model and the YAML catalog load only when the command runs (fast --help)
     from dtsim.analysis.search import DEFAULT_DAYS, Target, search
     from dtsim.analysis.space_options import space_from_options
@@ -397,11 +418,38 @@ def target(
         parse_levels,
     )
 
-    days = DEFAULT_DAYS if days is None else days
+    days_given, days = days, DEFAULT_DAYS if days is None else days
     mc = None
     try:
         uncertainty_flags_alone(uncertainty, **{"--prob": prob})
         base, dists = uncertain_base(file, preset, set_, uncertainty, seed, levels, fixed_assumptions, corr)
+        if solve is not None:
+            _target_solve(
+                base,
+                dists,
+                solve,
+                params_b,
+                tokens_t,
+                days_given,
+                node,
+                max_nodes,
+                {
+                    "--local-flop": local_flop,
+                    "--quality-flop": quality_flop,
+                    "--objective": objective,
+                    "--budget": budget,
+                    "--reach": reach,
+                    "--min-nodes": min_nodes or None,
+                    "--fractions": fractions,
+                    "--pipeline-multiples": pipeline_multiples,
+                },
+                (compression, inner_steps, group_sizes, activation_compression),
+                as_json,
+                (uncertainty, seed, levels, prob, scheduler, workers),
+            )
+            return
+        max_nodes = 100_000 if max_nodes is None else max_nodes
+        objective = "cost" if objective is None else objective
         given = [x is not None for x in (local_flop, quality_flop)] + [
             params_b is not None or tokens_t is not None
         ]
@@ -559,6 +607,188 @@ def target(
             highlight=False,
         )
         print_uncertainty(mc, title="the winner")
+
+
+SOLVE_QUESTION = {
+    "parameters_b": "largest model",
+    "num_nodes": "fewest nodes",
+    "days": "how long",
+}
+
+
+def _target_solve(
+    base, dists, solve, params_b, tokens_t, days, nodes, max_nodes, others, space_opts, as_json, mc_opts
+):
+    """`target --solve`: one direct question (analysis.search.solve), its answer, the configuration
+    that gives it and the limiting factor, as text or --json; --uncertainty draws the answer's run."""
+    from dtsim.analysis.search import DEFAULT_DAYS, SOLVABLE, NodeSpec
+    from dtsim.analysis.search import solve as solve_for
+    from dtsim.analysis.space_options import space_from_options
+    from dtsim.analysis.uncertainty import answer_monte_carlo, parse_levels
+
+    if solve not in SOLVABLE:
+        raise ScenarioError([("--solve", solve, "must be parameters_b, num_nodes or days")])
+    for option, value in others.items():
+        if value is not None:
+            raise ScenarioError(
+                [
+                    (
+                        option,
+                        value,
+                        f"does not go with --solve {solve}; drop it (--solve asks one question of one node kind: "
+                        "no compute target, budget, objective or model-size grid)",
+                    )
+                ]
+            )
+    if solve == "days" and days is not None:
+        raise ScenarioError([("--days", days, "is the answer of --solve days; drop it")])
+    if solve != "num_nodes" and max_nodes is not None:
+        raise ScenarioError(
+            [
+                (
+                    "--max-nodes",
+                    max_nodes,
+                    f"bounds --solve num_nodes only; --solve {solve} runs on the base's "
+                    "num_nodes (--set num_nodes=N)",
+                )
+            ]
+        )
+    if nodes is not None and len(nodes) != 1:
+        raise ScenarioError([("--node", nodes, "--solve takes one node preset (default: the base's node)")])
+    compression, inner_steps, group_sizes, activation_compression = space_opts
+    space = space_from_options(  # H, compression, hierarchy; solve() sets the node, counts and sizes
+        nodes=nodes,
+        max_nodes=1,
+        compression=compression,
+        inner_steps=inner_steps,
+        group_sizes=group_sizes,
+        fractions=None,
+        pipeline_multiples=None,
+        activation_compression=activation_compression,
+        params_b=None,
+        precision=base.precision.value,
+    )
+    node = space.nodes[0] if nodes else NodeSpec.from_scenario(base)
+    limit = DEFAULT_DAYS if days is None and solve != "days" else days
+    sol = solve_for(
+        base,
+        space,
+        solve,
+        node,
+        days_limit=limit,
+        params_b=params_b,
+        tokens_t=tokens_t,
+        max_nodes=100_000 if max_nodes is None else max_nodes,
+    )
+    uncertainty, seed, levels, prob, scheduler, workers = mc_opts
+    mc = None
+    in_time = sol.days_limit if sol.days_limit is not None else sol.run.days
+    if uncertainty is not None:
+        mc = answer_monte_carlo(
+            base,
+            sol.run.scenario_fields(),
+            sol.tokens_t,
+            dists,
+            uncertainty,
+            in_time,
+            seed,
+            parse_levels(levels),
+            scheduler=scheduler,
+            workers=workers,
+            probs=prob or [],
+        )
+    question = _solve_question(sol)
+    if as_json:
+        payload = {
+            "solve": sol.solve,
+            "question": question,
+            "answer": int(sol.value) if sol.solve == "num_nodes" else sol.value,
+            "limiting_factor": sol.limit.factor,
+            "limit": {
+                "factor": sol.limit.factor,
+                "bottleneck": sol.limit.bottleneck,
+                "bottleneck_share": sol.limit.share,
+                "why": sol.limit.why,
+            },
+            "node": sol.node.id,
+            "node_name": sol.node.name,
+            "num_nodes": sol.num_nodes,
+            "parameters_b": sol.params_b,
+            "tokens_t": sol.tokens_t,
+            "tokens": sol.tokens_rule,
+            "days_limit": sol.days_limit,
+            "configuration": row_dict(sol.run),
+            "scenario_fields": {**sol.run.scenario_fields(), "tokens_t": sol.tokens_t},
+            "beyond": None
+            if sol.beyond_value is None
+            else {
+                "parameters_b" if sol.solve == "parameters_b" else "num_nodes": sol.beyond_value,
+                "days": sol.beyond.days if sol.beyond is not None else None,
+                "runs": sol.beyond is not None,
+            },
+            "search": {
+                "kind": "target searches over H, compression and hierarchy on one node kind",
+                "searches": sol.searches,
+                "rows_evaluated": sol.rows,
+                "seconds": sol.seconds,
+            },
+        }
+        if mc is not None:
+            payload |= mc.json_parts()
+        print_json(payload, default=_json_default)
+        return
+    c = console()
+    c.print(f"[bold]{SOLVE_QUESTION[sol.solve]}:[/bold] {question}", highlight=False)
+    c.print(f"tokens: {sol.tokens_t:,.4g}T ({sol.tokens_rule})", highlight=False)
+    c.print(f"[bold]limiting factor: {sol.limit.factor}[/bold] — {sol.limit.why}", highlight=False)
+    t = table(title="the fastest configuration at the answer", show_header=False)
+    t.add_column("")
+    t.add_column("", justify="right")
+    for k, v in row_dict(sol.run).items():
+        if k in ("reach_within_limit", "cost_usd"):
+            continue
+        t.add_row(k, _fmt(v) if not isinstance(v, int) else f"{v:,}")
+    t.add_row("cost_usd", f"${sol.run.cost_usd:,.0f}")
+    c.print(t)
+    fields = {**sol.run.scenario_fields(), "tokens_t": sol.tokens_t}
+    c.print(
+        "check it: dtsim simulate (this base) "
+        + " ".join(f"--set {k}={_set_text(v)}" for k, v in fields.items()),
+        highlight=False,
+        markup=False,
+    )
+    c.print(
+        f"search: {sol.searches:,} target search{'es' if sol.searches > 1 else ''}, {sol.rows:,} rows evaluated; "
+        f"{sol.seconds:.1f} s",
+        highlight=False,
+    )
+    if mc is not None:
+        from dtsim.interfaces.cli.report import print_uncertainty
+
+        p = mc.probabilities[0]
+        c.print(
+            f"How sure: this configuration trains its {sol.tokens_t:,.4g}T tokens within {in_time:,.4g} days in "
+            f"{p['p']:.1%} of {mc.samples:,} draws (a draw where it cannot run counts as not in time; the "
+            "answer is not searched again per draw).",
+            highlight=False,
+        )
+        print_uncertainty(mc, title="the answer's configuration")
+
+
+def _set_text(v: Any) -> str:
+    """A field value as --set takes it (booleans as true/false, numbers in full)."""
+    return str(v).lower() if isinstance(v, bool) else repr(v) if isinstance(v, float) else str(v)
+
+
+def _solve_question(sol) -> str:
+    """The answer as a sentence."""
+    hw = f"{sol.num_nodes:,} × {sol.node.id}"
+    model = f"{sol.params_b:,.4g}B parameters on {sol.tokens_t:,.4g}T tokens"
+    if sol.solve == "parameters_b":
+        return f"{sol.value:,.4g}B parameters ({sol.tokens_t:,.4g}T tokens) within {sol.days_limit:,.4g} days on {hw}"
+    if sol.solve == "num_nodes":
+        return f"{hw} train {model} within {sol.days_limit:,.4g} days (it takes {sol.run.days:,.4g})"
+    return f"{sol.value:,.4g} days to train {model} on {hw}"
 
 
 governance_app = command_group(
