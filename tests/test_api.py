@@ -1,10 +1,14 @@
-"""The HTTP API: every endpoint, bad bodies (422 naming the field), oversized requests (413), the time
-budget (503), and the same JSON as the CLI."""
+"""The HTTP API: every endpoint, bad bodies (422 naming the field), oversized requests (413, 414), non-JSON
+bodies (415), unknown paths and methods (404, 405, as JSON), the time budget (503), generic 500s, the
+reproducers of issue 15 (lone surrogates, deep nesting, huge integers, alias-bomb share links) and the
+same JSON as the CLI."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import logging
+import urllib.parse
 
 import pytest
 from fastapi.testclient import TestClient
@@ -12,6 +16,7 @@ from typer.testing import CliRunner
 
 from dtsim.interfaces.api import app as api
 from dtsim.interfaces.cli.main import app as cli_app
+from tests.abuse import alias_bomb, timed_and_traced
 
 
 @pytest.fixture(scope="module")
@@ -143,8 +148,192 @@ def test_openapi_and_docs(client):
     assert client.get("/docs-assets/swagger-ui-bundle.js").status_code == 200
 
 
-def test_ui_page_is_served_with_the_api():
-    with TestClient(api.create_app(ui=True)) as client:
-        resp = client.get("/")
-        assert resp.status_code == 200 and "dtsim" in resp.text
-        assert client.post("/api/simulate", json={}).status_code == 200
+def test_ui_page_is_served_with_the_api(ui_client):
+    resp = ui_client.get("/")
+    assert resp.status_code == 200 and "dtsim" in resp.text
+    assert ui_client.post("/api/simulate", json={}).status_code == 200
+
+
+# --- issue 15: inputs that cannot be abused --------------------------------------------------------------
+
+
+def post_raw(client, path: str, body: bytes | str, content_type: str | None = "application/json"):
+    headers = {"content-type": content_type} if content_type else {}
+    return client.post(path, content=body, headers=headers)
+
+
+def only_problem(resp, status: int) -> dict:
+    assert resp.status_code == status, resp.text[:300]
+    assert resp.headers["content-type"].startswith("application/json")
+    detail = resp.json()["detail"]
+    assert len(detail) == 1, detail
+    return detail[0]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/simulate", '{"name": "\\ud800"}', "body.name"),
+        ("/api/simulate", '{"scenarios": [{}, {"name": "a\\udfffb"}]}', "body.scenarios[1].name"),
+        ("/api/sweep", '{"field": "num_nodes", "scenario": {"name": "\\ud800"}}', "body.scenario.name"),
+        ("/api/sensitivity", '{"scenario": {"\\ud800": 1}}', "body.scenario"),
+    ],
+)
+def test_lone_surrogate_is_422(client, path, body, field):
+    """A JSON string holding "\\ud800" (valid JSON, not valid Unicode) was a 500 once the result or
+    the error was encoded as UTF-8."""
+    problem = only_problem(post_raw(client, path, body), 422)
+    assert problem["field"] == field and "lone surrogate" in problem["message"]
+    assert "\\ud" in problem["value"] or problem["value"] == "\\ud800"
+
+
+@pytest.mark.parametrize("depth", [40, 980, 1000, 100_000])
+@pytest.mark.parametrize("path", ["/api/simulate", "/api/sweep", "/api/sensitivity"])
+def test_deep_nesting_is_422(client, path, depth):
+    """JSON nested ≥ 980 deep was a RecursionError (500); anything over 32 deep is refused."""
+    for body in ("[" * depth + "]" * depth, '{"a":' * depth + "1" + "}" * depth):
+        problem = only_problem(post_raw(client, path, body), 422)
+        assert problem["field"].startswith("body") and "nested more than 32 deep" in problem["message"]
+        assert len(problem["value"]) <= 80
+
+
+def test_integers_over_4300_digits_are_422(client):
+    for body in (
+        '{"num_nodes": ' + "1" * 4301 + "}",
+        '{"field": "num_nodes", "values": [' + "9" * 5000 + "]}",
+    ):
+        problem = only_problem(post_raw(client, "/api/simulate", body), 422)
+        assert problem["field"] == "body" and "4300 digits" in problem["message"]
+    # long but convertible integers are the field's own 422, quoted short
+    problem = only_problem(client.post("/api/simulate", json={"num_nodes": 10**4000}), 422)
+    assert problem["field"] == "num_nodes" and len(problem["value"]) <= 80
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "text/plain",
+        "text/plain; charset=utf-8",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+        "application/json; charset=latin-1",
+        "application/yaml",
+        None,
+    ],
+)
+@pytest.mark.parametrize("path", ["/api/simulate", "/api/sweep", "/api/sensitivity"])
+def test_posts_must_be_application_json(client, path, content_type):
+    """A cross-site form or `text/plain` "simple request" never reaches a model: 415, as JSON."""
+    problem = only_problem(post_raw(client, path, '{"field": "num_nodes"}', content_type), 415)
+    assert problem["field"] == "content-type" and "application/json" in problem["message"]
+
+
+def test_application_json_with_utf8_charset_is_accepted(client):
+    for content_type in ("Application/JSON; charset=UTF-8", 'application/json; v=1; charset="utf8"'):
+        assert post_raw(client, "/api/simulate", "{}", content_type).status_code == 200
+
+
+@pytest.mark.parametrize("which", ["client", "ui_client"])
+def test_unknown_paths_and_methods_are_json(request, which):
+    """404 and 405 under /api are JSON, also with the web UI mounted (whose catch-all answers pages)."""
+    c = request.getfixturevalue(which)
+    for path in ("/api", "/api/", "/api/nope", "/api/simulate/extra"):
+        problem = only_problem(c.get(path), 404)
+        assert problem["field"] == "path" and problem["value"] == path
+    for method, path, allowed in (("GET", "/api/simulate", "POST"), ("DELETE", "/api/presets", "GET")):
+        resp = c.request(method, path)
+        problem = only_problem(resp, 405)
+        assert resp.headers["allow"] == allowed and problem["value"] == method
+    # a POST with a wrong content type to an operation that takes no POST is still 405, not 415
+    assert post_raw(c, "/api/presets", "x", "text/plain").status_code == 405
+    assert post_raw(c, "/api/nope", "x", "text/plain").status_code == 404
+
+
+def test_body_cap_without_content_length_is_413(client):
+    """A streamed (chunked) body is counted as it arrives and refused once over the cap."""
+
+    def chunks():
+        for _ in range(api.MAX_BODY_BYTES // 65_536 + 2):
+            yield b" " * 65_536
+
+    problem = only_problem(
+        client.post("/api/simulate", content=chunks(), headers={"content-type": "application/json"}), 413
+    )
+    assert f"{api.MAX_BODY_BYTES:,} bytes" in problem["message"]
+
+
+def test_query_string_cap_is_414(client, ui_client):
+    long_query = "?preset=" + "x" * api.MAX_QUERY_BYTES
+    problem = only_problem(client.post("/api/simulate" + long_query, json={}), 414)
+    assert problem["field"] == "query" and f"{api.MAX_QUERY_BYTES:,} bytes" in problem["message"]
+    assert only_problem(client.get("/api/presets" + long_query), 414)
+    resp = ui_client.get("/?name=" + "x" * api.MAX_QUERY_BYTES)
+    assert resp.status_code == 414 and resp.headers["content-type"].startswith("text/html")
+    assert "at most" in resp.text and len(resp.text) < 300
+
+
+def test_error_values_are_quoted_short(client):
+    """An error never echoes a whole request back: each value at most 80 characters."""
+    for body in ({"num_nodes": "x" * 10_000}, {"num_nodes": list(range(1000))}, {"x" * 500: 1}):
+        resp = client.post("/api/simulate", json=body)
+        assert resp.status_code == 422
+        for problem in resp.json()["detail"]:
+            assert problem["value"] is None or len(json.dumps(problem["value"], ensure_ascii=False)) <= 82
+            assert len(problem["field"]) <= 600
+
+
+def test_internal_errors_are_generic_with_the_detail_in_the_log(client, monkeypatch, caplog):
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("secret detail /etc/passwd")
+
+    monkeypatch.setattr(api, "simulate", broken)
+    with caplog.at_level(logging.ERROR, logger="dtsim.api"):
+        for body in ({}, {"scenarios": [{}]}):
+            resp = client.post("/api/simulate", json=body)
+            problem = only_problem(resp, 500)
+            assert problem == {"field": "server", "value": None, "message": api.INTERNAL_ERROR}
+            assert "secret" not in resp.text and "RuntimeError" not in resp.text
+    assert "secret detail" in caplog.text and "Traceback" in caplog.text
+
+
+def test_page_errors_are_generic(ui_client, monkeypatch, caplog):
+    from dtsim.interfaces.web import page
+
+    def broken(_query):
+        raise RuntimeError("secret detail /etc/passwd")
+
+    monkeypatch.setattr(page, "build_page", broken)
+    with caplog.at_level(logging.ERROR):
+        resp = ui_client.get("/?num_nodes=5")
+    assert resp.status_code == 500
+    assert "secret" not in resp.text and "RuntimeError" not in resp.text
+    assert "internal error" in resp.text
+    assert "secret detail" in caplog.text
+
+
+def test_share_link_alias_bomb_is_rejected_fast(ui_client):
+    """An 826-byte share link of nested YAML aliases froze the server for 3.6 minutes at 4.3 GB: now a
+    link under 1 KB is refused (the page loads the default scenario and says why) within 1 s and
+    100 MB."""
+    link = "/?name=" + urllib.parse.quote(alias_bomb())
+    assert len(link) < 1024
+    resp, seconds, peak = timed_and_traced(lambda: ui_client.get(link))
+    assert resp.status_code == 200 and "Ignored the link" in resp.text and "200,000 values" in resp.text
+    assert seconds < 1.0, f"{seconds:.2f} s"
+    assert peak < 100e6, f"{peak / 1e6:.0f} MB"
+
+
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        ("assumptions=5&assumptions.pue=1.2", "is not a table, so assumptions.pue cannot be set inside it"),
+        ("assumptions.pue=1.2&assumptions=5", "must be a table of assumption names and values"),
+        ("num_nodes=" + "[" * 100 + "]" * 100, "nested more than 32 deep"),
+        ("num_nodes=" + "9" * 4400, "num_nodes = '999"),
+    ],
+)
+def test_bad_share_links_load_the_page_with_a_notice(ui_client, query, words):
+    """`/?assumptions=5&assumptions.pue=1.2` was a 500 page showing the exception."""
+    resp = ui_client.get("/?" + query)
+    assert resp.status_code == 200, resp.text[:300]
+    assert "Ignored the link" in resp.text and words in resp.text

@@ -233,3 +233,63 @@ def test_browser_session(server):
         browser.close()
     assert hosts == {server.split("/")[2]}, f"the page reached beyond localhost: {hosts}"
     assert not errors, errors
+
+
+def test_bad_uploads_and_share_links_say_why(server, tmp_path):
+    """A scenario file that cannot be used leaves the inputs as they were and says why beside the upload
+    (it used to fail silently while the upload showed success); a share link that cannot be used loads
+    the default scenario with a visible notice. A good file afterwards clears the error."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.abuse import alias_bomb
+
+    chromium = _ensure_chromium()
+    bad = {
+        "bomb.yaml": (alias_bomb().encode(), "200,000 values"),
+        "utf16.yaml": ("num_nodes: 5\n".encode("utf-16"), "UTF-16"),
+        "binary.json": (bytes(range(256)), "not UTF-8"),
+        "list.yaml": (b"- 1\n- 2\n", "must hold a mapping"),
+        "negative.yaml": (b"num_nodes: -5\n", "num_nodes = -5"),
+        "keys.yaml": (b"{1: 2}\n", "keys must be text"),
+        "scenario.txt": (b"num_nodes: 5\n", "must be a .yaml, .yml or .json"),
+        "big.yaml": (b"# " * 300_001, "bytes; at most 500,000"),
+    }
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=LAUNCH_ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(server + "/")
+        page.wait_for_function("document.querySelector('[data-testid=result-json]')?.textContent.length > 10")
+        first = page.text_content("[data-testid=result-json]")
+        error = page.locator("[data-testid=import-error]")
+        for name, (content, words) in bad.items():
+            path = tmp_path / name
+            path.write_bytes(content)
+            started = time.perf_counter()
+            # set_input_files skips the file input's accept filter, as a user's "all files" choice does
+            page.set_input_files("input[type=file]", str(path))
+            page.wait_for_function(
+                "(w) => document.querySelector('[data-testid=import-error]')?.textContent.includes(w)",
+                arg=words,
+                timeout=10_000,
+            )
+            assert time.perf_counter() - started < 5.0
+            assert error.is_visible() and name in error.text_content()
+            assert page.text_content("[data-testid=result-json]") == first
+            assert page.input_value("[data-testid=num_nodes]") == str(dtsim.load_scenario().num_nodes)
+            # the upload's own "done" tick is cleared: nothing claims the file was taken
+            page.wait_for_function("document.querySelectorAll('.q-uploader__file').length === 0")
+        page.screenshot(path=str(ARTIFACTS / "web-ui-bad-upload.png"), full_page=True)
+
+        good = tmp_path / "good.yaml"
+        good.write_text("num_nodes: 321\n")
+        page.set_input_files("input[type=file]", str(good))
+        _wait_changed(page, "[data-testid=result-json]", None, first)
+        assert page.input_value("[data-testid=num_nodes]") == "321"
+        assert not error.is_visible()
+
+        page.goto(server + "/?assumptions=5&assumptions.pue=1.2")
+        page.wait_for_function("document.querySelector('[data-testid=result-json]')?.textContent.length > 10")
+        notice = page.locator("[data-testid=link-error]")
+        assert notice.is_visible() and "assumptions.pue cannot be set" in notice.text_content()
+        assert _result_json(page) == dtsim.simulate().model_dump(mode="json")
+        browser.close()

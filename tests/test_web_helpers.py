@@ -1,4 +1,4 @@
-"""The UI's pure helpers: share links, widget values, CSV export (no browser needed)."""
+"""The UI's pure helpers: share links, widget values, CSV export, uploaded files (no browser needed)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 
 import dtsim
 from dtsim import catalog
+from dtsim.errors import ScenarioError
 from dtsim.interfaces.web.fields import (
     GROUPS,
     INPUTS,
@@ -23,6 +24,7 @@ from dtsim.interfaces.web.fields import (
     unit,
     values_to_fields,
 )
+from dtsim.interfaces.web.page import problems_text, scenario_from_upload
 from dtsim.interfaces.web.results import result_csv
 from dtsim.interfaces.web.widgets import InputWidgets, make_widget
 from dtsim.schema.fields import BOUNDS
@@ -214,3 +216,61 @@ def test_tooltips_quote_the_assumptions_table():
     assert tip_text("1 + {straggler_coefficient}·log2 n, P^{replica_beta_exponent}", values) == (
         "1 + 0.07·log2 n, P^−0.25"
     )
+
+
+# --- uploaded scenario files (issue 15: a 426-byte upload took 23 s; a bad one failed silently) -----------
+
+
+def test_upload_alias_bomb_is_refused_within_1_s_and_100_mb():
+    from tests.abuse import alias_bomb, timed_and_traced
+
+    for name, text in (("bomb.yaml", "num_nodes: " + alias_bomb()), ("bomb.yaml", alias_bomb(7, 6))):
+        raw = text.encode()
+        assert len(raw) < 1024
+
+        def refuse(raw=raw, name=name):
+            with pytest.raises(ScenarioError) as info:
+                scenario_from_upload(name, raw)
+            return info.value
+
+        exc, seconds, peak = timed_and_traced(refuse)
+        assert seconds < 1.0 and peak < 100e6, (seconds, peak)
+        assert "200,000 values" in str(exc) or "must hold a mapping" in str(exc), exc
+
+
+@pytest.mark.parametrize(
+    ("name", "raw", "field", "words"),
+    [
+        ("s.yaml", "num_nodes: 5\n".encode("utf-16"), "file", "UTF-16"),
+        ("s.yaml", b"num_nodes: \xff\n", "file", "not UTF-8"),
+        ("s.yaml", b"\x00\x01", "file", "NUL"),
+        ("s.yaml", b"- 1\n", "file", "must hold a mapping"),
+        ("s.yaml", b"{1: 2}", "file", "keys must be text"),
+        ("s.yaml", b"when: 2024-01-01", "file.when", "date values are not accepted"),
+        ("s.yaml", b"num_nodes: [", "file", "malformed YAML"),
+        ("s.json", b"num_nodes: 5", "file", "malformed JSON"),
+        ("s.json", b'{"name": "\\ud800"}', "file.name", "lone surrogate"),
+        ("s.json", b'{"num_nodes": NaN}', "file", "NaN is not a JSON number"),
+        ("s.txt", b"num_nodes: 5", "file", "must be a .yaml, .yml or .json"),
+        ("s.yaml", b"#" * 500_001, "file", "at most 500,000"),
+        ("s.yaml", b"num_nodes: -5", "num_nodes", "must be an integer"),
+        ("s.yaml", b"preset: nope", "preset", "nope"),
+    ],
+)
+def test_upload_errors_name_the_place(name, raw, field, words):
+    with pytest.raises(ScenarioError) as info:
+        scenario_from_upload(name, raw)
+    assert any(f == field and words in f"{v} {m}" for f, v, m in info.value.problems), info.value.problems
+
+
+def test_upload_reads_yaml_json_and_a_preset():
+    assert scenario_from_upload("a.YML", b"\xef\xbb\xbfnum_nodes: 7\n").num_nodes == 7
+    assert scenario_from_upload("a.json", b'{"num_nodes": 9}').num_nodes == 9
+    s = scenario_from_upload("a.yaml", b"preset: intellect-1\nnum_nodes: 3\n")
+    assert s.num_nodes == 3 and s.parameters_b == load_scenario(preset="intellect-1").parameters_b
+
+
+def test_problems_text_quotes_at_most_80_characters():
+    exc = ScenarioError([("name", "x" * 10_000, "too long"), ("num_nodes", list(range(10_000)), "bad")])
+    lines = problems_text(exc, "\n").splitlines()
+    assert len(lines) == 2 and all(len(line) < 120 for line in lines), lines

@@ -1,38 +1,55 @@
 """The HTTP API (FastAPI): the same scenario and result schemas as the CLI, under /api.
 
-Bounded by design: a request body over MAX_BODY_BYTES gets 413, a batch over MAX_BATCH scenarios
-422 (the schema's maxItems), invalid input 422 with one {field, value, message} per problem, and work that outlives
-TIME_BUDGET_S stops with 503 instead of holding a worker.
+Bounded by design (docs: README "Web app and HTTP API"):
+- a request body over MAX_BODY_BYTES gets 413 before it is read, a query string over MAX_QUERY_BYTES
+  414 (the page's share links too);
+- a POST body must be `application/json` (415 otherwise: a cross-site form or `text/plain` "simple
+  request" never reaches a model) and is read as any user input is (schema/inputs.py: UTF-8, valid
+  Unicode, at most 32 deep and 200,000 values, integers of at most 4,300 digits, no NaN);
+- invalid input is 422 with one {field, value, message} per problem, each value quoted in at most
+  80 characters (errors.quote); a batch over MAX_BATCH scenarios is 422 (the schema's maxItems);
+- an unknown path under /api is 404 and a method an operation does not take 405, both JSON;
+- work that outlives TIME_BUDGET_S stops with 503 instead of holding a worker;
+- an unexpected exception is a short generic 500 (JSON under /api, a one-line page elsewhere): the
+  traceback goes to the server's log (logger "dtsim.api"), never to the client.
 """
 
 from __future__ import annotations
 
-import json
+import html
+import logging
 import math
 import time
 from enum import Enum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.routing import APIRoute
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, RootModel
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dtsim import __version__, catalog
 from dtsim.analysis.sweep import MAX_POINTS, SWEEP_OUTPUTS, SWEEPABLE, default_range, sweep
 from dtsim.assumptions import table as assumptions_table
-from dtsim.errors import ScenarioError
+from dtsim.errors import QUOTE_CHARS, ScenarioError, quote
 from dtsim.models.decentralized.engine import simulate
 from dtsim.models.decentralized.result import Result
+from dtsim.schema.inputs import decode_text, parse_json
 from dtsim.schema.scenario import Scenario, load_scenario, scenario_json_schema
 
 PresetName = Enum("PresetName", {k: k for k in catalog.scenario_presets()}, type=str)
+SweepField = Literal[SWEEPABLE]  # type: ignore[valid-type]
 MAX_BODY_BYTES = 1_000_000
+MAX_QUERY_BYTES = 8_192  # a share link of every field and assumption is ~3 KB
 MAX_BATCH = 1000
 TIME_BUDGET_S = 20.0
+JSON_TYPE = "application/json"
+INTERNAL_ERROR = "internal error; the details are in the server's log"
+log = logging.getLogger("dtsim.api")
 
 
 class Problem(BaseModel):
@@ -63,10 +80,10 @@ class SimulateResponse(RootModel[Result | SimulateBatchResult]):
 class SweepRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     scenario: dict[str, Any] = Field(
-        default_factory=dict, description="Scenario fields (defaults: MIRI simulator docs §9)."
+        default_factory=dict, description="Scenario fields; unset ones take their defaults (`dtsim schema`)."
     )
-    field: str = Field(description=f"Field to vary: one of {', '.join(SWEEPABLE)}.")
-    values: list[float] | None = Field(
+    field: SweepField = Field(description="The field to vary.")
+    values: list[FiniteFloat] | None = Field(
         None, max_length=MAX_POINTS, description="Values; default: around the current one."
     )
     points: int = Field(41, ge=2, le=MAX_POINTS, description="Number of points when values are not given.")
@@ -76,7 +93,7 @@ class SensitivityRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)  # 0 is not false, "2" is not 2
     scenario: dict[str, Any] = Field(
         default_factory=dict,
-        description="Scenario fields (defaults: MIRI simulator docs §9); any numeric field may be a distribution, e.g. "
+        description="Scenario fields (unset ones take their defaults); any numeric field may be a distribution, e.g. "
         '{"mfu": {"dist": "triangular", "low": 0.3, "mode": 0.4, "high": 0.5}}.',
         examples=[{"mfu": {"dist": "uniform", "low": 0.3, "high": 0.5}}],
     )
@@ -102,48 +119,167 @@ class SweepResponse(BaseModel):
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, problems: list[tuple[str, Any, str]]):
+    def __init__(
+        self, status: int, problems: list[tuple[str, Any, str]], headers: dict[str, str] | None = None
+    ):
         self.status = status
         self.problems = problems
+        self.headers = headers
 
 
-def _error(status: int, problems: list[tuple[str, Any, str]]) -> JSONResponse:
-    body = {"detail": [{"field": f, "value": _jsonable(v), "message": m} for f, v, m in problems]}
-    return JSONResponse(status_code=status, content=body)
+def _error(
+    status: int, problems: list[tuple[str, Any, str]], headers: dict[str, str] | None = None
+) -> JSONResponse:
+    body = {"detail": [{"field": _text(f), "value": _shown(v), "message": _text(m)} for f, v, m in problems]}
+    return JSONResponse(status_code=status, content=body, headers=headers)
 
 
-def _jsonable(value: Any) -> Any:
-    try:
-        json.dumps(value, allow_nan=False)
+def _text(text: str) -> str:
+    """Text safe to encode as UTF-8 (a lone surrogate from a key becomes a \\udXXX escape)."""
+    return str(text).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _shown(value: Any) -> Any:
+    """A value as an error body quotes it: null, true/false, a number that JSON holds exactly and
+    text of at most QUOTE_CHARS characters as they are; anything else (a list, a mapping, long text, a
+    huge or non-finite number) as its first QUOTE_CHARS characters of text (errors.quote), so an error
+    never echoes a whole request back."""
+    if value is None or isinstance(value, bool):
         return value
-    except (TypeError, ValueError):
-        return str(value)
+    if isinstance(value, int) and abs(value) < 2**53:
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    if isinstance(value, str) and len(value) <= QUOTE_CHARS:
+        return _text(value)
+    return _text(quote(value))
 
 
-class BodyLimit:
-    """ASGI middleware: refuse request bodies over `limit` bytes with 413, before reading them all."""
+def _is_api(path: str) -> bool:
+    return path == "/api" or path.startswith("/api/")
 
-    def __init__(self, app, limit: int = MAX_BODY_BYTES):
+
+def _refusal(api: bool, status: int, problems: list[tuple[str, Any, str]], headers=None) -> Response:
+    """A 4xx/5xx answer: JSON under /api, a short page elsewhere (the web UI's paths)."""
+    if api:
+        return _error(status, problems, headers)
+    text = "; ".join(f"{f}: {m}" for f, _v, m in problems)
+    page = f"<!doctype html><title>dtsim: {status}</title><p>{html.escape(_text(text))}</p>"
+    return HTMLResponse(page, status_code=status, headers=headers)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _ClientGone(Exception):
+    pass
+
+
+class RequestGuard:
+    """ASGI middleware in front of the API and the page: size caps (413 body, 414 query string), the
+    JSON-only rule for POST bodies (415), the body read once as any user input is (422 when it is not
+    plain JSON data), and the one place where an unexpected exception becomes a short generic 500 with
+    its traceback in the server's log only."""
+
+    def __init__(self, app, json_paths: frozenset[str] = frozenset(), limit: int = MAX_BODY_BYTES):
         self.app = app
+        self.json_paths = json_paths
         self.limit = limit
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        headers = dict(scope.get("headers") or [])
-        declared = headers.get(b"content-length")
-        too_big = _error(
-            413,
-            [
-                (
-                    "body",
-                    f"{int(declared)} bytes" if declared else "body",
-                    f"must be at most {self.limit:,} bytes",
-                )
-            ],
-        )
+        api = _is_api(scope["path"])
+        started = False
+
+        async def tracked(message):
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            refusal = self._check_head(scope)
+            if refusal is None and scope["method"] == "POST" and scope["path"] in self.json_paths:
+                refusal, receive = await self._read_json(scope, receive)
+            elif refusal is None:
+                receive = self._limited(receive)
+            if refusal is not None:
+                return await _refusal(api, *refusal)(scope, receive, send)
+            await self.app(scope, receive, tracked)
+        except _ClientGone:
+            return None
+        except _TooLarge:
+            if started:
+                raise
+            await _refusal(api, *self._too_large("body"))(scope, receive, send)
+        except Exception:
+            if started:  # too late for a clean answer: the server closes the connection
+                raise
+            log.exception("%s %s failed", scope.get("method"), scope.get("path"))
+            await _refusal(api, 500, [("server", None, INTERNAL_ERROR)])(scope, receive, send)
+
+    def _too_large(self, shown: str) -> tuple[int, list]:
+        return 413, [("body", shown, f"a request body holds at most {self.limit:,} bytes")]
+
+    def _check_head(self, scope) -> tuple[int, list] | None:
+        query = scope.get("query_string") or b""
+        if len(query) > MAX_QUERY_BYTES:
+            return 414, [
+                ("query", f"{len(query):,} bytes", f"a query string holds at most {MAX_QUERY_BYTES:,} bytes")
+            ]
+        declared = _header(scope, b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            return await too_big(scope, receive, send)
+            return self._too_large(f"{int(declared):,} bytes")
+        if scope["method"] == "POST" and scope["path"] in self.json_paths:
+            ctype = _header(scope, b"content-type")
+            media, *params = (ctype or b"").decode("latin-1").lower().split(";")
+            charsets = [
+                p.split("=", 1)[1].strip().strip('"') for p in params if p.strip().startswith("charset=")
+            ]
+            if media.strip() != JSON_TYPE or any(c not in ("utf-8", "utf8") for c in charsets):
+                return 415, [
+                    (
+                        "content-type",
+                        ctype.decode("latin-1") if ctype else None,
+                        f"a POST body must be {JSON_TYPE} (UTF-8)",
+                    )
+                ]
+        return None
+
+    async def _read_json(self, scope, receive):
+        """The whole body (at most `limit` bytes) parsed as JSON into scope["dtsim.json"]; the endpoint
+        then reads the same bytes again from a replay."""
+        chunks, size, more = [], 0, True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away: nobody to answer
+                raise _ClientGone
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                return self._too_large(f"over {self.limit:,} bytes"), receive
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+        raw = b"".join(chunks)
+        if not raw.strip():
+            return (422, [("body", None, "is empty; send a JSON object")]), receive
+        try:
+            scope["dtsim.json"] = parse_json(decode_text(raw, "the request body", "body"), "body")
+        except ScenarioError as exc:
+            return (422, exc.problems), receive
+        sent = False
+
+        async def replay():
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": raw, "more_body": False}
+
+        return None, replay
+
+    def _limited(self, receive):
         seen = 0
 
         async def limited():
@@ -152,31 +288,53 @@ class BodyLimit:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.limit:
-                    raise ApiError(
-                        413, [("body", f"over {self.limit:,} bytes", f"must be at most {self.limit:,} bytes")]
-                    )
+                    raise _TooLarge
             return message
 
-        try:
-            return await self.app(scope, limited, send)
-        except ApiError as exc:
-            return await _error(exc.status, exc.problems)(scope, receive, send)
+        return limited
+
+
+def _header(scope, name: bytes) -> bytes | None:
+    for key, value in scope.get("headers") or ():
+        if key.lower() == name:
+            return value
+    return None
+
+
+class ApiFallback:
+    """The last route under /api: an unknown path is 404, a method the path does not take 405 (with
+    Allow), both as JSON — also when the web UI is mounted, whose catch-all would answer with a page."""
+
+    def __init__(self, routes: list[Any]):
+        self.routes = routes
+
+    async def __call__(self, scope, receive, send):
+        path = scope["path"]
+        allowed = sorted(
+            {
+                m
+                for r in self.routes
+                if isinstance(r, APIRoute) and r.path_regex.match(path)
+                for m in r.methods
+            }
+        )
+        if allowed:
+            methods = ", ".join(allowed)
+            response = _error(
+                405, [("method", scope["method"], f"{path} takes {methods}")], {"Allow": methods}
+            )
+        else:
+            response = _error(404, [("path", path, "no such API operation; see /openapi.json or /docs")])
+        await response(scope, receive, send)
 
 
 def _scenario_problems(exc: ScenarioError, prefix: str = "") -> list[tuple[str, Any, str]]:
     return [(f"{prefix}{f}", v, m) for f, v, m in exc.problems]
 
 
-async def _json_body(request: Request) -> Any:
-    raw = await request.body()
-    if not raw:
-        raise ApiError(422, [("body", None, 'must be a JSON object (a scenario, or {"scenarios": [...]})')])
-    try:
-        return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ApiError(
-            422, [("body", raw[:80].decode("utf-8", "replace"), f"malformed JSON: {exc}")]
-        ) from None
+def _json_body(request: Request) -> Any:
+    """The body RequestGuard parsed (every POST operation's path is in its json_paths)."""
+    return request.scope["dtsim.json"]
 
 
 def _load(fields: Any, preset: Any, prefix: str = "") -> Scenario:
@@ -184,7 +342,7 @@ def _load(fields: Any, preset: Any, prefix: str = "") -> Scenario:
     if not isinstance(fields, dict):
         raise ApiError(
             422,
-            [(prefix.rstrip(".") or "body", _jsonable(fields), "must be a JSON object of scenario fields")],
+            [(prefix.rstrip(".") or "body", fields, "must be a JSON object of scenario fields")],
         )
     try:
         return load_scenario(preset=preset, layers=[fields])
@@ -193,11 +351,22 @@ def _load(fields: Any, preset: Any, prefix: str = "") -> Scenario:
 
 
 router = APIRouter(prefix="/api")
-ERRORS = {
-    413: {"model": ErrorBody, "description": "Request body too large."},
+# Every operation: a query string over MAX_QUERY_BYTES (414) and the generic internal error (500).
+COMMON_ERRORS: dict[int | str, dict[str, Any]] = {
+    414: {"model": ErrorBody, "description": f"Query string over {MAX_QUERY_BYTES:,} bytes."},
+    500: {
+        "model": ErrorBody,
+        "description": "Internal error: a generic message; the details are in the server's log only.",
+    },
+}
+ERRORS: dict[int | str, dict[str, Any]] = {
+    **COMMON_ERRORS,
+    413: {"model": ErrorBody, "description": f"Request body over {MAX_BODY_BYTES:,} bytes."},
+    415: {"model": ErrorBody, "description": "The body is not application/json (UTF-8)."},
     422: {
         "model": ErrorBody,
-        "description": "Invalid input: one entry per problem with field, value and what is allowed.",
+        "description": "Invalid input: one entry per problem with field, value (at most 80 characters of "
+        "it) and what is allowed.",
     },
     503: {"model": ErrorBody, "description": "The work exceeded the time budget."},
 }
@@ -214,16 +383,14 @@ async def api_simulate(
 ) -> Any:
     """Body: one scenario (the fields of `dtsim schema`), or `{"scenarios": [...]}` for a batch of up
     to 1,000. Response: the result (the JSON of `dtsim simulate --json`), or `{"results": [...]}`."""
-    body = await _json_body(request)
+    body = _json_body(request)
     if isinstance(body, dict) and "scenarios" in body:
         items = body["scenarios"]
         if set(body) != {"scenarios"}:
             extra = sorted(set(body) - {"scenarios"})
-            raise ApiError(
-                422, [(extra[0], _jsonable(body[extra[0]]), "a batch body holds only 'scenarios'")]
-            )
+            raise ApiError(422, [(extra[0], body[extra[0]], "a batch body holds only 'scenarios'")])
         if not isinstance(items, list) or not items:
-            raise ApiError(422, [("scenarios", _jsonable(items), "must be a non-empty list of scenarios")])
+            raise ApiError(422, [("scenarios", items, "must be a non-empty list of scenarios")])
         if len(items) > MAX_BATCH:
             raise ApiError(
                 422, [("scenarios", f"{len(items)} scenarios", f"a batch holds at most {MAX_BATCH:,}")]
@@ -312,17 +479,17 @@ def _finite(x: Any) -> Any:
     return x
 
 
-@router.get("/presets", summary="Scenario presets, node presets and accelerators")
+@router.get("/presets", responses=COMMON_ERRORS, summary="Scenario presets, node presets and accelerators")
 def api_presets() -> dict[str, Any]:
     return catalog.catalog_payload()
 
 
-@router.get("/schema", summary="JSON Schema of a scenario")
+@router.get("/schema", responses=COMMON_ERRORS, summary="JSON Schema of a scenario")
 def api_schema() -> dict[str, Any]:
     return scenario_json_schema()
 
 
-@router.get("/assumptions", summary="The assumptions table")
+@router.get("/assumptions", responses=COMMON_ERRORS, summary="The assumptions table")
 def api_assumptions() -> list[dict[str, Any]]:
     return [
         {
@@ -372,7 +539,7 @@ def create_app(ui: bool = True) -> FastAPI:
 
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
-        return _error(exc.status, exc.problems)
+        return _error(exc.status, exc.problems, exc.headers)
 
     @app.exception_handler(ScenarioError)
     async def _scenario_error(_request: Request, exc: ScenarioError) -> JSONResponse:
@@ -385,7 +552,7 @@ def create_app(ui: bool = True) -> FastAPI:
         # FastAPI answers an unparseable JSON body with 400; the API's contract is 422 with a field.
         if exc.status_code == 400:
             return _error(422, [("body", None, f"malformed JSON: {exc.detail}")])
-        return _error(exc.status_code, [("path", None, str(exc.detail))])
+        return _error(exc.status_code, [("path", _request.url.path, str(exc.detail))], exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -394,7 +561,7 @@ def create_app(ui: bool = True) -> FastAPI:
             loc = [str(p) for p in err.get("loc", ())]
             if loc and loc[0] in ("body", "query", "path"):
                 loc = loc[1:]
-            problems.append((".".join(loc) or "body", _jsonable(err.get("input")), err.get("msg", "invalid")))
+            problems.append((".".join(loc) or "body", err.get("input"), err.get("msg", "invalid")))
         return _error(422, problems)
 
     def openapi() -> dict[str, Any]:
@@ -442,7 +609,12 @@ def create_app(ui: bool = True) -> FastAPI:
         return schema
 
     app.openapi = openapi  # type: ignore[method-assign]
-    app.add_middleware(BodyLimit)
+    # after every API route and before the UI's catch-all: JSON 404/405 for any path under /api
+    fallback = ApiFallback(router.routes)
+    app.router.add_route("/api", fallback, include_in_schema=False)
+    app.router.add_route("/api/{rest:path}", fallback, include_in_schema=False)
+    json_paths = frozenset(r.path for r in router.routes if isinstance(r, APIRoute) and "POST" in r.methods)
+    app.add_middleware(RequestGuard, json_paths=json_paths)
     if ui:
         from dtsim.interfaces.web.page import mount
 

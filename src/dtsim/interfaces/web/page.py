@@ -13,6 +13,7 @@ a page is built, so `dtsim --help` does not pay for it.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +22,7 @@ from fastapi import FastAPI, Request
 
 from dtsim import catalog
 from dtsim.analysis.sweep import current_value, default_range, sweep
-from dtsim.errors import ScenarioError
+from dtsim.errors import ScenarioError, format_problem
 from dtsim.interfaces.web.charts import SWEEP_FIELDS, breakdown_chart, sweep_chart
 from dtsim.interfaces.web.fields import (
     GROUPS,
@@ -42,7 +43,13 @@ from dtsim.interfaces.web.results import (
 from dtsim.interfaces.web.widgets import InputWidgets, make_widget
 from dtsim.models.decentralized.engine import simulate
 from dtsim.models.decentralized.result import Result
+from dtsim.schema.inputs import decode_text, parse_data
 from dtsim.schema.scenario import Scenario, load_scenario
+
+log = logging.getLogger("dtsim.web")
+MAX_UPLOAD_BYTES = 500_000  # a scenario file is ~2 KB; the upload's multipart body stays under the API's cap
+UPLOAD_TYPES = (".yaml", ".yml", ".json")
+INTERNAL_ERROR = "internal error; the details are in the server's log"
 
 STYLE = (
     "<style>.dt-k{color:#555} .dt-v{font-variant-numeric:tabular-nums;text-align:right}"
@@ -62,7 +69,24 @@ EXPORTS = (
 
 
 def problems_text(exc: ScenarioError, sep: str) -> str:
-    return sep.join(f"{f} = {v!r}: {m}" for f, v, m in exc.problems)
+    """The problems one per line (or `sep`-joined), each value quoted in at most 80 characters."""
+    return sep.join(format_problem(f, v, m) for f, v, m in exc.problems)
+
+
+def scenario_from_upload(name: str, raw: bytes) -> Scenario:
+    """An uploaded scenario file (YAML, or JSON by its suffix; a `preset` key allowed) as a Scenario,
+    read as any user file is (schema/inputs.py: size, encoding, alias and nesting limits), or a
+    ScenarioError naming the file and what is wrong."""
+    shown = name if len(name) <= 80 else name[:79] + "…"
+    if not name.lower().endswith(UPLOAD_TYPES):
+        raise ScenarioError([("file", shown, "must be a .yaml, .yml or .json scenario file")])
+    if len(raw) > MAX_UPLOAD_BYTES:
+        raise ScenarioError([("file", shown, f"is {len(raw):,} bytes; at most {MAX_UPLOAD_BYTES:,}")])
+    data = parse_data(decode_text(raw, shown), name, "file")
+    if not isinstance(data, dict):
+        raise ScenarioError([("file", shown, "must hold a mapping of scenario fields")])
+    preset = data.pop("preset", None)
+    return load_scenario(preset=preset, layers=[data])
 
 
 @dataclass
@@ -154,6 +178,8 @@ class Page:
             with self.error_card:
                 self.error_label = ui.label().classes("text-red-10 whitespace-pre-wrap")
             if self.notice:
+                with ui.card().classes("w-full bg-orange-1").props("data-testid=link-error"):
+                    ui.label(self.notice).classes("text-orange-10 whitespace-pre-wrap")
                 ui.notify(self.notice, type="warning", multi_line=True, timeout=8000)
             self._headline_card()
             self._result_cards()
@@ -243,12 +269,30 @@ class Page:
             with ui.row().classes("gap-2 flex-wrap"):
                 for text, kind in EXPORTS:
                     ui.button(text, on_click=lambda kind=kind: self.export(kind)).props("dense outline")
-            ui.upload(
-                label="Import a scenario file (YAML or JSON)",
-                auto_upload=True,
-                on_upload=self.import_file,
-                max_file_size=1_000_000,
-            ).props("accept=.yaml,.yml,.json dense data-testid=import").classes("w-full")
+            self.uploader = (
+                ui.upload(
+                    label="Import a scenario file (YAML or JSON)",
+                    auto_upload=True,
+                    on_upload=self.import_file,
+                    max_file_size=MAX_UPLOAD_BYTES,
+                )
+                .props("accept=.yaml,.yml,.json dense data-testid=import")
+                .classes("w-full")
+            )
+            # files the browser refuses before sending (the accept filter, the size cap): their names
+            # and why, from Quasar's `rejected` event
+            self.uploader.on(
+                "rejected",
+                self.upload_rejected,
+                js_handler="(entries) => emit((entries || []).map(e => ({name: String(e.file?.name ?? ''), "
+                "size: Number(e.file?.size ?? 0), why: String(e.failedPropValidation ?? '')})))",
+            )
+            self.import_error = (
+                ui.label()
+                .classes("text-red-10 whitespace-pre-wrap")
+                .props("data-testid=import-error role=alert")
+            )
+            self.import_error.visible = False
 
     # --- behaviour ------------------------------------------------------------------------------------
 
@@ -387,22 +431,43 @@ class Page:
             ui.download(result_csv(result).encode(), "result.csv")
 
     async def import_file(self, e: Any) -> None:
-        """Load an uploaded scenario file (YAML or JSON, a preset key allowed) into the inputs."""
-        text = await e.file.text()
+        """Load an uploaded scenario file (YAML or JSON, a preset key allowed) into the inputs; a file
+        that cannot be used leaves the inputs as they were and says why, beside the upload and in a
+        notification (the upload's own tick only means the bytes arrived, so it is cleared)."""
+        name = str(e.file.name or "the file")[:80]
         try:
-            data = json.loads(text) if e.file.name.lower().endswith(".json") else yaml.safe_load(text)
-            if not isinstance(data, dict):
-                raise ScenarioError([("file", e.file.name, "must hold a mapping of scenario fields")])
-            preset = data.pop("preset", None)
-            scenario = load_scenario(preset=preset, layers=[data])
-        except (json.JSONDecodeError, yaml.YAMLError) as exc:
-            self.ui.notify(f"{e.file.name}: malformed file: {str(exc).splitlines()[0]}", type="negative")
-            return
+            if e.file.size() > MAX_UPLOAD_BYTES:
+                raise ScenarioError([("file", name, f"is over {MAX_UPLOAD_BYTES:,} bytes")])
+            scenario = scenario_from_upload(name, await e.file.read())
         except ScenarioError as exc:
-            self.ui.notify(problems_text(exc, "; "), type="negative", multi_line=True)
+            self.import_failed(f"Not imported: {name}\n" + problems_text(exc, "\n"))
             return
+        except Exception:  # never a silent failure: the page says so, the log has the traceback
+            log.exception("importing %s failed", name)
+            self.import_failed(f"Not imported: {name}: {INTERNAL_ERROR}")
+            return
+        self.import_error.visible = False
         self.set_values(scenario_to_values(scenario))
-        self.ui.notify(f"Imported {e.file.name}", type="positive")
+        self.ui.notify(f"Imported {name}", type="positive")
+
+    def upload_rejected(self, e: Any) -> None:
+        """The browser refused a file before sending it: say which and why."""
+        entries = e.args if isinstance(e.args, list) else []
+        lines = []
+        for entry in entries[:5]:
+            entry = entry if isinstance(entry, dict) else {}
+            name = str(entry.get("name") or "the file")[:80]
+            if entry.get("why") == "max-file-size":
+                lines.append(f"{name}: is {entry.get('size', 0):,} bytes; at most {MAX_UPLOAD_BYTES:,}")
+            else:
+                lines.append(f"{name}: must be a .yaml, .yml or .json scenario file")
+        self.import_failed("Not imported: " + ("\n".join(lines) or "the browser refused the file"))
+
+    def import_failed(self, message: str) -> None:
+        self.import_error.text = message
+        self.import_error.visible = True
+        self.uploader.reset()
+        self.ui.notify(message, type="negative", multi_line=True, timeout=10_000)
 
     def set_values(self, values: dict[str, Any]) -> None:
         """Show `values` in every input (without a recomputation per widget), then recompute once."""
@@ -441,12 +506,25 @@ def build_page(query: dict[str, str]) -> Page:
     return Page(ui, query)
 
 
+def error_page(ui: Any) -> None:
+    """What a page that failed to build shows: a short generic message (NiceGUI's own error page would
+    show the exception; the traceback goes to the server's log only)."""
+    with ui.column().classes("w-full items-center q-pa-xl").props("data-testid=server-error"):
+        ui.label("500").classes("text-h3")
+        ui.label(f"dtsim: {INTERNAL_ERROR}.").classes("text-body1")
+        ui.link("Start again with the default scenario", "/")
+
+
 def mount(app: FastAPI) -> None:
     """Serve the UI at / on the given FastAPI app (NiceGUI shares the app and its event loop)."""
+    from nicegui import app as nicegui_app
     from nicegui import ui
 
     @ui.page("/", title="dtsim")
     def index(request: Request) -> None:
         build_page(dict(request.query_params))
+
+    # NiceGUI logs the exception (its app.on_exception default) before this builds the page
+    nicegui_app.on_page_exception(lambda: error_page(ui))
 
     ui.run_with(app, title="dtsim", favicon="📉", show_welcome_message=False, reconnect_timeout=10.0)
