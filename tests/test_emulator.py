@@ -4,13 +4,16 @@ Tests that build namespaces need root, iproute2 and torch; without them they ski
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -306,63 +309,382 @@ def test_latency_without_netem_is_refused_or_approximate():
     assert '"latency_approximate": true' in r.stdout
 
 
-def _start_long_run():
-    cmd = [
-        sys.executable,
-        "-m",
-        "dtsim",
-        "emulate",
-        "--workers",
-        "2",
-        "--bandwidth-mbps",
-        "5",
-        "--model",
-        "mini",
-        "--steps",
-        "50",
-        "--timeout",
-        "300",
-    ]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def _snapshot() -> dict[str, list[str]]:
+    """What a run may leave: the emulator's namespaces, the host's interfaces, worker processes,
+    temporary directories and state files."""
+    import glob
+
+    ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    workers = subprocess.run(["pgrep", "-f", "dtsim.emulator.worker"], capture_output=True, text=True).stdout
+    return {
+        "namespaces": sorted(line.split()[0] for line in ns.splitlines() if line.startswith("dtsim-")),
+        "host interfaces": sorted(line.split(":")[1].strip() for line in links.splitlines()),
+        "worker processes": sorted(workers.split()),
+        "directories": sorted(glob.glob(os.path.join(tempfile.gettempdir(), "dtsim-emu-*"))),
+        "state files": sorted(glob.glob("/run/dtsim/*.json")),
+    }
+
+
+def _state_files() -> set[str]:
+    import glob
+
+    return set(glob.glob("/run/dtsim/*.json"))
+
+
+def _start_long_run(until: str = "training"):
+    """A run that would take minutes (5 Mbit/s links), in a session of its own so a test can signal its
+    whole process group as a terminal's Ctrl-C does. Returns (process, its state file) once it is
+    `until` "training" (both workers recorded, well into their steps) or "setting up" (its state file
+    exists: the network is being built)."""
+    import json
+
+    cmd = [sys.executable, "-m", "dtsim", "emulate", "--workers", "2", "--bandwidth-mbps", "5"]
+    cmd += ["--model", "mini", "--steps", "50", "--timeout", "300"]
+    before = _state_files()
+    p = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
     deadline = time.time() + 60
-    while time.time() < deadline:
-        names, procs = _leftovers()
-        if len(names) >= 3 and len(procs) >= 2:
-            time.sleep(2)  # well into training
-            return p
-        time.sleep(0.2)
+    while time.time() < deadline and p.poll() is None:
+        new = sorted(_state_files() - before)
+        if new and until == "setting up":
+            return p, new[0]
+        if new:
+            with contextlib.suppress(OSError, ValueError):
+                if len(json.loads(Path(new[0]).read_text())["workers"]) == 2:
+                    time.sleep(1.5)  # well into training
+                    return p, new[0]
+        time.sleep(0.005 if until == "setting up" else 0.1)
     p.kill()
-    raise AssertionError("the run never started its workers")
+    raise AssertionError(f"the run never got to {until}: {p.communicate()[0][-2000:]}")
+
+
+def _ctrl_c(p: subprocess.Popen, times: int, gap_s: float) -> None:
+    for i in range(times):
+        if i:
+            time.sleep(gap_s)
+        os.killpg(p.pid, signal.SIGINT)  # the whole group, as a terminal sends it
 
 
 @needs_root
-def test_interrupted_run_leaves_nothing():
-    p = _start_long_run()
-    p.send_signal(signal.SIGINT)
+@pytest.mark.parametrize(("times", "gap_s"), [(1, 0.0), (2, 0.02), (2, 0.05)])
+def test_interrupted_run_leaves_nothing(times, gap_s):
+    """Ctrl-C, and two Ctrl-Cs 20 or 50 ms apart (the second lands while the first one's removal
+    runs): nothing is left, and the run says what it removed only because it did."""
+    before = _snapshot()
+    p, _ = _start_long_run()
+    _ctrl_c(p, times, gap_s)
     out, _ = p.communicate(timeout=60)
-    assert p.returncode != 0
-    assert _leftovers() == ([], []), out
+    assert p.returncode == 130, out
+    assert _snapshot() == before, out
+    assert "removed what the run had made: 3 namespaces" in out and "could not" not in out, out
+    assert "5 interfaces, 4 qdiscs, 2 processes, 1 directory" in out, out
+    assert "Traceback" not in out
+
+
+@needs_root
+def test_double_ctrl_c_while_the_network_is_built_leaves_nothing():
+    before = _snapshot()
+    p, _ = _start_long_run(until="setting up")
+    _ctrl_c(p, 2, 0.02)
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == 130, out
+    assert _snapshot() == before, out
+    assert "interrupted (SIGINT): removed what the run had made" in out and "Traceback" not in out, out
+
+
+@needs_root
+@pytest.mark.parametrize("reclaimer", ["--cleanup", "the next run"])
+def test_sigkilled_run_is_reclaimed(reclaimer):
+    """kill -9 of the launcher: its workers die with it (PR_SET_PDEATHSIG); its namespaces, interfaces,
+    qdiscs and directory stay recorded until `--cleanup` or the next run removes them."""
+    import json
+
+    before = _snapshot()
+    p, state = _start_long_run()
+    run_id = os.path.basename(state)[:-5]
+    recorded = json.loads(Path(state).read_text())
+    p.kill()
+    p.communicate(timeout=30)
+    deadline = time.time() + 5
+    while time.time() < deadline and _snapshot()["worker processes"] != before["worker processes"]:
+        time.sleep(0.05)
+    left = _snapshot()
+    assert left["worker processes"] == before["worker processes"]  # no orphan workers
+    assert set(left["namespaces"]) - set(before["namespaces"]) == set(recorded["namespaces"])
+    assert state in left["state files"] and recorded["directories"][0] in left["directories"]
+    if reclaimer == "--cleanup":
+        r = runner.invoke(app, ["emulate", "--cleanup"])
+        assert r.exit_code == 0, r.output
+        said = r.stdout
+    else:
+        from dtsim.emulator.launcher import EmulateOptions, run
+
+        notes: list[str] = []
+        run(
+            EmulateOptions(workers=2, model="nano", steps=1, batch=1, seq_len=8, calib_steps=1),
+            notice=notes.append,
+        )
+        said = "\n".join(notes)
+    assert f"run {run_id} (process {recorded['pid']} has ended): removed 3 namespaces" in said, said
+    assert "5 interfaces, 4 qdiscs" in said and f"1 directory ({recorded['directories'][0]})" in said, said
+    assert _snapshot() == before, said
+
+
+@needs_root
+def test_a_live_run_survives_another_cleanup():
+    before = _snapshot()
+    p, state = _start_long_run()
+    run_id = os.path.basename(state)[:-5]
+    during = _snapshot()
+    c = subprocess.run(
+        [sys.executable, "-m", "dtsim", "emulate", "--cleanup"], capture_output=True, text=True, timeout=60
+    )
+    assert c.returncode == 0, c.stdout + c.stderr
+    assert f"run {run_id}: its state file is locked" in c.stdout and "left alone" in c.stdout, c.stdout
+    assert _snapshot() == during and p.poll() is None  # every namespace, worker and file still there
+    p.send_signal(signal.SIGTERM)
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == 128 + signal.SIGTERM, out
+    assert "interrupted (SIGTERM): removed what the run had made" in out, out
+    assert _snapshot() == before, out
 
 
 @needs_root
 def test_killed_worker_leaves_nothing():
-    p = _start_long_run()
-    victim = subprocess.run(
-        ["pgrep", "-f", "dtsim.emulator.worker"], capture_output=True, text=True
-    ).stdout.split()[0]
+    before = _snapshot()
+    p, state = _start_long_run()
+    import json
+
+    victim = json.loads(Path(state).read_text())["workers"][0][0]
     os.kill(int(victim), signal.SIGKILL)
     out, _ = p.communicate(timeout=60)
     assert p.returncode == 2 and "worker" in out
-    assert _leftovers() == ([], []), out
+    assert _snapshot() == before, out
 
 
-@needs_root
-def test_cleanup_command_removes_a_killed_runs_namespaces():
-    subprocess.run(["ip", "netns", "add", "dtsim-deadbe-w0"], check=True)
-    subprocess.run(["ip", "netns", "add", "dtsim-deadbe-br"], check=True)
-    r = runner.invoke(app, ["emulate", "--cleanup"])
-    assert r.exit_code == 0 and "dtsim-deadbe-w0" in r.stdout
-    assert _leftovers() == ([], [])
+# --- root and iproute2, no torch: recorded and unrecorded leftovers, built by hand ---------------------------
+
+
+needs_netns = pytest.mark.skipif(
+    not (IS_ROOT and HAVE_IP),
+    reason=f"needs root and iproute2 (network namespaces); root={IS_ROOT}, iproute2={HAVE_IP}",
+)
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True)
+
+
+def _fake_run(run_id: str, with_qdisc: bool = True):
+    """What a killed run leaves, made by hand: a bridge and a worker namespace joined by a veth, a tbf
+    qdisc, a process inside the worker's namespace and a temporary directory with a file."""
+    br, w0 = f"dtsim-{run_id}-br", f"dtsim-{run_id}-w0"
+    _ip("netns", "add", br)
+    _ip("netns", "add", w0)
+    _ip("-n", br, "link", "add", "p0", "type", "veth", "peer", "name", "eth0", "netns", w0)
+    if with_qdisc:
+        subprocess.run(
+            [
+                "tc",
+                "-n",
+                w0,
+                "qdisc",
+                "add",
+                "dev",
+                "eth0",
+                "root",
+                "tbf",
+                "rate",
+                "1mbit",
+                "burst",
+                "32k",
+                "latency",
+                "10ms",
+            ],
+            check=True,
+        )
+    sleeper = subprocess.Popen(["ip", "netns", "exec", w0, "sleep", "300"], start_new_session=True)
+    work = os.path.join(tempfile.gettempdir(), f"dtsim-emu-{run_id}")
+    os.mkdir(work)
+    with open(os.path.join(work, "rank0.log"), "w") as fh:
+        fh.write("x")
+    return br, w0, sleeper, work
+
+
+@needs_netns
+def test_cleanup_reclaims_everything_a_dead_run_recorded():
+    """A state file whose process is gone (a PID with another start time) and whose lock is free: every
+    recorded namespace, interface, qdisc, worker and directory goes, each counted, then the record."""
+    import secrets
+
+    from dtsim.emulator.runstate import RunState
+
+    before = _snapshot()
+    run_id = secrets.token_hex(3)
+    br, w0, sleeper, work = _fake_run(run_id)
+    time.sleep(0.2)  # the sleeper is inside its namespace
+    state = RunState.register(run_id, [br, w0], [work])
+    state.plan([], [(br, "p0"), (w0, "eth0")], [(w0, "eth0", "tbf")])
+    state.add_worker(sleeper.pid)
+    state.start = (state.start or 0) + 1  # "its process": the same PID, a different start time: not us
+    state._write()
+    state.detach()
+    try:
+        r = runner.invoke(app, ["emulate", "--cleanup"])
+        assert r.exit_code == 0, r.output
+        assert f"run {run_id} (process {os.getpid()} has ended): removed 2 namespaces" in r.stdout, r.stdout
+        assert f"2 interfaces, 1 qdisc, 1 process, 1 directory ({work})" in r.stdout, r.stdout
+        assert sleeper.wait(timeout=5) == -signal.SIGKILL
+        assert _snapshot() == before
+    finally:
+        sleeper.kill()
+        for ns in (w0, br):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        shutil.rmtree(work, ignore_errors=True)
+        state.path.unlink(missing_ok=True)
+
+
+@needs_netns
+@pytest.mark.parametrize("how", ["locked", "unlocked, its process running"])
+def test_cleanup_leaves_a_live_runs_resources_alone(how):
+    """A live run (here: this test process) keeps everything, whether it still holds its state file's
+    lock or has dropped it while ending (its PID and start time still running)."""
+    import secrets
+
+    from dtsim.emulator.runstate import RunState
+
+    run_id = secrets.token_hex(3)
+    br, w0, sleeper, work = _fake_run(run_id, with_qdisc=False)
+    state = RunState.register(run_id, [br, w0], [work])
+    state.add_worker(sleeper.pid)
+    if how != "locked":
+        state.detach()
+    try:
+        during = _snapshot()
+        r = runner.invoke(app, ["emulate", "--cleanup"])
+        assert r.exit_code == 0, r.output
+        assert f"run {run_id}: " in r.stdout and "left alone" in r.stdout, r.stdout
+        assert _snapshot() == during and sleeper.poll() is None
+    finally:
+        removal = state.remove_all()
+        state.release()
+    assert removal.complete and sorted(removal.namespaces) == sorted([br, w0]), removal
+    assert removal.directories == [work] and removal.processes == [sleeper.pid]
+    assert sleeper.wait(timeout=5) == -signal.SIGKILL
+
+
+@needs_netns
+def test_cleanup_of_namespaces_no_state_file_claims():
+    """Unrecorded namespaces (an older dtsim, a lost record) go when no process in them has a live
+    launcher, stay while one does; a namespace dtsim never names is not touched."""
+    import secrets
+
+    dead, live = secrets.token_hex(3), secrets.token_hex(3)
+    mine = f"dtsim-mine-{secrets.token_hex(2)}"
+    for ns in (f"dtsim-{dead}-w0", f"dtsim-{dead}-br", f"dtsim-{live}-w0", mine):
+        _ip("netns", "add", ns)
+    # its parent is this test, which is running: a launcher still attached
+    sleeper = subprocess.Popen(["ip", "netns", "exec", f"dtsim-{live}-w0", "sleep", "300"])
+    try:
+        time.sleep(0.2)
+        r = runner.invoke(app, ["emulate", "--cleanup"])
+        assert r.exit_code == 0, r.output
+        assert f"run {dead} (no state file" in r.stdout and f"dtsim-{dead}-w0" in r.stdout, r.stdout
+        assert (
+            f"unrecorded namespaces of run {live}: process {sleeper.pid}'s parent {os.getpid()}" in r.stdout
+        )
+        left = _snapshot()["namespaces"]
+        assert f"dtsim-{dead}-w0" not in left and f"dtsim-{live}-w0" in left and mine in left
+        sleeper.kill()
+        sleeper.wait()
+        r = runner.invoke(app, ["emulate", "--cleanup"])
+        assert f"run {live} (no state file" in r.stdout, r.stdout
+        assert f"dtsim-{live}-w0" not in _snapshot()["namespaces"]
+    finally:
+        sleeper.kill()
+        for ns in (f"dtsim-{dead}-w0", f"dtsim-{dead}-br", f"dtsim-{live}-w0", mine):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+# --- no root: the state file's lock and the process identity it records -------------------------------------
+
+
+def test_state_file_is_locked_while_its_run_lives(tmp_path):
+    import json
+
+    from dtsim.emulator.runstate import RunState, _lock
+
+    state = RunState.register("abc123", ["dtsim-abc123-br"], ["/tmp/dtsim-emu-abc123"], state_dir=tmp_path)
+    path = tmp_path / "abc123.json"
+    assert json.loads(path.read_text())["namespaces"] == ["dtsim-abc123-br"]
+    assert _lock(path) is None  # held by the run (another open file description cannot take it)
+    state.plan(["dtsim-abc123-w0"], [("dtsim-abc123-w0", "eth0")], [])
+    assert _lock(path) is None  # each rewrite is locked before it replaces the file
+    assert json.loads(path.read_text())["namespaces"] == ["dtsim-abc123-br", "dtsim-abc123-w0"]
+    assert [p.name for p in tmp_path.iterdir()] == ["abc123.json"]  # no half-written file left
+    state.detach()
+    fd = _lock(path)
+    assert fd is not None  # the run let go: a reclaimer may take it
+    os.close(fd)
+    state.release()
+    assert not path.exists()
+
+
+def test_process_identity_survives_odd_names_and_pid_reuse(tmp_path):
+    from dtsim.emulator.runstate import _stat, running, start_time
+
+    me = os.getpid()
+    assert running(me, start_time(me)) and not running(me, start_time(me) + 1)  # a reused PID is not us
+    odd = tmp_path / "a) (b c"  # the command name in /proc/PID/stat holds spaces and parentheses
+    odd.symlink_to(shutil.which("sleep"))
+    p = subprocess.Popen([str(odd), "30"])
+    try:
+        time.sleep(0.1)
+        status, parent, start = _stat(p.pid)
+        assert status in "RS" and parent == me and start == start_time(p.pid) and running(p.pid, start)
+    finally:
+        p.kill()
+        p.wait()
+    assert not running(p.pid, start)  # exited (and reaped)
+
+
+def _cli_without_torch(*args: str) -> subprocess.CompletedProcess:
+    """`dtsim ARGS` in a fresh interpreter where `import torch` fails, as on a machine without the extra."""
+    code = (
+        "import sys; sys.modules['torch'] = None; "
+        f"sys.argv = ['dtsim', *{list(args)!r}]; "
+        "from dtsim.interfaces.cli.main import main; main()"
+    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["emulate", "--workers", "2"],
+        ["emulate", "thesis"],
+        ["emulate", "diloco-efficiency"],
+    ],
+)
+def test_emulate_without_torch_names_the_extra(args):
+    """Issue 15: `emulate` without torch was a traceback; it is one line naming the extra and the pip
+    command (its [emulator] printed as typed, not eaten as Rich markup), exit 2."""
+    p = _cli_without_torch(*args)
+    assert p.returncode == 2, p.stderr
+    assert "Traceback" not in p.stderr + p.stdout
+    said = " ".join(p.stderr.split())  # Rich wraps at the terminal's width
+    assert "extra = 'emulator': PyTorch is not installed" in said, said
+    assert "python3 -m pip install 'dtsim[emulator]'" in said, said
+
+
+def test_without_torch_options_are_still_checked_and_configs_written(tmp_path):
+    p = _cli_without_torch("emulate", "--workers", "0")
+    assert p.returncode == 2 and "workers = 0" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    cfg = tmp_path / "run.json"
+    p = _cli_without_torch("emulate", "--worker-config", str(cfg), "--workers", "2", "--model", "nano")
+    assert p.returncode == 0 and cfg.exists(), p.stderr
 
 
 def test_summary_is_typed_and_as_dict_is_the_report():

@@ -29,7 +29,14 @@ from typing import Any
 
 from dtsim.assumptions import defaults
 from dtsim.emulator import compress, runstate
-from dtsim.emulator.netns import Topology, netem_available, require_root, setup_problems
+from dtsim.emulator.netns import (
+    STOP_SIGNALS,
+    Topology,
+    netem_available,
+    require_root,
+    setup_problems,
+    stop_signals_blocked,
+)
 from dtsim.emulator.runstate import Removal
 from dtsim.emulator.summary import EmulationSummary, RunInfo, SyncEvent
 from dtsim.errors import ScenarioError
@@ -380,7 +387,7 @@ class _Stop(Exception):
     pass
 
 
-class _Signals:
+class StopRequests:
     """SIGINT, SIGTERM and SIGHUP only set a flag while a run is going; the run checks it where stopping
     is safe (between setup commands, while waiting for the workers) and removes everything before it
     ends. A second Ctrl-C, while that removal runs, is noted and changes nothing: the removal finishes.
@@ -394,7 +401,7 @@ class _Signals:
         self.received: list[int] = []
         self._old: dict[int, Any] = {}
 
-    def __enter__(self) -> _Signals:
+    def __enter__(self) -> StopRequests:
         if threading.current_thread() is threading.main_thread():
             for s in self.HANDLED:
                 old = signal.getsignal(s)
@@ -429,6 +436,8 @@ def _die_with_launcher(parent: int):
         libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != parent:  # the launcher died before the line above
             os._exit(1)
+        # in its own session by now, out of reach of a terminal's Ctrl-C: take signals again
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
     return preexec
 
@@ -446,16 +455,18 @@ def run(opts: EmulateOptions, command: str = "", notice: Callable[[str], None] =
     `notice` and stays recorded for the next run or `dtsim emulate --cleanup`."""
     opts.validate()
     require_emulator()
-    for outcome in runstate.reclaim():
-        if outcome.status != "live":
-            notice(f"reclaimed what an earlier run left: {outcome.describe()}")
-    run_id = runstate.new_run_id()
-    probe = Topology(0, None, run_id=run_id).probe_ns
-    work = Path(tempfile.gettempdir()) / f"dtsim-emu-{run_id}"
     procs: list[subprocess.Popen] = []
     logs: list[Any] = []
     started = time.time()
-    with _Signals() as signals:
+    with StopRequests() as signals:
+        for outcome in runstate.reclaim():
+            if outcome.status != "live":
+                notice(f"reclaimed what an earlier run left: {outcome.describe()}")
+        if signals.received:  # stopped while reclaiming: this run has made nothing yet
+            raise Interrupted(signals.received[0], Removal())
+        run_id = runstate.new_run_id()
+        probe = Topology(0, None, run_id=run_id).probe_ns
+        work = Path(tempfile.gettempdir()) / f"dtsim-emu-{run_id}"
         state = runstate.RunState.register(run_id, [probe] if opts.latency_ms else [], [str(work)])
         netem, records = False, []
         try:
@@ -487,7 +498,7 @@ def _execute(
     state: runstate.RunState,
     procs: list[subprocess.Popen],
     logs: list[Any],
-    signals: _Signals,
+    signals: StopRequests,
 ) -> tuple[bool, list[dict[str, Any]]]:
     """Build the network, start and wait for the workers; (netem used, each rank's record)."""
     signals.check()
@@ -532,16 +543,17 @@ def _execute(
             "OMP_NUM_THREADS": str(opts.threads),
         }
         logs.append(open(work / f"rank{r}.log", "w"))  # noqa: SIM115 - closed in _teardown
-        procs.append(
-            subprocess.Popen(
-                [*topo.exec_prefix(r), sys.executable, "-m", "dtsim.emulator.worker", str(cfg_path)],
-                env=env,
-                stdout=logs[-1],
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=preexec,  # the launcher starts no threads of its own
+        with stop_signals_blocked():  # see netns.stop_signals_blocked
+            procs.append(
+                subprocess.Popen(
+                    [*topo.exec_prefix(r), sys.executable, "-m", "dtsim.emulator.worker", str(cfg_path)],
+                    env=env,
+                    stdout=logs[-1],
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    preexec_fn=preexec,  # the launcher starts no threads of its own
+                )
             )
-        )
         state.add_worker(procs[-1].pid)
     started = time.time()
     while True:

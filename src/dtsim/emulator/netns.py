@@ -48,19 +48,42 @@ def require_root() -> None:
         raise ScenarioError(problems)
 
 
-def _run(args: list[str], check: bool = True) -> subprocess.CompletedProcess:
-    # A session of its own: a Ctrl-C at the terminal reaches the launcher's whole process group, and
-    # an `ip netns del` killed half-way would leave a namespace behind while the launcher reports it
-    # removed. The launcher handles the signal; the command finishes what it started.
+class CommandFailed(RuntimeError):
+    """An ip or tc command failed (its command line and message are the text)."""
+
+
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+
+@contextlib.contextmanager
+def stop_signals_blocked():
+    """Hold SIGINT, SIGTERM and SIGHUP while a child is started. A child joins a session of its own
+    only after it is forked; a Ctrl-C sent to the terminal's process group between the two would kill
+    it half-way (an `ip` command, a worker). Held, the signal waits: the launcher's handler takes it
+    once the child is started, and the child (which inherits the mask) never sees it."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
-        p = subprocess.run(
-            args, capture_output=True, text=True, start_new_session=True, timeout=COMMAND_TIMEOUT_S
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _run(args: list[str], check: bool = True) -> subprocess.CompletedProcess:
+    # A session of its own, and the stop signals held (above): the launcher handles a Ctrl-C; the
+    # command finishes what it started (an `ip netns del` killed half-way would leave a namespace).
+    with stop_signals_blocked():
+        p = subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
         )
+    try:
+        out, err = p.communicate(timeout=COMMAND_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        raise RuntimeError(f"{' '.join(args)}: no answer within {COMMAND_TIMEOUT_S:g} s") from None
+        p.kill()
+        p.communicate()
+        raise CommandFailed(f"{' '.join(args)}: no answer within {COMMAND_TIMEOUT_S:g} s") from None
     if check and p.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)}: {p.stderr.strip()}")
-    return p
+        raise CommandFailed(f"{' '.join(args)}: {err.strip() or f'exit status {p.returncode}'}")
+    return subprocess.CompletedProcess(args, p.returncode, out, err)
 
 
 def list_namespaces() -> list[str]:

@@ -13,10 +13,11 @@ the kernel drops the lock when the process dies, however it dies (kill -9 includ
 - a dead run's workers (if still running), namespaces (with every process inside, their interfaces and
   qdiscs) and directory are removed, each checked gone afterwards, and only then its state file;
   whatever could not be removed stays recorded for the next attempt and is reported, never claimed;
-- namespaces named `dtsim-…` that no state file claims (an older dtsim, a lost state directory) are
-  removed only when no process in them still has its launcher (a parent outside the emulator's
-  namespaces other than init); temporary directories `dtsim-emu-…` nobody claims, only when no
-  namespace of theirs is left and they are over a minute old.
+- namespaces named as dtsim names them (`dtsim-ID-br`, `-wN`, `-probe`) that no state file claims (an
+  older dtsim, a lost state directory) are removed only when no process in them still has its
+  launcher (a parent outside the emulator's namespaces other than init); temporary directories
+  `dtsim-emu-ID…` nobody claims, only when no namespace of theirs is left and they are over a minute
+  old. Any other namespace, `dtsim-` or not, is never touched.
 
 A file is replaced, never rewritten in place: the new version is locked before it is renamed over the
 old one, so a reader sees a whole, locked file or none.
@@ -34,7 +35,6 @@ import secrets
 import shutil
 import signal
 import stat
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -47,6 +47,8 @@ FORMAT = 1
 LEGACY_DIR_MIN_AGE_S = 60.0  # an unclaimed temporary directory younger than this may be a run starting
 _RUN_ID = re.compile(r"[0-9a-f]{6}")
 _NAMESPACE = re.compile(r"dtsim-([0-9a-f]{6})-(?:br|w\d+|probe)")
+_DEFAULT_QDISCS = ("noqueue", "noop", "pfifo_fast", "mq", "fq_codel")  # the kernel's, not a run's
+_LEGACY_PROBE = re.compile(r"dtsim-probe-[0-9a-f]{6}")  # an older dtsim's netem probe
 _LEGACY_DIR = re.compile(r"dtsim-emu-([0-9a-f]{6})(?:-[A-Za-z0-9_]+)?")
 
 
@@ -308,11 +310,20 @@ def _stop_worker(pid: int, start: int | None) -> bool:
     return True
 
 
-def _remove_namespaces(names: list[str], removal: Removal, interfaces=(), qdiscs=()) -> None:
+def _remove_namespaces(names: list[str], removal: Removal, interfaces=None, qdiscs=None) -> None:
+    """Kill what runs in each namespace, delete it, check it gone; count the interfaces and qdiscs
+    (those recorded, or without a record every one but `lo` and the kernel's default qdiscs) that went
+    with them."""
     present = set(netns.list_namespaces())
     names = [ns for ns in names if ns in present]
     # what is there before anything goes (deleting one namespace takes the far end of its veth with it)
     before = {ns: (netns.interfaces_in(ns), netns.qdiscs_in(ns)) for ns in names}
+    if interfaces is None:
+        interfaces = [(ns, d) for ns, (ifs, _) in before.items() for d in sorted(ifs) if d != "lo"]
+    if qdiscs is None:
+        qdiscs = [
+            (ns, d, k) for ns, (_, qs) in before.items() for d, k in sorted(qs) if k not in _DEFAULT_QDISCS
+        ]
     for ns in names:
         try:
             killed = netns.kill_namespace(ns)
@@ -445,26 +456,29 @@ def reclaim(state_dir: Path = STATE_DIR) -> list[Outcome]:
         fd = _lock(path)
         if fd is None:
             if path.exists():
-                outcomes.append(Outcome(run_id, "live", note="its launcher holds the lock on its state file"))
+                outcomes.append(
+                    Outcome(
+                        run_id,
+                        "live",
+                        note="its state file is locked (by its running launcher, or a cleanup)",
+                    )
+                )
             continue
         try:
             try:
                 state = RunState.from_dict(json.loads(path.read_text()), path)
             except (ValueError, KeyError, TypeError) as exc:
+                # the lock is free, so its run has ended; what it made is found by its run id
                 removal = Removal()
-                _reclaim_unrecorded(
-                    run_id, [n for n in names if n.startswith(f"{netns.PREFIX}{run_id}-")], removal
-                )
+                mine = [n for n in names if n.startswith(f"{netns.PREFIX}{run_id}-")]
+                why = _reclaim_unrecorded(run_id, mine, removal)
+                if why:
+                    outcomes.append(Outcome(run_id, "in use", note=f"unreadable state file ({exc}); {why}"))
+                    continue
                 if removal.complete:
                     path.unlink()
-                outcomes.append(
-                    Outcome(
-                        run_id,
-                        "reclaimed" if removal.complete else "incomplete",
-                        removal,
-                        f"unreadable state file: {exc}",
-                    )
-                )
+                status = "reclaimed" if removal.complete else "incomplete"
+                outcomes.append(Outcome(run_id, status, removal, f"unreadable state file: {exc}"))
                 continue
             if state.boot == boot_id() and running(state.pid, state.start):
                 # the lock is free but the process lives (it is ending with something it could not
@@ -513,7 +527,12 @@ def _reclaim_unclaimed(names: list[str], claimed: set[str]) -> list[Outcome]:
     groups: dict[str, list[str]] = {}
     for n in names:
         m = _NAMESPACE.fullmatch(n)
-        key = m.group(1) if m else n  # an unexpected dtsim- name stands alone
+        if m:
+            key = m.group(1)
+        elif _LEGACY_PROBE.fullmatch(n):
+            key = n
+        else:
+            continue  # a name dtsim never makes (someone's own `dtsim-…` namespace): not ours
         if key not in claimed:
             groups.setdefault(key, []).append(n)
     outcomes = []
@@ -551,10 +570,3 @@ def _reclaim_unclaimed(names: list[str], claimed: set[str]) -> list[Outcome]:
             )
         )
     return outcomes
-
-
-def report(outcomes: list[Outcome], write=None) -> None:
-    """One line per outcome, to `write` (default: stderr)."""
-    write = write or (lambda line: print(line, file=sys.stderr))
-    for o in outcomes:
-        write(o.describe())

@@ -56,16 +56,23 @@ def _interrupted(exc: Interrupted) -> NoReturn:
 
 def _cleanup() -> NoReturn:
     """`--cleanup`: reclaim what dead runs left, leave live runs alone, say which is which."""
-    from dtsim.emulator.netns import require_root
+    from dtsim.emulator.launcher import StopRequests
+    from dtsim.emulator.netns import CommandFailed, require_root
     from dtsim.emulator.runstate import reclaim
 
     require_root()
-    outcomes = reclaim()
+    with StopRequests() as signals:  # a Ctrl-C waits until the removal in progress is done
+        try:
+            outcomes = reclaim()
+        except (CommandFailed, OSError) as exc:
+            raise ScenarioError([("cleanup", "failed", str(exc))]) from None
     out = console()
     for o in outcomes:
         out.print(o.describe(), markup=False, highlight=False, soft_wrap=True)
     if not any(o.status in ("reclaimed", "incomplete") for o in outcomes):
         out.print("nothing left behind by a dead run", markup=False, highlight=False, soft_wrap=True)
+    if signals.received:
+        raise typer.Exit(128 + signals.received[0])
     raise typer.Exit(1 if any(o.status == "incomplete" for o in outcomes) else 0)
 
 
@@ -224,10 +231,11 @@ def emulate(
             )
             raise typer.Exit(0)
         from dtsim.emulator.launcher import Interrupted, WorkerFailed, run
+        from dtsim.emulator.netns import CommandFailed
 
         try:
             summary = run(ctx.obj, notice=_note)
-        except WorkerFailed as exc:
+        except (WorkerFailed, CommandFailed, OSError) as exc:  # everything made is removed by now
             raise ScenarioError([("run", "failed", str(exc))]) from None
         except Interrupted as exc:
             _interrupted(exc)
