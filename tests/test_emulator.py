@@ -624,6 +624,10 @@ def test_state_file_is_locked_while_its_run_lives(tmp_path):
     assert _lock(path) is None  # each rewrite is locked before it replaces the file
     assert json.loads(path.read_text())["namespaces"] == ["dtsim-abc123-br", "dtsim-abc123-w0"]
     assert [p.name for p in tmp_path.iterdir()] == ["abc123.json"]  # no half-written file left
+    with pytest.raises(FileExistsError):  # a second run drawing the same id cannot take the file over
+        RunState.register("abc123", [], [], state_dir=tmp_path)
+    assert json.loads(path.read_text())["namespaces"] == ["dtsim-abc123-br", "dtsim-abc123-w0"]
+    assert _lock(path) is None and [p.name for p in tmp_path.iterdir()] == ["abc123.json"]
     state.detach()
     fd = _lock(path)
     assert fd is not None  # the run let go: a reclaimer may take it

@@ -33,6 +33,7 @@ from dtsim.emulator.netns import (
     STOP_SIGNALS,
     Topology,
     netem_available,
+    probe_namespace,
     require_root,
     setup_problems,
     stop_signals_blocked,
@@ -357,15 +358,26 @@ def require_emulator() -> None:
         raise ScenarioError(problems)
 
 
+def _register(namespaces: Callable[[str], list[str]], work: bool) -> runstate.RunState:
+    """A new run's state file under a fresh id (another run that took the same id at the same moment
+    keeps its own: the id is drawn again)."""
+    for _ in range(8):
+        run_id = runstate.new_run_id()
+        dirs = [str(Path(tempfile.gettempdir()) / f"dtsim-emu-{run_id}")] if work else []
+        try:
+            return runstate.RunState.register(run_id, namespaces(run_id), dirs)
+        except FileExistsError:
+            continue
+    raise OSError("could not find a free run id in /run/dtsim after 8 tries")
+
+
 def netem_supported() -> bool:
     """Whether this kernel has the netem qdisc: probed in a namespace of its own, recorded as a run's
     are (so a concurrent `--cleanup` leaves it alone and a kill leaves nothing unclaimed)."""
     require_root()
-    run_id = runstate.new_run_id()
-    probe = Topology(0, None, run_id=run_id).probe_ns
-    state = runstate.RunState.register(run_id, [probe], [])
+    state = _register(lambda run_id: [probe_namespace(run_id)], work=False)
     try:
-        return netem_available(probe)
+        return netem_available(state.namespaces[0])
     finally:
         if state.remove_all().complete:
             state.release()
@@ -460,14 +472,14 @@ def run(opts: EmulateOptions, command: str = "", notice: Callable[[str], None] =
     started = time.time()
     with StopRequests() as signals:
         for outcome in runstate.reclaim():
-            if outcome.status != "live":
+            if outcome.status in ("reclaimed", "incomplete"):  # live runs are none of this one's business
                 notice(f"reclaimed what an earlier run left: {outcome.describe()}")
         if signals.received:  # stopped while reclaiming: this run has made nothing yet
             raise Interrupted(signals.received[0], Removal())
-        run_id = runstate.new_run_id()
-        probe = Topology(0, None, run_id=run_id).probe_ns
-        work = Path(tempfile.gettempdir()) / f"dtsim-emu-{run_id}"
-        state = runstate.RunState.register(run_id, [probe] if opts.latency_ms else [], [str(work)])
+        state = _register(lambda run_id: [probe_namespace(run_id)] if opts.latency_ms else [], work=True)
+        run_id = state.run_id
+        probe = probe_namespace(run_id)
+        work = Path(state.directories[0])
         netem, records = False, []
         try:
             work.mkdir(mode=0o700)

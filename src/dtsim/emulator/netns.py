@@ -146,6 +146,11 @@ def delete_namespace(ns: str) -> None:
         raise RuntimeError(f"ip netns del {ns}: {p.stderr.strip() or 'it is still listed'}")
 
 
+def probe_namespace(run_id: str) -> str:
+    """The namespace a run probes netem in."""
+    return f"{PREFIX}{run_id}-probe"
+
+
 def netem_available(ns: str) -> bool:
     """Probe netem in a throw-away namespace of the run (named `ns`, recorded by the run before this
     creates it; never on the host's interfaces)."""
@@ -170,10 +175,6 @@ class Topology:
     @property
     def bridge_ns(self) -> str:
         return f"{PREFIX}{self.run_id}-br"
-
-    @property
-    def probe_ns(self) -> str:
-        return f"{PREFIX}{self.run_id}-probe"
 
     def worker_ns(self, rank: int) -> str:
         return f"{PREFIX}{self.run_id}-w{rank}"

@@ -44,7 +44,9 @@ from dtsim.emulator import netns
 
 STATE_DIR = Path("/run/dtsim")
 FORMAT = 1
-LEGACY_DIR_MIN_AGE_S = 60.0  # an unclaimed temporary directory younger than this may be a run starting
+LEGACY_DIR_MIN_AGE_S = (
+    60.0  # an unclaimed directory or half-written file younger than this may be a run starting
+)
 _RUN_ID = re.compile(r"[0-9a-f]{6}")
 _NAMESPACE = re.compile(r"dtsim-([0-9a-f]{6})-(?:br|w\d+|probe)")
 _DEFAULT_QDISCS = ("noqueue", "noop", "pfifo_fast", "mq", "fq_codel")  # the kernel's, not a run's
@@ -181,7 +183,7 @@ class RunState:
             directories=list(directories),
             path=state_dir / f"{run_id}.json",
         )
-        s._write()
+        s._write(first=True)
         return s
 
     def plan(self, namespaces: list[str], interfaces, qdiscs) -> None:
@@ -233,7 +235,9 @@ class RunState:
             path=path,
         )
 
-    def _write(self) -> None:
+    def _write(self, first: bool = False) -> None:
+        """Replace the file by a new, locked one. The first write links instead of renaming, so it
+        fails (FileExistsError) rather than take over another run's file of the same id."""
         tmp = self.path.with_name(f".{self.run_id}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
@@ -241,7 +245,11 @@ class RunState:
             data = json.dumps(self.as_dict(), indent=1).encode()
             while data:
                 data = data[os.write(fd, data) :]
-            os.rename(tmp, self.path)
+            if first:
+                os.link(tmp, self.path)
+                os.unlink(tmp)
+            else:
+                os.rename(tmp, self.path)
         except BaseException:
             os.close(fd)
             with contextlib.suppress(OSError):
@@ -492,9 +500,13 @@ def reclaim(state_dir: Path = STATE_DIR) -> list[Outcome]:
             outcomes.append(Outcome(run_id, status, removal, f"process {state.pid} has ended"))
         finally:
             os.close(fd)
-    # half-written state files of runs that died while writing one (the run's resources come after)
+    # half-written state files of runs that died while writing one (the run's resources come after;
+    # a young one may be a run between creating and locking it)
     if state_dir.is_dir():
         for tmp in state_dir.glob(".*.tmp"):
+            with contextlib.suppress(FileNotFoundError):
+                if time.time() - tmp.stat().st_mtime < LEGACY_DIR_MIN_AGE_S:
+                    continue
             fd = _lock(tmp)
             if fd is not None:
                 with contextlib.suppress(OSError):
