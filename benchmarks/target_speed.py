@@ -1,16 +1,18 @@
-"""`dtsim target` with the χ Newton iteration skipping infeasible rows (issue 15 item 7), side by side
-with the iteration as it was, in one run.
+"""`dtsim target` with the χ Newton iteration skipping infeasible rows (issue 15 item 7) and the
+search's row pick without a sort, side by side with both as they were, in one run.
 
     python benchmarks/target_speed.py [--repeats 3] [--target 1e25] [--nodes 16x-h100-sxm,...]
 
 The search is the full default space of `dtsim target --quality-flop 1e25` (every node preset, node
 counts 1–100,000, model sizes, H, compression, hierarchy, activation compression) on the governance
-preset. "before" runs the same search with `physics.quality.compute_optimal_params` replaced by the
-previous loop, kept below verbatim: every row of a batch is iterated until all have converged, and an
-infeasible row's NaN loss never converges, so every batch holding one ran all 60 Newton steps on all
-rows. "now" iterates only the rows still moving. The two alternate run by run; the script reports the
-medians, their ratio, the share of the search the inversion took before, and checks that both
-searches give the same answer (winner and each mode's best, field by field, floats by their repr).
+preset. "before" runs the same search with `physics.quality.compute_optimal_params` and
+`analysis.search._pick` replaced by the previous code, kept below: every row of a batch was iterated
+until all had converged, and an infeasible row's NaN loss never converges, so every batch holding one
+ran all 60 Newton steps on all rows; each best row was found by a full `np.lexsort` of the candidates.
+"now" iterates only the rows still moving and narrows to each key's minimum. The two alternate run by
+run; the script reports the medians, their ratio, the share of each search the inversion and the pick
+took, and checks that both searches give the same answer (winner and each mode's best, field by
+field, floats by their repr).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dataclasses import asdict
 import numpy as np
 
 from dtsim import catalog
+from dtsim.analysis import search as search_module
 from dtsim.analysis.search import NodeSpec, Space, Target, search
 from dtsim.physics import quality
 from dtsim.schema.scenario import load_scenario
@@ -50,26 +53,41 @@ def previous_compute_optimal_params(loss, asm):
     return np.exp(x)
 
 
+def previous_pick(mask, *keys):
+    """search._pick before: the first row of a full lexsort of the candidates."""
+    idx = np.flatnonzero(mask)
+    if idx.size == 0:
+        return None
+    order = np.lexsort(tuple(k[idx] for k in reversed(keys)))
+    return int(idx[order[0]])
+
+
 NOW = quality.compute_optimal_params
-INVERSION_SECONDS = [0.0]
+NOW_PICK = search_module._pick
+SECONDS = {"inversion": 0.0, "pick": 0.0}
+
+
+def _timed(fn, what):
+    def timed(*args):
+        t = time.perf_counter()
+        try:
+            return fn(*args)
+        finally:
+            SECONDS[what] += time.perf_counter() - t
+
+    return timed
 
 
 @contextmanager
-def inversion(fn):
-    """Search with `fn` as the Chinchilla inversion, timing the time spent inside it."""
-
-    def timed(loss, asm):
-        t = time.perf_counter()
-        try:
-            return fn(loss, asm)
-        finally:
-            INVERSION_SECONDS[0] += time.perf_counter() - t
-
-    quality.compute_optimal_params = timed
+def code(inversion, pick):
+    """Search with `inversion` as the Chinchilla inversion and `pick` as the row pick, timing both."""
+    quality.compute_optimal_params = _timed(inversion, "inversion")
+    search_module._pick = _timed(pick, "pick")
     try:
         yield
     finally:
         quality.compute_optimal_params = NOW
+        search_module._pick = NOW_PICK
 
 
 def _answer(res) -> str:
@@ -90,17 +108,19 @@ def main() -> None:
     target = Target("quality", args.target)
     search(base, Space(nodes=space.nodes[:1], node_counts=space.node_counts[:8]), target)  # warm
     times: dict[str, list[float]] = {"before": [], "now": []}
-    share: dict[str, list[float]] = {"before": [], "now": []}
+    share: dict[str, dict[str, list[float]]] = {n: {"inversion": [], "pick": []} for n in times}
     answers = {}
+    variants = {"before": (previous_compute_optimal_params, previous_pick), "now": (NOW, NOW_PICK)}
     for _ in range(args.repeats):
-        for name, fn in (("before", previous_compute_optimal_params), ("now", NOW)):
-            INVERSION_SECONDS[0] = 0.0
-            with inversion(fn):
+        for name, (inversion, pick) in variants.items():
+            SECONDS.update(inversion=0.0, pick=0.0)
+            with code(inversion, pick):
                 t = time.perf_counter()
                 res = search(base, space, target)
                 dt = time.perf_counter() - t
             times[name].append(dt)
-            share[name].append(INVERSION_SECONDS[0] / dt)
+            for what in SECONDS:
+                share[name][what].append(SECONDS[what] / dt)
             answers[name] = _answer(res)
     same = answers["before"] == answers["now"]
     before, now = statistics.median(times["before"]), statistics.median(times["now"])
@@ -112,9 +132,13 @@ def main() -> None:
     for name, t in (("before", before), ("now", now)):
         print(
             f"{name:>6}: {t:.2f} s (runs {', '.join(f'{x:.2f}' for x in times[name])}); "
-            f"χ inversion {statistics.median(share[name]):.0%} of it"
+            f"χ inversion {statistics.median(share[name]['inversion']):.0%} of it, row pick "
+            f"{statistics.median(share[name]['pick']):.0%}"
         )
-    print(f"before / now: {before / now:.2f}×; answers identical: {same}")
+    pairs = sorted(b / n for b, n in zip(times["before"], times["now"], strict=True))
+    print(
+        f"before / now: {before / now:.2f}× (run pairs {pairs[0]:.2f}–{pairs[-1]:.2f}×); answers identical: {same}"
+    )
     if not same:
         raise SystemExit("the two searches disagree")
 

@@ -310,12 +310,19 @@ class SearchResult:
 
 
 def _pick(mask: np.ndarray, *keys: np.ndarray) -> int | None:
-    """Index of the lexicographically smallest (keys...) among `mask` rows, or None."""
+    """Index of the lexicographically smallest (keys...) among `mask` rows, or None: the first row of
+    `np.lexsort` order (NaN after every number and equal to NaN, then the lowest index), found by
+    narrowing to the rows at each key's minimum in turn instead of sorting (tests/test_target_solve.py)."""
     idx = np.flatnonzero(mask)
-    if idx.size == 0:
-        return None
-    order = np.lexsort(tuple(k[idx] for k in reversed(keys)))
-    return int(idx[order[0]])
+    for k in keys:
+        if idx.size <= 1:
+            break
+        v = k[idx]
+        nan = np.isnan(v)
+        if nan.all():
+            continue  # all tie on this key
+        idx = idx[v == (v[~nan].min() if nan.any() else v.min())]
+    return int(idx[0]) if idx.size else None
 
 
 def search(
