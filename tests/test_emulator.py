@@ -31,15 +31,30 @@ try:
 except ImportError:
     HAVE_TORCH = False
 
-IS_ROOT = os.geteuid() == 0
+
+def _network_capabilities() -> bool:
+    """CAP_SYS_ADMIN (namespaces) and CAP_NET_ADMIN (links, tc) in effect: root in an unprivileged
+    container has neither, and `ip netns add` fails there."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return False
+    for line in status.splitlines():
+        if line.startswith("CapEff:"):
+            caps = int(line.split()[1], 16)
+            return bool(caps & (1 << 21)) and bool(caps & (1 << 12))
+    return False
+
+
+IS_ROOT = os.geteuid() == 0 and _network_capabilities()
 HAVE_IP = shutil.which("ip") is not None and shutil.which("tc") is not None
 needs_torch = pytest.mark.skipif(
     not HAVE_TORCH, reason="torch is not installed (pip install 'dtsim[emulator]')"
 )
 needs_root = pytest.mark.skipif(
     not (IS_ROOT and HAVE_IP and HAVE_TORCH),
-    reason="needs root (network namespaces, veth, tc), iproute2 and torch; "
-    f"root={IS_ROOT}, iproute2={HAVE_IP}, torch={HAVE_TORCH}",
+    reason="needs root with CAP_SYS_ADMIN and CAP_NET_ADMIN (network namespaces, veth, tc), iproute2 and "
+    f"torch; root with them={IS_ROOT}, iproute2={HAVE_IP}, torch={HAVE_TORCH}",
 )
 
 
@@ -469,7 +484,8 @@ def test_killed_worker_leaves_nothing():
 
 needs_netns = pytest.mark.skipif(
     not (IS_ROOT and HAVE_IP),
-    reason=f"needs root and iproute2 (network namespaces); root={IS_ROOT}, iproute2={HAVE_IP}",
+    reason="needs root with CAP_SYS_ADMIN and CAP_NET_ADMIN, and iproute2 (network namespaces); "
+    f"root with them={IS_ROOT}, iproute2={HAVE_IP}",
 )
 
 
