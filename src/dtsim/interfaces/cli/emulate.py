@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from dtsim.errors import ScenarioError
+from dtsim.errors import ScenarioError, check_folder
 from dtsim.interfaces.cli.common import command_group, console, err, fail, json_text, print_json, table
 
 if TYPE_CHECKING:  # the emulator loads its own modules only when a command runs
@@ -76,8 +77,17 @@ def _cleanup() -> NoReturn:
     raise typer.Exit(1 if any(o.status == "incomplete" for o in outcomes) else 0)
 
 
+def _writable(path: Path, option: str) -> None:
+    """A clear error, before any work, when `path` cannot be written: its folder does not exist or is
+    not writable, or it is a folder itself."""
+    check_folder(path, option)
+    if path.is_dir():
+        raise ScenarioError([(option, str(path), "is a folder; give a file name")])
+    if not os.access(path.parent, os.W_OK):
+        raise ScenarioError([(option, str(path), f"its folder is not writable ({path.parent})")])
+
+
 def _write_report(path: Path, summary: EmulationSummary) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json_text(summary.as_dict(), default=str))
     rows = []
     for rec in summary.records:
@@ -224,12 +234,20 @@ def emulate(
 
             cfg = make_config(ctx.obj, netem=True, results_dir=".", iface=None)  # real links: no app delay
             cfg["collective_timeout_s"] = timeout
-            worker_config.write_text(json.dumps(cfg, indent=2) + "\n")
+            _writable(worker_config, "worker-config")
+            try:
+                worker_config.write_text(json.dumps(cfg, indent=2) + "\n")
+            except OSError as exc:
+                raise ScenarioError(
+                    [("worker-config", str(worker_config), exc.strerror or str(exc))]
+                ) from None
             console().print(
                 f"wrote {worker_config}; on each host: torchrun --nnodes {workers} --nproc-per-node 1 "
                 f"--node-rank R --master-addr HOST0 --master-port 29500 -m dtsim.emulator.worker {worker_config}"
             )
             raise typer.Exit(0)
+        if report is not None:
+            _writable(report, "report")  # before the run, not after it
         from dtsim.emulator.launcher import Interrupted, WorkerFailed, run
         from dtsim.emulator.netns import CommandFailed
 
@@ -242,12 +260,15 @@ def emulate(
     except ScenarioError as exc:
         fail(exc)
         return
-    if report is not None:
-        _write_report(report, summary)
     if as_json:
         print_json(summary.headline(), default=str)
-        return
-    _print_summary(summary)
+    else:
+        _print_summary(summary)
+    if report is not None:
+        try:
+            _write_report(report, summary)
+        except OSError as exc:  # printed above, so the run is not lost
+            fail(ScenarioError([("report", str(report), exc.strerror or str(exc))]))
 
 
 @emulate_app.command("thesis")
@@ -261,12 +282,14 @@ def thesis_cmd(
 ) -> None:
     """Camilli 2025 chapter 5, scaled down: world size 2 and 4, batch 8 and 16, FP32 and FP64, one slow link
     at 200/100/50 Mbit/s — the thesis's tables beside these measurements."""
-    from dtsim.emulator.experiments import thesis
+    from dtsim.emulator.experiments import thesis, thesis_runs
     from dtsim.emulator.launcher import Interrupted, require_emulator
     from dtsim.emulator.presets import config_for
 
     try:
         config_for(model)
+        for _, opts in thesis_runs(model, steps):  # every run's options, before the first starts
+            opts.validate()
         require_emulator()
         out = thesis(model, steps, progress=lambda name: err.print(f"running {name} …"))
     except ScenarioError as exc:
@@ -338,6 +361,9 @@ def diloco_efficiency_cmd(
             raise ScenarioError([("total-inner-steps", total_inner_steps, "must be between 128 and 100000")])
         if not 1 <= workers <= 16:
             raise ScenarioError([("workers", workers, "must be between 1 and 16")])
+        from dtsim.emulator.presets import config_for
+
+        config_for(model)
         require_emulator()
         out = diloco_efficiency(
             total_inner_steps=total_inner_steps,
