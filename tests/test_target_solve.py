@@ -5,6 +5,7 @@ answers, and the reproducers that crashed `dtsim target`."""
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -431,3 +432,23 @@ def test_pick_is_the_first_row_of_lexsort_order():
         idx = np.flatnonzero(mask)
         want = int(idx[np.lexsort(tuple(k[idx] for k in reversed(keys)))[0]]) if idx.size else None
         assert _pick(mask, *keys) == want
+
+
+def test_a_space_without_a_configuration_for_the_node_count():
+    """Hierarchies need two whole groups: a space of only groups says so (exit 2), and the fewest nodes
+    can be set by that rule, named as the limit."""
+    r = runner.invoke(
+        app, ["target", "--solve", "days", "--params-b", "7", "--group-sizes", "4", "--set", "num_nodes=7"]
+    )
+    assert r.exit_code == 2 and "--group-sizes" in r.output and "2·g nodes" in r.output
+    out = solve_json("--solve", "num_nodes", "--params-b", "7", "--days", "100", "--group-sizes", "4")
+    assert out["answer"] == 8 and out["limiting_factor"] == "group size"
+    assert out["beyond"] == {"parameters_b": 7.0, "num_nodes": 7, "days": None, "runs": False}
+
+
+def test_a_limit_of_any_size_gives_no_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # an overflow in rate × days would raise
+        r = runner.invoke(app, ["target", "--solve", "parameters_b", "--days", "1e308", "--json"])
+    assert r.exit_code == 0, r.output
+    assert strict_json(r.stdout)["answer"] > 0

@@ -509,7 +509,7 @@ def _evaluate(base, space, cfg, ci, n, target, kind, days_limit, asm, want_reach
     eta = np.asarray(b["efficiency"], dtype=float) * np.ones(rows)
     mult = np.asarray(b["replica_loss_multiplier"], dtype=float) * np.ones(rows)
     params = np.asarray(b["parameters"], dtype=float) * np.ones(rows)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         tokens_limit = np.where(ok, rate * days_limit, 0.0)  # days_limit may be inf (no limit): 0·inf
         if not want_reach:
             reach = np.full(rows, np.nan)  # computed for the few rows reported
@@ -896,11 +896,23 @@ class _Count:
         return res
 
 
-def _fastest(base, space, node, n, params_b, tokens_t, days_limit, count) -> SearchResult:
-    """The fastest configuration of `params_b` on `n` nodes (within `days_limit`; None: however long)."""
+def _fastest(base, space, node, n, params_b, tokens_t, days_limit, count, strict=True) -> SearchResult:
+    """The fastest configuration of `params_b` on `n` nodes (within `days_limit`; None: however long).
+    `strict`: an error where the space has no configuration for `n` nodes at all."""
     sp = replace(space, nodes=[node], node_counts=np.array([float(n)]), params_b=params_b)
     tgt = Target("model", params_b=params_b, tokens_t=tokens_t)
-    return count(search(base, sp, tgt, objective="time", days_limit=days_limit, refine=False))
+    res = count(search(base, sp, tgt, objective="time", days_limit=days_limit, refine=False))
+    if strict and res.rows == 0:  # every configuration is a hierarchy needing two whole groups
+        raise ScenarioError(
+            [
+                (
+                    "--group-sizes",
+                    list(space.group_sizes),
+                    f"no configuration runs on {n:,} nodes: groups of g nodes need 2·g nodes; add 0 (flat)",
+                )
+            ]
+        )
+    return res
 
 
 def _quickest(res: SearchResult) -> Row | None:
@@ -1069,8 +1081,12 @@ def _fewest_nodes(base, space, node, days_limit, params_b, tokens_t, max_nodes, 
         lim = _time_limit(base, w, tok, f"one node trains it in {w.days:,.4g} days")
     else:
         fewer = w.num_nodes - 1
-        beyond = _fastest(base, space, node, fewer, params_b, tok, None, count).winner
-        if beyond is None:
+        below = _fastest(base, space, node, fewer, params_b, tok, None, count, strict=False)
+        beyond = below.winner
+        if below.rows == 0:
+            why = f"{fewer:,} nodes run no configuration of the space: groups of g nodes need 2·g nodes"
+            lim = Limit("group size", None, None, why)
+        elif beyond is None:
             lim = _memory_limit(base, node, fewer, params_b, tok, f"{fewer:,} nodes cannot hold {model}")
         else:
             lim = _past_limit(base, w, tok, beyond, tok, f"a run on {fewer:,} nodes", days_limit)

@@ -722,7 +722,9 @@ def _target_solve(
             "beyond": None
             if sol.beyond_value is None
             else {
-                "parameters_b" if sol.solve == "parameters_b" else "num_nodes": sol.beyond_value,
+                # the run just past the answer: a slightly larger model, or one node fewer
+                "parameters_b": sol.beyond_value if sol.solve == "parameters_b" else sol.params_b,
+                "num_nodes": int(sol.beyond_value) if sol.solve == "num_nodes" else sol.num_nodes,
                 "days": sol.beyond.days if sol.beyond is not None else None,
                 "runs": sol.beyond is not None,
             },
