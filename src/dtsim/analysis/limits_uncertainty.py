@@ -50,12 +50,17 @@ INPUTS = {
     "sparsity": "sparsity",
 }
 MAX_MONTHS = 1200.0
-# counts the closed forms take as real numbers but that are at least one
-AT_LEAST = {"layers": 1.0, "batch-tokens": 1.0, "sparsity": 1.0}
+# The range each input may take: counts the closed forms read as real numbers are at least one, and
+# every input stays where the formulas' products and quotients are finite doubles (a latency of
+# 1e-320 µs underflows to 0 and divides by it). Wide enough for any run anyone would ask about.
+AT_LEAST = {"layers": 1.0, "batch-tokens": 1.0, "sparsity": 1.0, "latency-us": 1e-3, "months": 1e-3}
+AT_MOST = {"layers": 1e6, "batch-tokens": 1e15, "sparsity": 1e6, "latency-us": 1e9}
 AT_LEAST_WHY = {
     "layers": "a model has at least one MLP block",
     "batch-tokens": "a batch holds at least one token",
     "sparsity": "E = total / active parameters; 1 is dense",
+    "latency-us": "one nanosecond; below it no link exists",
+    "months": "about 45 minutes",
 }
 
 
@@ -78,6 +83,8 @@ def read_input(flag: str, text: str | float) -> float | Distribution:
         raise ScenarioError([(flag, text, f"must be a finite number > 0{limit}")])
     if value < AT_LEAST.get(flag, 0.0):
         raise ScenarioError([(flag, text, f"must be ≥ {AT_LEAST[flag]:g} ({AT_LEAST_WHY[flag]})")])
+    if value > AT_MOST.get(flag, math.inf):
+        raise ScenarioError([(flag, text, f"must be ≤ {AT_MOST[flag]:g}")])
     return value
 
 

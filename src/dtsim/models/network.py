@@ -489,8 +489,77 @@ def fabric(
             problems.append((k, v, "must be a finite number ≥ 0"))
     if sync_budget_s is not None and not _finite(sync_budget_s, 0, False):
         problems.append(("sync_budget_s", sync_budget_s, "must be a finite number > 0"))
+    # Upper ends far beyond any planet-scale cluster, so every product and quotient of the plan is a
+    # finite double (a critical_batch_k of 1e308 overflowed B_crit = k·√tokens to infinity).
+    most = {
+        "cluster_power_w": 1e15,  # a petawatt
+        "datacenters": 1e6,
+        "pod_power_w": 1e12,
+        "pod_peak_flop_s": 1e24,
+        "parameters": 1e18,
+        "tokens": 1e20,
+        "bits_per_param": 64.0,
+        "train_days": 36525.0,  # a century
+        "critical_batch_k": 1e6,
+        "ring_km": 1e6,  # 25 times round the equator
+        "hop_latency_s": 1.0,
+        "sync_budget_s": 1e9,
+    }
+    given = {**positive, "network_fraction": network_fraction, "ring_km": ring_km}
+    given |= {"hop_latency_s": hop_latency_s, "sync_budget_s": sync_budget_s}
+    problems += [
+        (k, given[k], f"must be ≤ {top:g}")
+        for k, top in most.items()
+        if given[k] is not None and k not in {p[0] for p in problems} and given[k] > top
+    ]
     if problems:
         raise ScenarioError(problems)
+    try:
+        with np.errstate(over="raise", divide="raise", invalid="raise", under="ignore"):
+            return _plan(
+                cluster_power_w,
+                datacenters,
+                pod_power_w,
+                pod_peak_flop_s,
+                parameters,
+                tokens,
+                bits_per_param,
+                train_days,
+                network_fraction,
+                ring_km,
+                hop_latency_s,
+                critical_batch_k,
+                sync_budget_s,
+            )
+    except (FloatingPointError, OverflowError, ZeroDivisionError):
+        raise ScenarioError(
+            [
+                (
+                    name,
+                    given[name],
+                    "with the other inputs, puts the plan beyond what a double can hold (a batch so small "
+                    "or a run so short that the step count or a rate overflows)",
+                )
+                for name in ("critical_batch_k", "tokens", "train_days")
+            ]
+        ) from None
+
+
+def _plan(
+    cluster_power_w,
+    datacenters,
+    pod_power_w,
+    pod_peak_flop_s,
+    parameters,
+    tokens,
+    bits_per_param,
+    train_days,
+    network_fraction,
+    ring_km,
+    hop_latency_s,
+    critical_batch_k,
+    sync_budget_s,
+) -> FabricPlan:
     return plan_fabric(
         cluster_power_w,
         datacenters,

@@ -481,9 +481,15 @@ def parse_set(assignments: list[str]) -> dict[str, Any]:
                 )
             table[key.split(".", 1)[1]] = value
         else:
-            if key == "assumptions" and isinstance(out.get(key), dict) and not isinstance(value, dict):
+            if key == "assumptions" and not isinstance(value, dict):
                 raise ScenarioError(
-                    [("assumptions", value, "must be a table of assumption names and values")]
+                    [
+                        (
+                            "assumptions",
+                            value,
+                            "must be a table of assumption names and values; set one with assumptions.NAME=VALUE",
+                        )
+                    ]
                 )
             out[key] = value
     return out

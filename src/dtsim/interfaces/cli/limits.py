@@ -90,6 +90,16 @@ HbmOpt = Annotated[float | None, typer.Option("--hbm-tb-s", help="Custom chip: H
 MemGbOpt = Annotated[float | None, typer.Option("--memory-gb", help="Custom chip: memory per GPU in GB.")]
 
 
+def generalized_limit(cf, alpha_b, alpha_l, batch_tokens, layers, months, sparsity, t_l) -> float:
+    """Appendix 8.3's limit, raising OverflowError where it is beyond a double (α near 0.5)."""
+    value = cf.generalized(
+        "limit", alpha_b, alpha_l, batch_tokens, layers, months=months, sparsity=sparsity, t_latency=t_l
+    )
+    if not math.isfinite(value):
+        raise OverflowError(value)
+    return value
+
+
 def _check_common(months: float, scaling: str, memory: str) -> None:
     problems = []
     if not (months > 0 and math.isfinite(months)) or months > 1200:
@@ -213,6 +223,9 @@ def closed_form_cmd(
         _check_common(months, "default", "per-gpu")
         if (alpha_b is None) != (alpha_l is None):
             raise ScenarioError([("--alpha-b/--alpha-l", (alpha_b, alpha_l), "give both or neither")])
+        for flag, a in (("--alpha-b", alpha_b), ("--alpha-l", alpha_l)):
+            if a is not None and not -1.0 <= a <= 1.0:  # T^α exponents; the paper's fits lie well inside
+                raise ScenarioError([(flag, a, "must be between -1 and 1 (an exponent of training compute)")])
         if alpha_b is not None and not alpha_b - alpha_l < 0.5:
             raise ScenarioError([("--alpha-b", alpha_b, "alpha_b − alpha_l must be < 0.5")])
         if uncertainty is not None:
@@ -229,6 +242,19 @@ def closed_form_cmd(
             "params_at_limit": cf.params_at_limit(t_l, batch_tokens, layers, months),
         }
         if alpha_b is not None:
+            try:
+                generalized_limit(cf, alpha_b, alpha_l, batch_tokens, layers, months, sparsity, t_l)
+            except OverflowError:
+                raise ScenarioError(
+                    [
+                        (
+                            "--alpha-b",
+                            alpha_b,
+                            f"with --alpha-l {alpha_l:g} the limit exceeds the largest number a double holds; "
+                            "bring alpha_b − alpha_l further below 0.5",
+                        )
+                    ]
+                ) from None
             out["generalized"] = {
                 "alpha_b": alpha_b,
                 "alpha_l": alpha_l,
