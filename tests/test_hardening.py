@@ -9,13 +9,18 @@ import os
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 from typer.testing import CliRunner
 
+import dtsim
 from dtsim.errors import ScenarioError, format_problem, quote
 from dtsim.interfaces.cli.common import json_text
 from dtsim.interfaces.cli.main import app
+from dtsim.models.decentralized.warning_rules import NETWORK_PARTS
 from dtsim.schema import inputs
 from dtsim.schema.scenario import parse_set
+
+from .test_properties import scenarios
 
 runner = CliRunner()
 WIDE = {"COLUMNS": "200"}
@@ -249,3 +254,40 @@ def test_fuzzer_finds_are_clear_errors(args):
     res = runner.invoke(app, args, env=WIDE)
     assert res.exit_code == 2 and isinstance(res.exception, SystemExit), res.output
     assert res.stderr.startswith("error: ")
+
+
+@settings(
+    max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck), database=None
+)
+@given(scenarios())
+def test_one_consistent_story_per_decentralized_report(fields):
+    """Bottleneck, warnings and timings agree on random scenarios (issue 15 item 4)."""
+    try:
+        r = dtsim.simulate(dtsim.load_scenario(overrides=fields))
+    except ScenarioError:
+        return
+    codes = {w.code: w.message for w in r.warnings}
+    if r.outer_step_s:
+        parts = sum(v or 0.0 for v in r.breakdown_s.values())
+        assert parts == pytest.approx(r.outer_step_s, rel=1e-9)
+        regional = r.hidden_regional_sync_s or 0.0
+        # each tier's hidden sync fits in the outer step (the two tiers overlap each other)
+        assert regional <= r.outer_step_s * (1 + 1e-9)
+        assert (r.hidden_sync_s or 0.0) - regional <= r.outer_step_s * (1 + 1e-9)
+        if "SYNC_NOT_HIDDEN" in codes:
+            network_bound = r.bottleneck in NETWORK_PARTS
+            assert ("network-bound" in codes["SYNC_NOT_HIDDEN"]) == network_bound, (r.bottleneck, codes)
+    if "STREAMING_MEMORY" in codes:
+        assert "STREAMING_MEMORY" in r.mode_reason  # not "fits" alone
+    if r.global_mfu is not None and r.efficiency:
+        assert r.wall_clock_mfu == pytest.approx(r.global_mfu / r.efficiency, rel=1e-9)
+        assert r.wall_clock_mfu >= r.global_mfu * (1 - 1e-12)
+
+
+def test_declared_peak_is_cross_checked_against_the_catalog():
+    r = dtsim.simulate(dtsim.Scenario())  # the MIRI docs' 32 PFLOPS for 16 × GH200: the sparse figure
+    message = {w.code: w.message for w in r.warnings}["PEAK_NOT_CATALOG"]
+    assert "2.02×" in message and "15.83 PFLOPS" in message and "sparse" in message
+    dense = dtsim.simulate(dtsim.load_scenario(overrides={"gpu": "gh200", "gpus_per_node": 16}))
+    assert "PEAK_NOT_CATALOG" not in {w.code for w in dense.warnings}  # derived from the catalog: agrees
+    assert dense.wall_clock_mfu is not None and dense.global_mfu < dense.wall_clock_mfu

@@ -125,7 +125,7 @@ def test_simulate_report_shows_p50_and_range_beside_each_headline_output():
     assert res.exit_code == 0
     wall = next(line for line in res.output.splitlines() if line.startswith("Wall-clock"))
     assert "P50" in wall and "[" in wall and "–" in wall
-    mfu = next(line for line in res.output.splitlines() if line.startswith("Global MFU"))
+    mfu = next(line for line in res.output.splitlines() if line.startswith("η-adjusted MFU"))
     assert "P50" in mfu
     plain = runner.invoke(app, ["simulate"], env={"COLUMNS": "200"})
     assert "P50" not in plain.output

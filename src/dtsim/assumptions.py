@@ -36,6 +36,21 @@ class AssumptionInfo:
     uncertainty: dict[str, Any]
 
 
+# The specification documents an assumption's `seed` entry points into, by the names users know them by
+SPEC_DOCUMENTS = {
+    "000": "MIRI simulator docs",
+    "001": "Camilli 2025",
+    "002": "Erdil & Schneider-Joseph 2024",
+    "003": "Data Parallelism from Associativity",
+}
+
+
+def spec_section(entry: str) -> str:
+    """'000 §1.1' → 'MIRI simulator docs §1.1' (the document's name, not its spec-file label)."""
+    head, _, rest = entry.partition(" ")
+    return f"{SPEC_DOCUMENTS[head]} {rest}".strip() if head in SPEC_DOCUMENTS else entry
+
+
 def table() -> list[AssumptionInfo]:
     """Every assumption with its default value, in file order."""
     rows = []
@@ -48,7 +63,7 @@ def table() -> list[AssumptionInfo]:
                 unit=row["unit"],
                 description=row["description"],
                 source=row["source"],
-                seed=str(row["seed"]),
+                seed=spec_section(str(row["seed"])),
                 range=(float(rng[0]), float(rng[1])) if rng else None,
                 uncertainty=dict(row["uncertainty"]),
             )
@@ -72,7 +87,12 @@ def distributions(names: Any = None) -> dict[str, Any]:
 
 
 def _is_number(x: Any) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool) and np.isfinite(x)
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return False
+    try:
+        return bool(np.isfinite(float(x)))
+    except OverflowError:  # an integer too large for a float (a TypeError in np.isfinite, an HTTP 500)
+        return False
 
 
 class Assumptions:

@@ -35,7 +35,7 @@ def assumptions_markdown() -> str:
         "count, a configuration the run chooses, or a fit whose parameters are correlated). A scenario may",
         "give its own: `--set assumptions.pue=1.1..1.3`.",
         "",
-        "| name | value | unit | range | uncertainty | seed | description | source |",
+        "| name | value | unit | range | uncertainty | section | description | source |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     dists = distributions()

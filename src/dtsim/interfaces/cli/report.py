@@ -122,10 +122,22 @@ def render(r: Result, title: str = "dtsim", explain: bool = False, mc: Any = Non
             bar = "█" * max(1, round(share * 30))
             style = "bold red" if key == r.bottleneck and key != "compute" else ""
             b.add_row(NAMES[key], _duration(v), f"{share:.1%}", Text(bar, style=style or "cyan"))
-        if r.hidden_sync_s:
+        regional_hidden = r.hidden_regional_sync_s or 0.0
+        global_hidden = (r.hidden_sync_s or 0.0) - regional_hidden
+        if regional_hidden:
             b.add_row(
-                "[dim]sync hidden under compute[/dim]", f"[dim]{_duration(r.hidden_sync_s)}[/dim]", "", ""
+                "[dim]regional sync hidden under compute[/dim]",
+                f"[dim]{_duration(regional_hidden)}[/dim]",
+                "",
+                "",
             )
+        if global_hidden > 0:
+            label = (
+                "global sync hidden (WAN, beside the regional)"
+                if regional_hidden
+                else "sync hidden under compute"
+            )
+            b.add_row(f"[dim]{label}[/dim]", f"[dim]{_duration(global_hidden)}[/dim]", "", "")
         parts.append(b)
         parts.append(Text.from_markup(f"Bottleneck: [bold]{NAMES.get(r.bottleneck, r.bottleneck)}[/bold]"))
 
@@ -138,9 +150,14 @@ def render(r: Result, title: str = "dtsim", explain: bool = False, mc: Any = Non
     e.add_row("Replica loss multiplier", _num(r.replica_loss_multiplier, ".4f"), "in χ")
     e.add_row("χ (compute-optimal equivalent)", _num(r.chi, ".1%"), "Chinchilla")
     e.add_row(
-        "Global MFU / HFU",
+        "MFU (wall-clock)",
+        _num(r.wall_clock_mfu, ".1%"),
+        "6·P·D / (N · peak · wall-clock)",
+    )
+    e.add_row(
+        "η-adjusted MFU / HFU",
         _ranged(f"{_num(r.global_mfu, '.1%')} / {_num(r.global_hfu, '.1%')}", mc, "global_mfu", pct),
-        "end to end",
+        "over the η-adjusted time: MIRI's Global MFU",
     )
     e.add_row("Model FLOP (6·P·D)", f"{r.model_flop:.3g}", "")
     e.add_row("Hardware FLOP (with recompute)", f"{r.hardware_flop:.3g}", "")

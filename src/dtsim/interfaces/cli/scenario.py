@@ -285,7 +285,7 @@ def assumptions(
         print_json([r.__dict__ for r in rows], default=list)
         return
     t = table(title="Assumptions (override with --set assumptions.NAME=VALUE)", title_justify="left")
-    for col in ("name", "value", "unit", "seed", "source"):
+    for col in ("name", "value", "unit", "section", "source"):
         t.add_column(col, overflow="fold")
     for r in rows:
         value = r.value if not isinstance(r.value, dict) else "table"

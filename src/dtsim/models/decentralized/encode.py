@@ -85,7 +85,15 @@ NODE_SET_FIELDS = ("gpu", "gpus_per_node", "pflops_per_node", "vram_per_node_gb"
 # preset fills gpu/count/peak/VRAM/precision; an explicit gpu fills peak and VRAM from its count and
 # precision. A batch resolves each distinct combination of the varied ones with the same code.
 HARDWARE_FIELDS = ("node", "gpu", "gpus_per_node", "precision", "pflops_per_node", "vram_per_node_gb")
-HARDWARE_COLUMNS = ("gpu_price_usd", "gpu_power_w", "gpus_per_node", "peak_flop_s", "vram_bytes", "precision")
+HARDWARE_COLUMNS = (
+    "gpu_price_usd",
+    "gpu_power_w",
+    "gpus_per_node",
+    "peak_flop_s",
+    "vram_bytes",
+    "precision",
+    "catalog_peak_flop_s",
+)
 
 
 def _enum_value(x: Any) -> str:
@@ -110,6 +118,10 @@ def encode_scenario(s: Scenario) -> dict[str, Any]:
     gpu = catalog.gpus().get(s.gpu) if s.gpu else None
     cols["gpu_price_usd"] = gpu.price_usd if gpu else np.nan
     cols["gpu_power_w"] = gpu.board_power_w if gpu else np.nan
+    # the catalog's dense peak of the node at the training precision, to cross-check pflops_per_node
+    dense = gpu.peak_tflops(_enum_value(s.precision)) if gpu else None
+    count = s.gpus_per_node
+    cols["catalog_peak_flop_s"] = np.nan if dense is None or count is None else count * dense * 1e12
     if gpu is None:
         cols["gpus_per_node"] = np.nan
     return cols
@@ -331,6 +343,12 @@ def encode_batch(s: Scenario, arrays: dict[str, Any], n: int) -> Frame:
         cols["growth_oom"] = sum(
             parts.get(g, np.full(n, runlength.parse_growth(getattr(s, g)))) for g in GROWTH
         )
+    if s.gpu and not any(f in varied_hw for f in ("node", "gpu")):
+        # the catalog's dense node peak follows a precision or GPU count varied row by row (the
+        # hardware combinations above already carry it when the node or GPU itself varies)
+        gpu = catalog.gpus()[s.gpu]
+        peaks = np.array([gpu.peak_tflops(p) or np.nan for p in memory.PRECISIONS]) * 1e12
+        cols["catalog_peak_flop_s"] = np.asarray(cols["gpus_per_node"]) * peaks[np.asarray(cols["precision"])]
     frame = Frame({k: np.asarray(v) for k, v in cols.items()}, n=n)
     check_cross_fields(_cross_field_row(frame), batch=True)
     return frame

@@ -69,8 +69,15 @@ class Result(BaseModel):
     efficiency_compression: float
     efficiency_activation: float
     replica_loss_multiplier: float | None
-    global_mfu: float | None
-    global_hfu: float | None
+    global_mfu: float | None = Field(
+        description="η-adjusted MFU, the MIRI simulator docs' Global MFU (§6.1): 6·P·D over N · peak · the "
+        "η-adjusted time — lower than the wall-clock MFU by the factor η."
+    )
+    global_hfu: float | None = Field(description="global_mfu / the HFU-to-MFU ratio (η-adjusted as well).")
+    wall_clock_mfu: float | None = Field(
+        None,
+        description="MFU over the time the run takes: 6·P·D over N · peak · wall-clock time (= global_mfu / η).",
+    )
     chi: float | None
     model_flop: float = Field(description="6 · P_active · D.")
     hardware_flop: float = Field(description="Model FLOPs plus recomputation: model_flop / (HFU/MFU ratio).")
@@ -81,7 +88,15 @@ class Result(BaseModel):
     breakdown_s: dict[str, float | None] = Field(
         description="Parts of one outer step; they sum to outer_step_s."
     )
-    hidden_sync_s: float | None = Field(description="Sync time overlapped with compute per outer step.")
+    hidden_sync_s: float | None = Field(
+        description="Sync time overlapped with compute per outer step, summed over the tiers: a hierarchy's "
+        "regional and global syncs run at the same time on different links, so there it can exceed the outer step."
+    )
+    hidden_regional_sync_s: float | None = Field(
+        None,
+        description="The regional tier's part of hidden_sync_s (hierarchical DiLoCo; 0 elsewhere); each tier's "
+        "hidden time fits in the outer step.",
+    )
     pp_stages: int
     pp_groups: int
     idle_nodes: int
@@ -186,10 +201,19 @@ def build_result(out: dict, i: int, scenario, asm, frame) -> Result:
     for key in DETAIL_KEYS:
         val = v[key]
         details[key] = val if isinstance(val, bool) else _f(val)
+    warnings = decode(int(v["warning_bits"]), v)
+    reason = reason_text(v)
+    if any(w["code"] == "STREAMING_MEMORY" for w in warnings):
+        # one story: the mode's memory verdict and the streaming warning name the same two figures
+        streamed = v["memory_bytes"] * (1 + v["asm"].streaming_memory_overhead)
+        reason += (
+            f"; with streaming's outer state it is {_gb(streamed / 1e9)}, over the node's "
+            f"{_gb(v['vram_bytes'] / 1e9)} unless offloaded (STREAMING_MEMORY)"
+        )
     return Result(
         mode=mode,
         mode_label=decision.MODE_LABELS[v["mode_code"]],
-        mode_reason=reason_text(v),
+        mode_reason=reason,
         mode_reason_code=decision.REASONS[v["reason_code"]],
         wall_clock_days=_f(v["wall_clock_days"]),
         effective_days=_f(v["effective_days"]),
@@ -209,6 +233,7 @@ def build_result(out: dict, i: int, scenario, asm, frame) -> Result:
         efficiency_activation=v["efficiency_activation"],
         replica_loss_multiplier=_f(v["replica_loss_multiplier"]),
         global_mfu=_f(v["global_mfu"]),
+        wall_clock_mfu=_f(v["wall_clock_mfu"]),
         global_hfu=_f(v["global_hfu"]),
         chi=_f(v["chi"]),
         model_flop=v["model_flop"],
@@ -219,6 +244,7 @@ def build_result(out: dict, i: int, scenario, asm, frame) -> Result:
         bottleneck_share=_f(v["bottleneck_share"]),
         breakdown_s={k: _f(v[k]) for k in BREAKDOWN_KEYS},
         hidden_sync_s=_f(v["hidden_sync_s"]),
+        hidden_regional_sync_s=_f(v["hidden_regional_sync_s"]),
         pp_stages=int(v["stages"]),
         pp_groups=int(v["pp_groups"]),
         idle_nodes=int(v["idle_nodes"]),
@@ -232,7 +258,7 @@ def build_result(out: dict, i: int, scenario, asm, frame) -> Result:
         cost_usd=_f(v["cost_usd"]),
         energy_kwh=_f(v["energy_kwh"]),
         cost_sources=sources,
-        warnings=[Warning_(**w) for w in decode(int(v["warning_bits"]), v)],
+        warnings=[Warning_(**w) for w in warnings],
         details=details,
         assumptions_overridden=dict(asm.overridden),
         scenario=scenario.to_fields() if scenario is not None else None,

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from dtsim.models.decentralized.strategies import has_trait, is_mode
+from dtsim.physics.memory import PRECISIONS
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,14 @@ def _nodes_needed(v: dict) -> str:
     return f"{one} nodes for one pipeline, {two} for PP-group DiLoCo"
 
 
+# the parts of an outer step spent waiting on links (engine.BREAKDOWN_KEYS less compute and bubble)
+NETWORK_PARTS = ("latency", "global_sync", "regional_sync", "pipeline_comm", "straggler")
+
+
+def _waiting(v: dict) -> float:
+    return sum(v[k] for k in NETWORK_PARTS if k in v and v[k] == v[k])
+
+
 RULES: tuple[WarningRule, ...] = (
     WarningRule(
         "MFU_ABOVE_60",
@@ -63,8 +72,29 @@ RULES: tuple[WarningRule, ...] = (
         "INEFFICIENT_RUN",
         lambda f, o: o["global_mfu"] < f.asm.low_global_mfu_threshold,
         lambda v: (
-            f"End-to-end MFU is {v['global_mfu']:.1%} (below {v['asm'].low_global_mfu_threshold:.0%}): most of the "
-            f"hardware time goes to {v['bottleneck'].replace('_', ' ')} and algorithmic inefficiency."
+            f"η-adjusted MFU is {v['global_mfu']:.1%} (below {v['asm'].low_global_mfu_threshold:.0%}; the "
+            f"wall-clock MFU is {v['wall_clock_mfu']:.1%}): most of the hardware time goes to "
+            f"{v['bottleneck'].replace('_', ' ')} and algorithmic inefficiency."
+        ),
+    ),
+    WarningRule(
+        "PEAK_NOT_CATALOG",
+        lambda f, o: (
+            ~np.isnan(f.catalog_peak_flop_s)
+            & (np.abs(f.peak_flop_s / f.catalog_peak_flop_s - 1.0) > f.asm.peak_mismatch_tolerance)
+        ),
+        lambda v: (
+            f"pflops_per_node {v['peak_flop_s'] / 1e15:,.4g} is {v['peak_flop_s'] / v['catalog_peak_flop_s']:.2f}× the "
+            f"dense peak of its {v['gpus_per_node']:,.0f} GPUs at {PRECISIONS[v['precision']]} "
+            f"({v['catalog_peak_flop_s'] / 1e15:,.4g} PFLOPS, the catalog's datasheet figure). MFU is measured "
+            "against the dense peak; a 2:4-sparsity figure (twice the dense one) makes every compute time here half "
+            "of what the dense peak gives at the same MFU"
+            + (
+                " — the MIRI simulator docs' default of 32 PFLOPS for 16 × GH200 is such a sparse figure; set "
+                f"pflops_per_node {v['catalog_peak_flop_s'] / 1e15:,.4g} for the dense one."
+                if abs(v["peak_flop_s"] / v["catalog_peak_flop_s"] - 2.0) < 0.05
+                else "."
+            )
         ),
     ),
     WarningRule(
@@ -141,9 +171,14 @@ RULES: tuple[WarningRule, ...] = (
             & ((o["global_sync"] + o["regional_sync"]) > 1e-9 * o["outer_step_s"])
         ),
         lambda v: (
-            f"Streaming cannot hide the synchronization: it takes longer than the compute it overlaps, so the "
-            f"run is network-bound ({(v['global_sync'] + v['regional_sync']) / v['outer_step_s']:.0%} of each outer "
-            f"step waits on the network). inner_steps ≥ {v['auto_inner_steps']:,.0f} would hide it"
+            "Streaming cannot hide the synchronization: it takes longer than the compute it overlaps, so "
+            f"{_waiting(v) / v['outer_step_s']:.0%} of each outer step waits on the network"
+            + (
+                " (the largest part: the run is network-bound)"
+                if v["bottleneck"] in NETWORK_PARTS
+                else f" (compute is still the largest part, {v['bottleneck_share']:.0%})"
+            )
+            + f". inner_steps ≥ {v['auto_inner_steps']:,.0f} would hide it"
             + (
                 " (and a larger regional_steps for the global tier)."
                 if has_trait(v["mode_code"], "regional_tier")

@@ -51,6 +51,7 @@ class FlatDiLoCo:
             "regional_steps_used": 0.0,
             "compute_block_s": block,
             "hidden_sync_s": np.maximum(0.0, sync - exposed),
+            "hidden_regional_sync_s": 0.0,
             "compute": inner_steps * f.step_flop_s,
             "latency": inner_steps * f.ep_latency_s + lat,
             "global_sync": bw,

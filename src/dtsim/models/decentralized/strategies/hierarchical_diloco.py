@@ -71,8 +71,11 @@ class HierarchicalDiLoCo:
             "replicas": f.n_eff,
             "regional_steps_used": regional_steps,
             "compute_block_s": steps * f.step_s,
+            # the two tiers run at once on different links (regional and WAN), so their hidden times
+            # add up to more than the outer step when both are mostly hidden
             "hidden_sync_s": np.maximum(0.0, regional_steps * reg - reg_exposed)
             + np.maximum(0.0, glob - glob_exposed),
+            "hidden_regional_sync_s": np.maximum(0.0, regional_steps * reg - reg_exposed),
             "compute": steps * f.step_flop_s,
             "latency": steps * f.ep_latency_s + r_lat + g_lat,
             "global_sync": g_bw,

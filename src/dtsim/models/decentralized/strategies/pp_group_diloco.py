@@ -56,6 +56,7 @@ class PPGroupDiLoCo:
             "regional_steps_used": 0.0,
             "compute_block_s": block,
             "hidden_sync_s": np.maximum(0.0, sync - exposed),
+            "hidden_regional_sync_s": 0.0,
             "pipeline_comm_s": pp["comm_with_straggler"],
             "pipeline_latency_s": pp["latency_with_straggler"],
             "compute": inner_steps * pp["compute"],

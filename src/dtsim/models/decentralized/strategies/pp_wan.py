@@ -40,6 +40,7 @@ class PPOverWAN:
             "regional_steps_used": 0.0,
             "compute_block_s": pp["compute_slots"],
             "hidden_sync_s": 0.0,
+            "hidden_regional_sync_s": 0.0,
             "pipeline_comm_s": pp["comm_with_straggler"],
             "pipeline_latency_s": pp["latency_with_straggler"],
             "compute": pp["compute"],
