@@ -290,6 +290,6 @@ def test_bad_uploads_and_share_links_say_why(server, tmp_path):
         page.goto(server + "/?assumptions=5&assumptions.pue=1.2")
         page.wait_for_function("document.querySelector('[data-testid=result-json]')?.textContent.length > 10")
         notice = page.locator("[data-testid=link-error]")
-        assert notice.is_visible() and "assumptions.pue cannot be set" in notice.text_content()
+        assert notice.is_visible() and "assumptions = 5: must be a table" in notice.text_content()
         assert _result_json(page) == dtsim.simulate().model_dump(mode="json")
         browser.close()

@@ -21,6 +21,8 @@ import json
 from functools import lru_cache
 from typing import Any
 
+from pydantic import ValidationError
+
 from dtsim import catalog
 from dtsim.errors import ScenarioError
 
@@ -107,7 +109,19 @@ def _planned(key: tuple, overrides: str) -> tuple[float, str]:
         )
     count = int(gpus_per_node)
     per_domain = nvlink_node(count, int(asm.mfu_auto_server_gpus))
-    cluster = Cluster(gpu=spec.id, nodes=count // per_domain, gpus_per_node=per_domain)
+    try:
+        cluster = Cluster(gpu=spec.id, nodes=count // per_domain, gpus_per_node=per_domain)
+    except ValidationError:  # more NVLink domains than the datacenter model plans (was an HTTP 500)
+        raise ScenarioError(
+            [
+                (
+                    "mfu",
+                    "auto",
+                    f"cannot be planned for one node of {count:,} GPUs ({count // per_domain:,} NVLink "
+                    f"domains of {per_domain}); give the MFU as a number",
+                )
+            ]
+        ) from None
     opt = PlanOptions(gbs=sequences, seq_len=seq_len, precision=precision, assumptions=assumptions)
     rows, searched = plan_by_size(parameters_b * 1e9, cluster, opt, vocab, seq_len)
     near = [r for r in rows if abs(r["params_b"] / parameters_b - 1.0) <= tolerance]
