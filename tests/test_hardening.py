@@ -248,6 +248,8 @@ def test_counts_below_one_are_refused_and_named_alone():
         ["step", "--model", "a" * 300],  # a name too long to be a path
         ["limits", "closed-form", "--alpha-b", "-1e308", "--alpha-l", "16", "--json"],  # OverflowError
         ["limits", "closed-form", "--alpha-b", "0.49", "--alpha-l", "0"],  # beyond a double
+        ["target", "--params-b", "1e20", "--tokens-t", "0.02", "--max-nodes", "64"],  # long run: empty space
+        ["target", "--params-b", "1e-320", "--tokens-t", "0.02", "--max-nodes", "64", "--json"],
     ],
 )
 def test_fuzzer_finds_are_clear_errors(args):
@@ -291,3 +293,11 @@ def test_declared_peak_is_cross_checked_against_the_catalog():
     dense = dtsim.simulate(dtsim.load_scenario(overrides={"gpu": "gh200", "gpus_per_node": 16}))
     assert "PEAK_NOT_CATALOG" not in {w.code for w in dense.warnings}  # derived from the catalog: agrees
     assert dense.wall_clock_mfu is not None and dense.global_mfu < dense.wall_clock_mfu
+
+
+def test_an_empty_search_space_has_no_groups():
+    import numpy as np
+
+    from dtsim.analysis.search import config_groups
+
+    assert config_groups({"node": np.array([]), "h": np.array([])}, lambda i: True) == []

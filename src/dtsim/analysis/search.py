@@ -434,6 +434,8 @@ def search(
 def config_groups(cfg: dict[str, np.ndarray], keep: Callable[[int], bool]) -> list[tuple[int, int]]:
     """The runs of configurations that share a node and an H (they enter a batch as scalars), as
     (first, stop) index pairs, for the nodes `keep(node index)` accepts."""
+    if len(cfg["node"]) == 0:  # an empty space (e.g. a model no configuration can hold)
+        return []
     key = np.char.add(cfg["node"].astype(str), np.char.add("|", cfg["h"]))
     cuts = np.flatnonzero(np.r_[True, key[1:] != key[:-1], True])
     return [(int(b0), int(b1)) for b0, b1 in itertools.pairwise(cuts) if keep(int(cfg["node"][b0]))]

@@ -12,6 +12,7 @@ import numpy as np
 from dtsim.assumptions import Assumptions
 from dtsim.errors import ScenarioError
 from dtsim.physics import quality
+from dtsim.schema.fields import BOUNDS
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,11 @@ class Target:
                 v = getattr(self, name)
                 if v is None or not (math.isfinite(v) and v > 0):
                     raise ScenarioError([(name, v, "a model target needs a positive size and token count")])
+                # the scenario fields' own range (parameters_b, tokens_t): a run simulate can evaluate
+                b = BOUNDS["parameters_b" if name == "params_b" else name]
+                if not b["ge"] <= v <= b["le"]:
+                    flag = "--" + name.replace("_", "-")
+                    raise ScenarioError([(flag, v, f"must be between {b['ge']:g} and {b['le']:g}")])
         elif self.flop is None or not (math.isfinite(self.flop) and self.flop > 0):
             raise ScenarioError([(f"--{self.kind}-flop", self.flop, "must be a positive number of FLOP")])
 
