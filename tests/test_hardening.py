@@ -301,3 +301,24 @@ def test_an_empty_search_space_has_no_groups():
     from dtsim.analysis.search import config_groups
 
     assert config_groups({"node": np.array([]), "h": np.array([])}, lambda i: True) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["validate"],
+        ["simulate"],
+        ["plan", "--model", "gpt2", "--gpu", "a100-80gb", "--nodes", "2"],
+        ["limits", "curve"],
+        ["assumptions"],
+    ],
+)
+def test_tables_fold_rather_than_cut_in_an_80_column_terminal(args):
+    """Rich cut a value that did not fit with an ellipsis ('calibra…', 'MCORE24…'); now it folds."""
+    import re
+
+    res = runner.invoke(app, args, env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.output
+    assert not re.search(r"\w…", res.stdout), [ln for ln in res.stdout.splitlines() if re.search(r"\w…", ln)][
+        :3
+    ]

@@ -30,10 +30,16 @@ def console(**options: Any) -> Console:
 
 
 def table(*columns: Any, **options: Any) -> Table:
-    """A rich Table."""
+    """A rich Table whose columns fold a value that does not fit onto the next line instead of cutting
+    it with an ellipsis (Rich's default): in a narrow terminal a number or an id is shown whole."""
     from rich.table import Table
 
-    return Table(*columns, **options)
+    class _Folding(Table):
+        def add_column(self, *args: Any, **kw: Any) -> None:
+            kw.setdefault("overflow", "fold")
+            super().add_column(*args, **kw)
+
+    return _Folding(*columns, **options)
 
 
 def with_progress(what: str, show: bool, run: Callable[[Callable[[int, int], None] | None], Any]) -> Any:

@@ -9,6 +9,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from dtsim.interfaces.cli.common import table
 from dtsim.interfaces.formats import duration as _duration
 from dtsim.models.decentralized.explain import derivation
 from dtsim.models.decentralized.result import Result
@@ -32,7 +33,7 @@ def _num(x: float | None, fmt: str = ",.2f", unit: str = "") -> str:
 
 
 def _table(title: str) -> Table:
-    t = Table(title=title, title_justify="left", show_header=False, box=None, pad_edge=False, expand=False)
+    t = table(title=title, title_justify="left", show_header=False, box=None, pad_edge=False, expand=False)
     t.add_column(style="bold", no_wrap=True)
     t.add_column(justify="right")
     t.add_column(style="dim")
@@ -109,7 +110,7 @@ def render(r: Result, title: str = "dtsim", explain: bool = False, mc: Any = Non
         parts.append(Text(r.mfu_source + ".", style="dim"))
 
     if r.outer_step_s:
-        b = Table(title="One outer step", title_justify="left", box=None, pad_edge=False)
+        b = table(title="One outer step", title_justify="left", box=None, pad_edge=False)
         b.add_column("part")
         b.add_column("time", justify="right")
         b.add_column("share", justify="right")
@@ -187,7 +188,7 @@ def render(r: Result, title: str = "dtsim", explain: bool = False, mc: Any = Non
     parts.append(c)
 
     if r.warnings:
-        w = Table(title="Warnings", title_justify="left", show_header=False, box=None, pad_edge=False)
+        w = table(title="Warnings", title_justify="left", show_header=False, box=None, pad_edge=False)
         w.add_column(style="yellow", no_wrap=True)
         w.add_column()
         for item in r.warnings:
@@ -195,7 +196,7 @@ def render(r: Result, title: str = "dtsim", explain: bool = False, mc: Any = Non
         parts.append(w)
 
     if explain:
-        x = Table(title="Derivation", title_justify="left", box=None, pad_edge=False)
+        x = table(title="Derivation", title_justify="left", box=None, pad_edge=False)
         x.add_column("quantity", style="bold")
         x.add_column("formula")
         x.add_column("value", justify="right")
@@ -219,7 +220,7 @@ def print_uncertainty(mc, console: Console | None = None, title: str = "") -> No
     from dtsim.analysis.uncertainty import level_name
 
     names = [level_name(q).upper() for q in mc.levels]
-    t = Table(
+    t = table(
         title=f"Uncertainty{' of ' + title if title else ''}: {mc.samples:,} draws"
         + (f" (asked {mc.requested:,}; Sobol needs a power of two)" if mc.samples != mc.requested else "")
         + (
@@ -244,7 +245,7 @@ def print_uncertainty(mc, console: Console | None = None, title: str = "") -> No
         )
     con.print(t)
     if mc.inputs:
-        v = Table(title="Inputs drawn", title_justify="left")
+        v = table(title="Inputs drawn", title_justify="left")
         v.add_column("input", style="bold")
         v.add_column("distribution")
         v.add_column("from")
@@ -289,7 +290,7 @@ def print_sensitivity(res, console: Console | None = None) -> None:
     """`dtsim sensitivity`: the inputs ranked by total Sobol index, with first-order index, their 95 %
     intervals and the tornado's ends."""
     con = console or Console()
-    t = Table(
+    t = table(
         title=f"Sensitivity of {res.output} (point {res.point:,.4g}): Sobol indices from {res.runs:,} runs",
         title_justify="left",
     )
