@@ -322,3 +322,19 @@ def test_tables_fold_rather_than_cut_in_an_80_column_terminal(args):
     assert not re.search(r"\w…", res.stdout), [ln for ln in res.stdout.splitlines() if re.search(r"\w…", ln)][
         :3
     ]
+
+
+def test_plots_label_axes_with_units_and_readable_ticks(tmp_path):
+    from dtsim.analysis.grid import parse_vary, run_grid
+    from dtsim.interfaces.plotting import _short, axis_label, plot_grid
+
+    assert axis_label("bandwidth_up_mbps") == "bandwidth up (Mbit/s)"
+    assert axis_label("global_mfu_p50") == "global MFU, P50"
+    assert axis_label("wall_clock_days") == "wall clock (days)"
+    assert [_short(x) for x in (5340.0, 12.0, 0.0123, 2.5e7)] == ["5,340", "12", "0.0123", "2.5e+07"]
+    pytest.importorskip("matplotlib")
+    axes = [parse_vary("bandwidth_up_mbps=10:10000:12:log"), parse_vary("num_nodes=8:512:10:log")]
+    result = run_grid(dtsim.Scenario(), axes)
+    labels = plot_grid(result, "wall_clock_days", tmp_path / "h.png")
+    assert labels["y"] == "bandwidth up (Mbit/s)" and labels["x"] == "number of nodes"
+    assert (tmp_path / "h.png").stat().st_size > 1000

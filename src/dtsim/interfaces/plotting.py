@@ -30,7 +30,48 @@ def pyplot(path: Path, option: str = "--plot"):
     return plt
 
 
-def plot_grid(result: GridResult, metric: str, path: Path) -> None:
+# Units of dtsim's unit-suffixed names (DESIGN: units in every public name at the edges)
+UNITS = (
+    ("_mbps", "Mbit/s"),
+    ("_gbps", "Gbit/s"),
+    ("_ms", "ms"),
+    ("_days", "days"),
+    ("_s", "s"),
+    ("_gb", "GB"),
+    ("_usd", "USD"),
+    ("_kwh", "kWh"),
+    ("_flop", "FLOP"),
+    ("_b", "billions"),
+    ("_t", "trillions"),
+    ("_w", "W"),
+)
+WORDS = {
+    "num": "number of",
+    "mfu": "MFU",
+    "hfu": "HFU",
+    "pflops": "PFLOPS",
+    "vram": "VRAM",
+    "ep": "EP",
+    "pp": "PP",
+    "gpu": "GPU",
+}
+
+
+def axis_label(name: str) -> str:
+    """A field or output name as an axis label with its unit: 'bandwidth_up_mbps' → 'bandwidth up
+    (Mbit/s)', 'wall_clock_days' → 'wall clock (days)', 'global_mfu_p50' → 'global MFU, P50'."""
+    level = ""
+    head, _, tail = name.rpartition("_")
+    if head and tail[:1] == "p" and tail[1:].replace(".", "", 1).isdigit():
+        name, level = head, f", {tail.upper()}"
+    unit = next((u for suffix, u in UNITS if name.endswith(suffix) and len(name) > len(suffix)), None)
+    if unit is not None:
+        name = name[: -len(next(s for s, u in UNITS if u == unit and name.endswith(s)))]
+    words = " ".join(WORDS.get(w, w) for w in name.split("_"))
+    return f"{words}{level}" + (f" ({unit})" if unit else "")
+
+
+def plot_grid(result: GridResult, metric: str, path: Path) -> dict[str, str]:
     """One varied field: the metric against it (log axis for log ranges). Two: a heat map."""
     if metric not in result.columns or np.asarray(result.columns[metric]).dtype.kind not in "fiub":
         known = ", ".join(m for m in metric_names(result) if m not in {a.field for a in result.axes})
@@ -65,35 +106,46 @@ def plot_grid(result: GridResult, metric: str, path: Path) -> None:
             ax.set_xscale("log")
         if np.nanmin(z) > 0 and np.nanmax(z) / max(np.nanmin(z), 1e-300) > 1e3:
             ax.set_yscale("log")
-        ax.set_xlabel(a.field)
-        ax.set_ylabel(metric)
+        ax.set_xlabel(axis_label(a.field))
+        ax.set_ylabel(axis_label(metric))
     else:
         a, b = result.axes
         middle = next((k for k in names if k.endswith("_p50")), None)
+        label = axis_label(metric)
         if middle is not None:  # with bands a heat map shows the median over the draws
             z = np.asarray(result.columns[middle], dtype=float)
-            metric = f"P50 of {metric} ({bands.draws_per_point:,} draws a point)"
+            label = f"P50 of {label} ({bands.draws_per_point:,} draws a point)"
         grid = z.reshape(len(a), len(b))
         positive = np.isfinite(grid) & (grid > 0)
         use_log = positive.any() and np.nanmax(grid[positive]) / np.nanmin(grid[positive]) > 1e3
         shown = np.log10(np.where(positive, grid, np.nan)) if use_log else grid
         im = ax.imshow(shown, origin="lower", aspect="auto", interpolation="nearest")
         ax.set_yticks(*_ticks(a))
-        ax.set_xticks(*_ticks(b))
-        ax.set_ylabel(a.field)
-        ax.set_xlabel(b.field)
-        fig.colorbar(im, ax=ax, label=f"log10 {metric}" if use_log else metric)
-    ax.set_title(f"{metric} ({result.n:,} points)")
+        ax.set_xticks(*_ticks(b), rotation=30, ha="right")  # slanted: long labels never overlap
+        ax.set_ylabel(axis_label(a.field))
+        ax.set_xlabel(axis_label(b.field))
+        fig.colorbar(im, ax=ax, label=f"log10 of {label}" if use_log else label)
+        metric = label
+    ax.set_title(f"{axis_label(metric) if len(result.axes) == 1 else metric} ({result.n:,} points)")
     fig.tight_layout()
+    labels = {"x": ax.get_xlabel(), "y": ax.get_ylabel(), "title": ax.get_title()}
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    return labels
 
 
 def _ticks(a: Axis) -> tuple[np.ndarray, list[str]]:
-    k = max(1, len(a) // 8)
+    """At most 8 ticks, values in 3 significant figures."""
+    k = max(1, -(-len(a) // 8))
     pos = np.arange(0, len(a), k)
-    labels = [f"{a.values[i]:.3g}" if a.numeric else str(a.values[i]) for i in pos]
+    labels = [_short(a.values[i]) if a.numeric else str(a.values[i]) for i in pos]
     return pos, labels
+
+
+def _short(v: float) -> str:
+    """A tick value in at most 3 significant figures, in plain digits up to 99,900 (5340, not 5.34e+03)."""
+    v = float(f"{float(v):.3g}")
+    return f"{v:,.0f}" if 1 <= abs(v) < 1e5 and v == round(v) else f"{v:.3g}"
 
 
 def plot_sensitivity(res, path: Path) -> None:
