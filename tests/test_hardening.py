@@ -338,3 +338,23 @@ def test_plots_label_axes_with_units_and_readable_ticks(tmp_path):
     labels = plot_grid(result, "wall_clock_days", tmp_path / "h.png")
     assert labels["y"] == "bandwidth up (Mbit/s)" and labels["x"] == "number of nodes"
     assert (tmp_path / "h.png").stat().st_size > 1000
+
+
+def test_node_counts_the_docs_quote_are_what_the_commands_give():
+    """docs/analysis.md said 6 nodes where the command gives 5: every `dtsim … # N nodes` line of the
+    docs is run and its answer compared."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    quoted = [
+        (m.group(1), int(m.group(2)))
+        for p in [*(root / "docs").glob("*.md"), root / "README.md"]
+        for m in re.finditer(r"^dtsim (.+?)\s+# (\d+) nodes\b", p.read_text(), re.M)
+    ]
+    assert quoted  # the E14 line at least
+    for command, nodes in quoted:
+        res = runner.invoke(app, shlex.split(command), env=WIDE)
+        assert res.exit_code == 0, (command, res.output)
+        assert f"minimum nodes: {nodes} ×" in res.stdout, (command, nodes, res.stdout[-300:])
