@@ -358,3 +358,14 @@ def test_node_counts_the_docs_quote_are_what_the_commands_give():
         res = runner.invoke(app, shlex.split(command), env=WIDE)
         assert res.exit_code == 0, (command, res.output)
         assert f"minimum nodes: {nodes} ×" in res.stdout, (command, nodes, res.stdout[-300:])
+
+
+def test_emulate_experiments_report_runs_to_the_progress_bar():
+    from dtsim.interfaces.cli.emulate import _counted
+
+    seen: list[tuple[int, int]] = []
+    started = _counted(lambda d, t: seen.append((d, t)), 3)
+    for name in ("DDP baseline", "H=1", "H=8"):
+        started(name)
+    assert seen == [(0, 3), (1, 3), (2, 3)]
+    _counted(None, 3)("quiet")  # no bar (--json): nothing to report to

@@ -11,11 +11,36 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 from dtsim.errors import ScenarioError, check_folder
-from dtsim.interfaces.cli.common import command_group, console, err, fail, json_text, print_json, table
+from dtsim.interfaces.cli.common import (
+    command_group,
+    console,
+    err,
+    fail,
+    json_text,
+    print_json,
+    table,
+    with_progress,
+)
 
 if TYPE_CHECKING:  # the emulator loads its own modules only when a command runs
     from dtsim.emulator.launcher import Interrupted
     from dtsim.emulator.summary import EmulationSummary
+
+DILOCO_HS = (1, 8, 32, 128)  # the H values `emulate diloco-efficiency` compares
+
+
+def _counted(progress, total: int):
+    """An experiment's progress(name) as the progress bar's (runs started, runs): each run's name
+    starts it, so the bar shows the runs done before it (None: no bar, e.g. under --json)."""
+    done = [0]
+
+    def started(name: str) -> None:
+        if progress is not None:
+            progress(done[0], total)
+        done[0] += 1
+
+    return started
+
 
 emulate_app = command_group(
     invoke_without_command=True,
@@ -291,7 +316,12 @@ def thesis_cmd(
         for _, opts in thesis_runs(model, steps):  # every run's options, before the first starts
             opts.validate()
         require_emulator()
-        out = thesis(model, steps, progress=lambda name: err.print(f"running {name} …"))
+        runs = len(list(thesis_runs(model, steps)))
+        out = with_progress(
+            "emulating the thesis's runs",
+            not as_json,
+            lambda p: thesis(model, steps, progress=_counted(p, runs)),
+        )
     except ScenarioError as exc:
         fail(exc)
     except Interrupted as exc:
@@ -365,11 +395,17 @@ def diloco_efficiency_cmd(
 
         config_for(model)
         require_emulator()
-        out = diloco_efficiency(
-            total_inner_steps=total_inner_steps,
-            workers=workers,
-            model=model,
-            progress=lambda n: err.print(f"running {n} …"),
+        runs = 1 + len(DILOCO_HS)  # the DDP baseline, then one run per H
+        out = with_progress(
+            "emulating DDP and DiLoCo",
+            not as_json,
+            lambda p: diloco_efficiency(
+                total_inner_steps=total_inner_steps,
+                workers=workers,
+                model=model,
+                hs=DILOCO_HS,
+                progress=_counted(p, runs),
+            ),
         )
     except ScenarioError as exc:
         fail(exc)
