@@ -283,6 +283,16 @@ def _flash_share(micro, kernel, seq, head_dim):
     return (1.0 - w) * at[..., 0] + w * at[..., 1]
 
 
+def _flash_times(micro, kernel, count, sq, s, dqk, dv, causal, asm: Assumptions):
+    """FlashAttention's fused kernel at the share of the 16-bit tensor peak measured for it on this
+    generation (attention_kernels.yaml), in place of the GEMM model, which times each head's matmuls
+    as separate GEMMs: 4·sq·s·d FLOPs per head forward (FlashAttention-2 §4.1), flash_backward_factor ×
+    that backward, both skipping masked blocks. (forward, backward) seconds."""
+    flop = count * 2.0 * sq * s * (dqk + dv) * causal
+    rate = _flash_share(micro, kernel, sq, np.maximum(dqk, dv)) * micro.peak_flop_s(16)
+    return flop / rate, asm.flash_backward_factor * flop / rate
+
+
 def _attention_core(a: Architecture, tp, cp, mbs, s, flash, kernel, micro, bits, derate, asm):
     """Forward and backward time of the score and context matmuls (plus softmax traffic when not
     using FlashAttention) for one layer and one micro-batch on one GPU."""
@@ -301,22 +311,19 @@ def _attention_core(a: Architecture, tp, cp, mbs, s, flash, kernel, micro, bits,
     # Attention runs in 16-bit even in FP8 training: FlashAttention-2 has no FP8 path and Transformer
     # Engine keeps dot-product attention in BF16 unless fp8_dpa is set (its FP8 recipe's default).
     bits = np.maximum(bits, 16)
+    causal = np.where(flash, asm.causal_skip_fraction, 1.0)
+    if micro.flash_attention_efficiency and np.all(flash):
+        # every layout runs the measured kernel: the GEMM model's times below would all be discarded
+        return _flash_times(micro, kernel, count, sq, s, dqk, dv, causal, asm)
     score = gemm_time(sq, dqk, s, micro, bits, False, derate)
     context = gemm_time(sq, s, dv, micro, bits, False, derate)
     lat = micro.matmul_latency_s
     core = count * (score - lat + context - lat) + 2 * lat  # one batched kernel per matmul
-    causal = np.where(flash, asm.causal_skip_fraction, 1.0)
     fwd = core * causal
     bwd_flash = asm.flash_backward_factor * core * causal
     if micro.flash_attention_efficiency:
-        # FlashAttention's fused kernel runs at the share of the 16-bit tensor peak measured for it on
-        # this generation (attention_kernels.yaml) in place of the GEMM model, which times each head's
-        # matmuls as separate GEMMs: 4·sq·s·d FLOPs per head forward (FlashAttention-2 §4.1),
-        # flash_backward_factor × that backward, both skipping masked blocks.
-        flop = count * 2.0 * sq * s * (dqk + dv) * causal
-        rate = _flash_share(micro, kernel, sq, np.maximum(dqk, dv)) * micro.peak_flop_s(16)
-        fwd = np.where(flash, flop / rate, fwd)
-        bwd_flash = asm.flash_backward_factor * flop / rate
+        flash_fwd, bwd_flash = _flash_times(micro, kernel, count, sq, s, dqk, dv, causal, asm)
+        fwd = np.where(flash, flash_fwd, fwd)
     softmax = np.where(
         flash, 0.0, memory_bound_time(count * sq * s * asm.softmax_bytes_per_score, micro, asm.hbm_efficiency)
     )
