@@ -516,7 +516,7 @@ def fabric(
         raise ScenarioError(problems)
     try:
         with np.errstate(over="raise", divide="raise", invalid="raise", under="ignore"):
-            return _plan(
+            return plan_fabric(
                 cluster_power_w,
                 datacenters,
                 pod_power_w,
@@ -529,7 +529,11 @@ def fabric(
                 ring_km,
                 hop_latency_s,
                 critical_batch_k,
+                NVL72_TRAYS_PER_RACK,
+                NVL72_PORTS_PER_TRAY,
+                NVL72_PORT_BITS_S,
                 sync_budget_s,
+                Assumptions({}).flops_per_param_token,
             )
     except (FloatingPointError, OverflowError, ZeroDivisionError):
         raise ScenarioError(
@@ -543,42 +547,6 @@ def fabric(
                 for name in ("critical_batch_k", "tokens", "train_days")
             ]
         ) from None
-
-
-def _plan(
-    cluster_power_w,
-    datacenters,
-    pod_power_w,
-    pod_peak_flop_s,
-    parameters,
-    tokens,
-    bits_per_param,
-    train_days,
-    network_fraction,
-    ring_km,
-    hop_latency_s,
-    critical_batch_k,
-    sync_budget_s,
-) -> FabricPlan:
-    return plan_fabric(
-        cluster_power_w,
-        datacenters,
-        pod_power_w,
-        pod_peak_flop_s,
-        parameters,
-        tokens,
-        bits_per_param,
-        train_days,
-        network_fraction,
-        ring_km,
-        hop_latency_s,
-        critical_batch_k,
-        NVL72_TRAYS_PER_RACK,
-        NVL72_PORTS_PER_TRAY,
-        NVL72_PORT_BITS_S,
-        sync_budget_s,
-        Assumptions({}).flops_per_param_token,
-    )
 
 
 def _finite(x: Any, lo: float, closed: bool) -> bool:
