@@ -353,3 +353,18 @@ def test_found_by_the_long_fuzz_run(client, body, field, words):
     than the datacenter model plans (a pydantic ValidationError escaped)."""
     problem = only_problem(client.post("/api/simulate", json=body), 422)
     assert problem["field"] == field and words in problem["message"]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"field": "num_nodes", "values": [True, 2]}, "values.0"),
+        ({"field": "num_nodes", "values": ["4", 8]}, "values.0"),
+        ({"field": "num_nodes", "points": True}, "points"),
+        ({"field": "num_nodes", "values": [1e308, 10**400]}, "values.1"),
+    ],
+)
+def test_sweep_values_are_strictly_typed(client, body, field):
+    """The longer fuzz run found `values: [true]` swept as 1.0 though the schema says number."""
+    resp = client.post("/api/sweep", json=body)
+    assert resp.status_code == 422 and resp.json()["detail"][0]["field"] == field, resp.text[:300]

@@ -78,9 +78,9 @@ class SimulateResponse(RootModel[Result | SimulateBatchResult]):
 
 
 class SweepRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # true is not 1, "2" is not 2
     scenario: dict[str, Any] = Field(
-        default_factory=dict, description="Scenario fields; unset ones take their defaults (`dtsim schema`)."
+        default_factory=dict, description="Scenario fields (defaults: MIRI simulator docs §9)."
     )
     field: SweepField = Field(description="The field to vary.")
     values: list[FiniteFloat] | None = Field(
@@ -93,7 +93,7 @@ class SensitivityRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)  # 0 is not false, "2" is not 2
     scenario: dict[str, Any] = Field(
         default_factory=dict,
-        description="Scenario fields (unset ones take their defaults); any numeric field may be a distribution, e.g. "
+        description="Scenario fields (defaults: MIRI simulator docs §9); any numeric field may be a distribution, e.g. "
         '{"mfu": {"dist": "triangular", "low": 0.3, "mode": 0.4, "high": 0.5}}.',
         examples=[{"mfu": {"dist": "uniform", "low": 0.3, "high": 0.5}}],
     )
