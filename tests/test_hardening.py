@@ -370,3 +370,42 @@ def test_emulate_experiments_report_runs_to_the_progress_bar():
         started(name)
     assert seen == [(0, 3), (1, 3), (2, 3)]
     _counted(None, 3)("quiet")  # no bar (--json): nothing to report to
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "words"),
+    [
+        ("d.yaml", "num_nodes: 1\nnum_nodes: 2\n", "the key 'num_nodes' is given twice (line 2)"),
+        ("d.json", '{"num_nodes": 1, "num_nodes": 2}', "the key 'num_nodes' is given twice"),
+        (
+            "e.yaml",
+            "name: x\nmfu: [1, 2\nnum_nodes: 3\n",
+            "'line 3, column 10': malformed YAML: did not find",
+        ),
+        ("e.json", '{"a": 1,}', "'line 1, column 9': malformed JSON"),
+    ],
+)
+def test_duplicate_keys_and_syntax_errors_are_named_with_their_line(tmp_path, name, text, words):
+    (tmp_path / name).write_text(text)
+    res = runner.invoke(app, ["simulate", str(tmp_path / name)], env=WIDE)
+    assert res.exit_code == 2 and words in said(res), said(res)
+
+
+def test_one_size_limit_for_every_input(tmp_path):
+    big = tmp_path / "big.yaml"
+    big.write_text("name: x\n" + "# padding line\n" * 80_000)  # 1.2 MB
+    res = runner.invoke(app, ["simulate", str(big)], env=WIDE)
+    assert res.exit_code == 2 and f"at most {inputs.MAX_FILE_BYTES:,} are read" in said(res)
+    with pytest.raises(ScenarioError, match="is over the 1,048,576 allowed"):
+        inputs.parse_yaml("x" * (inputs.MAX_TEXT_CHARS + 1), "--set")
+
+
+def test_sweep_metric_must_be_numeric():
+    res = runner.invoke(app, ["sweep", "--vary", "num_nodes=8:64:3", "--metric", "mode", "-q"], env=WIDE)
+    assert res.exit_code == 2 and "--metric = 'mode': is not a numeric output" in said(res)
+
+
+@pytest.mark.parametrize(("args", "words"), [(["--port", "99999"], "1–65535"), (["--port", "-1"], "1–65535")])
+def test_serve_refuses_a_port_it_cannot_bind(args, words):
+    res = runner.invoke(app, ["serve", *args], env=WIDE)
+    assert res.exit_code == 2 and words in said(res)

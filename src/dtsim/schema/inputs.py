@@ -27,13 +27,33 @@ import yaml
 
 from dtsim.errors import ScenarioError
 
-MAX_FILE_BYTES = 10 * 1024 * 1024  # a scenario or record file; the largest bundled one is ~0.2 MB
-MAX_TEXT_CHARS = 1024 * 1024  # an upload, a request's YAML text or a `--set` value
+# One size limit for every input: a scenario, record or layouts file, an upload, a request's text, a
+# `--set` value. The largest bundled record file is ~0.2 MB; PyYAML builds a 1 MB document in about a
+# second and ~100 MB, where 10 MB took 13 s and ~1 GB before anything could be checked.
+MAX_FILE_BYTES = MAX_TEXT_CHARS = 1024 * 1024
 MAX_DEPTH = 32  # nesting of lists and mappings (a scenario nests 3 deep)
 MAX_NODES = 200_000  # values in one document (the bundled records hold ~40,000)
 
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """The safe loader (libyaml's when installed), refusing a key given twice in one mapping: YAML and
+    JSON keep the last silently, so `num_nodes: 1` then `num_nodes: 2` would run 2 without a word."""
+
+    def construct_mapping(self, node, deep=False):  # type: ignore[no-untyped-def]
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:  # an unhashable key: check_plain names it
+                continue
+            if duplicate:
+                mark = key_node.start_mark
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key!r} is given twice (line {mark.line + 1})", mark
+                )
+        return super().construct_mapping(node, deep=deep)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -41,14 +61,25 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def _yaml_problem(exc: yaml.YAMLError) -> tuple[str, str]:
+    """(where in the text, what is wrong) of a YAML error: 'line 43, column 7' and the parser's
+    problem with its context ('expected ',' or ']', but got '<stream end>' while parsing a flow sequence')."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or _first_line(exc)
+    context = getattr(exc, "context", None)
+    at = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "the text"
+    return at, f"{problem} {context}" if context and context not in problem else problem
+
+
 def parse_yaml(text: str, where: str = "file") -> Any:
     """YAML (or JSON, which YAML reads) text as plain data, or a ScenarioError naming `where`."""
-    if len(text) > MAX_TEXT_CHARS and where != "file":
+    if len(text) > MAX_TEXT_CHARS:
         raise ScenarioError([(where, f"{len(text):,} characters", f"is over the {MAX_TEXT_CHARS:,} allowed")])
     try:
-        data = yaml.load(text, Loader=_LOADER)
+        data = yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
-        raise ScenarioError([(where, _excerpt(text), f"malformed YAML: {_first_line(exc)}")]) from None
+        at, problem = _yaml_problem(exc)
+        raise ScenarioError([(where, at, f"malformed YAML: {problem}")]) from None
     except (ValueError, RecursionError, MemoryError) as exc:  # e.g. an integer of over 4,300 digits
         raise ScenarioError([(where, _excerpt(text), f"cannot be read: {_first_line(exc)}")]) from None
     check_plain(data, where)
@@ -58,15 +89,25 @@ def parse_yaml(text: str, where: str = "file") -> Any:
 def parse_json(text: str, where: str = "file") -> Any:
     """JSON text as plain data (the same checks as YAML), or a ScenarioError naming `where`."""
     try:
-        data = json.loads(text, parse_constant=_no_constant)
+        data = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
-        raise ScenarioError([(where, _excerpt(text), f"malformed JSON: {_first_line(exc)}")]) from None
+        at = f"line {exc.lineno}, column {exc.colno}"
+        raise ScenarioError([(where, at, f"malformed JSON: {exc.msg}")]) from None
     except RecursionError:
         raise ScenarioError([(where, _excerpt(text), f"is nested more than {MAX_DEPTH} deep")]) from None
     except ValueError as exc:
         raise ScenarioError([(where, _excerpt(text), f"cannot be read: {_first_line(exc)}")]) from None
     check_plain(data, where)
     return data
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the key {key!r} is given twice in one object")
+        out[key] = value
+    return out
 
 
 def _no_constant(name: str) -> Any:

@@ -123,10 +123,10 @@ def sweep(
             watch and (n >= 200_000 or on_dask),
             lambda p: run_grid(scenario, axes, p, **options),
         )
-        if metric not in result.columns:
-            raise ScenarioError(
-                [("--metric", metric, f"is not an output; choose one of {', '.join(metric_names(result))}")]
-            )
+        numeric = [m for m in metric_names(result) if np.asarray(result.columns[m]).dtype.kind in "fiub"]
+        if metric not in numeric:  # a text output (mode, bottleneck) has no number to rank or plot
+            what = "is not a numeric output" if metric in result.columns else "is not an output"
+            raise ScenarioError([("--metric", metric, f"{what}; choose one of {', '.join(numeric)}")])
         if uncertainty is not None:
             with_progress(
                 f"{n:,} points × {uncertainty:,} draws",

@@ -298,6 +298,14 @@ def serve(
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
 ) -> None:
     """Serve the web UI at / and the JSON API under /api (OpenAPI at /openapi.json, docs at /docs)."""
+    import socket
+
+    if not 1 <= port <= 65535:  # uvicorn took 99999 as 34463 (mod 65536) and -1 as a crash
+        fail(ScenarioError([("--port", port, "must be a TCP port, 1–65535")]))
+    try:
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        fail(ScenarioError([("--host", host, f"cannot be resolved to an address to bind ({exc})")]))
     try:
         import uvicorn
 
