@@ -1,5 +1,5 @@
 """A fuzzer of the command line, shared by tests/test_cli_fuzz.py (a fixed seed, in CI) and
-benchmarks/fuzz_cli.py (a long run): every option of every command (read from the Click command
+benchmarks/fuzz.py (a long run): every option of every command (read from the Click command
 tree, so a new option is fuzzed without listing it here) gets extreme, wrong-typed and odd values on
 top of a base invocation that works. A case fails when the command raises anything but a clean exit
 (a traceback), exits with a status other than 0, 1 or 2, prints JSON that a strict reader refuses
@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import random
+import shutil
 import signal
+import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import typer
 import typer.testing
@@ -37,6 +41,30 @@ BASES: dict[tuple[str, ...], tuple[list[str], float]] = {
     ("schema",): ([], 0.2),
     ("target",): (["--params-b", "1", "--tokens-t", "0.02", "--max-nodes", "64"], 0.3),
     ("governance", "reproduce"): ([], 0.1),
+    ("validate",): (["--subset", "NCCL"], 0.05),
+    ("calibrate",): (["--dry-run", "--subset", "NCCL"], 0.02),
+    ("sensitivity",): (["--base", "8"], 0.02),
+    ("governance",): (
+        ["--targets", "1e24", "--compute-cap", "16", "--max-nodes", "64", "--memory-cap", "none"],
+        0.01,
+    ),
+}
+# Options that read a file (and a command's positional scenario file): given one of FILES' odd files
+FILE_OPTIONS = {"--runs", "--layouts", "--model", "--file"}
+FILES = {
+    "binary.yaml": bytes(range(256)) * 4,
+    "utf16.yaml": "num_nodes: 4\n".encode("utf-16"),
+    "bomb.yaml": "".join(
+        f"{n}: &{n} [{', '.join([f'*{p}'] * 9) if p else ', '.join(['x'] * 9)}]\n"
+        for p, n in zip(["", "a", "b", "c", "d", "e"], "abcdef", strict=True)
+    ).encode(),
+    "list.yaml": b"- 1\n- 2\n",
+    "dupe.yaml": b"num_nodes: 2\nnum_nodes: 3\n",
+    "keys.yaml": b"1: 2\n? [a]\n: 3\n",
+    "broken.json": b'{"num_nodes": ',
+    "good.yaml": b"num_nodes: 16\nmfu: 0.3..0.5\n",
+    "layouts.csv": b"tp,pp,gbs\n1,1,8\n2,1,x\n",
+    "empty.yaml": b"",
 }
 # Never fuzzed: `serve` (starts a server), `emulate` (real processes and network namespaces: its own
 # tests), and options that write files (their folder checks are tested directly).
@@ -178,6 +206,8 @@ PLAUSIBLE = [
     "colocated",
     "intellect-1",
     "diloco",
+    "mode",
+    "bottleneck",
 ]
 # values kept small where a large one is only slow, not wrong (their limits are tested directly; a
 # Dask cluster takes seconds to start and an unreachable scheduler 10 s to give up: tests/test_uncertainty*)
@@ -234,7 +264,17 @@ def strict_json(text: str):
     return json.loads(text, parse_constant=refuse)
 
 
-def one_case(rng: random.Random, commands: list[tuple[str, ...]], weights: list[float]) -> list[str]:
+@functools.cache
+def _takes_file(path: tuple[str, ...]) -> bool:
+    cmd = typer.main.get_command(app)
+    for name in path:
+        cmd = cmd.commands[name]
+    return any(getattr(p, "param_type_name", "") == "argument" and p.name == "file" for p in cmd.params)
+
+
+def one_case(
+    rng: random.Random, commands: list[tuple[str, ...]], weights: list[float], files: list[str] | None = None
+) -> list[str]:
     path = rng.choices(commands, weights)[0]
     base, _ = BASES[path]
     args = [*path, *base]
@@ -243,9 +283,13 @@ def one_case(rng: random.Random, commands: list[tuple[str, ...]], weights: list[
         opt, flag = rng.choice(options)
         if flag:
             args.append(opt)
+        elif opt in FILE_OPTIONS and files is not None and rng.random() < 0.5:
+            args += [opt, rng.choice(files)]
         else:
             pool = BOUNDED.get(opt) or (PLAUSIBLE if rng.random() < 0.7 else EVIL)
             args += [opt, rng.choice(pool)]
+    if files is not None and _takes_file(path) and rng.random() < 0.15:
+        args.append(rng.choice(files))
     if rng.random() < 0.4 and any(o == "--json" for o, _ in options):
         args.append("--json")
     return args
@@ -255,6 +299,16 @@ def run(cases: int, seed: int, limit_s: float = 20.0, progress=None) -> Report:
     """Run `cases` random cases (the same ones for the same seed); each may take `limit_s`."""
     rng = random.Random(seed)
     runner = CliRunner()
+    folder = Path(tempfile.mkdtemp(prefix="dtsim-fuzz-"))
+    for name, content in FILES.items():
+        (folder / name).write_bytes(content)
+    os.mkfifo(folder / "fifo.yaml")  # opening it would block: refused before reading
+    files = [
+        *sorted(str(p) for p in folder.iterdir()),
+        str(folder),
+        str(folder / "missing.yaml"),
+        "/dev/zero",
+    ]
     # Typer rebuilds the whole Click command tree on every invoke (~20 ms); build it once.
     built = typer.main.get_command(app)
     rebuild = typer.testing._get_command
@@ -266,7 +320,7 @@ def run(cases: int, seed: int, limit_s: float = 20.0, progress=None) -> Report:
     old = signal.signal(signal.SIGALRM, _alarm)
     try:
         for i in range(cases):
-            args = one_case(rng, commands, weights)
+            args = one_case(rng, commands, weights, files)
             t = time.perf_counter()
             signal.setitimer(signal.ITIMER_REAL, limit_s)
             try:
@@ -292,7 +346,7 @@ def run(cases: int, seed: int, limit_s: float = 20.0, progress=None) -> Report:
                 report.failures.append(Failure(args, "exit code", str(code)))
             elif "Traceback" in res.output:
                 report.failures.append(Failure(args, "traceback", res.output[-300:]))
-            elif code == 0 and "--json" in args:
+            elif "--json" in args and res.stdout.strip():  # exit 1 (nothing fits...) prints JSON too
                 try:
                     strict_json(res.stdout)
                 except ValueError as e:
@@ -303,5 +357,6 @@ def run(cases: int, seed: int, limit_s: float = 20.0, progress=None) -> Report:
         signal.signal(signal.SIGALRM, old)
         typer.testing._get_command = rebuild
         common.err._console = None  # the error console keeps the width of the run that made it
+        shutil.rmtree(folder, ignore_errors=True)
     report.seconds = time.perf_counter() - start
     return report

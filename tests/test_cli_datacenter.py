@@ -544,7 +544,7 @@ def test_network_and_price_inputs_that_cannot_hold_are_refused():
     base = ["step", "--model", "llama2-70b", "--gpu", "h100-sxm", "--nodes", "8", "--tp", "8", "--gbs", "64"]
     for flag, value in (("--nic-gbps", "1e-320"), ("--nvlink-gbps", "1e-300")):
         res = runner.invoke(app, [*base, flag, value])
-        assert res.exit_code == 2 and "greater than or equal" in res.output
+        assert res.exit_code == 2 and "must be ≥" in res.output
     res = runner.invoke(app, [*base, "--usd-per-gpu-hour", "3"])
     assert res.exit_code == 2 and "needs tokens" in res.output
     res = runner.invoke(app, ["plan", "--model", "gpt2", "--gbs", "64", "--usd-per-gpu-hour", "3"])

@@ -64,9 +64,9 @@ def json_text(payload: Any, indent: int | None = 2, default: Callable[[Any], Any
     reader (RFC 8259 has no NaN or Infinity)."""
     import json
 
-    loose = json.dumps(payload, indent=None, default=default)
+    loose = json.dumps(payload, indent=indent, default=default)  # once; again only if not finite
     if "NaN" not in loose and "Infinity" not in loose:
-        return loose if indent is None else json.dumps(json.loads(loose), indent=indent)
+        return loose
     data = json.loads(loose, parse_constant=lambda _: _NOT_FINITE)
     where: list[str] = []
 
@@ -142,7 +142,8 @@ ProbOpt = Annotated[
     typer.Option(
         "--prob",
         help="With --uncertainty: the chance of a condition on an output, OUTPUT<=VALUE (or <, >=, >, ==, !=), "
-        'e.g. "wall_clock_days<=180", "days<=90" or "fits==true" (repeatable).',
+        'e.g. "wall_clock_days<=180" (simulate, sweep, target, governance) or "days<=90" and "fits==true" '
+        "(step and plan with --tokens) (repeatable).",
     ),
 ]
 FixedAssumptionsOpt = Annotated[

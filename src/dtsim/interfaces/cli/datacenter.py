@@ -1055,9 +1055,8 @@ def fabric(
     )
     c.print(f"Internal capacity per datacenter: {p.dc_internal_bandwidth_bits_s / 1e15:,.1f} Pbit/s")
     need = p.required_mfu
-    line = (
-        f"Compute: {p.compute_flop:.2e} FLOP need an MFU of {need:.1%} over the compute share of the schedule"
-    )
+    shown = f"{need:.1%}" if need <= 10 else f"{need:.3g}× the peak"  # 1e-300 PFLOPS pods: 300 digits
+    line = f"Compute: {p.compute_flop:.2e} FLOP need an MFU of {shown} over the compute share of the schedule"
     if need > 1:
         c.print(f"[red]{line}: more than the cluster's peak — the schedule cannot be met.[/red]")
     else:

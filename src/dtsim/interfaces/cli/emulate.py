@@ -80,8 +80,9 @@ def _interrupted(exc: Interrupted) -> NoReturn:
     raise typer.Exit(128 + exc.signum)
 
 
-def _cleanup() -> NoReturn:
-    """`--cleanup`: reclaim what dead runs left, leave live runs alone, say which is which."""
+def _cleanup(as_json: bool = False) -> NoReturn:
+    """`--cleanup`: reclaim what dead runs left, leave live runs alone, say which is which (`--json`: one
+    object per run looked at: run_id, status, what was removed, what could not be, why)."""
     from dtsim.emulator.launcher import StopRequests
     from dtsim.emulator.netns import CommandFailed, require_root
     from dtsim.emulator.runstate import reclaim
@@ -92,11 +93,25 @@ def _cleanup() -> NoReturn:
             outcomes = reclaim()
         except (CommandFailed, OSError) as exc:
             raise ScenarioError([("cleanup", "failed", str(exc))]) from None
-    out = console()
-    for o in outcomes:
-        out.print(o.describe(), markup=False, highlight=False, soft_wrap=True)
-    if not any(o.status in ("reclaimed", "incomplete") for o in outcomes):
-        out.print("nothing left behind by a dead run", markup=False, highlight=False, soft_wrap=True)
+    if as_json:
+        print_json(
+            [
+                {
+                    "run_id": o.run_id,
+                    "status": o.status,
+                    "note": o.note,
+                    "removed": o.removal.describe(),
+                    "failed": list(o.removal.failed),
+                }
+                for o in outcomes
+            ]
+        )
+    else:
+        out = console()
+        for o in outcomes:
+            out.print(o.describe(), markup=False, highlight=False, soft_wrap=True)
+        if not any(o.status in ("reclaimed", "incomplete") for o in outcomes):
+            out.print("nothing left behind by a dead run", markup=False, highlight=False, soft_wrap=True)
     if signals.received:
         raise typer.Exit(128 + signals.received[0])
     raise typer.Exit(1 if any(o.status == "incomplete" for o in outcomes) else 0)
@@ -156,7 +171,10 @@ def _print_summary(s: EmulationSummary) -> None:
         "",
         "",
     )
-    t.add_row("sync time", f"{s.measured_sync_s:.3f} s", f"{s.predicted_sync_s:.3f} s", err(s.sync_error))
+    if s.predicted_sync_s > 0:
+        t.add_row("sync time", f"{s.measured_sync_s:.3f} s", f"{s.predicted_sync_s:.3f} s", err(s.sync_error))
+    else:  # unshaped links: the model has no link rate to predict a time from
+        t.add_row("sync time", f"{s.measured_sync_s:.3f} s", "n/a (links not shaped)", "")
     t.add_row("step time", f"{s.measured_step_s:.3f} s", f"{s.predicted_step_s:.3f} s", err(s.step_error))
     t.add_row("tokens per second", f"{s.tokens_per_s:,.0f}", f"{s.predicted_tokens_per_s:,.0f}", "")
     t.add_row("communication share of the step", f"{s.overhead_fraction:.1%}", "", "")
@@ -250,7 +268,7 @@ def emulate(
             timeout_s=timeout,
         )
         if cleanup:
-            _cleanup()
+            _cleanup(as_json)
         if ctx.invoked_subcommand is not None:
             return
         ctx.obj.validate()

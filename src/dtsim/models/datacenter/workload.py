@@ -15,7 +15,6 @@ from dtsim import catalog
 from dtsim.errors import ScenarioError, validation_problems
 from dtsim.models.network import default_torus, parse_torus
 from dtsim.physics.transformer import Architecture
-from dtsim.schema.scenario import field_message
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero-bubble", "dualpipe", "dualpipev")
 RECOMPUTES = ("none", "selective", "full")
@@ -431,7 +430,7 @@ def moe_problems(
         Layout(gbs=1, moe_capacity_factor=capacity_factor, moe_imbalance=imbalance)
     except ValidationError as exc:
         fields = {"moe_capacity_factor": capacity_factor, "moe_imbalance": imbalance}
-        return [(prefix + f, v, m) for f, v, m in validation_problems(exc, fields, field_message)]
+        return [(prefix + f, v, m) for f, v, m in validation_problems(exc, fields, _bound_message(exc))]
     given = [("moe_capacity_factor", capacity_factor)] if capacity_factor is not None else []
     given += [("moe_imbalance", imbalance)] if imbalance != 1.0 else []
     if a.moe is None:
@@ -538,6 +537,22 @@ def dualpipe_problems(schedule: str, pp: int, gbs: int, dp_mbs: int) -> list[tup
     return []
 
 
+def _bound_message(exc: ValidationError):
+    """What a bound of these models allows, from pydantic's own limit (the scenario fields' wording
+    would name the scenario's bounds: gpus_per_node ≤ 1e7 where a Cluster allows 100,000)."""
+    limits = {
+        ".".join(str(p) for p in e.get("loc", ())): e.get("ctx") or {} for e in exc.errors(include_url=False)
+    }
+    words = {"ge": "≥", "gt": ">", "le": "≤", "lt": "<"}
+
+    def message(field: str, error_type: str) -> str | None:
+        ctx = limits.get(field, {})
+        bound = [f"{words[k]} {ctx[k]:,}" for k in words if isinstance(ctx.get(k), int | float)]
+        return f"must be {' and '.join(bound)}" if bound else None
+
+    return message
+
+
 def build(cls, fields: dict[str, Any], prefix: str = ""):
     """`cls(**fields)` (a Cluster, Layout, Workload or Architecture), with every problem reported as a
     ScenarioError whose field names carry `prefix` ("cluster.", "layout.", "model.")."""
@@ -547,5 +562,5 @@ def build(cls, fields: dict[str, Any], prefix: str = ""):
         raise ScenarioError([(prefix + f, v, m) for f, v, m in exc.problems]) from None
     except ValidationError as exc:
         raise ScenarioError(
-            [(prefix + f, v, m) for f, v, m in validation_problems(exc, fields, field_message)]
+            [(prefix + f, v, m) for f, v, m in validation_problems(exc, fields, _bound_message(exc))]
         ) from None

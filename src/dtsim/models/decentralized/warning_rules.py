@@ -59,6 +59,24 @@ def _waiting(v: dict) -> float:
     return sum(v[k] for k in NETWORK_PARTS if k in v and v[k] == v[k])
 
 
+def _peak_message(v: dict) -> str:
+    ratio = v["peak_flop_s"] / v["catalog_peak_flop_s"]
+    dense = v["catalog_peak_flop_s"] / 1e15
+    gpus = f"{v['gpus_per_node']:,.0f} GPU" + ("s" if v["gpus_per_node"] != 1 else "")
+    text = (
+        f"pflops_per_node {v['peak_flop_s'] / 1e15:,.4g} is {ratio:.2f}× the dense datasheet peak of its {gpus} "
+        f"at {PRECISIONS[v['precision']]} ({dense:,.4g} PFLOPS). Compute time here is 6·P·tokens / "
+        f"(pflops_per_node × MFU), so every compute time is 1/{ratio:.2f} of what the dense peak gives at "
+        "the same MFU, and the MFUs reported are against pflops_per_node, not the dense peak"
+    )
+    if abs(ratio / 2.0 - 1.0) <= v["asm"].peak_mismatch_tolerance:
+        text += (
+            "; twice the dense peak is the 2:4-sparsity figure (the MIRI simulator docs' default of 32 PFLOPS for "
+            f"16 × GH200 is one) — set pflops_per_node {dense:,.4g} for the dense one"
+        )
+    return text + "."
+
+
 RULES: tuple[WarningRule, ...] = (
     WarningRule(
         "MFU_ABOVE_60",
@@ -83,19 +101,7 @@ RULES: tuple[WarningRule, ...] = (
             ~np.isnan(f.catalog_peak_flop_s)
             & (np.abs(f.peak_flop_s / f.catalog_peak_flop_s - 1.0) > f.asm.peak_mismatch_tolerance)
         ),
-        lambda v: (
-            f"pflops_per_node {v['peak_flop_s'] / 1e15:,.4g} is {v['peak_flop_s'] / v['catalog_peak_flop_s']:.2f}× the "
-            f"dense peak of its {v['gpus_per_node']:,.0f} GPUs at {PRECISIONS[v['precision']]} "
-            f"({v['catalog_peak_flop_s'] / 1e15:,.4g} PFLOPS, the catalog's datasheet figure). MFU is measured "
-            "against the dense peak; a 2:4-sparsity figure (twice the dense one) makes every compute time here half "
-            "of what the dense peak gives at the same MFU"
-            + (
-                " — the MIRI simulator docs' default of 32 PFLOPS for 16 × GH200 is such a sparse figure; set "
-                f"pflops_per_node {v['catalog_peak_flop_s'] / 1e15:,.4g} for the dense one."
-                if abs(v["peak_flop_s"] / v["catalog_peak_flop_s"] - 2.0) < 0.05
-                else "."
-            )
-        ),
+        lambda v: _peak_message(v),
     ),
     WarningRule(
         "EP_SAVED_MEMORY",
