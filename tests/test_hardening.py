@@ -412,3 +412,18 @@ def test_sweep_metric_must_be_numeric():
 def test_serve_refuses_a_port_it_cannot_bind(args, words):
     res = runner.invoke(app, ["serve", *args], env=WIDE)
     assert res.exit_code == 2 and words in said(res)
+
+
+def test_a_searched_answer_carries_what_simulate_warns_about_it():
+    """target printed a winner that simulate calls infeasible (η-adjusted time past the useful run
+    length) and whose streaming state does not fit, without a word."""
+    res = runner.invoke(app, ["target", "--params-b", "70", "--tokens-t", "1.4", "--json"], env=WIDE)
+    assert res.exit_code == 0, res.output
+    out = strict_json(res.stdout)
+    codes = {w["code"] for w in out["winner_warnings"]}
+    assert "EXCEEDS_MAX_RUN_LENGTH" in codes, (codes, out["winner"])
+    text = runner.invoke(app, ["target", "--params-b", "70", "--tokens-t", "1.4"], env=WIDE)
+    assert "Warnings: the winner, run in simulate" in text.stdout and "EXCEEDS_MAX_RUN_LENGTH" in text.stdout
+    solved = runner.invoke(app, ["target", "--solve", "days", "--params-b", "70", "--json"], env=WIDE)
+    assert solved.exit_code == 0, solved.output
+    assert "PEAK_NOT_CATALOG" in {w["code"] for w in strict_json(solved.stdout)["warnings"]}

@@ -649,6 +649,27 @@ def summary_warnings(
 ANSWER_OUTPUTS = ("wall_clock_days", "global_mfu", "cost_usd", "energy_kwh")
 
 
+def answer_scenario(base, fields: Mapping[str, Any], tokens_t: float):
+    """The scenario a searched answer runs: the search's base with the configuration's fields (the
+    target's winner, a cap's cheapest run, a --solve answer) training `tokens_t`."""
+    from dtsim.schema.scenario import load_scenario
+
+    f = {**base.to_fields(), **fields, "tokens_t": tokens_t}
+    f.pop("node", None)
+    return load_scenario(overrides=f)
+
+
+def answer_warnings(base, fields: Mapping[str, Any], tokens_t: float) -> list[dict[str, str]]:
+    """What `simulate` warns about a searched answer's run (no answer shown without what it says of
+    itself: a node that cannot hold streaming's state, a run past the useful length, …)."""
+    from dtsim.models.decentralized.engine import simulate
+
+    return [
+        {"code": w.code, "message": w.message}
+        for w in simulate(answer_scenario(base, fields, tokens_t)).warnings
+    ]
+
+
 def answer_monte_carlo(
     base: Any,
     fields: Mapping[str, Any],
@@ -669,12 +690,8 @@ def answer_monte_carlo(
     field the configuration sets (num_nodes, parameters_b, …) is the configuration's, not drawn, and a
     warning says so. The search itself is not repeated per draw: this is the chance the answer holds as
     planned, not the chance some other configuration would."""
-    from dtsim.schema.scenario import load_scenario
-
     fixed = {*fields, "tokens_t"}
-    f = {**base.to_fields(), **fields, "tokens_t": tokens_t}
-    f.pop("node", None)
-    scenario = load_scenario(overrides=f)
+    scenario = answer_scenario(base, fields, tokens_t)
     kept = Inputs({k: d for k, d in dists.items() if k not in fixed})
     kept.correlations = tuple(c for c in getattr(dists, "correlations", ()) if c.a in kept and c.b in kept)
     mc = run_monte_carlo(

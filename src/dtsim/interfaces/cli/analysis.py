@@ -413,10 +413,7 @@ def target(
     # lazy: the pydantic scenario model and the YAML catalog load only when the command runs (fast --help)
     from dtsim.analysis.search import DEFAULT_DAYS, Target, search
     from dtsim.analysis.space_options import space_from_options
-    from dtsim.analysis.uncertainty import (
-        answer_monte_carlo,
-        parse_levels,
-    )
+    from dtsim.analysis.uncertainty import answer_monte_carlo, answer_warnings, parse_levels
 
     days_given, days = days, DEFAULT_DAYS if days is None else days
     mc = None
@@ -553,6 +550,9 @@ def target(
     except ScenarioError as exc:
         fail(exc)
         return
+    notes = (
+        [] if res.winner is None else answer_warnings(base, res.winner.scenario_fields(), res.winner.tokens_t)
+    )
     payload = {
         "target": tgt.describe() if tgt else None,
         "objective": obj,
@@ -567,6 +567,7 @@ def target(
             "seconds": res.seconds,
         },
         "winner": row_dict(res.winner),
+        "winner_warnings": notes,
         "modes": {
             m: {"best": row_dict(res.by_mode.get(m) or res.closest.get(m)), "verdict": why}
             for m, why in res.explanation.items()
@@ -596,6 +597,7 @@ def target(
     _print_search(res, title)
     if min_nodes:
         console().print(f"minimum nodes: {res.winner.num_nodes:,} × {res.winner.node.id}")
+    print_answer_warnings(notes, "the winner")
     if mc is not None:
         from dtsim.interfaces.cli.report import print_uncertainty
 
@@ -624,7 +626,7 @@ def _target_solve(
     from dtsim.analysis.search import DEFAULT_DAYS, SOLVABLE, NodeSpec
     from dtsim.analysis.search import solve as solve_for
     from dtsim.analysis.space_options import space_from_options
-    from dtsim.analysis.uncertainty import answer_monte_carlo, parse_levels
+    from dtsim.analysis.uncertainty import answer_monte_carlo, answer_warnings, parse_levels
 
     if solve not in SOLVABLE:
         raise ScenarioError([("--solve", solve, "must be parameters_b, num_nodes or days")])
@@ -698,6 +700,7 @@ def _target_solve(
             probs=prob or [],
         )
     question = _solve_question(sol)
+    notes = answer_warnings(base, sol.run.scenario_fields(), sol.tokens_t)
     if as_json:
         payload = {
             "solve": sol.solve,
@@ -719,6 +722,7 @@ def _target_solve(
             "days_limit": sol.days_limit,
             "configuration": row_dict(sol.run),
             "scenario_fields": {**sol.run.scenario_fields(), "tokens_t": sol.tokens_t},
+            "warnings": notes,
             "beyond": None
             if sol.beyond_value is None
             else {
@@ -764,6 +768,7 @@ def _target_solve(
         f"{sol.seconds:.1f} s",
         highlight=False,
     )
+    print_answer_warnings(notes, "the answer's run")
     if mc is not None:
         from dtsim.interfaces.cli.report import print_uncertainty
 
@@ -775,6 +780,18 @@ def _target_solve(
             highlight=False,
         )
         print_uncertainty(mc, title="the answer's configuration")
+
+
+def print_answer_warnings(notes: list[dict[str, str]], whose: str) -> None:
+    """A searched answer's own warnings (what `simulate` says of its run), so none is shown without them."""
+    if not notes:
+        return
+    t = table(title=f"Warnings: {whose}, run in simulate", title_justify="left", show_header=False, box=None)
+    t.add_column("code", style="yellow", no_wrap=True)
+    t.add_column("message")
+    for n in notes:
+        t.add_row(n["code"], n["message"])
+    console().print(t)
 
 
 def _set_text(v: Any) -> str:
