@@ -362,6 +362,7 @@ ASSUMPTIONS_READ = (
     "low_global_mfu_threshold",
     "max_pipeline_stages",
     "mfu_warning_threshold",
+    "peak_mismatch_tolerance",
     "pue",
     "relay_straggler_coefficient",
     "replica_beta_coefficient",
