@@ -27,3 +27,11 @@ def timed_and_traced(call):
     finally:
         tracemalloc.stop()
     return result, seconds, peak
+
+
+def drop_pending_pages(client) -> None:
+    """What a browser's connecting does for the server: the pages a TestClient loaded (it never opens
+    their websockets) stop counting against the web page's cap on pages waiting for their browser."""
+    from nicegui import Client
+
+    client.portal.call(lambda: Client.prune_instances(client_age_threshold=-1.0))

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from dtsim.interfaces.api import app as api
 from dtsim.interfaces.cli.main import app as cli_app
-from tests.abuse import alias_bomb, timed_and_traced
+from tests.abuse import alias_bomb, drop_pending_pages, timed_and_traced
 
 
 @pytest.fixture(scope="module")
@@ -368,3 +368,23 @@ def test_sweep_values_are_strictly_typed(client, body, field):
     """The longer fuzz run found `values: [true]` swept as 1.0 though the schema says number."""
     resp = client.post("/api/sweep", json=body)
     assert resp.status_code == 422 and resp.json()["detail"][0]["field"] == field, resp.text[:300]
+
+
+def test_pages_waiting_for_their_browser_are_capped(ui_client, monkeypatch):
+    """A page load holds its widgets (about 1.5 MB) until its browser connects; a script looping on / grew
+    the server by gigabytes and stalled it for seconds. Past MAX_PENDING_PAGES a page load is a short 503
+    with Retry-After, and pages whose browser never came are dropped after PENDING_PAGE_S."""
+    from dtsim.interfaces.web import page
+
+    drop_pending_pages(ui_client)
+    monkeypatch.setattr(page, "MAX_PENDING_PAGES", 3)
+    statuses = [ui_client.get(f"/?num_nodes={n}").status_code for n in range(1, 6)]
+    assert statuses == [200, 200, 200, 503, 503]
+    busy = ui_client.get("/")
+    assert busy.status_code == 503 and busy.headers["retry-after"] == "30" and len(busy.text) < 200
+    assert ui_client.get("/api/presets").status_code == 200  # the API is not held up
+    monkeypatch.setattr(page, "PENDING_PAGE_S", 0.0)
+    ui_client.portal.call(page.prune_pending_pages)
+    assert ui_client.portal.call(page.pending_pages) == 0
+    assert ui_client.get("/?num_nodes=7").status_code == 200
+    drop_pending_pages(ui_client)

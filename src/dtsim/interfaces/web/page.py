@@ -50,6 +50,16 @@ log = logging.getLogger("dtsim.web")
 MAX_UPLOAD_BYTES = 500_000  # a scenario file is ~2 KB; the upload's multipart body stays under the API's cap
 UPLOAD_TYPES = (".yaml", ".yml", ".json")
 INTERNAL_ERROR = "internal error; the details are in the server's log"
+# A page load builds every widget and chart (about 1.5 MB) and NiceGUI keeps it until its browser
+# connects; one that never does (a script, a bot) was kept 60 s, so a client looping on / grew the server
+# by gigabytes and stalled it for seconds while it pruned. At most MAX_PENDING_PAGES wait at once (a page
+# load past that is a short 503), each at most PENDING_PAGE_S.
+MAX_PENDING_PAGES = 100
+PENDING_PAGE_S = 20.0
+BUSY_PAGE = (
+    "<!doctype html><title>dtsim: busy</title><p>dtsim: too many pages are loading at once; "
+    "try again in a minute.</p>"
+)
 
 STYLE = (
     "<style>.dt-k{color:#555} .dt-v{font-variant-numeric:tabular-nums;text-align:right}"
@@ -515,16 +525,35 @@ def error_page(ui: Any) -> None:
         ui.link("Start again with the default scenario", "/")
 
 
+def pending_pages() -> int:
+    """Page loads whose browser has not connected (yet): NiceGUI clients without a socket."""
+    from nicegui import Client
+
+    return sum(1 for c in list(Client.instances.values()) if not c.has_socket_connection and not c.is_deleted)
+
+
+def prune_pending_pages() -> None:
+    from nicegui import Client
+
+    Client.prune_instances(client_age_threshold=PENDING_PAGE_S)
+
+
 def mount(app: FastAPI) -> None:
     """Serve the UI at / on the given FastAPI app (NiceGUI shares the app and its event loop)."""
+    from fastapi.responses import HTMLResponse
     from nicegui import app as nicegui_app
     from nicegui import ui
 
     @ui.page("/", title="dtsim")
-    def index(request: Request) -> None:
+    def index(request: Request) -> HTMLResponse | None:
+        if pending_pages() > MAX_PENDING_PAGES:  # this load's own client is counted too
+            ui.context.client.delete()
+            return HTMLResponse(BUSY_PAGE, status_code=503, headers={"Retry-After": "30"})
         build_page(dict(request.query_params))
+        return None
 
     # NiceGUI logs the exception (its app.on_exception default) before this builds the page
     nicegui_app.on_page_exception(lambda: error_page(ui))
+    nicegui_app.on_startup(lambda: nicegui_app.timer(PENDING_PAGE_S / 4, prune_pending_pages))
 
     ui.run_with(app, title="dtsim", favicon="📉", show_welcome_message=False, reconnect_timeout=10.0)
