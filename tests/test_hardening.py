@@ -427,3 +427,9 @@ def test_a_searched_answer_carries_what_simulate_warns_about_it():
     solved = runner.invoke(app, ["target", "--solve", "days", "--params-b", "70", "--json"], env=WIDE)
     assert solved.exit_code == 0, solved.output
     assert "PEAK_NOT_CATALOG" in {w["code"] for w in strict_json(solved.stdout)["warnings"]}
+
+
+def test_set_takes_odd_yaml_as_text_but_never_an_input_over_a_limit():
+    assert parse_set(["name=2024-01-01", "precision=[x"]) == {"name": "2024-01-01", "precision": "[x"}
+    with pytest.raises(inputs.InputLimitError):
+        parse_set([f"name={'[' * 40 + ']' * 40}"])

@@ -64,9 +64,8 @@ def axis_label(name: str) -> str:
     head, _, tail = name.rpartition("_")
     if head and tail[:1] == "p" and tail[1:].replace(".", "", 1).isdigit():
         name, level = head, f", {tail.upper()}"
-    unit = next((u for suffix, u in UNITS if name.endswith(suffix) and len(name) > len(suffix)), None)
-    if unit is not None:
-        name = name[: -len(next(s for s, u in UNITS if u == unit and name.endswith(s)))]
+    suffix, unit = next(((s, u) for s, u in UNITS if name.endswith(s) and len(name) > len(s)), ("", None))
+    name = name.removesuffix(suffix)
     words = " ".join(WORDS.get(w, w) for w in name.split("_"))
     return f"{words}{level}" + (f" ({unit})" if unit else "")
 

@@ -56,6 +56,11 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[mi
         return super().construct_mapping(node, deep=deep)
 
 
+class InputLimitError(ScenarioError):
+    """An input over one of the limits above (size, values, depth): refused whatever the input is
+    meant to be, unlike a text that is simply not YAML (`--set` then takes it as text)."""
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -74,7 +79,9 @@ def _yaml_problem(exc: yaml.YAMLError) -> tuple[str, str]:
 def parse_yaml(text: str, where: str = "file") -> Any:
     """YAML (or JSON, which YAML reads) text as plain data, or a ScenarioError naming `where`."""
     if len(text) > MAX_TEXT_CHARS:
-        raise ScenarioError([(where, f"{len(text):,} characters", f"is over the {MAX_TEXT_CHARS:,} allowed")])
+        raise InputLimitError(
+            [(where, f"{len(text):,} characters", f"is over the {MAX_TEXT_CHARS:,} allowed")]
+        )
     try:
         data = yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
@@ -94,7 +101,7 @@ def parse_json(text: str, where: str = "file") -> Any:
         at = f"line {exc.lineno}, column {exc.colno}"
         raise ScenarioError([(where, at, f"malformed JSON: {exc.msg}")]) from None
     except RecursionError:
-        raise ScenarioError([(where, _excerpt(text), f"is nested more than {MAX_DEPTH} deep")]) from None
+        raise InputLimitError([(where, _excerpt(text), f"is nested more than {MAX_DEPTH} deep")]) from None
     except ValueError as exc:
         raise ScenarioError([(where, _excerpt(text), f"cannot be read: {_first_line(exc)}")]) from None
     check_plain(data, where)
@@ -131,11 +138,11 @@ def check_plain(data: Any, where: str) -> None:
         value, place, depth = stack.pop()
         count += 1
         if count > MAX_NODES:
-            raise ScenarioError(
+            raise InputLimitError(
                 [(where, "…", f"holds more than {MAX_NODES:,} values (an alias counts as all it repeats)")]
             )
         if depth > MAX_DEPTH:
-            raise ScenarioError([(place, "…", f"is nested more than {MAX_DEPTH} deep")])
+            raise InputLimitError([(place, "…", f"is nested more than {MAX_DEPTH} deep")])
         if isinstance(value, dict):
             for k, v in value.items():
                 if not isinstance(k, str):

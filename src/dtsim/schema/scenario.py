@@ -467,10 +467,10 @@ def parse_set(assignments: list[str]) -> dict[str, Any]:
             raise ScenarioError([("--set", item, "expected field=value (the field name is missing)")])
         try:
             value = inputs.parse_yaml(raw, key) if raw.strip() else raw
-        except ScenarioError as exc:
-            if len(raw) > inputs.MAX_TEXT_CHARS or "more than" in str(exc) or "nested" in str(exc):
-                raise
-            value = raw  # not YAML: the text itself (the field's own check says what it allows)
+        except inputs.InputLimitError:
+            raise
+        except ScenarioError:
+            value = raw  # not plain YAML: the text itself (the field's own check says what it allows)
         if isinstance(value, str) and key != "name" and _NUMBER.match(value):
             value = float(value)  # YAML 1.1 reads 1e3 as a string
         if key.startswith("assumptions."):
