@@ -762,3 +762,22 @@ def test_summary_is_typed_and_as_dict_is_the_report():
         "buckets": 1,
     }
     assert set(s.headline()) == set(d) - {"value_bytes", "events", "evals", "records"}
+
+
+def test_nested_stop_requests_share_one_record():
+    """The CLI holds one StopRequests around a run and its report: a Ctrl-C before the run's own one is
+    installed is seen by it (the run stops at once), and one after the run's has been removed is noted
+    by the outer one rather than raised half-way through the report (the CI failure: a second Ctrl-C
+    20 ms after the first cut the report while Rich was being imported; the exit was 130 with no words)."""
+    from dtsim.emulator.launcher import StopRequests
+
+    before = signal.getsignal(signal.SIGINT)
+    with StopRequests() as outer:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.01)
+        with StopRequests() as inner:
+            assert inner.received == [signal.SIGINT]
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.01)
+    assert outer.received == [signal.SIGINT, signal.SIGINT]
+    assert signal.getsignal(signal.SIGINT) is before

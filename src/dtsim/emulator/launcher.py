@@ -405,7 +405,12 @@ class StopRequests:
     ends. A second Ctrl-C, while that removal runs, is noted and changes nothing: the removal finishes.
     Installed only in the main thread (where Python delivers signals); even when the process inherited
     SIGINT ignored, since a parent that ignores it passes SIG_IGN through exec and the run would not stop.
-    A hang-up ignored on purpose (nohup) stays ignored."""
+    A hang-up ignored on purpose (nohup) stays ignored.
+
+    Nested (the CLI holds one around a run and its report), the inner one shares the outer one's
+    record: a stop asked for before the run began stops it at once, and one that lands after the run
+    has removed everything, while the CLI reports, is noted by the outer one instead of raising
+    KeyboardInterrupt half-way through that report."""
 
     HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -420,6 +425,9 @@ class StopRequests:
                 if s == signal.SIGHUP and old == signal.SIG_IGN:
                     continue
                 self._old[s] = old
+                outer = getattr(old, "__self__", None)
+                if isinstance(outer, StopRequests):
+                    self.received = outer.received
                 signal.signal(s, self._note)
         return self
 

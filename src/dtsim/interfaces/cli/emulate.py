@@ -291,15 +291,17 @@ def emulate(
             raise typer.Exit(0)
         if report is not None:
             _writable(report, "report")  # before the run, not after it
-        from dtsim.emulator.launcher import Interrupted, WorkerFailed, run
+        from dtsim.emulator.launcher import Interrupted, StopRequests, WorkerFailed, run
         from dtsim.emulator.netns import CommandFailed
 
-        try:
-            summary = run(ctx.obj, notice=_note)
-        except (WorkerFailed, CommandFailed, OSError) as exc:  # everything made is removed by now
-            raise ScenarioError([("run", "failed", str(exc))]) from None
-        except Interrupted as exc:
-            _interrupted(exc)
+        # held until the run is reported: a second Ctrl-C after the removal must not cut the report
+        with StopRequests():
+            try:
+                summary = run(ctx.obj, notice=_note)
+            except (WorkerFailed, CommandFailed, OSError) as exc:  # everything made is removed by now
+                raise ScenarioError([("run", "failed", str(exc))]) from None
+            except Interrupted as exc:
+                _interrupted(exc)
     except ScenarioError as exc:
         fail(exc)
         return
@@ -326,24 +328,25 @@ def thesis_cmd(
     """Camilli 2025 chapter 5, scaled down: world size 2 and 4, batch 8 and 16, FP32 and FP64, one slow link
     at 200/100/50 Mbit/s — the thesis's tables beside these measurements."""
     from dtsim.emulator.experiments import thesis, thesis_runs
-    from dtsim.emulator.launcher import Interrupted, require_emulator
+    from dtsim.emulator.launcher import Interrupted, StopRequests, require_emulator
     from dtsim.emulator.presets import config_for
 
-    try:
-        config_for(model)
-        for _, opts in thesis_runs(model, steps):  # every run's options, before the first starts
-            opts.validate()
-        require_emulator()
-        runs = len(list(thesis_runs(model, steps)))
-        out = with_progress(
-            "emulating the thesis's runs",
-            not as_json,
-            lambda p: thesis(model, steps, progress=_counted(p, runs)),
-        )
-    except ScenarioError as exc:
-        fail(exc)
-    except Interrupted as exc:
-        _interrupted(exc)
+    with StopRequests():  # a Ctrl-C between runs stops the next; one after a removal waits for the report
+        try:
+            config_for(model)
+            for _, opts in thesis_runs(model, steps):  # every run's options, before the first starts
+                opts.validate()
+            require_emulator()
+            runs = len(list(thesis_runs(model, steps)))
+            out = with_progress(
+                "emulating the thesis's runs",
+                not as_json,
+                lambda p: thesis(model, steps, progress=_counted(p, runs)),
+            )
+        except ScenarioError as exc:
+            fail(exc)
+        except Interrupted as exc:
+            _interrupted(exc)
     if as_json:
         print_json(out, default=str)
         return
@@ -402,33 +405,36 @@ def diloco_efficiency_cmd(
     """Loss against tokens for H ∈ {1, 8, 32, 128} on the same model and data, and the η(H) it implies
     beside the MIRI simulator docs' η = 1 − α·log10(H)."""
     from dtsim.emulator.experiments import diloco_efficiency
-    from dtsim.emulator.launcher import Interrupted, require_emulator
+    from dtsim.emulator.launcher import Interrupted, StopRequests, require_emulator
 
-    try:
-        if not 128 <= total_inner_steps <= 100000:
-            raise ScenarioError([("total-inner-steps", total_inner_steps, "must be between 128 and 100000")])
-        if not 1 <= workers <= 16:
-            raise ScenarioError([("workers", workers, "must be between 1 and 16")])
-        from dtsim.emulator.presets import config_for
+    with StopRequests():  # as in `thesis`
+        try:
+            if not 128 <= total_inner_steps <= 100000:
+                raise ScenarioError(
+                    [("total-inner-steps", total_inner_steps, "must be between 128 and 100000")]
+                )
+            if not 1 <= workers <= 16:
+                raise ScenarioError([("workers", workers, "must be between 1 and 16")])
+            from dtsim.emulator.presets import config_for
 
-        config_for(model)
-        require_emulator()
-        runs = 1 + len(DILOCO_HS)  # the DDP baseline, then one run per H
-        out = with_progress(
-            "emulating DDP and DiLoCo",
-            not as_json,
-            lambda p: diloco_efficiency(
-                total_inner_steps=total_inner_steps,
-                workers=workers,
-                model=model,
-                hs=DILOCO_HS,
-                progress=_counted(p, runs),
-            ),
-        )
-    except ScenarioError as exc:
-        fail(exc)
-    except Interrupted as exc:
-        _interrupted(exc)
+            config_for(model)
+            require_emulator()
+            runs = 1 + len(DILOCO_HS)  # the DDP baseline, then one run per H
+            out = with_progress(
+                "emulating DDP and DiLoCo",
+                not as_json,
+                lambda p: diloco_efficiency(
+                    total_inner_steps=total_inner_steps,
+                    workers=workers,
+                    model=model,
+                    hs=DILOCO_HS,
+                    progress=_counted(p, runs),
+                ),
+            )
+        except ScenarioError as exc:
+            fail(exc)
+        except Interrupted as exc:
+            _interrupted(exc)
     if as_json:
         print_json(out, default=str)
         return
