@@ -10,6 +10,31 @@ import numpy as np
 from dtsim.physics.collectives import propagation_delay
 
 
+def sync_time(grad_bits, bandwidth_bits_s, propagation_s, hop_s):
+    """T_synch = T_prop + T_hop + T_ser with T_ser = S_grad / BW_net (Camilli 2025 eq. 3.8, 3.11)."""
+    return propagation_s + hop_s + np.asarray(grad_bits, dtype=float) / bandwidth_bits_s
+
+
+def min_sync_bandwidth(grad_bits, sync_budget_s, propagation_s, hop_s):
+    """BW_min = S_grad / (T_synch − T_prop − T_hop) (Camilli 2025 eq. 3.13, the budget T_synch being
+    α_net·T_batch, eq. 3.6); +∞ where latency alone spends the budget."""
+    room = np.asarray(sync_budget_s, dtype=float) - propagation_s - hop_s
+    with np.errstate(divide="ignore"):
+        return np.where(room > 0, np.asarray(grad_bits, dtype=float) / np.where(room > 0, room, 1.0), np.inf)
+
+
+def epoch_steps(samples, local_batch, ranks):
+    """N_steps = ⌊N_samples / (bs_local · ws)⌋: an epoch's steps, the last incomplete global batch
+    dropped as PyTorch does by default (Camilli 2025 eq. 5.2, 5.3)."""
+    return np.floor(np.asarray(samples, dtype=float) / (np.asarray(local_batch, dtype=float) * ranks))
+
+
+def peak_throughput_bits_s(event_bytes, duration_s):
+    """TH_peak = Bytes_AR · 8 / (Dur/event): a synchronization burst's rate on the wire (Camilli 2025
+    eq. 4.1)."""
+    return np.asarray(event_bytes, dtype=float) * 8.0 / duration_s
+
+
 @dataclass(frozen=True)
 class FabricPlan:
     power_per_dc_w: float
@@ -68,8 +93,7 @@ def plan_fabric(
     prop = float(propagation_delay(ring_km))
     hop = datacenters * hop_latency_s
     grad_bits = parameters * bits_per_param
-    room = budget - prop - hop
-    bw_min = grad_bits / room if room > 0 else float("inf")
+    bw_min = float(min_sync_bandwidth(grad_bits, budget, prop, hop))
     rack = trays_per_rack * ports_per_tray * port_bits_s
     compute = flops_per_param_token * parameters * tokens
     compute_time = train_days * 86400.0 * (1.0 - network_fraction)
