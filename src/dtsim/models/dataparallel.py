@@ -126,7 +126,7 @@ def setup(
             (
                 "fabric",
                 fabric,
-                "gives the bandwidth and latency; give it or bandwidth_gbs/latency_us, not both",
+                "gives the bandwidth and latency itself; give a fabric or a bandwidth and latency, not both",
             )
         )
     elif fabric is not None and fabric not in fabrics:

@@ -38,9 +38,17 @@ def _root(
     """dtsim: how long a large-model training run takes, what limits it, how to parallelize it."""
 
 
-from dtsim.interfaces.cli import analysis, datacenter, emulate, limits, scenario, validation  # noqa: E402
+from dtsim.interfaces.cli import (  # noqa: E402
+    analysis,
+    datacenter,
+    dataparallel,
+    emulate,
+    limits,
+    scenario,
+    validation,
+)
 
-for _module in (scenario, datacenter, validation, limits, emulate, analysis):
+for _module in (scenario, datacenter, dataparallel, validation, limits, emulate, analysis):
     for _name, _command in _module.COMMANDS.items():
         app.command(_name)(_command)
     for _name, _group in _module.GROUPS.items():
