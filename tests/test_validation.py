@@ -87,6 +87,8 @@ def test_records_carry_the_csv_values(dataset):
     for rec in dataset.records:
         if rec.kind in ("testbed", "reference") or rec.id.endswith("32KiB") or rec.id == "NCCL-latency-IB":
             continue
+        if getattr(rec, "metric", None) == "wall_clock_days":
+            continue  # durations: not in the CSV, transcribed from their sources (test_duration_records.py)
         if rec.id in aliases:
             csv_id, get = aliases[rec.id]
             expected = get(rows[csv_id])

@@ -9,7 +9,8 @@
   T = 2(N−1)·(α + d) + 2(N−1)/N·S·(1/r_host + 1/r_link), r_host the calibrated host-limited rate,
   r_link a `tc` cap on one ring link (a ring runs at its slowest link), d a delay injected on it;
 - decentralized: `dtsim.simulate` (the decentralized model, MIRI simulator docs), with each node's link rate
-  capped at the calibrated TCP window / RTT where the transport is one TCP stream per peer.
+  capped at the calibrated TCP window / RTT where the transport is one TCP stream per peer; a duration
+  record compares the run's stated days with the model's wall_clock_days.
 """
 
 from __future__ import annotations
@@ -260,7 +261,15 @@ def decentralized_inputs(rec, window_bytes: float | None = None) -> dict[str, An
         sc["mfu"] = float(comp["base_mfu"]) / ratio
     elif "round_s" in comp:
         peak = _node_peak_flop_s(sc)
-        per_round = 6.0 * params * float(sc["local_batch_tokens"]) * float(sc["inner_steps"])
+        try:  # the schema's defaults for what the record leaves out (a user's record may)
+            given = make_scenario(sc)
+        except ScenarioError as exc:
+            raise ScenarioError([(f"scenario.{f}", v, m) for f, v, m in exc.problems]) from None
+        if not isinstance(given.inner_steps, int):
+            raise ScenarioError(
+                [("scenario.inner_steps", given.inner_steps, "a whole number with compute.round_s")]
+            )
+        per_round = 6.0 * params * float(given.local_batch_tokens) * float(given.inner_steps)
         sc["mfu"] = per_round / (peak * float(comp["round_s"]))
     else:
         raise ScenarioError([("compute", comp, "give {base_mfu, architecture} or {round_s}")])
@@ -297,6 +306,15 @@ def predict_decentralized(rec) -> tuple[float, dict[str, Any]]:
         "bandwidth_up_mbps": sc["bandwidth_up_mbps"],
         "bandwidth_down_mbps": sc["bandwidth_down_mbps"],
     }
+    if rec.metric == "wall_clock_days":
+        # the whole run: rounds × (H inner steps + the sync), the model's wall-clock time to process the
+        # tokens (MIRI simulator docs §3.1 "Total Training Time"); not the η-adjusted effective_days (§4.1)
+        details.update(
+            rounds=float(r.wall_clock_days * 86400.0 / r.outer_step_s),
+            effective_days=float(r.effective_days),
+            compute_days=float(r.wall_clock_days * util),
+        )
+        return float(r.wall_clock_days), details
     if rec.metric == "comm_per_round_s":
         return float(r.outer_step_s - compute), details
     if rec.metric == "compute_utilization":

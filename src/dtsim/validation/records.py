@@ -8,7 +8,8 @@ its group's defaults (nested mappings merged), then is validated against the sch
 - collective: one NCCL/gloo collective benchmark, predicted by the α-β collectives;
 - gemm: a maximum-achievable-matmul benchmark, predicted by the GEMM model;
 - testbed: the thesis's DDP/gloo testbed (Camilli 2025 ch. 5), predicted by the α-β-γ ring;
-- decentralized: a DiLoCo-family run over the internet, predicted by the decentralized model;
+- decentralized: a DiLoCo-family run over the internet, predicted by the decentralized model (one round's
+  MFU, utilization or communication, or the whole run's duration in days);
 - reference: a row kept for completeness that dtsim cannot predict (the reason is stated).
 
 A malformed record is reported with its file, its id (or position), the field and the reason; the
@@ -125,8 +126,11 @@ class DecentralizedRecord(_Base):
     `compute` says how long the inner steps of one round take; `network` how fast each node's link is."""
 
     kind: Literal["decentralized"]
-    metric: Literal["mfu", "compute_utilization", "comm_per_round_s"]
-    convention: Literal["palm", "wall-clock-share", "seconds"]
+    metric: Literal["mfu", "compute_utilization", "comm_per_round_s", "wall_clock_days"] = Field(
+        description="MFU, compute utilization or communication per round; or wall_clock_days, the "
+        "whole run's duration (dtsim.simulate's wall-clock time to process the tokens, not η-adjusted)."
+    )
+    convention: Literal["palm", "wall-clock-share", "seconds", "days"]
     scenario: dict[str, Any]
     compute: dict[str, Any] = Field(
         description="{base_mfu, architecture} (compute from the architecture's model FLOPs at the "
