@@ -131,7 +131,13 @@ def test_every_operation_was_fuzzed():
 
 # --- raw requests: what the schema cannot describe -----------------------------------------------------
 
-POSTS = ("/api/simulate", "/api/sweep", "/api/sensitivity")
+POSTS = (
+    "/api/simulate",
+    "/api/sweep",
+    "/api/sensitivity",
+    *(f"/api/dataparallel/{op}" for op in ("critical-batch", "scaling", "accumulation", "overlap")),
+    *(f"/api/dataparallel/{op}" for op in ("sync-bandwidth", "traffic")),
+)
 CONTENT_TYPES = (
     "application/json",
     "application/json; charset=utf-8",

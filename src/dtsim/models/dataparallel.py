@@ -190,7 +190,7 @@ class CriticalBatch:
     compute_time_s: float  # 6·Ψ·b / F
     comm_time_s: float  # ring all-reduce over `ranks`, with (P−1)/P and α
     ratio: float  # the document's R = 3·b·β / (F·sizeof), the large-P form
-    ratio_at_ranks: float  # T_compute / T_comm at `ranks`
+    ratio_at_ranks: float | None  # T_compute / T_comm at `ranks` (None: one rank, no communication)
     bound: str  # "compute" or "communication" at `ranks`
     source: str
 
@@ -209,14 +209,14 @@ def critical_batch(
     _integer(problems, "ranks", ranks, 1, 1e9)
     _number(problems, "ratio", ratio, 1e-9, 1e9)
     if batch_tokens is not None:
-        _number(problems, "batch_tokens", batch_tokens, 0.0, 1e15)
+        _number(problems, "batch_tokens", batch_tokens, 1e-3, 1e15, lo_open=False)
     _raise(problems)
     s = dp_setup
     crit = float(dp.critical_local_batch(s.flop_s, s.bandwidth_bytes_s, s.bytes_per_value))
     for_ratio = float(dp.critical_local_batch(s.flop_s, s.bandwidth_bytes_s, s.bytes_per_value, ratio))
     b = for_ratio if batch_tokens is None else float(batch_tokens)
     t_c, t_r = float(s.compute_time(b)), float(s.comm_time(ranks))
-    at_ranks = t_c / t_r if t_r > 0 else math.inf
+    at_ranks = t_c / t_r if t_r > 0 else None
     return CriticalBatch(
         flop_s=s.flop_s,
         bandwidth_bytes_s=s.bandwidth_bytes_s,
@@ -297,10 +297,10 @@ def scaling(
     else:
         for i, r in enumerate(ranks):
             _integer(problems, f"ranks[{i}]" if len(ranks) > 1 else "ranks", r, 1, 1e9)
-    _number(problems, "batch_tokens", batch_tokens, 0.0, 1e15)
+    _number(problems, "batch_tokens", batch_tokens, 1e-3, 1e15, lo_open=False)
     if global_batch_tokens is not None:
-        _number(problems, "global_batch_tokens", global_batch_tokens, 0.0, 1e15)
-    _number(problems, "target_efficiency", target_efficiency, 0.0, 1.0)
+        _number(problems, "global_batch_tokens", global_batch_tokens, 1e-3, 1e15, lo_open=False)
+    _number(problems, "target_efficiency", target_efficiency, 1e-6, 1.0, lo_open=False)
     if not problems and target_efficiency >= 1.0:
         problems.append(("target_efficiency", target_efficiency, "must be below 1 (only one rank reaches 1)"))
     _raise(problems)
@@ -356,7 +356,7 @@ def scaling(
 def _time(problems: list, name: str, ms: float | None, positive: bool) -> float | None:
     if ms is None:
         return None
-    _number(problems, name, ms, 0.0, BIG, lo_open=positive)
+    _number(problems, name, ms, 1e-9 if positive else 0.0, BIG, lo_open=False)
     return None if problems and problems[-1][0] == name else ms * 1e-3
 
 
@@ -393,7 +393,7 @@ def accumulation(
     problems: list = []
     _integer(problems, "micro_batches", micro_batches, 1, 1e9)
     _integer(problems, "ranks", ranks, 1, 1e9)
-    _number(problems, "batch_tokens", batch_tokens, 0.0, 1e15)
+    _number(problems, "batch_tokens", batch_tokens, 1e-3, 1e15, lo_open=False)
     t_c = _time(problems, "compute_ms", compute_ms, positive=True)
     t_r = _time(problems, "comm_ms", comm_ms, positive=False)
     _raise(problems)
@@ -451,7 +451,7 @@ def overlap(
     6·Ψ·b FLOPs as 2 : 4 (assumptions forward_flops_per_param_token); each time may be given instead."""
     problems: list = []
     _integer(problems, "ranks", ranks, 1, 1e9)
-    _number(problems, "batch_tokens", batch_tokens, 0.0, 1e15)
+    _number(problems, "batch_tokens", batch_tokens, 1e-3, 1e15, lo_open=False)
     if buckets is not None and bucket_mb is not None:
         problems.append(("buckets/bucket_mb", (buckets, bucket_mb), "give one or the other"))
     if buckets is not None:
@@ -603,7 +603,7 @@ def traffic(
     _integer(problems, "batch_samples", batch_samples, 1, BIG)
     _integer(problems, "dataset_samples", dataset_samples, 1, 1e18)
     if event_s is not None:
-        _number(problems, "event_s", event_s, 0.0, BIG)
+        _number(problems, "event_s", event_s, 1e-9, BIG, lo_open=False)
     _raise(problems)
     size = params_b * 1e9 * bytes_per_value(precision, Assumptions({}))
     steps = int(fab.epoch_steps(dataset_samples, batch_samples, ranks))

@@ -506,6 +506,12 @@ def api_assumptions() -> list[dict[str, Any]]:
     ]
 
 
+# POST /api/dataparallel/…: `dtsim dataparallel` as operations (its own module; the same error responses)
+from dtsim.interfaces.api.dataparallel import register as _register_dataparallel  # noqa: E402
+
+_register_dataparallel(router, ERRORS)
+
+
 def _mount_docs(app: FastAPI) -> None:
     """Swagger UI at /docs from the fastapi-offline package's copy of its files, so the docs work
     without internet access (FastAPI's default page loads its scripts from a CDN)."""

@@ -4,6 +4,7 @@ synchronization bandwidth and epoch traffic (Camilli 2025 ch. 3 and 5). Formats 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -78,8 +79,24 @@ def _setup(gpu, tflops, mfu, fabric, bandwidth_gbs, latency_us, params_b, precis
     return setup(gpu, tflops, mfu, fabric, bandwidth_gbs, latency_us, params_b, precision)
 
 
+def _sig(x: float, digits: int = 4) -> str:
+    """`x` to `digits` significant digits in plain notation with thousands separators (1,698 not
+    1.698e+03); scientific only far from 1."""
+    if x == 0:
+        return "0"
+    if not 1e-3 <= abs(x) < 1e15:
+        return f"{x:.{digits - 1}e}"
+    return f"{x:,.{max(digits - 1 - math.floor(math.log10(abs(x))), 0)}f}"
+
+
 def _ms(seconds: float | None) -> str:
-    return "n/a" if seconds is None else f"{seconds * 1e3:,.4g} ms"
+    if seconds is None:
+        return "n/a"
+    return f"{_sig(seconds)} s" if seconds >= 10 else f"{_sig(seconds * 1e3)} ms"
+
+
+def _tokens(x: float) -> str:
+    return f"{x:,.0f}" if 1 <= x < 1e15 else _sig(x)
 
 
 def _show(title: str, rows: list[tuple[str, str]], note: str | None = None) -> None:
@@ -94,22 +111,16 @@ def _show(title: str, rows: list[tuple[str, str]], note: str | None = None) -> N
         c.print(f"[dim]{note}[/dim]", highlight=False)
 
 
-def _rate(bits_s: float) -> str:
-    """A bit rate in the largest unit that keeps it ≥ 1 (bit/s to Pbit/s)."""
-    for unit, scale in (
-        ("Pbit/s", 1e15),
-        ("Tbit/s", 1e12),
-        ("Gbit/s", 1e9),
-        ("Mbit/s", 1e6),
-        ("kbit/s", 1e3),
-    ):
-        if bits_s >= scale:
-            return f"{bits_s / scale:,.4g} {unit}"
-    return f"{bits_s:.4g} bit/s"
+def _rate(bits: float, per: str = "/s") -> str:
+    """Bits (a rate with `per` "/s") in the largest unit that keeps the number ≥ 1 (bit to Pbit)."""
+    for unit, scale in (("Pbit", 1e15), ("Tbit", 1e12), ("Gbit", 1e9), ("Mbit", 1e6), ("kbit", 1e3)):
+        if bits >= scale:
+            return f"{_sig(bits / scale)} {unit}{per}"
+    return f"{_sig(bits)} bit{per}"
 
 
-def _ratio_text(x: float) -> str:
-    return "∞ (no communication)" if x == float("inf") else f"{x:,.4g}"
+def _ratio_text(x: float | None) -> str:
+    return "∞ (no communication)" if x is None else _sig(x)
 
 
 @group.command("critical-batch")
@@ -150,12 +161,12 @@ def critical_batch(
     _show(
         f"Critical local batch ({r.source})",
         [
-            ("critical local batch (R = 1)", f"{r.critical_batch_tokens:,.0f} tokens"),
-            (f"batch for R = {r.target_ratio:g}", f"{r.batch_for_ratio_tokens:,.0f} tokens"),
-            ("batch timed", f"{r.batch_tokens:,.0f} tokens"),
+            ("critical local batch (R = 1)", f"{_tokens(r.critical_batch_tokens)} tokens"),
+            (f"batch for R = {r.target_ratio:g}", f"{_tokens(r.batch_for_ratio_tokens)} tokens"),
+            ("batch timed", f"{_tokens(r.batch_tokens)} tokens"),
             ("compute 6·Ψ·b/F", _ms(r.compute_time_s)),
             (f"ring all-reduce over {r.ranks:,} ranks", _ms(r.comm_time_s)),
-            ("R = 3·b·β/(F·sizeof) (large P)", f"{r.ratio:,.4g}"),
+            ("R = 3·b·β/(F·sizeof) (large P)", _sig(r.ratio)),
             (f"T_compute / T_comm at {r.ranks:,} ranks", _ratio_text(r.ratio_at_ranks)),
             ("bound", r.bound),
         ],
@@ -214,7 +225,7 @@ def scaling(
             f"{row.ranks:,}",
             _ms(row.comm_time_s),
             f"{row.weak_efficiency:.1%}",
-            f"{row.strong_batch_tokens:,.4g}",
+            _tokens(row.strong_batch_tokens),
             f"{row.strong_efficiency:.1%}",
         )
     c = console()
@@ -229,12 +240,15 @@ def scaling(
         else f"{r.target_efficiency:g}"
     )
     c.print(
-        f"Weak scaling (local batch {r.batch_tokens:,.4g} tokens, compute {_ms(r.compute_time_s)}): "
-        f"E ≥ {e} up to [bold]{most(r.weak_max_ranks)}[/bold]; as P → ∞, E → {r.weak_limit:.1%}",
+        f"Weak scaling (local batch {_tokens(r.batch_tokens)} tokens, compute {_ms(r.compute_time_s)}): "
+        f"E ≥ {e} up to [bold]{most(r.weak_max_ranks)}[/bold]; as P → ∞, E → "
+        + (
+            f"{r.weak_limit:.1%}" if r.weak_limit > 0 else "0 (the ring's latency term 2(P−1)·α grows with P)"
+        ),
         highlight=False,
     )
     c.print(
-        f"Strong scaling (global batch {r.global_batch_tokens:,.4g} tokens, {_ms(r.compute_time_one_s)} on one "
+        f"Strong scaling (global batch {_tokens(r.global_batch_tokens)} tokens, {_ms(r.compute_time_one_s)} on one "
         f"rank): E ≥ {e} up to [bold]{most(r.strong_max_ranks)}[/bold]; as P → ∞, E → 0",
         highlight=False,
     )
@@ -302,8 +316,8 @@ def accumulation(
             ("all-reduce T_r", _ms(r.comm_time_s)),
             ("all-reduce every micro-batch A·(T_c + T_r)", _ms(r.step_no_accumulation_s)),
             ("accumulate, all-reduce once A·T_c + T_r", _ms(r.step_accumulation_s)),
-            ("speed-up", f"{r.speedup:,.4g}×"),
-            ("speed-up as A → ∞ (T_c + T_r)/T_c", f"{r.speedup_limit:,.4g}×"),
+            ("speed-up", f"{_sig(r.speedup)}×"),
+            ("speed-up as A → ∞ (T_c + T_r)/T_c", f"{_sig(r.speedup_limit)}×"),
         ],
     )
 
@@ -422,7 +436,7 @@ def sync_bandwidth(
         return
     bw = r.min_bandwidth_bits_s
     rows = [
-        ("gradient S_grad", f"{r.gradient_bits:.4g} bit"),
+        ("gradient S_grad", _rate(r.gradient_bits, per="")),
         ("sync budget", _ms(r.sync_budget_s)),
         ("propagation", _ms(r.propagation_s)),
         ("hops", _ms(r.hop_s)),
@@ -472,12 +486,12 @@ def traffic(
         print_json(r.as_dict())
         return
     rows = [
-        ("gradient S_grad", f"{r.gradient_bytes / 1e6:,.4g} MB"),
+        ("gradient S_grad", f"{_sig(r.gradient_bytes / 1e6)} MB"),
         ("steps (all-reduce events)", f"{r.steps:,}"),
-        ("sent per rank per event 2(N−1)/N·S", f"{r.bytes_per_rank_per_event / 1e6:,.4g} MB"),
-        ("sent per rank over the epoch", f"{r.bytes_per_rank / 1e6:,.6g} MB"),
-        ("all ranks per event 2(N−1)·S", f"{r.bytes_per_event / 1e6:,.4g} MB"),
-        ("all ranks over the epoch", f"{r.bytes_total / 1e6:,.6g} MB"),
+        ("sent per rank per event 2(N−1)/N·S", f"{_sig(r.bytes_per_rank_per_event / 1e6)} MB"),
+        ("sent per rank over the epoch", f"{_sig(r.bytes_per_rank / 1e6, 6)} MB"),
+        ("all ranks per event 2(N−1)·S", f"{_sig(r.bytes_per_event / 1e6)} MB"),
+        ("all ranks over the epoch", f"{_sig(r.bytes_total / 1e6, 6)} MB"),
     ]
     if r.peak_throughput_bits_s is not None:
         rows.append(("peak throughput per rank", _rate(r.peak_throughput_bits_s)))
