@@ -317,3 +317,19 @@ def test_api_operations_are_documented_with_examples(client):
         assert {"200", "422"} <= set(post["responses"])
         ref = post["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
         assert spec["components"]["schemas"][ref]["examples"], op
+
+
+def test_docs_examples_are_the_commands_real_output():
+    """docs/dataparallel.md shows each command's output: rerun at 100 columns, the same text."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "dataparallel.md").read_text()
+    blocks = re.findall(r"```text\n\$ dtsim (dataparallel [^\n]+)\n(.*?)```", text, re.S)
+    assert len(blocks) == 6
+    for command, shown in blocks:
+        res = runner.invoke(app, shlex.split(command), env={"COLUMNS": "100"})
+        assert res.exit_code == 0, res.output
+        got = "\n".join(line.rstrip() for line in res.output.strip("\n").split("\n"))
+        assert got == shown.strip("\n"), command
