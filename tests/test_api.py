@@ -138,6 +138,8 @@ def test_openapi_and_docs(client):
         "/api/presets",
         "/api/schema",
         "/api/assumptions",
+        *(f"/api/dataparallel/{op}" for op in ("critical-batch", "scaling", "accumulation", "overlap")),
+        *(f"/api/dataparallel/{op}" for op in ("sync-bandwidth", "traffic")),
     }
     body = spec["paths"]["/api/simulate"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert {"$ref": "#/components/schemas/Scenario"} in body["anyOf"]
