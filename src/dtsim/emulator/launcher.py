@@ -7,6 +7,10 @@ the collective the algorithm runs, over the slowest shaped link of the ring (a r
 slowest link), at the link's TCP payload rate (the tbf rate less one 66-byte header per 64 KiB
 offloaded segment); DDP's step is compute plus the part of the all-reduce its buckets cannot hide under
 the backward pass (Data Parallelism from Associativity bucketed overlap, `physics.dataparallel`).
+A compressed DiLoCo sync adds its codec's compute (`physics.codec`, at the throughput the workers
+measured); a worker slowed by a factor F computes F times longer and a synchronous round waits for
+the slowest; an overlapped DiLoCo round takes the longer of its compute and the previous round's sync
+(`combine` of the decentralized model, MIRI simulator docs §3.1).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from dtsim.emulator.runstate import Removal
 from dtsim.emulator.summary import EmulationSummary, RunInfo, SyncEvent
 from dtsim.errors import ScenarioError
 from dtsim.physics import collectives as coll
+from dtsim.physics.codec import codec_time
 from dtsim.physics.dataparallel import exposed_bucketed_allreduce
 
 _ASM = defaults()
@@ -76,6 +81,16 @@ class EmulateOptions:
     threads: int = 1
     queue_ms: float = DEFAULT_QUEUE_MS
     eval_every: int = 0
+    link_latency_ms: dict[int, float] = field(default_factory=dict)  # per rank, overrides latency_ms
+    compute_factors: dict[int, float] = field(default_factory=dict)  # per rank, ≥ 1: F× slower
+    overlap: bool = False  # DiLoCo: outer sync overlapped with the next round, applied a round late
+
+    def rank_latency_ms(self, rank: int) -> float:
+        return self.link_latency_ms.get(rank, self.latency_ms)
+
+    @property
+    def any_latency(self) -> bool:
+        return any(self.rank_latency_ms(r) > 0 for r in range(self.workers))
 
     def validate(self) -> None:
         p = []
@@ -98,6 +113,18 @@ class EmulateOptions:
                 p.append(("slow-link", r, f"rank must be between 0 and {self.workers - 1}"))
             if not 0.1 <= mbps <= 100000:
                 p.append(("slow-link", mbps, "Mbit/s must be between 0.1 and 100000"))
+        for r, ms in self.link_latency_ms.items():
+            if not 0 <= r < self.workers:
+                p.append(("slow-link", r, f"rank must be between 0 and {self.workers - 1}"))
+            if not 0 <= ms <= 10000:
+                p.append(("slow-link", ms, "latency in ms must be between 0 and 10000"))
+        for r, f in self.compute_factors.items():
+            if not 0 <= r < self.workers:
+                p.append(("compute-factor", r, f"rank must be between 0 and {self.workers - 1}"))
+            if not 1 <= f <= 100:
+                p.append(("compute-factor", f, "factor must be between 1 (full speed) and 100"))
+        if self.overlap and self.algorithm != "diloco":
+            p.append(("overlap", self.algorithm, "applies to --algorithm diloco only"))
         if self.algorithm not in ("ddp", "diloco"):
             p.append(("algorithm", self.algorithm, "must be ddp or diloco"))
         if not 1 <= self.inner_steps <= 100000:
@@ -156,20 +183,23 @@ def _median(xs):
 def predict(
     opts: EmulateOptions, params: int, value_bytes: int, compute: dict[str, float], buckets: int
 ) -> dict[str, Any]:
+    """dtsim's prediction for this run (module docstring). Latency: a ring step waits for its slowest
+    link, so α is the largest per-worker latency; every bucket is an all-reduce of its own and pays the
+    ring's 2(N−1) latency steps. Compute: each worker's calibrated step × its slowdown factor, and a
+    synchronous round waits for the slowest worker."""
     n = opts.workers
     rates = [opts.slow_links.get(r, opts.bandwidth_mbps) for r in range(n)]
     shaped = [r for r in rates if r is not None]
     bw = payload_rate_bytes_s(min(shaped)) if shaped else float("inf")
-    alpha = BASE_ALPHA_S + opts.latency_ms * 1e-3
-    app_delay = 0.0
-    step_compute = compute["forward_s"] + compute["backward_s"] + compute["optimizer_s"]
+    latency_s = max(opts.rank_latency_ms(r) for r in range(n)) * 1e-3
+    alpha = BASE_ALPHA_S + latency_s
+    slowest = max([1.0, *opts.compute_factors.values()])
+    step_compute = slowest * (compute["forward_s"] + compute["backward_s"] + compute["optimizer_s"])
     tokens = n * opts.batch * opts.seq_len
     if opts.algorithm == "ddp":
         size = params * value_bytes
         sync = float(coll.ring_allreduce_time(n, size, bw, alpha))
-        if opts.latency_mode == "app" and opts.latency_ms:
-            app_delay = buckets * float(coll.ring_allreduce_steps(n)) * opts.latency_ms * 1e-3
-            sync += app_delay
+        sync += (max(buckets, 1) - 1) * float(coll.ring_allreduce_steps(n)) * alpha
         exposed = float(exposed_bucketed_allreduce(sync, compute["backward_s"], max(buckets, 1)))
         step = step_compute + exposed
         expected = compress.expected_bytes_per_rank("none", 1, params, n, value_bytes)
@@ -190,11 +220,17 @@ def predict(
     else:
         k = -(-params // int(ratio))
         sync = 2 * float(coll.all_gather_time(n, n * k * 4, bw, alpha))  # indices, then values
-    if opts.latency_mode == "app" and opts.latency_ms:
-        app_delay = float(coll.ring_allreduce_steps(n)) * opts.latency_ms * 1e-3
-        sync += app_delay
-    outer = opts.inner_steps * step_compute + sync
+    wire = sync
+    codec = 0.0
+    if kind in ("int8", "topk") and compute.get("codec_bytes_per_s"):
+        codec = float(codec_time(params * 4, kind, world=n, bytes_per_s=compute["codec_bytes_per_s"]))
+        sync += codec
+    from dtsim.models.decentralized.strategies.base import combine
+
+    outer = float(combine(opts.overlap, opts.inner_steps * step_compute, sync))
     return {
+        "predicted_wire_s": wire,
+        "predicted_codec_s": codec,
         "predicted_sync_s": sync,
         "predicted_step_s": outer,
         "predicted_tokens_per_s": tokens * opts.inner_steps / outer,
@@ -207,6 +243,8 @@ def summarize(opts: EmulateOptions, records: list[dict[str, Any]]) -> EmulationS
     params, value_bytes = r0["params"], r0["value_bytes"]
     calib = [c for r in records for c in r["calibration"][1:] or r["calibration"]]
     compute = {k: _median([c[k] for c in calib]) for k in ("forward_s", "backward_s", "optimizer_s")}
+    if any(r.get("codec_bytes_per_s") for r in records):
+        compute["codec_bytes_per_s"] = _median([r.get("codec_bytes_per_s") for r in records])
     events = len(r0["syncs"])
     per_event = []
     for i in range(events):
@@ -264,7 +302,7 @@ def summarize(opts: EmulateOptions, records: list[dict[str, Any]]) -> EmulationS
         loss_first=losses[0] if losses else None,
         loss_last=losses[-1] if losses else None,
         evals=r0.get("evals", []),
-        latency_approximate=opts.latency_mode == "app" and opts.latency_ms > 0,
+        latency_approximate=opts.latency_mode == "app" and opts.any_latency,
         events=per_event,
     )
 
@@ -293,6 +331,11 @@ def worker_config(
         "app_latency_s": opts.latency_ms * 1e-3
         if (opts.latency_mode == "app" or not netem) and opts.latency_ms
         else 0.0,
+        "app_latency_by_rank": [opts.rank_latency_ms(r) * 1e-3 for r in range(opts.workers)]
+        if (opts.latency_mode == "app" or not netem) and opts.link_latency_ms
+        else None,
+        "compute_factor_by_rank": [opts.compute_factors.get(r, 1.0) for r in range(opts.workers)],
+        "overlap": opts.overlap,
         "collective_timeout_s": opts.timeout_s,
         "eval_every": opts.eval_every,
         "results_dir": results_dir,
@@ -306,11 +349,21 @@ def command_line(opts: EmulateOptions) -> str:
         parts += ["--bandwidth-mbps", f"{opts.bandwidth_mbps:g}"]
     if opts.latency_ms:
         parts += ["--latency-ms", f"{opts.latency_ms:g}", "--latency-mode", opts.latency_mode]
-    for r, mbps in sorted(opts.slow_links.items()):
-        parts += ["--slow-link", f"{r}:{mbps:g}"]
+    for r in sorted(set(opts.slow_links) | set(opts.link_latency_ms)):
+        mbps = opts.slow_links.get(r, opts.bandwidth_mbps)
+        spec = f"{r}:{'' if mbps is None else f'{mbps:g}'}"
+        if r in opts.link_latency_ms:
+            spec += f":{opts.link_latency_ms[r]:g}"
+        parts += ["--slow-link", spec]
+    if opts.link_latency_ms and not opts.latency_ms:
+        parts += ["--latency-mode", opts.latency_mode]
+    for r, f in sorted(opts.compute_factors.items()):
+        parts += ["--compute-factor", f"{r}:{f:g}"]
     parts += ["--algorithm", opts.algorithm]
     if opts.algorithm == "diloco":
         parts += ["--inner-steps", str(opts.inner_steps), "--compression", opts.compression]
+        if opts.overlap:
+            parts += ["--overlap"]
     parts += [
         "--model",
         opts.model,
@@ -484,7 +537,7 @@ def run(opts: EmulateOptions, command: str = "", notice: Callable[[str], None] =
                 notice(f"reclaimed what an earlier run left: {outcome.describe()}")
         if signals.received:  # stopped while reclaiming: this run has made nothing yet
             raise Interrupted(signals.received[0], Removal())
-        state = _register(lambda run_id: [probe_namespace(run_id)] if opts.latency_ms else [], work=True)
+        state = _register(lambda run_id: [probe_namespace(run_id)] if opts.any_latency else [], work=True)
         run_id = state.run_id
         probe = probe_namespace(run_id)
         work = Path(state.directories[0])
@@ -500,7 +553,12 @@ def run(opts: EmulateOptions, command: str = "", notice: Callable[[str], None] =
         raise Interrupted(signals.received[0], removal)
     info = RunInfo(
         command=command or command_line(opts),
-        options={**asdict(opts), "slow_links": {str(k): v for k, v in opts.slow_links.items()}},
+        options={
+            **asdict(opts),
+            "slow_links": {str(k): v for k, v in opts.slow_links.items()},
+            "link_latency_ms": {str(k): v for k, v in opts.link_latency_ms.items()},
+            "compute_factors": {str(k): v for k, v in opts.compute_factors.items()},
+        },
         run_id=run_id,
         netem=netem,
         wall_s=time.time() - started,
@@ -522,13 +580,13 @@ def _execute(
 ) -> tuple[bool, list[dict[str, Any]]]:
     """Build the network, start and wait for the workers; (netem used, each rank's record)."""
     signals.check()
-    netem = netem_available(probe) if opts.latency_ms else False
-    if opts.latency_ms and opts.latency_mode == "netem" and not netem:
+    netem = netem_available(probe) if opts.any_latency else False
+    if opts.any_latency and opts.latency_mode == "netem" and not netem:
         raise ScenarioError(
             [
                 (
-                    "latency-ms",
-                    opts.latency_ms,
+                    "latency-ms" if opts.latency_ms else "slow-link",
+                    opts.latency_ms or opts.link_latency_ms,
                     "this kernel has no netem qdisc, so links cannot be delayed; use --latency-mode app "
                     "(each collective step delayed inside the workers; approximate) or --latency-ms 0",
                 )
@@ -542,6 +600,7 @@ def _execute(
         run_id=run_id,
         netem=netem,
         queue_ms=opts.queue_ms,
+        link_latency_ms=dict(opts.link_latency_ms) if netem else {},
     )
     state.plan(topo.namespaces(), topo.interfaces(), topo.qdiscs())
     signals.check()

@@ -171,6 +171,7 @@ class Topology:
     run_id: str = "000000"
     netem: bool = False
     queue_ms: float = 10.0  # tbf queue: a packet waits at most this long (bounded bufferbloat)
+    link_latency_ms: dict[int, float] = field(default_factory=dict)  # per rank, overrides latency_ms
 
     @property
     def bridge_ns(self) -> str:
@@ -184,6 +185,9 @@ class Topology:
 
     def link_mbps(self, rank: int) -> float | None:
         return self.slow_links.get(rank, self.bandwidth_mbps)
+
+    def link_latency(self, rank: int) -> float:
+        return self.link_latency_ms.get(rank, self.latency_ms)
 
     # what create() makes, known before it makes any of it (the run records these first)
 
@@ -201,22 +205,22 @@ class Topology:
         """(namespace, device, kind) of every qdisc create() adds."""
         out = []
         for r in range(self.workers):
-            kinds = self._kinds(self.link_mbps(r))
+            kinds = self._kinds(self.link_mbps(r), self.link_latency(r))
             out += [(self.worker_ns(r), "eth0", k) for k in kinds]
             out += [(self.bridge_ns, f"p{r}", k) for k in kinds]
         return out
 
-    def _kinds(self, mbps: float | None) -> list[str]:
-        return (["netem"] if self.latency_ms and self.netem else []) + (["tbf"] if mbps else [])
+    def _kinds(self, mbps: float | None, latency_ms: float) -> list[str]:
+        return (["netem"] if latency_ms and self.netem else []) + (["tbf"] if mbps else [])
 
-    def _shape(self, ns: str, dev: str, mbps: float | None) -> None:
+    def _shape(self, ns: str, dev: str, mbps: float | None, latency_ms: float) -> None:
         """Root qdisc of `dev`: netem delay with tbf under it when both apply, else whichever applies."""
 
         def add(*where_and_what: str) -> None:
             _run(["tc", "-n", ns, "qdisc", "add", "dev", dev, *where_and_what])
 
-        if self.latency_ms and self.netem:
-            add("root", "handle", "1:", "netem", "delay", f"{self.latency_ms}ms")
+        if latency_ms and self.netem:
+            add("root", "handle", "1:", "netem", "delay", f"{latency_ms}ms")
             if mbps:
                 add("parent", "1:", "handle", "2:", *self._tbf(mbps))
         elif mbps:
@@ -247,8 +251,8 @@ class Topology:
             _run(["ip", "-n", ns, "link", "set", "eth0", "up"])
             _run(["ip", "-n", ns, "link", "set", "lo", "up"])
             mbps = self.link_mbps(r)
-            self._shape(ns, "eth0", mbps)  # upload
-            self._shape(br, port, mbps)  # download
+            self._shape(ns, "eth0", mbps, self.link_latency(r))  # upload
+            self._shape(br, port, mbps, self.link_latency(r))  # download
 
     def exec_prefix(self, rank: int) -> list[str]:
         return ["ip", "netns", "exec", self.worker_ns(rank)]

@@ -11,7 +11,18 @@ It trains the small GPT on its own synthetic stream with `torch.distributed` ove
 - ddp: DistributedDataParallel with its real gradient bucketing (`bucket_mb`); a communication hook
   timestamps every bucket's all-reduce, so the synchronisation time is measured, not inferred;
 - diloco: H inner AdamW steps without communication, then the pseudo-gradients (global − local) are
-  averaged with the chosen compression and applied by an outer Nesterov SGD step.
+  averaged with the chosen compression and applied by an outer Nesterov SGD step;
+- diloco with `overlap`: the averaging of round k runs in a background thread while round k+1's inner
+  steps compute, and is applied one outer step late, the worker's own round-k+1 progress kept on top
+  of the new global parameters (the one-step-delayed outer update of Douillard et al. 2025,
+  "Streaming DiLoCo with overlapping communication", and Kale et al. 2025, "Eager updates for
+  overlapped communication and computation in DiLoCo", without their streaming of fragments or the
+  eager use of the local pseudo-gradient).
+
+Heterogeneity (the config's per-rank lists): `app_latency_by_rank` delays this rank's collectives by
+its own link latency (`--latency-mode app`); `compute_factor_by_rank` F makes this rank a slower
+worker: after each measured step's forward pass it sleeps (F − 1) × its own calibrated compute time
+per step, as a device F times slower would take.
 
 Before the measured steps it times `calib_steps` steps without any communication (the compute the
 prediction needs). Per step it records compute, synchronisation and step time, the bytes and packets
@@ -74,6 +85,125 @@ def set_flat(model, flat: torch.Tensor) -> None:
             i += n
 
 
+def codec_throughput(kind: str, numel: int, world: int, ratio: float) -> float | None:
+    """fp32 input bytes per second of this run's codec on this worker, measured once before training
+    on a vector of the model's size (the `codec_*_bytes_per_s_cpu` quantities of the assumptions
+    table, measured in the run as the compute is): int8 — one quantize and one dequantize, top-k —
+    one magnitude selection and residual update. None for none and fp16."""
+    import math
+
+    from dtsim.emulator.averager import _quantize
+
+    if kind not in ("int8", "topk"):
+        return None
+    x = torch.randn(math.ceil(numel / world) * world, generator=torch.Generator().manual_seed(7))
+    times = []
+    for _ in range(3):  # fresh tensors each time, as the averager allocates them
+        t0 = time.perf_counter()
+        if kind == "int8":
+            q, s = _quantize(x.view(world, -1))
+            (q.float() * s[:, None]).reshape(-1)
+        else:
+            v = x + 0.0
+            idx = torch.topk(v.abs(), max(1, math.ceil(numel / ratio)), sorted=False).indices
+            v[idx] = 0.0
+        times.append(time.perf_counter() - t0)
+    return 4.0 * x.numel() / sorted(times)[1]
+
+
+def _overlapped_diloco(cfg, record, model, inner, averager, global_flat, step_compute, evaluate, iface):
+    """DiLoCo with the outer synchronisation overlapped (see the module docstring). Each outer round:
+    H inner steps; then wait for the previous round's averaged pseudo-gradient (the exposed part of
+    its sync), apply the outer Nesterov step to the global parameters, put this round's own progress
+    back on top of them, and start averaging this round's pseudo-gradient in the background. The
+    record of round k holds the sync started in round k − 1 (round 0, with none, is warm-up)."""
+    import threading
+
+    rank, world = dist.get_rank(), dist.get_world_size()
+    h = int(cfg.get("inner_steps", 32))
+    batch_tokens = record["tokens_per_step"] * world
+    outer_lr, outer_mom = float(cfg.get("outer_lr", 0.7)), float(cfg.get("outer_momentum", 0.9))
+    latency_s = float(cfg.get("app_latency_s", 0.0))
+    if cfg.get("app_latency_by_rank"):
+        latency_s = float(cfg["app_latency_by_rank"][rank])
+    momentum = torch.zeros_like(global_flat)
+    anchor = flat_params(model)  # this round's starting point
+    pending: dict[str, Any] | None = None
+    tokens = 0
+
+    def average(pseudo: torch.Tensor, out: dict[str, Any]) -> None:
+        try:
+            c0 = iface_counters(iface)
+            s0 = time.perf_counter()
+            if latency_s:
+                time.sleep(float(ring_allreduce_steps(world)) * latency_s)
+            out["avg"] = averager(pseudo)
+            out["sync_s"] = time.perf_counter() - s0
+            out["counters"] = _diff(c0, iface_counters(iface))
+        except BaseException as exc:  # re-raised in the main thread
+            out["error"] = exc
+
+    def finish(job: dict[str, Any]) -> float:
+        t0 = time.perf_counter()
+        job["thread"].join()
+        if "error" in job:
+            raise job["error"]
+        return time.perf_counter() - t0
+
+    warmup = int(cfg.get("warmup_steps", 0))
+    for outer in range(warmup + int(cfg["steps"]) + 1):  # round 0 has no sync to wait for
+        o0 = time.perf_counter()
+        compute = 0.0
+        for i in range(h):
+            loss, tf, tb, to = step_compute(model, inner)
+            compute += tf + tb + to
+            tokens += batch_tokens
+            record["steps"].append(
+                {
+                    "step": outer * h + i,
+                    "outer": outer,
+                    "loss": loss,
+                    "forward_s": tf,
+                    "backward_s": tb,
+                    "optimizer_s": to,
+                }
+            )
+        now = flat_params(model)
+        pseudo = anchor - now  # this round's own progress, negated
+        exposed, entry = 0.0, {"sync_s": 0.0, "tx_bytes": 0, "rx_bytes": 0, "tx_packets": 0, "rx_packets": 0}
+        if pending is not None:
+            exposed = finish(pending)
+            avg = pending["avg"]
+            momentum.mul_(outer_mom).add_(avg)
+            global_flat = global_flat - outer_lr * (avg + outer_mom * momentum)  # Nesterov, one round late
+            entry = {"sync_s": pending["sync_s"], **pending["counters"]}
+        local = global_flat - pseudo
+        set_flat(model, local)
+        anchor = flat_params(model)
+        pending = {"avg": None}
+        pending["thread"] = threading.Thread(target=average, args=(pseudo, pending), daemon=True)
+        pending["thread"].start()
+        o1 = time.perf_counter()
+        record["syncs"].append(
+            {
+                "outer": outer,
+                "warmup": outer <= warmup,
+                "compute_s": compute,
+                "exposed_s": exposed,
+                "step_s": o1 - o0,
+                "inner_steps": h,
+                **entry,
+            }
+        )
+        record["evals"].append({"tokens": tokens, "loss": evaluate(model)})
+    # drain: the last round's pseudo-gradient lands, so the final model holds every round
+    finish(pending)
+    momentum.mul_(outer_mom).add_(pending["avg"])
+    global_flat = global_flat - outer_lr * (pending["avg"] + outer_mom * momentum)
+    set_flat(model, global_flat)
+    record["evals"].append({"tokens": tokens, "loss": evaluate(model)})
+
+
 def run(cfg: dict[str, Any]) -> dict[str, Any]:
     rank = int(os.environ["RANK"])
     world = int(os.environ["WORLD_SIZE"])
@@ -92,6 +222,10 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
     eval_x, eval_y = lang.batch(int(cfg.get("eval_batch", 16)), seq, eval_gen)
     iface = cfg.get("iface")
     latency_s = float(cfg.get("app_latency_s", 0.0))
+    if cfg.get("app_latency_by_rank"):
+        latency_s = float(cfg["app_latency_by_rank"][rank])
+    factor = float((cfg.get("compute_factor_by_rank") or [1.0] * world)[rank])
+    slow = {"extra_s": 0.0}  # set once this rank's compute is calibrated
     algorithm = cfg["algorithm"]
     record: dict[str, Any] = {
         "rank": rank,
@@ -112,6 +246,8 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
         t0 = time.perf_counter()
         x, y = lang.batch(batch, seq, gen)
         loss = m(x, y)
+        if slow["extra_s"]:
+            time.sleep(slow["extra_s"])  # a slower device: see the module docstring
         t1 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -119,6 +255,14 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
         opt.step()
         t3 = time.perf_counter()
         return float(loss.detach()), t1 - t0, t2 - t1, t3 - t2
+
+    def calibrated() -> None:
+        """This rank's slowdown per step, (F − 1) × its calibrated compute (0 for F = 1)."""
+        c = [e["forward_s"] + e["backward_s"] + e["optimizer_s"] for e in record["calibration"]]
+        c = c[1:] or c
+        slow["extra_s"] = (factor - 1.0) * sorted(c)[len(c) // 2] if factor > 1 and c else 0.0
+        record["compute_factor"] = factor
+        record["slowdown_s"] = slow["extra_s"]
 
     def evaluate(m) -> float:
         with torch.no_grad():
@@ -149,6 +293,7 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
             with ddp.no_sync():
                 loss, tf, tb, to = step_compute(ddp, opt)
             record["calibration"].append({"forward_s": tf, "backward_s": tb, "optimizer_s": to})
+        calibrated()
         dist.barrier()
         record["evals"].append({"tokens": 0, "loss": evaluate(model)})
         for step in range(int(cfg.get("warmup_steps", 1)) + int(cfg["steps"])):
@@ -188,11 +333,20 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
         for _ in range(int(cfg.get("calib_steps", 2))):
             loss, tf, tb, to = step_compute(model, inner)
             record["calibration"].append({"forward_s": tf, "backward_s": tb, "optimizer_s": to})
+        calibrated()
+        record["codec_bytes_per_s"] = codec_throughput(averager.kind, n_params, world, averager.ratio)
         set_flat(model, global_flat)
         inner = torch.optim.AdamW(model.parameters(), lr=float(cfg.get("lr", 1e-3)))
         dist.barrier()
         tokens = 0
         record["evals"].append({"tokens": 0, "loss": evaluate(model)})
+        if cfg.get("overlap"):
+            _overlapped_diloco(
+                cfg, record, model, inner, averager, global_flat, step_compute, evaluate, iface
+            )
+            dist.barrier()
+            dist.destroy_process_group()
+            return record
         for outer in range(int(cfg.get("warmup_steps", 0)) + int(cfg["steps"])):
             o0 = time.perf_counter()
             compute = 0.0
@@ -210,11 +364,11 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
                         "optimizer_s": to,
                     }
                 )
+            pseudo = global_flat - flat_params(model)  # compute, before the sync is timed
             c0 = iface_counters(iface)
             s0 = time.perf_counter()
             if latency_s:
                 time.sleep(float(ring_allreduce_steps(world)) * latency_s)
-            pseudo = global_flat - flat_params(model)
             avg = averager(pseudo)
             s1 = time.perf_counter()
             c1 = iface_counters(iface)

@@ -49,14 +49,43 @@ emulate_app = command_group(
 )
 
 
-def _parse_slow(values: list[str] | None) -> dict[int, float]:
+def _parse_slow(values: list[str] | None) -> tuple[dict[int, float], dict[int, float]]:
+    """--slow-link RANK:MBPS[:MS] → ({rank: Mbit/s}, {rank: one-way latency ms}); MBPS may be empty
+    (`2::40`: the common rate, 40 ms more latency)."""
+    rates, latencies = {}, {}
+    for v in values or []:
+        try:
+            parts = v.split(":")
+            if len(parts) not in (2, 3):
+                raise ValueError
+            rank = int(parts[0])
+            if parts[1] != "":
+                rates[rank] = float(parts[1])
+            if len(parts) == 3:
+                latencies[rank] = float(parts[2])
+            elif parts[1] == "":
+                raise ValueError
+        except ValueError:
+            raise ScenarioError(
+                [
+                    (
+                        "slow-link",
+                        v,
+                        "must be RANK:MBPS or RANK:MBPS:MS (MBPS may be empty), e.g. 3:50 or 1:100:20",
+                    )
+                ]
+            ) from None
+    return rates, latencies
+
+
+def _parse_factors(values: list[str] | None) -> dict[int, float]:
     out = {}
     for v in values or []:
         try:
-            rank, mbps = v.split(":")
-            out[int(rank)] = float(mbps)
+            rank, factor = v.split(":")
+            out[int(rank)] = float(factor)
         except ValueError:
-            raise ScenarioError([("slow-link", v, "must be RANK:MBPS, e.g. 3:50")]) from None
+            raise ScenarioError([("compute-factor", v, "must be RANK:FACTOR, e.g. 1:3")]) from None
     return out
 
 
@@ -198,7 +227,31 @@ def emulate(
     ] = "netem",
     slow_link: Annotated[
         list[str] | None,
-        typer.Option("--slow-link", help="RANK:MBPS, a slower link for one worker (repeatable)."),
+        typer.Option(
+            "--slow-link",
+            help="RANK:MBPS[:MS], one worker's own link rate and one-way latency (MBPS may be empty; repeatable).",
+        ),
+    ] = None,
+    compute_factor: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--compute-factor",
+            help="RANK:FACTOR, a worker that computes FACTOR (≥ 1) times slower: a straggler (repeatable).",
+        ),
+    ] = None,
+    overlap: Annotated[
+        bool,
+        typer.Option(
+            "--overlap",
+            help="DiLoCo: overlap each outer sync with the next round's inner steps, applied one round late.",
+        ),
+    ] = False,
+    experiment: Annotated[
+        str | None,
+        typer.Option(
+            "--experiment",
+            help="Run a canned emulator-vs-prediction experiment by name; `list` prints them.",
+        ),
     ] = None,
     algorithm: Annotated[str, typer.Option(help="ddp | diloco.")] = "ddp",
     inner_steps: Annotated[int, typer.Option("--inner-steps", help="DiLoCo H.")] = 32,
@@ -247,14 +300,22 @@ def emulate(
 
     if queue_ms is None:
         queue_ms = float(asm_defaults().emulator_tbf_queue_ms)  # assumptions table
+    if experiment is not None and ctx.invoked_subcommand is None and not cleanup:
+        from dtsim.interfaces.cli.emulate_experiments import run_experiment_command
+
+        run_experiment_command(experiment, as_json)
+        return
     try:
-        slow = _parse_slow(slow_link)
+        slow, slow_latency = _parse_slow(slow_link)
         ctx.obj = EmulateOptions(
             workers=workers,
             bandwidth_mbps=bandwidth_mbps,
             latency_ms=latency_ms,
             latency_mode=latency_mode,
             slow_links=slow,
+            link_latency_ms=slow_latency,
+            compute_factors=_parse_factors(compute_factor),
+            overlap=overlap,
             algorithm=algorithm,
             inner_steps=inner_steps,
             compression=compression,

@@ -1,0 +1,193 @@
+"""The emulator as the referee (issue 16 item 8): `dtsim emulate --experiment NAME`, the per-worker
+links, stragglers, heterogeneous compute and overlapped DiLoCo it needs, the codec's compute time and
+the host-bound all-reduce that explains the world-size-2 gap.
+
+Runs that build namespaces need root, iproute2 and torch; without them they skip and say which."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from typer.testing import CliRunner
+
+from dtsim.emulator.launcher import EmulateOptions, command_line, predict
+from dtsim.errors import ScenarioError
+from dtsim.interfaces.cli.main import app
+from dtsim.physics.codec import codec_bytes_per_s, codec_passes, codec_time
+from dtsim.physics.collectives import allreduce_bytes_per_rank, ring_allreduce_time
+from dtsim.physics.hostbound import host_bound_allreduce_time, host_rate_per_core
+from tests.test_emulator import needs_root
+
+runner = CliRunner()
+NAMES = ["slow-link", "straggler", "heterogeneous-compute", "overlapped-diloco", "codec", "ws2"]
+COMPUTE = {"forward_s": 0.01, "backward_s": 0.02, "optimizer_s": 0.01}  # 0.04 s a step
+
+
+# --- no root needed -------------------------------------------------------------------------------
+
+
+def test_experiment_list_names_each_with_a_description():
+    r = runner.invoke(app, ["emulate", "--experiment", "list"])
+    assert r.exit_code == 0, r.output
+    for name in NAMES:
+        assert name in r.output
+    r = runner.invoke(app, ["emulate", "--experiment", "list", "--json"])
+    listed = json.loads(r.stdout)
+    assert [e["name"] for e in listed] == NAMES and all(e["description"] for e in listed)
+
+
+def test_unknown_experiment_exits_2_naming_the_allowed_ones():
+    r = runner.invoke(app, ["emulate", "--experiment", "nope"])
+    assert r.exit_code == 2
+    assert "nope" in r.output and all(n in " ".join(r.output.split()) for n in NAMES)
+    assert "Traceback" not in r.output
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--slow-link", "1:50:x"], "slow-link"),
+        (["--slow-link", "1:"], "slow-link"),
+        (["--slow-link", "5:50:10", "--workers", "2"], "rank must be between 0 and 1"),
+        (["--slow-link", "1::-3"], "latency in ms"),
+        (["--compute-factor", "1:0.5"], "factor must be between 1"),
+        (["--compute-factor", "one"], "RANK:FACTOR"),
+        (["--overlap"], "diloco only"),
+    ],
+)
+def test_bad_heterogeneity_options_name_the_field(args, needle):
+    r = runner.invoke(app, ["emulate", *args, "--worker-config", "/nonexistent/x.json"])
+    assert r.exit_code == 2, r.output
+    assert needle in " ".join(r.output.split()) and "Traceback" not in r.output
+
+
+def test_command_line_repeats_per_worker_options():
+    opts = EmulateOptions(
+        workers=3,
+        bandwidth_mbps=200,
+        slow_links={1: 50.0},
+        link_latency_ms={2: 20.0},
+        latency_mode="app",
+        compute_factors={0: 2.0},
+        algorithm="diloco",
+        overlap=True,
+    )
+    cmd = command_line(opts)
+    assert "--slow-link 1:50" in cmd and "--slow-link 2:200:20" in cmd
+    assert "--latency-mode app" in cmd and "--compute-factor 0:2" in cmd and "--overlap" in cmd
+
+
+def test_prediction_waits_for_the_slowest_link_latency_and_worker():
+    base = EmulateOptions(workers=3, bandwidth_mbps=100, latency_mode="app", model="tiny")
+    p0 = predict(base, 10**6, 4, COMPUTE, 1)
+    slow = EmulateOptions(**{**base.__dict__, "slow_links": {2: 25.0}, "link_latency_ms": {1: 30.0}})
+    p1 = predict(slow, 10**6, 4, COMPUTE, 1)
+    # the ring runs at 25 Mbit/s and each of its 2(N−1) = 4 steps waits 30 ms, once (not twice)
+    bw = 25e6 / 8 * 65536 / (65536 + 66)
+    assert p1["predicted_sync_s"] == pytest.approx(float(ring_allreduce_time(3, 4e6, bw, 5e-5 + 0.03)))
+    assert p1["predicted_sync_s"] > 4 * p0["predicted_sync_s"]
+    strag = EmulateOptions(**{**base.__dict__, "compute_factors": {1: 3.0}})
+    p2 = predict(strag, 10**6, 4, COMPUTE, 1)
+    assert p2["predicted_step_s"] - p0["predicted_step_s"] == pytest.approx(2 * 0.04)
+
+
+def test_overlapped_diloco_takes_the_longer_of_compute_and_sync():
+    opts = EmulateOptions(workers=2, bandwidth_mbps=10, algorithm="diloco", inner_steps=8, model="tiny")
+    serial = predict(opts, 10**6, 4, COMPUTE, 1)
+    over = predict(EmulateOptions(**{**opts.__dict__, "overlap": True}), 10**6, 4, COMPUTE, 1)
+    sync = serial["predicted_sync_s"]
+    assert serial["predicted_step_s"] == pytest.approx(8 * 0.04 + sync)
+    assert over["predicted_step_s"] == pytest.approx(max(8 * 0.04, sync))
+
+
+def test_compressed_sync_adds_the_measured_codec_time():
+    opts = EmulateOptions(workers=2, bandwidth_mbps=1000, algorithm="diloco", compression="int8")
+    compute = {**COMPUTE, "codec_bytes_per_s": 4e8}
+    p = predict(opts, 10**6, 4, compute, 1)
+    assert p["predicted_codec_s"] == pytest.approx(1.75 * 4e6 / 4e8)
+    assert p["predicted_sync_s"] == pytest.approx(p["predicted_wire_s"] + p["predicted_codec_s"])
+    plain = predict(EmulateOptions(workers=2, bandwidth_mbps=1000, algorithm="diloco"), 10**6, 4, compute, 1)
+    assert plain["predicted_codec_s"] == 0.0
+
+
+def test_codec_time_by_hand():
+    from dtsim.assumptions import Assumptions
+
+    asm = Assumptions()
+    # int8 quantized ring all-reduce: (1 + 1/N) quantizes and 2 dequantizes = (3 + 1/N)/2 round trips
+    assert float(codec_passes("int8", 2)) == pytest.approx(1.75)
+    assert float(codec_passes("int8", 4)) == pytest.approx(1.625)
+    assert float(codec_passes("int8", 1)) == 0.0 and float(codec_passes("topk", 8)) == 1.0
+    assert float(codec_time(4e8, "int8", "cpu", asm, world=2)) == pytest.approx(
+        1.75 * 4e8 / asm.codec_int8_bytes_per_s_cpu
+    )
+    assert float(codec_time(4e8, "topk", "gpu", asm)) == pytest.approx(4e8 / asm.codec_topk_bytes_per_s_gpu)
+    assert float(codec_time(4e8, "fp16", "cpu", asm)) == 0.0
+    # a GPU is faster than one CPU core at both codecs, and the table's CPU int8 beats CPU top-k
+    for c in ("int8", "topk"):
+        assert codec_bytes_per_s(c, "gpu", asm) > 10 * codec_bytes_per_s(c, "cpu", asm)
+    with pytest.raises(ValueError, match="device"):
+        codec_bytes_per_s("int8", "tpu", asm)
+    with pytest.raises(ValueError, match="codec"):
+        codec_passes("zstd", 2)
+    assert codec_time([1e6, 2e6], "int8", bytes_per_s=1e6, world=2).tolist() == [1.75, 3.5]
+
+
+def test_codec_throughputs_are_overridable_assumptions():
+    from dtsim.assumptions import Assumptions
+
+    asm = Assumptions({"codec_int8_bytes_per_s_cpu": 1e9})
+    assert codec_bytes_per_s("int8", "cpu", asm) == 1e9
+    with pytest.raises(ScenarioError):
+        Assumptions({"codec_int8_bytes_per_s_cpu": -1})
+
+
+def test_host_bound_rate_follows_cores_per_rank():
+    size = 328e6
+    # fitted where four ranks share four cores (one each), predicts two ranks with two cores each
+    r = float(host_rate_per_core(4, size, 21.0, 1.0))
+    assert r == pytest.approx(float(allreduce_bytes_per_rank(4, size)) / 21.0)
+    t2 = float(host_bound_allreduce_time(2, size, r, 2.0))
+    assert t2 == pytest.approx(size / (2 * r))
+    per_link = float(allreduce_bytes_per_rank(2, size)) / r  # the same rate per link
+    assert per_link == pytest.approx(2 * t2)
+    assert float(host_bound_allreduce_time(1, size, r, 4.0)) == 0.0
+    assert math.isclose(float(host_bound_allreduce_time(4, size, r, 1.0)), 21.0)
+
+
+# --- with root: each experiment runs and its prediction holds -------------------------------------------
+
+
+@needs_root
+@pytest.mark.parametrize("name", NAMES)
+def test_experiment_prediction_within_its_tolerance(name):
+    """Each row within its tolerance. On a shared 2-core host another job's load moves one run's times by
+    30 % or more (docs/emulator.md), so an experiment that misses is run once more and the second run
+    must meet every tolerance: a model that is wrong misses both."""
+    from dtsim.emulator.referee import run_experiment
+
+    out = run_experiment(name)
+    if not all(row["within"] for row in out["rows"]):
+        out = run_experiment(name)
+    assert out["rows"]
+    for row in out["rows"]:
+        assert row["measured"] is not None and row["measured"] > 0, row
+        assert row["within"], (
+            f"{name}: {row['run']} {row['metric']} error {row['error']:+.1%} (±{row['tolerance']:.0%})"
+        )
+        assert row["command"].startswith("dtsim emulate")
+    if name == "ws2":  # the per-link rate (validation's THESIS-WS2 assumption) is the one that misses
+        row = out["rows"][0]
+        assert abs(row["measured"] / row["predicted_per_link"] - 1) > abs(row["error"])
+    if name == "overlapped-diloco":  # overlap shortens the outer step
+        assert out["rows"][1]["measured"] < out["rows"][0]["measured"]
+
+
+@needs_root
+def test_experiment_cli_json_is_strict():
+    r = runner.invoke(app, ["emulate", "--experiment", "straggler", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
+    assert out["experiment"] == "straggler" and out["rows"][0]["metric"] == "step s"
