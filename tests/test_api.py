@@ -37,7 +37,7 @@ def test_simulate_with_a_preset(client):
     resp = client.post("/api/simulate?preset=intellect-1", json={"num_nodes": 10})
     data = resp.json()
     assert resp.status_code == 200
-    assert data["scenario"]["num_nodes"] == 10 and data["scenario"]["parameters_b"] == 10
+    assert data["scenario"]["num_nodes"] == 10 and data["scenario"]["parameters_b"] == 10.21
 
 
 def test_simulate_a_batch(client):

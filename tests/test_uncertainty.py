@@ -297,6 +297,7 @@ def test_assumptions_read_by_the_model_are_the_listed_ones(monkeypatch):
     ).result(2)
     engine.simulate({"inner_steps": "auto-quality"})
     engine.simulate({"parameters_b": 2000, "num_nodes": 16})
+    engine.simulate({"node_groups": [{"count": 2, "region": "us-east"}, {"count": 3, "region": "uk"}]})
     read = {n for n in seen if not n.startswith("__") and n != "ndim"}
     assert read == set(engine.ASSUMPTIONS_READ)
 

@@ -106,7 +106,13 @@ class Assumptions:
         for name, value in overrides.items():
             field = f"assumptions.{name}"
             if name not in rows:
-                problems.append((field, value, f"unknown assumption; known: {', '.join(rows)}"))
+                import difflib
+
+                close = difflib.get_close_matches(str(name), list(rows), n=3)
+                hint = f"did you mean {', '.join(close)}? " if close else ""
+                problems.append(
+                    (field, value, f"unknown assumption; {hint}`dtsim assumptions` lists all {len(rows)}")
+                )
                 continue
             rng = rows[name].get("range")
             if rng is not None:

@@ -280,6 +280,23 @@ def nodes() -> MappingProxyType:
     return MappingProxyType(out)
 
 
+@dataclass(frozen=True)
+class Region:
+    """A place node groups can sit: a name and the metro area's coordinates (catalog/regions.yaml)."""
+
+    id: str
+    name: str
+    lat: float
+    lon: float
+    hosts: str
+
+
+@cache
+def regions() -> MappingProxyType:
+    """All regions by id."""
+    return MappingProxyType({rid: Region(id=rid, **row) for rid, row in load_table("regions.yaml").items()})
+
+
 @cache
 def scenario_presets() -> MappingProxyType:
     """All scenario presets by id."""

@@ -27,9 +27,10 @@ BOUNDS: dict[str, dict[str, Any]] = {
     "gpus_per_node": {"ge": 1, "le": 10_000_000},
     "pflops_per_node": {"ge": 1e-6, "le": 1e7},
     "vram_per_node_gb": {"ge": 0.001, "le": 1e9},
-    "bandwidth_mbps": {"ge": 0.001, "le": 1e9},
-    "bandwidth_up_mbps": {"ge": 0.001, "le": 1e9},
-    "bandwidth_down_mbps": {"ge": 0.001, "le": 1e9},
+    # up to 100 Pbit/s: a scale-across fabric between datacenters (Camilli 2025 eq. 3.14 needs 5.1 Pbit/s)
+    "bandwidth_mbps": {"ge": 0.001, "le": 1e11},
+    "bandwidth_up_mbps": {"ge": 0.001, "le": 1e11},
+    "bandwidth_down_mbps": {"ge": 0.001, "le": 1e11},
     "latency_ms": {"ge": 0, "le": 1e6},
     "mfu": {"ge": 0.001, "le": 1},
     "inner_steps": {"ge": 1, "le": 10_000_000},
@@ -38,12 +39,16 @@ BOUNDS: dict[str, dict[str, Any]] = {
     "local_batch_tokens": {"ge": 1, "le": 1e10},
     "micro_batches": {"ge": 1, "le": 1_000_000},
     "nodes_per_group": {"ge": 1, "le": 10_000_000},
-    "regional_bandwidth_mbps": {"ge": 0.001, "le": 1e9},
+    "regional_bandwidth_mbps": {"ge": 0.001, "le": 1e11},
     "regional_latency_ms": {"ge": 0, "le": 1e6},
     "moe_layers": {"ge": 0, "le": 100_000},
     "activation_compression": {"ge": 1, "le": 1e6},
     "hidden_size": {"ge": 1, "le": 10_000_000},
     "max_run_days": {"gt": 0, "le": 1e7},
+    "tcp_streams": {"ge": 1, "le": 1_000_000},
+    "loss_rate": {"gt": 0, "le": 0.5},
+    "outer_overlap_steps": {"ge": 0, "le": 1000},
+    "node_mtbf_hours": {"ge": 0.01, "le": 1e9},
 }
 INTEGER_FIELDS = (
     "num_nodes",
@@ -55,6 +60,8 @@ INTEGER_FIELDS = (
     "nodes_per_group",
     "moe_layers",
     "hidden_size",
+    "tcp_streams",
+    "outer_overlap_steps",
 )
 
 
@@ -81,6 +88,9 @@ StragglerStrategy = _word_enum("StragglerStrategy", stragglers.STRATEGIES)
 ExpertParallelism = _word_enum("ExpertParallelism", memory.EP_MODES)
 CompressionScenario = _word_enum("CompressionScenario", efficiency.COMPRESSION_SCENARIOS)
 ReplicaPenalty = _word_enum("ReplicaPenalty", efficiency.REPLICA_PENALTIES)
+# How node groups of unequal speed share the work (models/decentralized/groups.py).
+WORK_ASSIGNMENTS = ("proportional", "slowest")
+WorkAssignment = _word_enum("WorkAssignment", WORK_ASSIGNMENTS)
 STRAGGLER_ALIASES = stragglers.STRATEGY_ALIASES
 
 

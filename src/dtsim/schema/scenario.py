@@ -20,6 +20,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    Strict,
     ValidationError,
     WithJsonSchema,
     model_validator,
@@ -42,6 +43,7 @@ from dtsim.schema.fields import (
     Precision,
     ReplicaPenalty,
     StragglerStrategy,
+    WorkAssignment,
     bound_text,
     bounded_int,
     ci_string_schema,
@@ -53,6 +55,9 @@ from dtsim.schema.fields import (
     straggler_word,
     words,
 )
+from dtsim.schema.groups import MAX_GROUPS, NodeGroup
+
+RttMs = Annotated[float, Strict(), Field(**BOUNDS["latency_ms"])]
 
 
 def auto_word(value: Any) -> Any:
@@ -141,6 +146,37 @@ class Scenario(BaseModel):
         "regional_bandwidth_mbps", "Intra-group bandwidth in Mbit/s.", 1000.0
     )
     regional_latency_ms: Num = num_field("regional_latency_ms", "Intra-group round-trip time in ms.", 20.0)
+    node_groups: list[NodeGroup] | None = Field(
+        None,
+        description="Heterogeneous nodes: groups of {count, node, region, bandwidth_up_mbps, "
+        "bandwidth_down_mbps, latency_ms, …}; what a group omits comes from the scenario, and num_nodes is "
+        "their total. The slowest link sets the sync, the work assignment the compute.",
+        min_length=1,
+        max_length=MAX_GROUPS,
+    )
+    region_rtt_ms: (
+        dict[Annotated[str, Field(max_length=64)], dict[Annotated[str, Field(max_length=64)], RttMs]] | None
+    ) = Field(
+        None,
+        description="Measured round-trip times between node groups' regions in ms ({a: {b: 80}}), "
+        "replacing the geographic estimate for those pairs (either order).",
+        max_length=MAX_GROUPS,
+    )
+    work_assignment: Annotated[WorkAssignment, Lower, enum_schema(words(WorkAssignment))] = Field(
+        WorkAssignment.proportional,
+        description="Node groups of unequal speed: tokens per replica in proportion to throughput "
+        "(proportional), or the same batch everywhere, paced by the slowest group (slowest).",
+    )
+    tcp_streams: bounded_int("tcp_streams") | None = Field(
+        None,
+        description="Parallel TCP flows per WAN link: each carries at most one receive window per round trip "
+        "(and the Mathis limit with loss_rate). Omitted: links carry their line rate.",
+    )
+    loss_rate: Num | None = Field(
+        None,
+        description="Packet loss rate of WAN flows (Mathis limit; needs tcp_streams).",
+        **BOUNDS["loss_rate"],
+    )
 
     # algorithm
     inner_steps: Annotated[
@@ -170,6 +206,18 @@ class Scenario(BaseModel):
     local_batch_tokens: Int = num_field("local_batch_tokens", "Tokens per local step per replica.", 131072)
     micro_batches: Int = num_field("micro_batches", "Micro-batches per pipeline step.", 8)
     streaming: Bool = Field(True, description="Overlap sync with the next compute block (Streaming DiLoCo).")
+    outer_overlap_steps: Int = num_field(
+        "outer_overlap_steps",
+        "Outer steps an overlapped outer update may arrive late (τ; 0: today's blocking or streaming sync). "
+        "Up to τ syncs are in flight, so latency hides; the link still carries every payload.",
+        0,
+    )
+    node_mtbf_hours: Num | None = Field(
+        None,
+        description="Mean time between failures of one node in hours (published large-run data: gpu_mtbf_hours "
+        "/ GPUs per node, about 6,300 h for 8 GPUs); omitted: no failures (goodput 1).",
+        **BOUNDS["node_mtbf_hours"],
+    )
     pipeline_backward: Bool = Field(
         True,
         description="Count backward activation gradients in pipeline hand-offs (MIRI simulator docs §10 item 6).",
@@ -209,6 +257,8 @@ class Scenario(BaseModel):
 
     # The fields as given, before node/gpu presets filled in the rest (None: built another way).
     _given: dict[str, Any] | None = PrivateAttr(default=None)
+    # The node groups with their hardware resolved (schema/group_resolve.py), when node_groups is given.
+    _groups: Any = PrivateAttr(default=None)
     # Where `mfu: auto` took its value from, once the models layer has planned it (engine.resolve_mfu).
     _mfu_source: str | None = PrivateAttr(default=None)
 
@@ -233,6 +283,19 @@ class Scenario(BaseModel):
         for key in ("inner_steps", "regional_steps"):
             if key in data:
                 data[key] = steps_value(data[key])
+        total = _group_total(data.get("node_groups"))
+        if total is not None:
+            if "num_nodes" in data and data["num_nodes"] != total:
+                raise ScenarioError(
+                    [
+                        (
+                            "num_nodes",
+                            data["num_nodes"],
+                            f"must equal the node groups' total count ({total}), or be omitted",
+                        )
+                    ]
+                )
+            data["num_nodes"] = total
         node_id = data.get("node")
         if node_id is not None:
             node = catalog.nodes().get(lower_word(node_id)) if isinstance(node_id, str) else None
@@ -307,8 +370,14 @@ class Scenario(BaseModel):
             "num_nodes": self.num_nodes,
             "growth_oom": total,
             "max_run_days": float("nan") if self.max_run_days is None else self.max_run_days,
+            "loss_rate": float("nan") if self.loss_rate is None else self.loss_rate,
+            "tcp_streams": float("nan") if self.tcp_streams is None else float(self.tcp_streams),
         }
         check_cross_fields(row)
+        if self.node_groups is not None or self.region_rtt_ms is not None:
+            from dtsim.schema.group_resolve import resolve_groups
+
+            self._groups = resolve_groups(self)
         from dtsim.assumptions import Assumptions
 
         asm = Assumptions(self.assumptions)  # validates overrides, raises ScenarioError naming the entry
@@ -365,6 +434,11 @@ class Scenario(BaseModel):
 # the rule is broken; the message is built from the values of the first broken row.
 CROSS_FIELD_RULES = (
     (
+        "loss_rate",
+        lambda r: ~np.isnan(r["loss_rate"]) & np.isnan(r["tcp_streams"]),
+        lambda r: "limits TCP flows: give tcp_streams (flows per link) too",
+    ),
+    (
         "active_parameters_b",
         lambda r: r["moe"] & np.isnan(r["active_parameters_b"]),
         lambda r: "required when moe is true (MIRI simulator docs §9 default: 24)",
@@ -392,6 +466,19 @@ CROSS_FIELD_RULES = (
 )
 # The row value each rule reports (the field itself, except for the summed growth rates).
 _RULE_VALUE = {"hardware_growth + software_growth + investment_growth": "growth_oom"}
+
+
+def _group_total(groups: Any) -> int | None:
+    """The node groups' total count, when every count is a whole number (else validation names it)."""
+    if not isinstance(groups, list) or not groups:
+        return None
+    counts = [g.get("count") if isinstance(g, dict) else getattr(g, "count", None) for g in groups]
+    if all(
+        isinstance(c, int | float) and not isinstance(c, bool) and float(c).is_integer() and c >= 1
+        for c in counts
+    ):
+        return int(sum(counts))
+    return None
 
 
 def check_cross_fields(row: dict[str, Any], batch: bool = False) -> None:

@@ -195,6 +195,27 @@ HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
                 "WAN round trip, paid once per sync and once per pipeline micro-batch slot (MIRI simulator docs §3.1, "
                 "§3.3; SWARM).",
             ),
+            Hint(
+                "tcp_streams",
+                "TCP flows per link",
+                "Each flow carries at most one receive window ({tcp_window_bytes:.0f} bytes) per round trip, and "
+                "MSS/RTT·C/√p with loss (Mathis et al. 1997).",
+                blank="line rate",
+            ),
+            Hint(
+                "loss_rate",
+                "Packet loss rate",
+                "Random loss of WAN flows (Mathis limit; needs TCP flows).",
+                blank="none",
+            ),
+            Hint(
+                "node_mtbf_hours",
+                "Node MTBF",
+                "Mean time between failures of one node; published large-run data: {gpu_mtbf_hours:.0f} GPU-hours "
+                "(Llama 3 §3.3.4) / GPUs per node. DiLoCo replicas drop out and rejoin; a synchronous pipeline "
+                "restarts from a checkpoint.",
+                blank="no failures",
+            ),
         ),
     ),
     (
@@ -265,6 +286,18 @@ HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
                 "streaming",
                 "Streaming (overlap sync)",
                 "Outer step = max(H·T, T_sync) with streaming, else the sum (MIRI simulator docs §3.1; Streaming DiLoCo).",
+            ),
+            Hint(
+                "outer_overlap_steps",
+                "Outer updates late by (τ)",
+                "Up to τ syncs in flight: outer step = max(H·T, link time, T_sync/τ); η × "
+                "{staleness_efficiency_per_outer_step}^τ (Streaming DiLoCo; Kale et al. 2025, eager updates).",
+            ),
+            Hint(
+                "work_assignment",
+                "Work across node groups",
+                "proportional: tokens per replica in proportion to its throughput; slowest: equal batches, "
+                "paced by the slowest group.",
             ),
             Hint(
                 "pipeline_backward",

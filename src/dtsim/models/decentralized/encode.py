@@ -16,6 +16,7 @@ import numpy as np
 from dtsim import catalog
 from dtsim.errors import ScenarioError
 from dtsim.models.decentralized.frame import Frame
+from dtsim.models.decentralized.groups import encode_groups
 from dtsim.models.decentralized.inner_steps import AUTO, AUTO_QUALITY
 from dtsim.physics import efficiency, memory, runlength, stragglers
 from dtsim.schema.fields import BOUNDS, INTEGER_FIELDS, bound_text
@@ -42,6 +43,7 @@ NUMERIC = {
     "regional_bandwidth_mbps": ("regional_bps", 1e6),
     "regional_latency_ms": ("regional_latency_s", 1e-3),
     "moe_layers": ("moe_layers", 1.0),
+    "outer_overlap_steps": ("outer_overlap_steps", 1.0),
 }
 # Optional numeric fields: missing → NaN column.
 OPTIONAL = {
@@ -49,7 +51,21 @@ OPTIONAL = {
     "hidden_size": ("hidden_size", 1.0),
     "max_run_days": ("max_run_days_in", 1.0),
     "gpus_per_node": ("gpus_per_node", 1.0),
+    "tcp_streams": ("tcp_streams", 1.0),
+    "loss_rate": ("loss_rate", 1.0),
+    "node_mtbf_hours": ("node_mtbf_h", 1.0),
 }
+# What node groups set for every row: a batch cannot vary these when the scenario has node_groups.
+GROUP_SET_FIELDS = (
+    "num_nodes",
+    "node",
+    "gpu",
+    "gpus_per_node",
+    "pflops_per_node",
+    "vram_per_node_gb",
+    "precision",
+    "mfu",
+)
 ENUMS = {
     "precision": ("precision", memory.PRECISIONS),
     "straggler_strategy": ("straggler", stragglers.STRATEGIES),
@@ -124,7 +140,31 @@ def encode_scenario(s: Scenario) -> dict[str, Any]:
     cols["catalog_peak_flop_s"] = np.nan if dense is None or count is None else count * dense * 1e12
     if gpu is None:
         cols["gpus_per_node"] = np.nan
+    if s._groups is not None:
+        cols["groups"] = encode_groups(s, cols, lambda g: _group_mfu(s, g))
     return cols
+
+
+def _group_mfu(s: Scenario, g) -> float:
+    """A group's MFU: its own; else, when the scenario's was planned ('auto') and the group has hardware
+    of its own, planned for that hardware as the scenario's was; else the scenario's."""
+    if g.mfu is not None:
+        return g.mfu
+    if s.mfu_source is None or not g.own_hardware:
+        return float(s.mfu)
+    from dtsim.models.datacenter.node_mfu import node_mfu
+
+    value, _ = node_mfu(
+        s.parameters_b,
+        g.gpu,
+        None if g.gpus_per_node is None else int(g.gpus_per_node),
+        s.precision.value,
+        s.local_batch_tokens,
+        g.pflops_per_node,
+        s.moe,
+        s.assumptions,
+    )
+    return float(value)
 
 
 def _first_bad(field: str, values: np.ndarray, bad: np.ndarray, message: str) -> ScenarioError:
@@ -249,6 +289,8 @@ def _cross_field_row(f: Frame) -> dict[str, Any]:
         "num_nodes": f.num_nodes,
         "growth_oom": f.growth_oom,
         "max_run_days": f.max_run_days_in,
+        "loss_rate": f.loss_rate,
+        "tcp_streams": f.tcp_streams,
     }
 
 
@@ -320,6 +362,18 @@ def encode_batch(s: Scenario, arrays: dict[str, Any], n: int) -> Frame:
         pair = [k for k in ("bandwidth_up_mbps", "bandwidth_down_mbps") if k in arrays]
         if pair:
             raise ScenarioError([(pair[0], "array", "give either bandwidth_mbps or the up/down pair")])
+    if s._groups is not None:
+        clash = [f for f in GROUP_SET_FIELDS if f in arrays]
+        if clash:
+            raise ScenarioError(
+                [
+                    (
+                        clash[0],
+                        "array",
+                        "is set by node_groups for every row; vary the groups (or drop node_groups)",
+                    )
+                ]
+            )
     varied_hw = [f for f in HARDWARE_FIELDS if f in arrays]
     if varied_hw and hardware_interacts(given, varied_hw):
         # Peak and VRAM given row by row always win over what a node or gpu would derive, so they

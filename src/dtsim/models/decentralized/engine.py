@@ -19,6 +19,7 @@ from dtsim.errors import ScenarioError
 from dtsim.models.decentralized import decision
 from dtsim.models.decentralized.encode import encode_batch, encode_scenario
 from dtsim.models.decentralized.frame import Frame, scatter
+from dtsim.models.decentralized.groups import groups_of, resolve_links
 from dtsim.models.decentralized.inner_steps import AUTO, AUTO_QUALITY, best_quality_steps
 from dtsim.models.decentralized.strategies import REGISTRY, has_trait
 from dtsim.models.decentralized.strategies.base import BREAKDOWN_KEYS
@@ -27,6 +28,7 @@ from dtsim.physics import (
     compute,
     cost,
     efficiency,
+    failures,
     memory,
     pipeline,
     quality,
@@ -70,6 +72,7 @@ FRAME_OUTPUTS = (
 def derive(f: Frame, asm: Assumptions) -> None:
     """Quantities every mode needs, added to the frame in place."""
     f["asm"] = asm
+    resolve_links(f)  # node groups and TCP limits → the WAN columns every strategy reads
     moe = f.moe
     active = select(moe, f.active_parameters, f.parameters)
     f["compute_parameters"] = active
@@ -121,7 +124,9 @@ def quality_terms(f: Frame, timing: Mapping[str, Any]) -> dict[str, Any]:
     eta_h = efficiency.eta_h(timing["h_eff"], alpha, penalty, asm.efficiency_floor)
     eta_c = efficiency.compression_quality(f.compression, f.error_feedback, f.compression_scenario, asm)
     eta_a = efficiency.activation_quality(f.activation_compression, f.stages, f.compression_scenario, asm)
-    eta = eta_h * eta_c * eta_a
+    # an outer update applied τ outer steps late (outer_overlap_steps) costs a factor per step of delay
+    eta_s = np.power(asm.staleness_efficiency_per_outer_step, f.outer_overlap_steps)
+    eta = eta_h * eta_c * eta_a * eta_s
     model_flop = compute.model_flop(f.compute_parameters, f.tokens, asm.flops_per_param_token)
     mult = efficiency.replica_loss_multiplier(
         timing["replicas"], f.parameters, timing["h_eff"], f.replica_penalty, asm
@@ -135,6 +140,7 @@ def quality_terms(f: Frame, timing: Mapping[str, Any]) -> dict[str, Any]:
         "efficiency_h": eta_h,
         "efficiency_compression": eta_c,
         "efficiency_activation": eta_a,
+        "efficiency_staleness": eta_s,
         "efficiency": eta,
         "model_flop": model_flop,
         "replica_loss_multiplier": mult,
@@ -212,7 +218,10 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
     q = quality_terms(f, out)
     out.update({k: np.asarray(v) for k, v in q.items()})
     eta = out["efficiency"]
-    wall = out["total_s"]
+    out["failure_free_days"] = out["total_s"] / 86400.0
+    out["goodput"] = _goodput(f, out, mode)
+    with np.errstate(divide="ignore"):  # goodput 0: the run never finishes (LOW_GOODPUT says so)
+        wall = out["total_s"] / out["goodput"]  # expected, with failures, restarts and rejoins
     effective = wall / eta
     out["wall_clock_days"] = wall / 86400.0
     out["effective_days"] = effective / 86400.0
@@ -261,6 +270,7 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
     out["bottleneck_code"] = code
     out["bottleneck_share"] = largest / out["outer_step_s"]
 
+    out["limiting_group"] = _limiting_group(f, out)
     for col in FRAME_OUTPUTS:
         out[col] = np.asarray(f[col])
     out["node_sustained_flop_s"] = np.asarray(f.peak_flop_s * f.mfu)
@@ -269,6 +279,41 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
 
     out["warning_bits"] = evaluate_warnings(f, out)
     return out
+
+
+def _goodput(f: Frame, out: dict[str, np.ndarray], mode) -> np.ndarray:
+    """Kept progress over wall-clock time with node failures (physics/failures.py). DiLoCo replicas (a
+    node, or a pipeline of S nodes in mode C) drop out and rejoin at the next outer step after a restart
+    and a download of the global model; a synchronous pipeline (mode B) restarts the job from its last
+    checkpoint, taken at Daly's interval. 1 without node_mtbf_hours."""
+    asm = f.asm
+    hours = f.node_mtbf_h
+    node_mtbf_s = np.where(np.isnan(hours), np.inf, hours * 3600.0)
+    pipelined = has_trait(mode, "pipelined")
+    per_replica = np.where(pipelined, f.stages, 1.0)
+    model_bits = 8.0 * f.parameters_held * f.bytes_per_value
+    rejoin = asm.restart_s + model_bits / f.down_bps
+    elastic = failures.elastic_goodput(out["outer_step_s"], rejoin, node_mtbf_s / per_replica)
+    used = np.maximum(1.0, np.floor(f.n_eff))
+    checkpoint = 8.0 * f.memory_bytes / f.stages / (asm.checkpoint_write_gbps * 1e9)
+    job_mtbf = node_mtbf_s / used
+    interval = failures.daly_interval_s(checkpoint, job_mtbf)
+    restart = failures.restart_goodput(interval, checkpoint, asm.restart_s + checkpoint, job_mtbf)
+    g = np.where(has_trait(mode, "diloco"), elastic, restart)
+    return np.where(mode == decision.INFEASIBLE, np.nan, g)
+
+
+def _limiting_group(f: Frame, out: dict[str, np.ndarray]) -> np.ndarray:
+    """Which node group sets the pace (index into node_groups; -1 without groups): the group with the
+    least sustained FLOP/s per node when compute (or the pipeline's bubble or stragglers) is the largest
+    part of the step, the group with the largest round-trip time when latency is, and otherwise the
+    group whose links set the sync's bandwidth terms."""
+    if groups_of(f) is None:
+        return np.asarray(-1)
+    code = out["bottleneck_code"]
+    compute_like = np.isin(code, [BREAKDOWN_KEYS.index(k) for k in ("compute", "bubble", "straggler")])
+    latency = code == BREAKDOWN_KEYS.index("latency")
+    return np.where(compute_like, f.compute_group, np.where(latency, f.rtt_group, f.link_group))
 
 
 # --- public entry points -------------------------------------------------------------------------------
@@ -346,6 +391,7 @@ ASSUMPTIONS_READ = (
     "bytes_per_value_fp16",
     "bytes_per_value_fp4",
     "bytes_per_value_fp8",
+    "checkpoint_write_gbps",
     "chinchilla_a",
     "chinchilla_alpha",
     "chinchilla_b",
@@ -355,11 +401,15 @@ ASSUMPTIONS_READ = (
     "days_per_year",
     "efficiency_floor",
     "ep_all_to_all_per_layer",
+    "fiber_group_index",
     "flops_per_param_token",
+    "goodput_warning_threshold",
     "hfu_mfu_ratio",
     "hidden_size_coefficient",
     "hierarchical_h_exponent",
+    "intra_region_rtt_ms",
     "low_global_mfu_threshold",
+    "mathis_constant",
     "max_pipeline_stages",
     "mfu_warning_threshold",
     "peak_mismatch_tolerance",
@@ -368,9 +418,14 @@ ASSUMPTIONS_READ = (
     "replica_beta_coefficient",
     "replica_beta_exponent",
     "replica_h_reference",
+    "restart_s",
+    "route_inflation",
     "small_model_threshold_b",
+    "staleness_efficiency_per_outer_step",
     "straggler_coefficient",
     "streaming_memory_overhead",
+    "tcp_mss_bytes",
+    "tcp_window_bytes",
     "threshold_efficiency_penalty",
 )
 

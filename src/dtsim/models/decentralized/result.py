@@ -50,6 +50,20 @@ class Result(BaseModel):
     mode_reason_code: str
     wall_clock_days: float | None = Field(description="Wall-clock time to process the D tokens.")
     effective_days: float | None = Field(description="η-adjusted time to equivalent quality: wall-clock / η.")
+    goodput: float | None = Field(
+        1.0,
+        description="Kept progress over wall-clock time with node failures (node_mtbf_hours): DiLoCo replicas "
+        "drop out and rejoin, a synchronous pipeline restarts from its last checkpoint; 1 without failures. "
+        "wall_clock_days includes it.",
+    )
+    failure_free_days: float | None = Field(
+        None, description="Wall-clock days without failures (wall_clock_days × goodput)."
+    )
+    limiting_group: int | None = Field(
+        None,
+        description="With node_groups: the 0-based index of the group that sets the pace (slowest compute when "
+        "compute is the bottleneck, farthest RTT when latency is, slowest links otherwise); null without groups.",
+    )
     compute_step_s: float = Field(
         description="T_comp: one step of the whole model on one node (MIRI simulator docs §1.2)."
     )
@@ -68,6 +82,9 @@ class Result(BaseModel):
     efficiency_h: float | None
     efficiency_compression: float
     efficiency_activation: float
+    efficiency_staleness: float = Field(
+        1.0, description="η factor for outer updates applied outer_overlap_steps late (1 when τ = 0)."
+    )
     replica_loss_multiplier: float | None
     global_mfu: float | None = Field(
         description="η-adjusted MFU, the MIRI simulator docs' Global MFU (§6.1): 6·P·D over N · peak · the "
@@ -217,6 +234,9 @@ def build_result(out: dict, i: int, scenario, asm, frame) -> Result:
         mode_reason_code=decision.REASONS[v["reason_code"]],
         wall_clock_days=_f(v["wall_clock_days"]),
         effective_days=_f(v["effective_days"]),
+        goodput=_f(v["goodput"]),
+        failure_free_days=_f(v["failure_free_days"]),
+        limiting_group=None if v["limiting_group"] < 0 else int(v["limiting_group"]),
         compute_step_s=v["step_s"],
         inner_step_s=_f(v["inner_step_s"]),
         sync_s=_f(v["sync_s"]),
@@ -231,6 +251,7 @@ def build_result(out: dict, i: int, scenario, asm, frame) -> Result:
         efficiency_h=_f(v["efficiency_h"]),
         efficiency_compression=v["efficiency_compression"],
         efficiency_activation=v["efficiency_activation"],
+        efficiency_staleness=v["efficiency_staleness"],
         replica_loss_multiplier=_f(v["replica_loss_multiplier"]),
         global_mfu=_f(v["global_mfu"]),
         wall_clock_mfu=_f(v["wall_clock_mfu"]),

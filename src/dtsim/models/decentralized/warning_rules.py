@@ -77,7 +77,31 @@ def _peak_message(v: dict) -> str:
     return text + "."
 
 
+def _goodput_message(v: dict) -> str:
+    how = (
+        "a failed pipeline stops the job, which restarts from its last checkpoint"
+        if is_mode(v["mode_code"], "pp-over-wan")
+        else "a failed replica loses its inner steps since the last outer step and rejoins after a restart"
+    )
+    if v["goodput"] <= 0:
+        return (
+            f"With node_mtbf_hours {v['node_mtbf_h']:,.4g} the run never finishes: {how}, and a failure comes "
+            "before the work between two of them can complete, so the times are null. Give a longer MTBF, fewer "
+            "nodes per replica or shorter outer steps."
+        )
+    share = f"{v['goodput']:.1%}" if v["goodput"] >= 1e-3 else f"{v['goodput']:.2g}"
+    return (
+        f"Goodput {share}: with node_mtbf_hours {v['node_mtbf_h']:,.4g}, {how}; "
+        f"{v['failure_free_days']:,.4g} days without failures become {v['wall_clock_days']:,.4g}."
+    )
+
+
 RULES: tuple[WarningRule, ...] = (
+    WarningRule(
+        "LOW_GOODPUT",
+        lambda f, o: o["goodput"] < f.asm.goodput_warning_threshold,
+        _goodput_message,
+    ),
     WarningRule(
         "MFU_ABOVE_60",
         lambda f, o: f.mfu > f.asm.mfu_warning_threshold,

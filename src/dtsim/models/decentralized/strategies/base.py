@@ -48,6 +48,25 @@ def combine(streaming, compute_block, sync):
     return select(streaming, np.maximum(compute_block, sync), compute_block + sync)
 
 
+def overlapped(f, block, sync, busy):
+    """One outer step's wall time with the global sync overlapped τ = outer_overlap_steps outer steps
+    (the outer update applied τ steps late: Streaming DiLoCo's overlap, Douillard et al. 2025; eager or
+    delayed outer updates, Kale et al. 2025). Up to τ syncs are in flight, so each costs at most
+    sync/τ of wall time — but the link still carries every payload (`busy`: its bandwidth time) and the
+    compute block still runs: max(block, busy, sync/τ). τ = 1 is Streaming DiLoCo's max(block, sync);
+    τ = 0 keeps the scenario's blocking or streaming combination."""
+    tau = f.outer_overlap_steps
+    late = np.maximum(np.maximum(block, busy), sync / np.maximum(tau, 1.0))
+    return select(tau > 0, late, combine(f.streaming, block, sync))
+
+
+def to_hide(f, sync, busy):
+    """The wall time a compute block must cover to hide a global sync: the sync, or with τ > 0 the
+    larger of its link time and sync/τ (see `overlapped`)."""
+    tau = f.outer_overlap_steps
+    return select(tau > 0, np.maximum(busy, sync / np.maximum(tau, 1.0)), sync)
+
+
 def smallest_hiding_steps(sync, per_step):
     """⌈T_sync / T_step⌉, at least 1: the smallest H with H·T_step ≥ T_sync."""
     return np.maximum(1.0, np.ceil(sync / per_step))

@@ -6,7 +6,12 @@ from __future__ import annotations
 import numpy as np
 
 from dtsim.models.decentralized.frame import Frame
-from dtsim.models.decentralized.strategies.base import combine, exposed_parts, smallest_hiding_steps
+from dtsim.models.decentralized.strategies.base import (
+    exposed_parts,
+    overlapped,
+    smallest_hiding_steps,
+    to_hide,
+)
 from dtsim.physics.collectives import wan_exchange_time
 from dtsim.physics.stragglers import straggler_factor
 
@@ -31,13 +36,13 @@ class FlatDiLoCo:
 
     def auto_inner_steps(self, f: Frame):
         base, factor = self.sync(f)
-        return smallest_hiding_steps(base * factor, f.step_s)
+        return smallest_hiding_steps(to_hide(f, base * factor, (base - f.latency_s) * factor), f.step_s)
 
     def evaluate(self, f: Frame, inner_steps):
         base, factor = self.sync(f)
         sync = base * factor
         block = inner_steps * f.step_s
-        outer = combine(f.streaming, block, sync)
+        outer = overlapped(f, block, sync, (base - f.latency_s) * factor)
         exposed = outer - block
         bw, lat, strag = exposed_parts(exposed, base - f.latency_s, f.latency_s, factor)
         return {
@@ -50,7 +55,8 @@ class FlatDiLoCo:
             "replicas": f.n_eff,
             "regional_steps_used": 0.0,
             "compute_block_s": block,
-            "hidden_sync_s": np.maximum(0.0, sync - exposed),
+            # with τ > 0 one sync spans several outer steps: per step, at most the step is hidden
+            "hidden_sync_s": np.minimum(outer, np.maximum(0.0, sync - exposed)),
             "hidden_regional_sync_s": 0.0,
             "compute": inner_steps * f.step_flop_s,
             "latency": inner_steps * f.ep_latency_s + lat,

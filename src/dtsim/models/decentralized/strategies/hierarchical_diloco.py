@@ -7,7 +7,12 @@ from __future__ import annotations
 import numpy as np
 
 from dtsim.models.decentralized.frame import Frame
-from dtsim.models.decentralized.strategies.base import combine, exposed_parts, smallest_hiding_steps
+from dtsim.models.decentralized.strategies.base import (
+    combine,
+    exposed_parts,
+    overlapped,
+    smallest_hiding_steps,
+)
 from dtsim.physics.collectives import wan_exchange_time
 from dtsim.physics.efficiency import hierarchical_effective_steps
 from dtsim.physics.stragglers import straggler_factor
@@ -52,7 +57,7 @@ class HierarchicalDiLoCo:
             f.regional_steps < 0, smallest_hiding_steps(glob, regional_cycle), f.regional_steps
         )
         global_block = regional_steps * regional_cycle
-        outer = combine(f.streaming, global_block, glob)
+        outer = overlapped(f, global_block, glob, (glob_base - f.latency_s) * glob_factor)
         reg_exposed = regional_steps * (regional_cycle - block)
         glob_exposed = outer - global_block
         # The exposed regional time of all H_regional cycles, split in the proportions of one sync.
@@ -74,7 +79,7 @@ class HierarchicalDiLoCo:
             # the two tiers run at once on different links (regional and WAN), so their hidden times
             # add up to more than the outer step when both are mostly hidden
             "hidden_sync_s": np.maximum(0.0, regional_steps * reg - reg_exposed)
-            + np.maximum(0.0, glob - glob_exposed),
+            + np.minimum(outer, np.maximum(0.0, glob - glob_exposed)),
             "hidden_regional_sync_s": np.maximum(0.0, regional_steps * reg - reg_exposed),
             "compute": steps * f.step_flop_s,
             "latency": steps * f.ep_latency_s + r_lat + g_lat,

@@ -6,7 +6,12 @@ from __future__ import annotations
 import numpy as np
 
 from dtsim.models.decentralized.frame import Frame
-from dtsim.models.decentralized.strategies.base import combine, exposed_parts, smallest_hiding_steps
+from dtsim.models.decentralized.strategies.base import (
+    exposed_parts,
+    overlapped,
+    smallest_hiding_steps,
+    to_hide,
+)
 from dtsim.models.decentralized.strategies.pipeline_common import pipeline_step
 from dtsim.physics.collectives import wan_exchange_time
 from dtsim.physics.stragglers import straggler_factor
@@ -35,14 +40,15 @@ class PPGroupDiLoCo:
 
     def auto_inner_steps(self, f: Frame):
         base, factor, _ = self.sync(f)
-        return smallest_hiding_steps(base * factor, pipeline_step(f)["total"])
+        hide = to_hide(f, base * factor, (base - f.latency_s) * factor)
+        return smallest_hiding_steps(hide, pipeline_step(f)["total"])
 
     def evaluate(self, f: Frame, inner_steps):
         base, factor, groups = self.sync(f)
         sync = base * factor
         pp = pipeline_step(f)
         block = inner_steps * pp["total"]
-        outer = combine(f.streaming, block, sync)
+        outer = overlapped(f, block, sync, (base - f.latency_s) * factor)
         exposed = outer - block
         bw, lat, strag = exposed_parts(exposed, base - f.latency_s, f.latency_s, factor)
         return {
@@ -55,7 +61,8 @@ class PPGroupDiLoCo:
             "replicas": groups,
             "regional_steps_used": 0.0,
             "compute_block_s": block,
-            "hidden_sync_s": np.maximum(0.0, sync - exposed),
+            # with τ > 0 one sync spans several outer steps: per step, at most the step is hidden
+            "hidden_sync_s": np.minimum(outer, np.maximum(0.0, sync - exposed)),
             "hidden_regional_sync_s": 0.0,
             "pipeline_comm_s": pp["comm_with_straggler"],
             "pipeline_latency_s": pp["latency_with_straggler"],

@@ -1,0 +1,211 @@
+"""Heterogeneous node groups in the engine: what `node_groups` does to the frame's columns.
+
+The decentralized formulas (MIRI simulator docs §3) are written for identical nodes. Groups change three
+things, each reduced to the columns those formulas read, so every strategy, the batch path and the
+warnings work unchanged — and a scenario whose groups are all alike gives exactly the homogeneous columns:
+
+- **Compute.** `proportional` (default): each replica's tokens per inner step are in proportion to its
+  sustained FLOP/s, so every replica takes the same time per step and the run processes Σ nᵢ·Fᵢ·MFUᵢ
+  FLOP/s — the frame's node is the count-weighted mean peak with the throughput-weighted MFU.
+  `slowest`: every replica takes the same batch, so the slowest group's sustained FLOP/s paces all.
+- **Memory.** A replica (or pipeline stage) must fit on every node: the smallest node's memory.
+- **Links.** A synchronization waits for its slowest member: the group with the largest
+  payload/up + payload/down (the MIRI simulator docs' asymmetric exchange time, per node) sets the
+  bandwidth terms, and the largest round-trip time of any group sets the latency term. A group's RTT is
+  its `latency_ms`, else the farthest region among the groups (physics/wan.py: great-circle distance ×
+  route inflation at the speed of light in fiber, or `region_rtt_ms`), else the scenario's latency_ms.
+  With `tcp_streams`, each link carries at most streams × the window (and Mathis loss) limit of one flow
+  at its RTT (physics/wan.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dtsim import catalog
+from dtsim.physics import wan
+
+
+@dataclass(frozen=True)
+class GroupTable:
+    """Per-group arrays (length G) the engine needs after encoding. NaN: take the scenario's (row's)."""
+
+    count: np.ndarray
+    sustained_flop_s: np.ndarray  # per node: peak · MFU
+    up_bps: np.ndarray
+    down_bps: np.ndarray
+    latency_s: np.ndarray  # a group's own latency_ms
+    region_distance_m: np.ndarray  # to the farthest other region in the run (NaN: no region)
+    region_measured_s: np.ndarray  # the largest measured RTT to another group's region (NaN: none)
+
+
+def _same_or(values: np.ndarray, reduce) -> float:
+    """`values[0]` when every group has the same value (so identical groups give the homogeneous
+    column bit for bit), else `reduce(values)`."""
+    return float(values[0]) if np.all(values == values[0]) else float(reduce(values))
+
+
+def encode_groups(s, cols: dict, mfu_of) -> GroupTable:
+    """Write the compute, memory and cost columns node groups imply into `cols`; return the table the
+    link resolution reads. `mfu_of(group)` gives a group's MFU (its own, the scenario's or planned)."""
+    groups = s._groups
+    count = np.array([g.count for g in groups], dtype=float)
+    peak = np.array([g.pflops_per_node for g in groups]) * 1e15
+    mfu = np.array([mfu_of(g) for g in groups], dtype=float)
+    sustained = peak * mfu
+    n = count.sum()
+    mean_peak = _same_or(peak, lambda p: float(np.dot(count, p) / n))
+    cols["num_nodes"] = float(n)
+    cols["peak_flop_s"] = mean_peak
+    # the MFU that makes the frame's node (mean peak) sustain what the groups do together
+    same_peak = bool(np.all(peak == peak[0]))
+    if s.work_assignment.value == "slowest":  # every replica at the slowest group's pace
+        cols["mfu"] = float(mfu.min()) if same_peak else float(sustained.min() / mean_peak)
+    elif same_peak:
+        cols["mfu"] = _same_or(mfu, lambda m: float(np.dot(count, m) / n))
+    else:  # proportional: the throughput-weighted MFU
+        cols["mfu"] = float(np.dot(count, sustained) / np.dot(count, peak))
+    cols["vram_bytes"] = float(min(g.vram_per_node_gb for g in groups)) * 1e9
+    gpn = np.array([np.nan if g.gpus_per_node is None else g.gpus_per_node for g in groups])
+    cols["gpus_per_node"] = (
+        _same_or(gpn, lambda x: float(np.dot(count, x) / n)) if not np.isnan(gpn).any() else np.nan
+    )
+    gpus = count * np.nan_to_num(gpn)
+    for col, attr in (("gpu_price_usd", "price_usd"), ("gpu_power_w", "board_power_w")):
+        vals = np.array([_gpu_attr(g.gpu, attr) for g in groups])
+        cols[col] = (
+            _same_or(vals, lambda v: float(np.dot(gpus, v) / gpus.sum()))
+            if not np.isnan(vals).any()
+            else np.nan
+        )
+    cat = np.array([_catalog_peak(g, s.precision.value) for g in groups])
+    cols["catalog_peak_flop_s"] = (
+        _same_or(cat, lambda c: float(np.dot(count, c) / n)) if not np.isnan(cat).any() else np.nan
+    )
+
+    distance, measured = _region_terms(s)
+    return GroupTable(
+        count=count,
+        sustained_flop_s=sustained,
+        up_bps=np.array(
+            [np.nan if g.bandwidth_up_mbps is None else g.bandwidth_up_mbps * 1e6 for g in groups]
+        ),
+        down_bps=np.array(
+            [np.nan if g.bandwidth_down_mbps is None else g.bandwidth_down_mbps * 1e6 for g in groups]
+        ),
+        latency_s=np.array([np.nan if g.latency_ms is None else g.latency_ms * 1e-3 for g in groups]),
+        region_distance_m=distance,
+        region_measured_s=measured,
+    )
+
+
+def _gpu_attr(gpu_id, attr) -> float:
+    gpu = catalog.gpus().get(gpu_id) if gpu_id else None
+    return float(getattr(gpu, attr)) if gpu is not None else np.nan
+
+
+def _catalog_peak(g, precision: str) -> float:
+    gpu = catalog.gpus().get(g.gpu) if g.gpu else None
+    dense = gpu.peak_tflops(precision) if gpu else None
+    return np.nan if dense is None or g.gpus_per_node is None else g.gpus_per_node * dense * 1e12
+
+
+def _region_terms(s) -> tuple[np.ndarray, np.ndarray]:
+    """Per group: the great-circle distance to the farthest region among the groups that is not measured
+    in region_rtt_ms (0 for its own), and the largest measured RTT to one (NaN: none / no region)."""
+    regions = catalog.regions()
+    rtt = s.region_rtt_ms or {}
+    measured = {}
+    for a, row in rtt.items():
+        for b, ms in row.items():
+            measured[frozenset((a, b))] = ms * 1e-3
+    names = [g.region for g in s._groups]
+    present = sorted({r for r in names if r is not None})
+    dist, meas = [], []
+    for r in names:
+        if r is None:
+            dist.append(np.nan)
+            meas.append(np.nan)
+            continue
+        d, m = 0.0, np.nan
+        for other in present:
+            if other == r:
+                continue
+            pair = frozenset((r, other))
+            if pair in measured:
+                m = measured[pair] if np.isnan(m) else max(m, measured[pair])
+            else:
+                a, b = regions[r], regions[other]
+                d = max(d, float(wan.great_circle_m(a.lat, a.lon, b.lat, b.lon)))
+        dist.append(d)
+        meas.append(m)
+    return np.array(dist), np.array(meas)
+
+
+def _col(x):
+    """A frame column or assumption as an array that broadcasts against a trailing group axis."""
+    return np.asarray(x, dtype=float)[..., None]
+
+
+def group_rtt_s(t: GroupTable, scenario_latency_s, asm):
+    """Each group's RTT (…, G): its own latency_ms, else its regions' (geographic or measured), else
+    the scenario's."""
+    geo = wan.geographic_rtt_s(np.nan_to_num(t.region_distance_m), _AsmColumns(asm))
+    region = np.fmax(geo, np.nan_to_num(t.region_measured_s, nan=-np.inf))
+    by_region = np.where(np.isnan(t.region_distance_m), _col(scenario_latency_s), region)
+    return np.where(np.isnan(t.latency_s), by_region, t.latency_s)
+
+
+class _AsmColumns:
+    """The assumptions wan.geographic_rtt_s reads, shaped to broadcast over the group axis."""
+
+    def __init__(self, asm):
+        self.fiber_group_index = _col(asm.fiber_group_index)
+        self.route_inflation = _col(asm.route_inflation)
+        self.intra_region_rtt_ms = _col(asm.intra_region_rtt_ms)
+
+
+def groups_of(f) -> GroupTable | None:
+    """The frame's group table (the frame holds it as a 0-d object array), or None."""
+    t = f.get("groups")
+    return t.item() if isinstance(t, np.ndarray) else t
+
+
+def resolve_links(f) -> None:
+    """Set the frame's WAN columns (up_bps, down_bps, latency_s) from its node groups and TCP limits,
+    and record `link_group` and `rtt_group` (which group sets the bandwidth and the latency terms)."""
+    asm = f.asm
+    streams = f.tcp_streams
+    loss = f.loss_rate
+    t = groups_of(f)
+    if t is None:
+        rtt = f.latency_s
+        f["up_bps"] = wan.link_rate_bps(f.up_bps, rtt, streams, loss, asm)
+        f["down_bps"] = wan.link_rate_bps(f.down_bps, rtt, streams, loss, asm)
+        f["regional_bps"] = wan.link_rate_bps(f.regional_bps, f.regional_latency_s, streams, loss, asm)
+        return
+    rtt = group_rtt_s(t, f.latency_s, asm)
+    up = np.where(np.isnan(t.up_bps), _col(f.up_bps), t.up_bps)
+    down = np.where(np.isnan(t.down_bps), _col(f.down_bps), t.down_bps)
+    up = wan.link_rate_bps(up, rtt, _col(streams), _col(loss), _AsmTcp(asm))
+    down = wan.link_rate_bps(down, rtt, _col(streams), _col(loss), _AsmTcp(asm))
+    up, down, rtt = np.broadcast_arrays(up, down, rtt)  # (G,) or (n, G): a row's columns may vary
+    slowness = 1.0 / up + 1.0 / down
+    link = np.argmax(slowness, axis=-1)  # first group on ties
+    far = np.argmax(rtt, axis=-1)
+    f["up_bps"] = np.take_along_axis(up, link[..., None], axis=-1)[..., 0]
+    f["down_bps"] = np.take_along_axis(down, link[..., None], axis=-1)[..., 0]
+    f["latency_s"] = np.take_along_axis(rtt, far[..., None], axis=-1)[..., 0]
+    f["regional_bps"] = wan.link_rate_bps(f.regional_bps, f.regional_latency_s, streams, loss, asm)
+    f["link_group"] = link
+    f["rtt_group"] = far
+    f["compute_group"] = np.asarray(np.argmin(t.sustained_flop_s))
+
+
+class _AsmTcp:
+    def __init__(self, asm):
+        self.tcp_window_bytes = _col(asm.tcp_window_bytes)
+        self.tcp_mss_bytes = _col(asm.tcp_mss_bytes)
+        self.mathis_constant = _col(asm.mathis_constant)

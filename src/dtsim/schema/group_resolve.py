@@ -1,0 +1,111 @@
+"""Node groups resolved against the scenario: each group's hardware as the scalar path resolves a node or
+GPU (`make_scenario` of the scenario's hardware with the group's on top), its links, and its region
+checked against the regions table and `region_rtt_ms`. Errors name `node_groups[i].field`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dtsim import catalog
+from dtsim.errors import ScenarioError
+
+HARDWARE = ("node", "gpu", "gpus_per_node", "pflops_per_node", "vram_per_node_gb", "precision")
+
+
+@dataclass(frozen=True)
+class ResolvedGroup:
+    count: int
+    gpu: str | None
+    gpus_per_node: float | None
+    pflops_per_node: float
+    vram_per_node_gb: float
+    mfu: float | None  # None: the scenario's (planned per group when the scenario's is 'auto')
+    own_hardware: bool  # the group names hardware of its own
+    bandwidth_up_mbps: float | None  # None: the scenario's (each batch row's)
+    bandwidth_down_mbps: float | None
+    latency_ms: float | None  # None: from the regions, else the scenario's
+    region: str | None
+
+
+def resolve_groups(s: Any) -> tuple[ResolvedGroup, ...] | None:
+    from dtsim.schema.scenario import make_scenario
+
+    rtt = s.region_rtt_ms or {}
+    for a, row in rtt.items():
+        for b in row:
+            if a == b:
+                raise ScenarioError(
+                    [
+                        (
+                            f"region_rtt_ms.{a}.{b}",
+                            row[b],
+                            "a region's own RTT is intra_region_rtt_ms (an assumption)",
+                        )
+                    ]
+                )
+    if s.node_groups is None:
+        if rtt:
+            raise ScenarioError(
+                [("region_rtt_ms", "given", "applies to node_groups' regions: give node_groups")]
+            )
+        return None
+    given = s.given_fields()
+    base = {k: given[k] for k in HARDWARE if k in given}
+    measured = {frozenset((a, b)) for a, row in rtt.items() for b in row}
+    regions = catalog.regions()
+    named = [g.region for g in s.node_groups if g.region is not None]
+    out = []
+    for i, g in enumerate(s.node_groups):
+        where = f"node_groups[{i}]"
+        own = g.hardware()
+        if own:
+            try:
+                hw = make_scenario(catalog.merge_layers(base, own))
+            except ScenarioError as exc:
+                raise ScenarioError([(f"{where}.{f}", v, m) for f, v, m in exc.problems]) from None
+            if hw.precision != s.precision:
+                raise ScenarioError(
+                    [
+                        (
+                            f"{where}.node",
+                            g.node,
+                            f"trains at {hw.precision.value}; every group trains at the scenario's precision ({s.precision.value})",
+                        )
+                    ]
+                )
+        else:
+            hw = s
+        if g.region is not None:
+            for other in named:
+                if other == g.region:
+                    continue
+                pair = frozenset((g.region, other))
+                if pair not in measured and not (g.region in regions and other in regions):
+                    unknown = g.region if g.region not in regions else other
+                    raise ScenarioError(
+                        [
+                            (
+                                f"{where}.region",
+                                g.region,
+                                f"no RTT to {other}: {unknown} is not in the regions table "
+                                f"({', '.join(regions)}); give region_rtt_ms.{g.region}.{other}",
+                            )
+                        ]
+                    )
+        out.append(
+            ResolvedGroup(
+                count=g.count,
+                gpu=hw.gpu,
+                gpus_per_node=None if hw.gpus_per_node is None else float(hw.gpus_per_node),
+                pflops_per_node=float(hw.pflops_per_node),
+                vram_per_node_gb=float(hw.vram_per_node_gb),
+                mfu=g.mfu,
+                own_hardware=bool(own),
+                bandwidth_up_mbps=g.bandwidth_up_mbps,
+                bandwidth_down_mbps=g.bandwidth_down_mbps,
+                latency_ms=g.latency_ms,
+                region=g.region,
+            )
+        )
+    return tuple(out)

@@ -1,0 +1,118 @@
+"""Failures and goodput: the closed forms of physics/failures.py against a discrete-event simulation of
+the same process (fixed seeds), and the way the decentralized model uses them."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import dtsim
+from dtsim.physics import failures
+
+
+def _simulate_restart(tau, delta, restart, mtbf, segments, rng):
+    """Discrete events: segments of τ work + δ checkpoint; an exponential failure inside a segment
+    loses it and costs a restart R before it is tried again. Returns kept work / wall-clock time."""
+    clock = 0.0
+    need = tau + delta
+    done = 0
+    while done < segments:
+        x = rng.exponential(mtbf)
+        if x >= need:
+            clock += need
+            done += 1
+        else:
+            clock += x + restart
+    return segments * tau / clock
+
+
+def _simulate_elastic(round_s, rejoin, mtbf, horizon_rounds, rng):
+    """One replica: joins at a boundary, fails after X ~ Exp(M), keeps ⌊X/T⌋ rounds, is down R and
+    rejoins at the next boundary. Returns kept rounds / elapsed rounds."""
+    kept = elapsed = 0
+    while elapsed < horizon_rounds:
+        x = rng.exponential(mtbf)
+        kept += math.floor(x / round_s)
+        elapsed += math.ceil((x + rejoin) / round_s)
+    return kept / elapsed
+
+
+@pytest.mark.parametrize(
+    ("delta", "restart", "mtbf"),
+    [(60.0, 600.0, 3600.0 * 8), (300.0, 1800.0, 3600.0 * 4), (30.0, 120.0, 3600.0 * 50)],
+)
+def test_restart_goodput_matches_a_discrete_event_simulation(delta, restart, mtbf):
+    rng = np.random.default_rng(20261125)
+    tau = float(failures.daly_interval_s(delta, mtbf))
+    closed = float(failures.restart_goodput(tau, delta, restart, mtbf))
+    simulated = _simulate_restart(tau, delta, restart, mtbf, 40_000, rng)
+    assert abs(simulated - closed) / closed < 0.02
+    assert 0 < closed < 1
+
+
+@pytest.mark.parametrize(
+    ("round_s", "rejoin", "mtbf"),
+    [(1800.0, 900.0, 3600.0 * 24), (600.0, 2000.0, 3600.0 * 6), (3600.0, 300.0, 3600.0 * 100)],
+)
+def test_elastic_goodput_matches_a_discrete_event_simulation(round_s, rejoin, mtbf):
+    rng = np.random.default_rng(7)
+    closed = float(failures.elastic_goodput(round_s, rejoin, mtbf))
+    simulated = _simulate_elastic(round_s, rejoin, mtbf, 2_000_000, rng)
+    assert abs(simulated - closed) / closed < 0.02
+    assert 0 < closed < 1
+
+
+def test_daly_interval_is_the_optimum_of_the_restart_model():
+    """Daly's interval sits at the minimum of the expected time per unit of work (within the 1 % his
+    higher-order estimate promises for δ ≪ M), and reduces to Young's √(2δM) to first order."""
+    delta, restart, mtbf = 120.0, 600.0, 3600.0 * 10
+    tau = float(failures.daly_interval_s(delta, mtbf))
+    grid = np.linspace(tau * 0.3, tau * 3, 2001)
+    best = grid[np.argmax(failures.restart_goodput(grid, delta, restart, mtbf))]
+    assert abs(best - tau) / tau < 0.01
+    assert abs(tau + delta - math.sqrt(2 * delta * mtbf)) / math.sqrt(2 * delta * mtbf) < 0.05
+    assert float(failures.daly_interval_s(10 * mtbf, mtbf)) == mtbf  # δ ≥ 2M: checkpoint every M
+
+
+def test_no_failures_means_goodput_one():
+    assert failures.restart_goodput(100.0, 10.0, 60.0, np.inf) == 1.0
+    assert failures.elastic_goodput(100.0, 60.0, np.inf) == 1.0
+    r = dtsim.simulate(num_nodes=8)
+    assert r.goodput == 1.0
+
+
+def test_the_model_charges_failures_by_mode():
+    """DiLoCo replicas rejoin (elastic goodput over the outer step, with the restart and the model's
+    download as the rejoin time); a synchronous pipeline over the WAN restarts from checkpoints."""
+    from dtsim.assumptions import Assumptions
+
+    asm = Assumptions({})
+    base = {"num_nodes": 8, "node": "dgx-h100", "parameters_b": 10, "tokens_t": 1, "bandwidth_mbps": 1000}
+    r = dtsim.simulate(base | {"node_mtbf_hours": 200})
+    rejoin = asm.restart_s + 8 * 10e9 * 2 / 1e9  # fp16 model over the 1 Gbit/s download
+    expected = float(failures.elastic_goodput(r.outer_step_s, rejoin, 200 * 3600))
+    assert r.mode == "flat-diloco" and r.goodput == pytest.approx(expected, rel=1e-12)
+    assert r.wall_clock_days == pytest.approx(r.failure_free_days / r.goodput, rel=1e-12)
+    assert dtsim.simulate(base).wall_clock_days == pytest.approx(r.failure_free_days, rel=1e-12)
+
+    pipe = {"num_nodes": 3, "parameters_b": 200, "vram_per_node_gb": 1500, "tokens_t": 0.01}
+    p = dtsim.simulate(pipe | {"node_mtbf_hours": 500})
+    assert p.mode == "pp-over-wan"
+    stages = p.pp_stages
+    checkpoint = 8 * 200e9 * 16 / stages / (asm.checkpoint_write_gbps * 1e9)
+    job = 500 * 3600 / stages
+    tau = float(failures.daly_interval_s(checkpoint, job))
+    expected = float(failures.restart_goodput(tau, checkpoint, asm.restart_s + checkpoint, job))
+    assert p.goodput == pytest.approx(expected, rel=1e-12) and 0 < p.goodput < 1
+
+
+def test_low_goodput_is_said_and_a_run_that_never_ends_has_no_times():
+    r = dtsim.simulate(num_nodes=8, node_mtbf_hours=5)
+    (w,) = [w for w in r.warnings if w.code == "LOW_GOODPUT"]
+    assert "Goodput" in w.message and "rejoins" in w.message
+    never = dtsim.simulate(parameters_b=2000, num_nodes=40, node_mtbf_hours=0.5)
+    assert never.goodput == 0 and never.wall_clock_days is None
+    assert any("never finishes" in w.message for w in never.warnings)
+    assert dtsim.simulate(num_nodes=8, node_mtbf_hours=1e6).goodput > 0.99

@@ -1,0 +1,208 @@
+"""Heterogeneous node groups, regions, TCP limits and overlapped outer steps in the decentralized model
+(issue 16 items 1, 2 and 4): hand-checked numbers, the homogeneous case exactly, the batch path, errors."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import dtsim
+from dtsim import catalog
+from dtsim.assumptions import Assumptions
+
+ASM = Assumptions({})
+C = 299_792_458.0
+
+
+def _haversine_m(a, b):
+    """Independent of physics/wan.py: the textbook haversine on a sphere of radius 6,371,008.8 m."""
+    p1, p2 = math.radians(a.lat), math.radians(b.lat)
+    dp, dl = p2 - p1, math.radians(b.lon - a.lon)
+    h = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
+    return 2 * 6_371_008.8 * math.asin(math.sqrt(h))
+
+
+TWO_CONTINENTS = {
+    "parameters_b": 10,
+    "tokens_t": 1,
+    "node": "dgx-h100",
+    "precision": "bf16",
+    "mfu": 0.4,
+    "compression": 1,
+    "inner_steps": 20,
+    "streaming": False,
+    "local_batch_tokens": 1_048_576,
+    "node_groups": [
+        {"count": 4, "region": "us-east", "bandwidth_up_mbps": 1000, "bandwidth_down_mbps": 1000},
+        {"count": 2, "region": "eu-central", "bandwidth_up_mbps": 200, "bandwidth_down_mbps": 500},
+    ],
+}
+
+
+def test_two_groups_on_two_continents_by_hand():
+    r = dtsim.simulate(TWO_CONTINENTS)
+    regions = catalog.regions()
+    d = _haversine_m(regions["us-east"], regions["eu-central"])
+    assert 6.4e6 < d < 6.7e6  # Washington DC area to Frankfurt: about 6,500 km
+    rtt = 2 * d * 2.1 / (C / 1.468)  # Bozkurt et al. 2018's rule of thumb, fiber at c/1.468
+    assert 0.125 < rtt < 0.14
+    peak = catalog.nodes()["dgx-h100"].pflops * 1e15
+    step = 6 * 10e9 * 1_048_576 / (peak * 0.4)
+    payload = 10e9 * 2 * 8  # bf16 pseudo-gradients, no compression
+    f6 = 1 + 0.05 * math.log2(6)  # synchronous straggler factor over 6 nodes
+    sync = (payload / 200e6 + payload / 500e6 + rtt) * f6  # the Europe group's links are the slowest
+    outer = 20 * step + sync  # blocking sync
+    total = 1e12 / (1_048_576 * 6 * 20) * outer
+    assert r.compute_step_s == pytest.approx(step, rel=1e-12)
+    assert r.sync_s == pytest.approx(sync, rel=1e-9)
+    assert r.outer_step_s == pytest.approx(outer, rel=1e-9)
+    assert r.wall_clock_days == pytest.approx(total / 86400, rel=1e-9)
+    assert r.bottleneck == "global_sync" and r.limiting_group == 1
+
+
+def test_unequal_compute_proportional_and_slowest_by_hand():
+    """An H100 group and an A100 group: proportional work makes the run as fast as their summed
+    throughput; equal batches run at the A100's pace, and the A100 group is then the limit."""
+    groups = [{"count": 3, "node": "dgx-h100"}, {"count": 1, "gpu": "a100-80gb", "gpus_per_node": 8}]
+    base = {"parameters_b": 10, "tokens_t": 1, "precision": "bf16", "mfu": 0.4, "inner_steps": 500}
+    base |= {"bandwidth_mbps": 100000, "latency_ms": 1, "node_groups": groups}
+    h100 = catalog.nodes()["dgx-h100"].pflops * 1e15
+    a100 = 8 * catalog.gpus()["a100-80gb"].peak_tflops("bf16") * 1e12
+    flop = 6 * 10e9 * base.get("local_batch_tokens", 131072)
+    prop = dtsim.simulate(base)
+    assert prop.compute_step_s == pytest.approx(flop * 4 / (0.4 * (3 * h100 + a100)), rel=1e-12)
+    slow = dtsim.simulate(base | {"work_assignment": "slowest"})
+    assert slow.compute_step_s == pytest.approx(flop / (0.4 * a100), rel=1e-12)
+    assert slow.bottleneck == "compute" and slow.limiting_group == 1
+    assert slow.wall_clock_days > prop.wall_clock_days
+
+
+def test_a_replica_must_fit_the_smallest_node():
+    """30B at 16 bytes per parameter is 480 GB: one 8 × 80 GB node holds it, an 8 × 40 GB node does not,
+    so a run with one such node splits the model in two stages."""
+    small = {"count": 1, "gpu": "a100-40gb", "gpus_per_node": 8}
+    base = {"parameters_b": 30, "precision": "bf16", "bandwidth_mbps": 1000}
+    assert dtsim.simulate(base | {"node_groups": [{"count": 8, "node": "dgx-h100"}]}).pp_stages == 1
+    assert dtsim.simulate(base | {"node_groups": [{"count": 8, "node": "dgx-h100"}, small]}).pp_stages == 2
+
+
+@pytest.mark.parametrize("split", [[14], [7, 7], [1, 13], [5, 4, 5]])
+def test_identical_groups_equal_the_homogeneous_scenario_exactly(split):
+    common = {"node": "dgx-h100", "bandwidth_up_mbps": 500, "bandwidth_down_mbps": 800, "latency_ms": 150}
+    common |= {"parameters_b": 10, "tokens_t": 1, "inner_steps": "auto", "node_mtbf_hours": 3000}
+    homogeneous = dtsim.simulate(common | {"num_nodes": 14}).model_dump(exclude={"scenario"})
+    grouped = dtsim.simulate(common | {"node_groups": [{"count": c} for c in split]})
+    assert grouped.limiting_group == 0
+    out = grouped.model_dump(exclude={"scenario"})
+    homogeneous.pop("limiting_group"), out.pop("limiting_group")
+    assert out == homogeneous
+
+
+def test_node_groups_run_through_the_batch_path():
+    bw = np.array([50.0, 200.0, 1000.0, 5000.0])
+    batch = dtsim.simulate_batch(TWO_CONTINENTS, bandwidth_up_mbps=bw)
+    # the groups set their own links, so the scenario's upload changes nothing here …
+    assert np.allclose(batch["wall_clock_days"], dtsim.simulate(TWO_CONTINENTS).wall_clock_days, rtol=1e-12)
+    groups = [{"count": 4, "region": "us-east"}, {"count": 2, "region": "eu-central"}]
+    inherit = TWO_CONTINENTS | {"node_groups": groups}
+    batch = dtsim.simulate_batch(inherit, bandwidth_up_mbps=bw)
+    for i, b in enumerate(bw):  # … while groups without links of their own take each row's
+        single = dtsim.simulate(inherit | {"bandwidth_up_mbps": float(b)})
+        assert batch["wall_clock_days"][i] == pytest.approx(single.wall_clock_days, rel=1e-12)
+        assert batch["limiting_group"][i] == single.limiting_group
+    with pytest.raises(dtsim.ScenarioError, match="set by node_groups"):
+        dtsim.simulate_batch(TWO_CONTINENTS, num_nodes=np.array([4, 8]))
+
+
+@pytest.mark.parametrize(
+    ("fields", "needle"),
+    [
+        (
+            {"node_groups": [{"count": 2, "region": "atlantis"}, {"count": 1, "region": "uk"}]},
+            "node_groups[0].region",
+        ),
+        ({"node_groups": [{"count": 2, "node": "dgx-z9"}]}, "node_groups[0].node"),
+        ({"node_groups": [{"count": 0}]}, "count"),
+        ({"node_groups": [{"count": 2}], "num_nodes": 5}, "num_nodes"),
+        ({"node_groups": [{"count": 2, "colour": "red"}]}, "colour"),
+        ({"node_groups": []}, "node_groups"),
+        ({"node_groups": [{"count": 1, "node": "16x-h100-fp8"}]}, "precision"),
+        ({"region_rtt_ms": {"a": {"b": 5}}}, "region_rtt_ms"),
+        ({"loss_rate": 0.01}, "tcp_streams"),
+        ({"tcp_streams": 0}, "tcp_streams"),
+        ({"outer_overlap_steps": -1}, "outer_overlap_steps"),
+        ({"node_mtbf_hours": 0}, "node_mtbf_hours"),
+    ],
+)
+def test_bad_groups_and_links_name_the_field(fields, needle):
+    with pytest.raises(dtsim.ScenarioError) as exc:
+        dtsim.simulate(fields)
+    assert needle in str(exc.value)
+
+
+def test_measured_rtt_between_regions_of_ones_own():
+    groups = [{"count": 2, "region": "lab-a"}, {"count": 2, "region": "lab-b"}]
+    r = dtsim.simulate({"node_groups": groups, "region_rtt_ms": {"lab-b": {"lab-a": 42}}})
+    base = dtsim.simulate({"num_nodes": 4, "latency_ms": 42})
+    assert r.sync_s == pytest.approx(base.sync_s, rel=1e-12)
+
+
+# --- TCP limits (physics/wan.py) ----------------------------------------------------------------------
+
+
+def test_one_tcp_flow_over_a_long_path_is_window_limited():
+    """1 Gbit/s at 150 ms: one flow with a 6 MiB window carries 8·6,291,456/0.15 = 335.5 Mbit/s; four
+    flows reach the line rate."""
+    base = {"num_nodes": 14, "node": "dgx-h100", "bandwidth_mbps": 1000, "latency_ms": 150}
+    base |= {"parameters_b": 10, "tokens_t": 1, "compression": 1, "precision": "bf16"}
+    line = dtsim.simulate(base)
+    one = dtsim.simulate(base | {"tcp_streams": 1})
+    four = dtsim.simulate(base | {"tcp_streams": 4})
+    cap = 8 * 6_291_456 / 0.15
+    payload = 10e9 * 16
+    f14 = 1 + 0.05 * math.log2(14)
+    assert one.sync_s == pytest.approx((2 * payload / cap + 0.15) * f14, rel=1e-9)
+    assert four.sync_s == pytest.approx(line.sync_s, rel=1e-12)
+
+
+def test_loss_limits_a_flow_as_mathis_says():
+    base = {"num_nodes": 4, "bandwidth_mbps": 10000, "latency_ms": 100, "tcp_streams": 8, "loss_rate": 1e-4}
+    r = dtsim.simulate(base)
+    per_flow = 8 * 1460 * 1.2247 / (0.1 * math.sqrt(1e-4))  # 14.3 Mbit/s
+    payload = r.details["payload_bits"]
+    f4 = 1 + 0.05 * math.log2(4)
+    assert r.sync_s == pytest.approx((2 * payload / (8 * per_flow) + 0.1) * f4, rel=1e-9)
+
+
+def test_more_bandwidth_never_slows_and_scale_across_bandwidth_is_accepted():
+    days = [
+        dtsim.simulate(
+            {"bandwidth_mbps": b, "tcp_streams": 16, "node_groups": [{"count": 8, "region": "uk"}]}
+        ).wall_clock_days
+        for b in (10, 100, 1e3, 1e6, 5.1e9)  # up to Camilli 2025's 5.1 Pbit/s scale-across requirement
+    ]
+    assert days == sorted(days, reverse=True)
+
+
+# --- overlapped outer steps (τ) -------------------------------------------------------------------------
+
+
+def test_overlap_hides_latency_but_not_link_time():
+    base = {"num_nodes": 8, "node": "dgx-h100", "parameters_b": 1, "tokens_t": 0.1, "inner_steps": 20}
+    base |= {"bandwidth_mbps": 1000, "latency_ms": 2000, "compression": 1, "streaming": False}
+    blocking = dtsim.simulate(base)
+    block = 20 * blocking.compute_step_s
+    f8 = 1 + 0.05 * math.log2(8)
+    link = 2 * 1e9 * 16 / 1e9 * f8
+    sync = link + 2.0 * f8
+    assert blocking.outer_step_s == pytest.approx(block + sync, rel=1e-9)
+    for tau in (1, 2, 4, 16):
+        r = dtsim.simulate(base | {"outer_overlap_steps": tau})
+        assert r.outer_step_s == pytest.approx(max(block, link, sync / tau), rel=1e-9)
+        assert r.efficiency_staleness == pytest.approx(0.98**tau)
+        assert r.hidden_sync_s <= r.outer_step_s
+    one = dtsim.simulate(base | {"outer_overlap_steps": 1})
+    streaming = dtsim.simulate(base | {"streaming": True})
+    assert one.outer_step_s == pytest.approx(streaming.outer_step_s, rel=1e-12)
