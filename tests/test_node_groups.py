@@ -206,3 +206,50 @@ def test_overlap_hides_latency_but_not_link_time():
     one = dtsim.simulate(base | {"outer_overlap_steps": 1})
     streaming = dtsim.simulate(base | {"streaming": True})
     assert one.outer_step_s == pytest.approx(streaming.outer_step_s, rel=1e-12)
+
+
+# --- per-tier compression, codec time, outer state (issue 16 item 5) --------------------------------------
+
+
+def test_codec_time_is_charged_per_sync():
+    """int8 on one CPU core: (1 + 1/N + 2)/2 round trips over the fp32 pseudo-gradients at the measured
+    throughput; on the GPUs, every GPU of the node codes its share in parallel."""
+    asm = Assumptions({})
+    base = {"num_nodes": 14, "node": "dgx-h100", "parameters_b": 10, "tokens_t": 1, "bandwidth_mbps": 1000}
+    base |= {"streaming": False}
+    none = dtsim.simulate(base)
+    cpu = dtsim.simulate(base | {"codec": "int8", "codec_device": "cpu"})
+    gpu = dtsim.simulate(base | {"codec": "int8"})
+    f14 = 1 + 0.05 * math.log2(14)
+    passes = (1 + 1 / 14 + 2) / 2
+    assert cpu.sync_s - none.sync_s == pytest.approx(
+        passes * 4e10 / asm.codec_int8_bytes_per_s_cpu * f14, rel=1e-9
+    )
+    assert gpu.sync_s - none.sync_s == pytest.approx(
+        passes * 4e10 / (8 * asm.codec_int8_bytes_per_s_gpu) * f14, rel=1e-9
+    )
+    topk = dtsim.simulate(base | {"codec": "topk", "codec_device": "cpu"})
+    assert topk.sync_s - none.sync_s == pytest.approx(4e10 / asm.codec_topk_bytes_per_s_cpu * f14, rel=1e-9)
+
+
+def test_regional_tier_compression_and_its_quality():
+    base = {"num_nodes": 32, "hierarchical": True, "nodes_per_group": 8, "compression": 16}
+    same = dtsim.simulate(base)
+    harder = dtsim.simulate(base | {"regional_compression": 160})
+    assert dtsim.simulate(base | {"regional_compression": 16}).regional_sync_s == same.regional_sync_s
+    payload_same = same.details["payload_bits"]
+    # the regional sync moves a tenth of the bits: 2·V/BW + RTT, straggler factor over a group of 8
+    f8 = 1 + 0.05 * math.log2(8)
+    assert harder.regional_sync_s == pytest.approx((2 * payload_same / 10 / 1e9 + 0.02) * f8, rel=1e-9)
+    assert harder.sync_s == same.sync_s  # the WAN tier keeps its own ratio
+    assert harder.efficiency_compression < same.efficiency_compression  # the lossier tier sets the quality
+
+
+def test_outer_state_on_the_gpus_adds_stages_and_otherwise_warns():
+    """The MIRI docs' default 144B on 2,304 GB nodes exactly fits; Streaming DiLoCo's outer state (+66 %)
+    does not: a warning by default, two pipeline stages when the state must stay on the GPUs."""
+    offloaded = dtsim.simulate({})
+    kept = dtsim.simulate({"outer_state_on_gpu": True})
+    assert offloaded.pp_stages == 1 and any(w.code == "STREAMING_MEMORY" for w in offloaded.warnings)
+    assert kept.pp_stages == 2 and not any(w.code == "STREAMING_MEMORY" for w in kept.warnings)
+    assert dtsim.simulate({"outer_state_on_gpu": True, "streaming": False}).pp_stages == 1

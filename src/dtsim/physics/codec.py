@@ -61,3 +61,22 @@ def codec_time(fp32_bytes, codec: str, device: str = "cpu", asm=None, world=2, b
             asm = defaults()
         bytes_per_s = codec_bytes_per_s(codec, device, asm)
     return codec_passes(codec, world) * np.asarray(fp32_bytes, dtype=float) / bytes_per_s
+
+
+# Codes of the `codec` and `codec_device` scenario fields, for the vectorized decentralized model.
+MODEL_CODECS = ("none", "int8", "topk")
+
+
+def codec_time_coded(fp32_bytes, codec_code, device_code, world, devices_per_node, asm):
+    """`codec_time` for array inputs: `codec_code` indexes MODEL_CODECS, `device_code` DEVICES. A node
+    codes its share of the values on each of its `devices_per_node` GPUs in parallel (one CPU codes
+    all of them). 0 for 'none' and for a sync of one participant."""
+    n = np.maximum(np.asarray(world, dtype=float), 1.0)
+    code = np.asarray(codec_code)
+    passes = np.where(code == 1, (1.0 + 1.0 / n + 2.0) / 2.0, np.where(code == 2, 1.0, 0.0))
+    passes = np.where(n > 1, passes, 0.0)
+    gpu = np.asarray(device_code) == 1
+    int8 = np.where(gpu, asm.codec_int8_bytes_per_s_gpu, asm.codec_int8_bytes_per_s_cpu)
+    topk = np.where(gpu, asm.codec_topk_bytes_per_s_gpu, asm.codec_topk_bytes_per_s_cpu)
+    rate = np.where(code == 2, topk, int8) * np.where(gpu, devices_per_node, 1.0)
+    return passes * np.asarray(fp32_bytes, dtype=float) / rate

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, Strict, WithJsonSchema
 
-from dtsim.physics import efficiency, memory, stragglers
+from dtsim.physics import codec, efficiency, memory, stragglers
 
 # --- numeric limits (pydantic keywords ge/gt/le), in the units of each field's name ----------------
 # Wide enough for any real or hypothetical run, narrow enough that every output stays finite.
@@ -36,6 +36,7 @@ BOUNDS: dict[str, dict[str, Any]] = {
     "inner_steps": {"ge": 1, "le": 10_000_000},
     "regional_steps": {"ge": 1, "le": 10_000_000},
     "compression": {"ge": 1, "le": 1e6},
+    "regional_compression": {"ge": 1, "le": 1e6},
     "local_batch_tokens": {"ge": 1, "le": 1e10},
     "micro_batches": {"ge": 1, "le": 1_000_000},
     "nodes_per_group": {"ge": 1, "le": 10_000_000},
@@ -91,6 +92,8 @@ ReplicaPenalty = _word_enum("ReplicaPenalty", efficiency.REPLICA_PENALTIES)
 # How node groups of unequal speed share the work (models/decentralized/groups.py).
 WORK_ASSIGNMENTS = ("proportional", "slowest")
 WorkAssignment = _word_enum("WorkAssignment", WORK_ASSIGNMENTS)
+Codec = _word_enum("Codec", codec.MODEL_CODECS)
+CodecDevice = _word_enum("CodecDevice", codec.DEVICES)
 STRAGGLER_ALIASES = stragglers.STRATEGY_ALIASES
 
 

@@ -35,6 +35,8 @@ from dtsim.schema.fields import (
     GROWTH_PATTERN,
     STRAGGLER_ALIASES,
     Bool,
+    Codec,
+    CodecDevice,
     CompressionScenario,
     ExpertParallelism,
     Int,
@@ -193,6 +195,27 @@ class Scenario(BaseModel):
     ] = Field(16, description="Regional cycles per global sync (hierarchical), or 'auto'.")
     compression: Num = num_field(
         "compression", "Pseudo-gradient compression ratio on top of precision.", 16.0
+    )
+    regional_compression: Num | None = Field(
+        None,
+        description="Compression ratio of the regional tier of a hierarchy (default: compression); the lossier "
+        "tier sets the compression quality.",
+        **BOUNDS["regional_compression"],
+    )
+    codec: Annotated[Codec, Lower, enum_schema(words(Codec))] = Field(
+        Codec.none,
+        description="How pseudo-gradients are compressed, for its compute time: none (free), int8 (quantized "
+        "ring all-reduce) or topk (top-k with error feedback); the ratio is `compression`.",
+    )
+    codec_device: Annotated[CodecDevice, Lower, enum_schema(words(CodecDevice))] = Field(
+        CodecDevice.gpu,
+        description="Where the codec runs: gpu (every GPU of a node in parallel) or cpu (one core).",
+    )
+    outer_state_on_gpu: Bool = Field(
+        False,
+        description="Keep streaming / overlapped DiLoCo's outer state (original weights, outer momentum) in "
+        "accelerator memory, so it counts toward the stages; false: offloaded, a STREAMING_MEMORY warning only "
+        "(the MIRI simulator docs' behaviour).",
     )
     compression_scenario: Annotated[CompressionScenario, Lower, enum_schema(words(CompressionScenario))] = (
         Field(CompressionScenario.expected, description="Which compression-quality table to use.")

@@ -235,6 +235,12 @@ HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
             Hint("regional_bandwidth_mbps", "Regional bandwidth", "Intra-group bandwidth."),
             Hint("regional_latency_ms", "Regional RTT", "Intra-group round trip."),
             Hint(
+                "regional_compression",
+                "Regional compression (×)",
+                "The regional tier's ratio; the lossier tier sets the compression quality.",
+                blank="as global",
+            ),
+            Hint(
                 "regional_steps",
                 "Regional cycles per global sync",
                 "H_regional, or auto: the smallest that hides the global sync.",
@@ -286,6 +292,19 @@ HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
                 "streaming",
                 "Streaming (overlap sync)",
                 "Outer step = max(H·T, T_sync) with streaming, else the sum (MIRI simulator docs §3.1; Streaming DiLoCo).",
+            ),
+            Hint(
+                "codec",
+                "Codec (its compute time)",
+                "none: free; int8: the quantized ring all-reduce (INTELLECT-1); topk: top-k with error feedback. "
+                "Time = passes × fp32 bytes ÷ throughput (measured on CPU; published GPU kernels).",
+            ),
+            Hint("codec_device", "Codec runs on", "gpu: every GPU of a node in parallel; cpu: one core."),
+            Hint(
+                "outer_state_on_gpu",
+                "Outer state on the GPUs",
+                "Streaming / overlapped DiLoCo's original weights and outer momentum (+{streaming_memory_overhead:.0%} "
+                "of model state) count toward the pipeline stages; off: offloaded, a warning only.",
             ),
             Hint(
                 "outer_overlap_steps",

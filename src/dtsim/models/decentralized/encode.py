@@ -18,7 +18,7 @@ from dtsim.errors import ScenarioError
 from dtsim.models.decentralized.frame import Frame
 from dtsim.models.decentralized.groups import encode_groups
 from dtsim.models.decentralized.inner_steps import AUTO, AUTO_QUALITY
-from dtsim.physics import efficiency, memory, runlength, stragglers
+from dtsim.physics import codec, efficiency, memory, runlength, stragglers
 from dtsim.schema.fields import BOUNDS, INTEGER_FIELDS, bound_text
 from dtsim.schema.scenario import Scenario, check_cross_fields, make_scenario
 
@@ -54,6 +54,7 @@ OPTIONAL = {
     "tcp_streams": ("tcp_streams", 1.0),
     "loss_rate": ("loss_rate", 1.0),
     "node_mtbf_hours": ("node_mtbf_h", 1.0),
+    "regional_compression": ("regional_compression", 1.0),  # NaN: the compression
 }
 # What node groups set for every row: a batch cannot vary these when the scenario has node_groups.
 GROUP_SET_FIELDS = (
@@ -72,6 +73,8 @@ ENUMS = {
     "expert_parallelism": ("ep_mode", memory.EP_MODES),
     "compression_scenario": ("compression_scenario", efficiency.COMPRESSION_SCENARIOS),
     "replica_penalty": ("replica_penalty", efficiency.REPLICA_PENALTIES),
+    "codec": ("codec", codec.MODEL_CODECS),
+    "codec_device": ("codec_device", codec.DEVICES),
 }
 BOOLS = {
     "moe": "moe",
@@ -79,6 +82,7 @@ BOOLS = {
     "hierarchical": "hierarchical",
     "error_feedback": "error_feedback",
     "pipeline_backward": "pipeline_backward",
+    "outer_state_on_gpu": "outer_state_on_gpu",
 }
 GROWTH = ("hardware_growth", "software_growth", "investment_growth")
 STEP_CODES = {"auto": AUTO, "auto-quality": AUTO_QUALITY}

@@ -24,6 +24,7 @@ from dtsim.models.decentralized.inner_steps import AUTO, AUTO_QUALITY, best_qual
 from dtsim.models.decentralized.strategies import REGISTRY, has_trait
 from dtsim.models.decentralized.strategies.base import BREAKDOWN_KEYS
 from dtsim.physics import (
+    codec,
     collectives,
     compute,
     cost,
@@ -83,7 +84,11 @@ def derive(f: Frame, asm: Assumptions) -> None:
     f["ep_degree"] = memory.ep_degree(f.ep_mode, moe, f.num_nodes, f.nodes_per_group)
     held = memory.params_held(shared, experts, f.ep_degree)
     f["parameters_held"] = held
-    f["memory_bytes"] = held * f.bytes_per_param
+    # streaming / overlapped DiLoCo's outer state (original weights, outer momentum: Douillard et al.
+    # 2025) counts toward the stages only when the scenario keeps it on the accelerators
+    keeps_outer_state = f.outer_state_on_gpu & (f.streaming | (f.outer_overlap_steps > 0))
+    outer_state = select(keeps_outer_state, 1.0 + asm.streaming_memory_overhead, 1.0)
+    f["memory_bytes"] = held * f.bytes_per_param * outer_state
     f["full_memory_bytes"] = f.parameters * f.bytes_per_param
     f["stages"] = memory.pipeline_stages(f.memory_bytes, f.vram_bytes)
     f["n_eff"] = stragglers.effective_nodes(f.num_nodes, f.straggler, asm)
@@ -98,6 +103,16 @@ def derive(f: Frame, asm: Assumptions) -> None:
     f["step_s"] = f.step_flop_s + f.ep_latency_s
     # Each node syncs the parameters it holds: its expert shard with EP (defect 8), its stage with PP.
     f["payload_bits"] = collectives.payload_bits(held / f.stages, f.bytes_per_value, f.compression)
+    regional_ratio = select(np.isnan(f.regional_compression), f.compression, f.regional_compression)
+    f["regional_payload_bits"] = collectives.payload_bits(held / f.stages, f.bytes_per_value, regional_ratio)
+    # the codec's own compute per sync (physics/codec.py), on fp32 pseudo-gradients of the values a node
+    # holds; the regional tier codes among a group, the global one among all replicas
+    fp32_bytes = 4.0 * held / f.stages
+    gpus = np.nan_to_num(np.asarray(f.gpus_per_node, dtype=float), nan=1.0)
+    f["codec_s"] = codec.codec_time_coded(fp32_bytes, f.codec, f.codec_device, f.n_eff, gpus, asm)
+    f["regional_codec_s"] = codec.codec_time_coded(
+        fp32_bytes, f.codec, f.codec_device, f.nodes_per_group, gpus, asm
+    )
     f["hidden"] = select(
         np.isnan(f.hidden_size), pipeline.hidden_size(active, asm.hidden_size_coefficient), f.hidden_size
     )
@@ -123,6 +138,16 @@ def quality_terms(f: Frame, timing: Mapping[str, Any]) -> dict[str, Any]:
     penalty = stragglers.strategy_penalty(f.straggler, asm)
     eta_h = efficiency.eta_h(timing["h_eff"], alpha, penalty, asm.efficiency_floor)
     eta_c = efficiency.compression_quality(f.compression, f.error_feedback, f.compression_scenario, asm)
+    # a hierarchy whose regional tier compresses harder: the lossier tier sets the quality
+    regional = efficiency.compression_quality(
+        select(np.isnan(f.regional_compression), f.compression, f.regional_compression),
+        f.error_feedback,
+        f.compression_scenario,
+        asm,
+    )
+    eta_c = np.where(
+        np.asarray(timing.get("regional_steps_used", 0.0)) > 0, np.minimum(eta_c, regional), eta_c
+    )
     eta_a = efficiency.activation_quality(f.activation_compression, f.stages, f.compression_scenario, asm)
     # an outer update applied τ outer steps late (outer_overlap_steps) costs a factor per step of delay
     eta_s = np.power(asm.staleness_efficiency_per_outer_step, f.outer_overlap_steps)

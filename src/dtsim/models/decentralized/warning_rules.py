@@ -196,7 +196,8 @@ RULES: tuple[WarningRule, ...] = (
     WarningRule(
         "SYNC_NOT_HIDDEN",
         lambda f, o: (
-            f.streaming
+            (f.streaming | (f.outer_overlap_steps > 0))
+            & ~f.outer_state_on_gpu
             & has_trait(o["mode_code"], "diloco")
             & ((o["global_sync"] + o["regional_sync"]) > 1e-9 * o["outer_step_s"])
         ),
@@ -265,7 +266,8 @@ RULES: tuple[WarningRule, ...] = (
     WarningRule(
         "STREAMING_MEMORY",
         lambda f, o: (
-            f.streaming
+            (f.streaming | (f.outer_overlap_steps > 0))
+            & ~f.outer_state_on_gpu
             & has_trait(o["mode_code"], "diloco")
             & ~has_trait(o["mode_code"], "pipelined")
             & (f.memory_bytes * (1 + f.asm.streaming_memory_overhead) > f.vram_bytes)
@@ -274,7 +276,8 @@ RULES: tuple[WarningRule, ...] = (
             "Streaming DiLoCo keeps the original weights and outer-optimizer state (about "
             f"{v['asm'].streaming_memory_overhead:.0%} more memory, MIRI simulator docs §10 item 2): "
             f"{_gb(v['memory_bytes'] * (1 + v['asm'].streaming_memory_overhead) / 1e9)} exceeds the node's "
-            f"{_gb(v['vram_bytes'] / 1e9)} unless that state is offloaded to CPU memory."
+            f"{_gb(v['vram_bytes'] / 1e9)} unless that state is offloaded to CPU memory (outer_state_on_gpu: "
+            "true counts it, adding pipeline stages where it does not fit)."
         ),
     ),
     WarningRule(

@@ -35,9 +35,9 @@ class HierarchicalDiLoCo:
         # ⌈N / G⌉ members (the original let G be fractional: reference README defect 3).
         groups = np.floor(f.num_nodes / f.nodes_per_group)
         group_size = np.ceil(f.num_nodes / groups)
-        reg_base = 2.0 * f.payload_bits / f.regional_bps + f.regional_latency_s
+        reg_base = 2.0 * f.regional_payload_bits / f.regional_bps + f.regional_latency_s + f.regional_codec_s
         reg_factor = straggler_factor(group_size, f.straggler, f.asm)
-        glob_base = wan_exchange_time(f.payload_bits, f.up_bps, f.down_bps, f.latency_s)
+        glob_base = wan_exchange_time(f.payload_bits, f.up_bps, f.down_bps, f.latency_s) + f.codec_s
         glob_factor = straggler_factor(groups, f.straggler, f.asm)
         return reg_base, reg_factor, glob_base, glob_factor
 

@@ -35,7 +35,7 @@ class PPGroupDiLoCo:
         node sends the 1/S of the model it holds; the exchange waits for G groups
         (MIRI simulator docs §3.4 "Inter-Group DiLoCo")."""
         groups = np.floor(f.n_eff / f.stages)
-        base = wan_exchange_time(f.payload_bits, f.up_bps, f.down_bps, f.latency_s)
+        base = wan_exchange_time(f.payload_bits, f.up_bps, f.down_bps, f.latency_s) + f.codec_s
         return base, straggler_factor(groups, f.straggler, f.asm), groups
 
     def auto_inner_steps(self, f: Frame):
