@@ -144,7 +144,9 @@ def test_bad_groups_and_links_name_the_field(fields, needle):
 
 def test_measured_rtt_between_regions_of_ones_own():
     groups = [{"count": 2, "region": "lab-a"}, {"count": 2, "region": "lab-b"}]
-    r = dtsim.simulate({"node_groups": groups, "region_rtt_ms": {"lab-b": {"lab-a": 42}}})
+    r = dtsim.simulate(
+        {"node_groups": groups, "region_rtt_ms": {"lab-b": {"lab-a": 42}}, "hierarchical": False}
+    )
     base = dtsim.simulate({"num_nodes": 4, "latency_ms": 42})
     assert r.sync_s == pytest.approx(base.sync_s, rel=1e-12)
 
@@ -253,3 +255,44 @@ def test_outer_state_on_the_gpus_adds_stages_and_otherwise_warns():
     assert offloaded.pp_stages == 1 and any(w.code == "STREAMING_MEMORY" for w in offloaded.warnings)
     assert kept.pp_stages == 2 and not any(w.code == "STREAMING_MEMORY" for w in kept.warnings)
     assert dtsim.simulate({"outer_state_on_gpu": True, "streaming": False}).pp_stages == 1
+
+
+# --- regions as the regional tier ------------------------------------------------------------------------
+
+THREE_REGIONS = {
+    "node_groups": [
+        {"count": 8, "region": "us-east", "node": "dgx-h100"},
+        {"count": 8, "region": "eu-central", "node": "dgx-h100"},
+        {"count": 8, "region": "singapore", "node": "dgx-h100"},
+    ],
+    "parameters_b": 10,
+    "tokens_t": 1,
+    "streaming": False,
+    "inner_steps": 10,
+    "bandwidth_mbps": 1000,
+}
+
+
+def test_regions_become_the_regional_tier_when_that_is_faster():
+    auto = dtsim.simulate(THREE_REGIONS)
+    flat = dtsim.simulate(THREE_REGIONS | {"hierarchical": False})
+    assert auto.mode == "hierarchical-diloco" and auto.hierarchy_by_region
+    assert auto.wall_clock_days < flat.wall_clock_days
+    assert "3 regions are the regional groups" in auto.mode_reason
+    # the regional tier: 3 groups of 8, the nodes' own 1 Gbit/s at the intra-region RTT
+    f8 = 1 + 0.05 * math.log2(8)
+    payload = auto.details["payload_bits"]
+    assert auto.regional_sync_s == pytest.approx((2 * payload / 1e9 + 0.002) * f8, rel=1e-9)
+    # a scenario that sets the hierarchy keeps it; where flat is faster, flat stays
+    assert not flat.hierarchy_by_region and flat.mode == "flat-diloco"
+    fast = dtsim.simulate(THREE_REGIONS | {"streaming": True, "inner_steps": 500})
+    assert fast.mode == "flat-diloco" and not fast.hierarchy_by_region
+    batch = dtsim.simulate_batch(THREE_REGIONS, inner_steps=np.array([10, 500]))
+    assert list(batch["mode"]) == [
+        "hierarchical-diloco",
+        "hierarchical-diloco" if batch["hierarchy_by_region"][1] else "flat-diloco",
+    ]
+    for i, h in enumerate((10, 500)):
+        assert batch["wall_clock_days"][i] == pytest.approx(
+            dtsim.simulate(THREE_REGIONS | {"inner_steps": h}).wall_clock_days, rel=1e-12
+        )

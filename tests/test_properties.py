@@ -228,7 +228,7 @@ def test_batch_path_equals_scalar_path(fields):
 
 from dtsim import catalog  # noqa: E402
 from dtsim.errors import ScenarioError  # noqa: E402
-from dtsim.models.decentralized.encode import BATCH_FIELDS, ENUMS, OPTIONAL  # noqa: E402
+from dtsim.models.decentralized.encode import BATCH_FIELDS, BOOLS, ENUMS, OPTIONAL  # noqa: E402
 
 _GROWTH_TEXT = st.one_of(
     st.floats(-50, 300).map(lambda v: f"{v:.3g}%/yr"),
@@ -245,8 +245,10 @@ def _value(field):
         return st.one_of(st.none(), st.sampled_from(ids))
     if field in ENUMS:
         return st.sampled_from(list(ENUMS[field][1]))
-    if field in ("moe", "streaming", "hierarchical", "error_feedback", "pipeline_backward"):
+    if field in BOOLS:
         return st.booleans()
+    if field == "outer_overlap_steps":
+        return st.integers(0, 50)
     if field.endswith("_growth"):
         return _GROWTH_TEXT
     if field == "inner_steps":
@@ -267,6 +269,8 @@ def _value(field):
         inner = log_int("hidden_size")
     elif field == "mfu":
         inner = st.floats(0.001, 1.0)
+    elif field == "tcp_streams":
+        inner = st.integers(1, 64)
     elif field in ("num_nodes", "local_batch_tokens", "micro_batches"):
         inner = log_int(field)
     else:

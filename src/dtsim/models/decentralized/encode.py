@@ -146,6 +146,14 @@ def encode_scenario(s: Scenario) -> dict[str, Any]:
         cols["gpus_per_node"] = np.nan
     if s._groups is not None:
         cols["groups"] = encode_groups(s, cols, lambda g: _group_mfu(s, g))
+        regions = {g.region for g in s._groups}
+        given = s.given_fields()
+        # groups in two or more regions may form the regional tier of a hierarchy, when the scenario
+        # leaves the hierarchy to the model (engine.run_frame_choosing keeps it where it is faster)
+        auto = (
+            None not in regions and len(regions) >= 2 and not {"hierarchical", "nodes_per_group"} & set(given)
+        )
+        cols["region_count"] = float(len(regions)) if auto else np.nan
     return cols
 
 
@@ -390,6 +398,8 @@ def encode_batch(s: Scenario, arrays: dict[str, Any], n: int) -> Frame:
         encode_hardware(given, {f: arrays[f] for f in varied_hw if f not in direct}, cols, stand_in)
         cols.update(checked)
         arrays = {k: v for k, v in arrays.items() if k not in varied_hw}
+    if {"hierarchical", "nodes_per_group"} & set(arrays):
+        cols["region_count"] = np.nan  # the rows set the hierarchy themselves
     for field, values in arrays.items():
         if field not in BATCH_FIELDS:
             raise ScenarioError(

@@ -178,6 +178,20 @@ def _quality_objective(f: Frame, timing: Mapping[str, Any], _h: Any):
     return q["efficiency"] * q["chi"] / timing["total_s"]
 
 
+def run_frame_choosing(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
+    """`run_frame`, where node groups in two or more regions left the hierarchy to the model: each such row
+    runs flat and with its regions as the regional groups, and keeps the one whose run is shorter (ties
+    and infeasible rows stay flat). The frame ends up as that final run derived it."""
+    regions = np.asarray(f.get("region_count", np.nan))
+    if np.isnan(regions).all():
+        return run_frame(f, asm)
+    flat = run_frame(Frame({**f, "by_region": np.asarray(False)}, n=f.n), asm)
+    tiered = run_frame(Frame({**f, "by_region": ~np.isnan(regions)}, n=f.n), asm)
+    with np.errstate(invalid="ignore"):
+        f["by_region"] = np.asarray(tiered["total_s"] < flat["total_s"]) & ~np.isnan(regions)
+    return run_frame(f, asm)
+
+
 def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
     """All outputs for every row of a frame (columns of length f.n)."""
     n = f.n
@@ -296,6 +310,7 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
     out["bottleneck_share"] = largest / out["outer_step_s"]
 
     out["limiting_group"] = _limiting_group(f, out)
+    out["hierarchy_by_region"] = np.asarray(f.by_region)
     for col in FRAME_OUTPUTS:
         out[col] = np.asarray(f[col])
     out["node_sustained_flop_s"] = np.asarray(f.peak_flop_s * f.mfu)
@@ -354,7 +369,7 @@ def simulate(scenario: Scenario | Mapping[str, Any] | None = None, **fields: Any
     s = resolve_mfu(_as_scenario(scenario, fields))
     asm = Assumptions(s.assumptions)
     frame = Frame({k: np.asarray(v) for k, v in encode_scenario(s).items()}, n=1)
-    out = run_frame(frame, asm)
+    out = run_frame_choosing(frame, asm)
     return build_result(out, 0, scenario=s, asm=asm, frame=frame)
 
 
@@ -398,7 +413,7 @@ class BatchResult:
             raise IndexError(i)
         frame = self._frame.rows(i, i + 1)
         asm = self._asm.at(i)  # row i's own values where assumptions vary per row
-        out = run_frame(frame, asm)
+        out = run_frame_choosing(frame, asm)
         return build_result(out, 0, scenario=None, asm=asm, frame=frame)
 
 
@@ -417,6 +432,10 @@ ASSUMPTIONS_READ = (
     "bytes_per_value_fp4",
     "bytes_per_value_fp8",
     "checkpoint_write_gbps",
+    "codec_int8_bytes_per_s_cpu",
+    "codec_int8_bytes_per_s_gpu",
+    "codec_topk_bytes_per_s_cpu",
+    "codec_topk_bytes_per_s_gpu",
     "chinchilla_a",
     "chinchilla_alpha",
     "chinchilla_b",
@@ -594,11 +613,11 @@ def run_chunked(frame: Frame, asm: Assumptions, chunk: int = CHUNK_ROWS) -> dict
     """
     n = frame.n
     if n <= chunk:
-        return run_frame(Frame(frame, n=n), asm)
+        return run_frame_choosing(Frame(frame, n=n), asm)
     out: dict[str, np.ndarray] = {}
     for start in range(0, n, chunk):
         stop = min(n, start + chunk)
-        for key, value in run_frame(frame.rows(start, stop), asm.rows(start, stop)).items():
+        for key, value in run_frame_choosing(frame.rows(start, stop), asm.rows(start, stop)).items():
             value = np.asarray(value)
             kept = out.get(key)
             if value.ndim == 0 and (kept is None or (kept.ndim == 0 and _same_value(kept, value))):

@@ -181,6 +181,7 @@ def resolve_links(f) -> None:
     loss = f.loss_rate
     t = groups_of(f)
     if t is None:
+        f["by_region"] = np.asarray(False)
         rtt = f.latency_s
         f["up_bps"] = wan.link_rate_bps(f.up_bps, rtt, streams, loss, asm)
         f["down_bps"] = wan.link_rate_bps(f.down_bps, rtt, streams, loss, asm)
@@ -198,6 +199,18 @@ def resolve_links(f) -> None:
     f["up_bps"] = np.take_along_axis(up, link[..., None], axis=-1)[..., 0]
     f["down_bps"] = np.take_along_axis(down, link[..., None], axis=-1)[..., 0]
     f["latency_s"] = np.take_along_axis(rtt, far[..., None], axis=-1)[..., 0]
+    by_region = np.asarray(f.get("by_region", False)) & ~np.isnan(np.asarray(f.get("region_count", np.nan)))
+    if by_region.any():
+        # the regions are the regional groups: G = R groups of ⌊N/R⌋ (leftover nodes join groups), linked
+        # inside a region by the nodes' own links (the slowest direction of the slowest group) at the
+        # intra-region RTT
+        inside = np.min(np.minimum(up, down), axis=-1)
+        intra = asm.intra_region_rtt_ms * 1e-3
+        f["hierarchical"] = f.hierarchical | by_region
+        f["nodes_per_group"] = np.where(by_region, np.floor(f.num_nodes / f.region_count), f.nodes_per_group)
+        f["regional_bps"] = np.where(by_region, inside, f.regional_bps)
+        f["regional_latency_s"] = np.where(by_region, intra, f.regional_latency_s)
+    f["by_region"] = by_region
     f["regional_bps"] = wan.link_rate_bps(f.regional_bps, f.regional_latency_s, streams, loss, asm)
     f["link_group"] = link
     f["rtt_group"] = far

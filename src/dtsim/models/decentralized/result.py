@@ -59,6 +59,11 @@ class Result(BaseModel):
     failure_free_days: float | None = Field(
         None, description="Wall-clock days without failures (wall_clock_days × goodput)."
     )
+    hierarchy_by_region: bool = Field(
+        False,
+        description="The node groups' regions became the regional groups of a hierarchy (hierarchical not given, "
+        "and the hierarchy was faster than flat DiLoCo).",
+    )
     limiting_group: int | None = Field(
         None,
         description="With node_groups: the 0-based index of the group that sets the pace (slowest compute when "
@@ -220,6 +225,11 @@ def build_result(out: dict, i: int, scenario, asm, frame) -> Result:
         details[key] = val if isinstance(val, bool) else _f(val)
     warnings = decode(int(v["warning_bits"]), v)
     reason = reason_text(v)
+    if v["hierarchy_by_region"]:
+        reason += (
+            f"; the node groups' {v['region_count']:.0f} regions are the regional groups (faster than flat DiLoCo, "
+            "which is what hierarchical: false gives)"
+        )
     if any(w["code"] == "STREAMING_MEMORY" for w in warnings):
         # one story: the mode's memory verdict and the streaming warning name the same two figures
         streamed = v["memory_bytes"] * (1 + v["asm"].streaming_memory_overhead)
@@ -237,6 +247,7 @@ def build_result(out: dict, i: int, scenario, asm, frame) -> Result:
         goodput=_f(v["goodput"]),
         failure_free_days=_f(v["failure_free_days"]),
         limiting_group=None if v["limiting_group"] < 0 else int(v["limiting_group"]),
+        hierarchy_by_region=bool(v["hierarchy_by_region"]),
         compute_step_s=v["step_s"],
         inner_step_s=_f(v["inner_step_s"]),
         sync_s=_f(v["sync_s"]),
