@@ -178,7 +178,7 @@ def test_experiment_prediction_within_its_tolerance(name):
             f"{name}: {row['run']} {row['metric']} error {row['error']:+.1%} (±{row['tolerance']:.0%})"
         )
         assert row["command"].startswith("dtsim emulate")
-    if name == "ws2":  # the per-link rate (validation's THESIS-WS2 assumption) is the one that misses
+    if name == "ws2":  # the per-link rate (validation's old THESIS-WS2 assumption) misses more
         row = out["rows"][0]
         assert abs(row["measured"] / row["predicted_per_link"] - 1) > abs(row["error"])
     if name == "overlapped-diloco":  # overlap shortens the outer step

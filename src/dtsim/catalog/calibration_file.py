@@ -31,7 +31,7 @@ _REQUIRED = {"generations": "clock_derate"}
 # what `dtsim calibrate` records beside a fitted constant (provenance, read by `dtsim validate`)
 _METADATA = ("fitted_on", "rms_log_error", "residuals", "method", "unit")
 _VALUE_CONSTANTS = {
-    "testbed": {"host_rate_bit_s": (0.0, math.inf, False)},
+    "testbed": {"host_rate_per_core_bit_s": (0.0, math.inf, False)},
     "wan": {"tcp_window_bytes": (0.0, math.inf, False)},
 }
 

@@ -229,7 +229,7 @@ def ws2(progress=None) -> list[dict[str, Any]]:
     """The thesis's world-size-2 testbed (Camilli 2025 tables 5.3, 5.15), scaled down: DDP on unshaped
     links, so the all-reduce is bound by the host's CPU, not the network. As dtsim's validation does
     with the thesis, the host-bound rate is fitted on the world-size-4 run and predicts world size 2 —
-    per link, as validation's THESIS-WS2 group assumes (what gives its +200 %), and per core: each rank
+    per link, as validation's THESIS-WS2 group used to (what gave its +200 %), and per core, as it now does: each rank
     has cores/N of the host (1 core at N = 2 on this 2-core host, ½ at N = 4; 2 and 1 of the thesis's
     4 vCPUs), and the rate follows the CPU a rank has (`physics.hostbound`)."""
     from dtsim.physics.collectives import allreduce_bytes_per_rank
@@ -263,7 +263,7 @@ def ws2(progress=None) -> list[dict[str, Any]]:
             0.35,
             opts,
             f"rate per core fitted on the 4-worker run ({cal.measured_sync_s:.3f} s); per link instead: "
-            f"{predicted_link:.3f} s ({s.measured_sync_s / predicted_link - 1:+.0%}, validation's THESIS-WS2 gap)",
+            f"{predicted_link:.3f} s ({s.measured_sync_s / predicted_link - 1:+.0%}, the old THESIS-WS2 gap)",
             predicted_per_link=predicted_link,
             calibration_sync_s=cal.measured_sync_s,
             host_cores=cores,

@@ -6,8 +6,9 @@
 - collective: NCCL's ring on the datacenter model's cluster network (`models.network.ClusterNetwork`);
 - gemm: the GEMM model's best rate over the benchmark's sizes;
 - testbed: the thesis's ring all-reduce with an α-β-γ cost (Thakur, Rabenseifner & Gropp 2005):
-  T = 2(N−1)·(α + d) + 2(N−1)/N·S·(1/r_host + 1/r_link), r_host the calibrated host-limited rate,
-  r_link a `tc` cap on one ring link (a ring runs at its slowest link), d a delay injected on it;
+  T = 2(N−1)·(α + d) + 2(N−1)/N·S·(1/r_host + 1/r_link), r_host = r_core · host_cores / N the
+  host-limited rate of a rank (`physics.hostbound`: the calibrated rate per core times the cores the
+  rank has), r_link a `tc` cap on one ring link (a ring runs at its slowest link), d a delay injected on it;
 - decentralized: `dtsim.simulate` (the decentralized model, MIRI simulator docs), with each node's link rate
   capped at the calibrated TCP window / RTT where the transport is one TCP stream per peer; a duration
   record compares the run's stated days with the model's wall_clock_days.
@@ -192,15 +193,30 @@ def thesis_gradient_bytes(rec) -> float:
     return count_params(get_architecture(rec.model)).total * rec.bytes_per_param
 
 
-def ring_allreduce_abg_s(rec, host_rate_bit_s: float) -> float:
-    n, size = rec.ranks, thesis_gradient_bytes(rec)
-    per_byte = 8.0 / host_rate_bit_s + (8.0 / (rec.link_cap_mbps * 1e6) if rec.link_cap_mbps else 0.0)
-    from dtsim.assumptions import Assumptions
+def testbed_cores_per_rank(rec) -> float:
+    """Cores each rank of a testbed record has: the host's cores shared by its ranks (Camilli 2025
+    §4.1.1: 4 vCPUs; `physics.hostbound.cores_per_rank`)."""
+    from dtsim.physics.hostbound import cores_per_rank
 
+    if rec.host_cores is None:
+        raise ScenarioError([("host_cores", None, "required for metric allreduce_s")])
+    return float(cores_per_rank(rec.host_cores, rec.ranks))
+
+
+def ring_allreduce_abg_s(rec, host_rate_per_core_bit_s: float) -> float:
+    """T = 2(N−1)·d + 2(N−1)/N·S·(1/r_host + 1/r_link), r_host = r_core · host_cores / N (module docstring;
+    Thakur, Rabenseifner & Gropp 2005 for the ring, `physics.hostbound` for r_host), with a delayed link
+    held to one TCP window per round trip."""
+    from dtsim.assumptions import Assumptions
+    from dtsim.physics.hostbound import rank_host_rate
+
+    n, size = rec.ranks, thesis_gradient_bytes(rec)
+    host_bit_s = float(rank_host_rate(host_rate_per_core_bit_s, testbed_cores_per_rank(rec)))
+    per_byte = 8.0 / host_bit_s + (8.0 / (rec.link_cap_mbps * 1e6) if rec.link_cap_mbps else 0.0)
     window = Assumptions({}).linux_tcp_window_bytes
     rtt = rec.added_delay_ms / 1e3  # netem delays one direction; the ACKs come back undelayed
     if rtt > 0:  # a TCP stream cannot outrun its window over the delayed link
-        per_byte = max(per_byte, 8.0 / host_rate_bit_s + rtt / window)
+        per_byte = max(per_byte, 8.0 / host_bit_s + rtt / window)
     return float(coll.ring_allreduce_time(n, size, 1.0 / per_byte, rec.added_delay_ms / 1e3))
 
 
@@ -211,12 +227,18 @@ def predict_testbed(rec) -> tuple[float, dict[str, Any]]:
         return float(coll.ring_event_bytes(n, size)) / 1e6, {"gradient_bytes": size}
     if rec.metric == "bytes_per_flow_mb":
         return float(coll.allreduce_bytes_per_rank(n, size)) / 1e6, {"gradient_bytes": size}
-    host = _constant("testbed", "host_rate_bit_s")
-    if host is None:
+    per_core = _constant("testbed", "host_rate_per_core_bit_s")
+    if per_core is None:
         raise ScenarioError(
-            [("calibration.testbed.host_rate_bit_s", None, "not calibrated: run dtsim calibrate")]
+            [("calibration.testbed.host_rate_per_core_bit_s", None, "not calibrated: run dtsim calibrate")]
         )
-    return ring_allreduce_abg_s(rec, host), {"gradient_bytes": size, "host_rate_bit_s": host}
+    cores = testbed_cores_per_rank(rec)
+    return ring_allreduce_abg_s(rec, per_core), {
+        "gradient_bytes": size,
+        "host_rate_per_core_bit_s": per_core,
+        "cores_per_rank": cores,
+        "host_rate_bit_s": per_core * cores,
+    }
 
 
 # --- decentralized runs ----------------------------------------------------------------------------------

@@ -117,6 +117,13 @@ class TestbedRecord(_Base):
     bytes_per_param: float = Field(gt=0)
     link_cap_mbps: float | None = Field(None, gt=0, description="tc bandwidth cap on one ring link.")
     added_delay_ms: float = Field(0.0, ge=0, description="Delay injected on one ring link.")
+    host_cores: float | None = Field(
+        None,
+        gt=0,
+        le=1_000_000,
+        description="CPU cores of the one host the ranks share (the all-reduce is host-bound: each rank "
+        "moves bytes at the per-core rate × host_cores / ranks); required for metric allreduce_s.",
+    )
     statistic: str = "median"
     convention: Literal["bytes", "seconds"] = "seconds"
 
@@ -400,6 +407,10 @@ def _check_record(rec) -> list[tuple[str, str]]:
             from dtsim.physics.transformer import get_architecture
 
             get_architecture(rec.model)
+            if rec.metric == "allreduce_s" and rec.host_cores is None:
+                return [
+                    ("host_cores", "required for metric allreduce_s (the cores of the host the ranks share)")
+                ]
     except ScenarioError as exc:
         return [(f, f"{v!r}: {m}" if v is not None else m) for f, v, m in exc.problems]
     except ValidationError as exc:
