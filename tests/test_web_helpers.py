@@ -263,6 +263,8 @@ def test_upload_alias_bomb_is_refused_within_1_s_and_100_mb():
         ("s.yaml", b"#" * 500_001, "file", "at most 500,000"),
         ("s.yaml", b"num_nodes: -5", "num_nodes", "must be an integer"),
         ("s.yaml", b"preset: nope", "preset", "nope"),
+        # no node-group editor in the page yet: said, not silently dropped
+        ("s.yaml", b"node_groups: [{count: 2, region: uk}]", "node_groups", "cannot edit node groups"),
     ],
 )
 def test_upload_errors_name_the_place(name, raw, field, words):

@@ -76,6 +76,12 @@ def render(r: Result, title: str = "dtsim", explain: bool = False, mc: Any = Non
         _ranged(_num(r.effective_days, ",.1f", " days"), mc, "effective_days", days),
         "wall-clock / η, MIRI simulator docs §4.1",
     )
+    if r.goodput is not None and r.goodput < 1.0:
+        t.add_row(
+            "Goodput (node failures)",
+            _num(r.goodput, ".2%"),
+            f"without failures {_num(r.failure_free_days, ',.1f', ' days')}; docs/model.md §8a",
+        )
     t.add_row("Maximum useful run length", _num(r.max_days, ",.0f", " days"), "MIRI simulator docs §7")
     t.add_row(
         "Feasible",
@@ -146,6 +152,10 @@ def render(r: Result, title: str = "dtsim", explain: bool = False, mc: Any = Non
     e.add_row("η_H (inner steps)", _num(r.efficiency_h, ".1%"), "MIRI simulator docs §4")
     e.add_row("η_C (compression)", _num(r.efficiency_compression, ".1%"), "quality table")
     e.add_row("η_act (activation compression)", _num(r.efficiency_activation, ".1%"), "per pipeline hand-off")
+    if r.efficiency_staleness < 1.0:
+        e.add_row(
+            "η_stale (late outer updates)", _num(r.efficiency_staleness, ".1%"), "per outer step of delay"
+        )
     pct = lambda x: _num(x, ".1%")  # noqa: E731
     e.add_row("η total", _ranged(_num(r.efficiency, ".1%"), mc, "efficiency", pct), "")
     e.add_row("Replica loss multiplier", _num(r.replica_loss_multiplier, ".4f"), "in χ")
@@ -172,6 +182,9 @@ def render(r: Result, title: str = "dtsim", explain: bool = False, mc: Any = Non
     if r.idle_nodes:
         m.add_row("Idle nodes", f"{r.idle_nodes:,}", "")
     parts.append(m)
+    groups = (r.scenario or {}).get("node_groups")
+    if groups:
+        parts.append(_groups_table(groups, r))
 
     c = _table("Cost")
     c.add_row("GPUs", _num(r.gpu_count, ","), "")
@@ -205,6 +218,33 @@ def render(r: Result, title: str = "dtsim", explain: bool = False, mc: Any = Non
             x.add_row(step.quantity, step.formula, step.value, step.source)
         parts.append(x)
     return Group(*parts)
+
+
+def _groups_table(groups: list[dict[str, Any]], r: Result) -> Table:
+    """The node groups as the scenario gave them, the one that sets the pace marked."""
+    g = table(title="Node groups", title_justify="left", box=None, pad_edge=False)
+    for col in ("#", "nodes", "hardware", "region", "up / down Mbit/s", "RTT ms", ""):
+        g.add_column(col, justify="right" if col in ("#", "nodes") else "left")
+    sc = r.scenario or {}
+    for i, grp in enumerate(groups):
+        hw = grp.get("node") or (f"{grp.get('gpus_per_node', '')}× {grp['gpu']}" if grp.get("gpu") else "")
+        hw = hw or (f"{grp['pflops_per_node']:g} PFLOPS" if grp.get("pflops_per_node") else "scenario's")
+        up = grp.get("bandwidth_up_mbps", sc.get("bandwidth_up_mbps"))
+        down = grp.get("bandwidth_down_mbps", sc.get("bandwidth_down_mbps"))
+        rtt = grp.get("latency_ms")
+        mark = "[bold]sets the pace[/bold]" if r.limiting_group == i else ""
+        g.add_row(
+            str(i),
+            f"{grp['count']:,}",
+            hw,
+            grp.get("region") or "—",
+            f"{up:,.4g} / {down:,.4g}",
+            "by region"
+            if rtt is None and grp.get("region")
+            else f"{rtt if rtt is not None else sc.get('latency_ms'):,.4g}",
+            mark,
+        )
+    return g
 
 
 def print_report(

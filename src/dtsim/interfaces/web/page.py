@@ -96,7 +96,20 @@ def scenario_from_upload(name: str, raw: bytes) -> Scenario:
     if not isinstance(data, dict):
         raise ScenarioError([("file", shown, "must hold a mapping of scenario fields")])
     preset = data.pop("preset", None)
-    return load_scenario(preset=preset, layers=[data])
+    scenario = load_scenario(preset=preset, layers=[data])
+    for name in ("node_groups", "region_rtt_ms"):  # no widgets for these yet: never drop them silently
+        if getattr(scenario, name) is not None:
+            raise ScenarioError(
+                [
+                    (
+                        name,
+                        "given",
+                        "the page cannot edit node groups yet; run this file with `dtsim simulate FILE` "
+                        "or POST it to /api/simulate",
+                    )
+                ]
+            )
+    return scenario
 
 
 @dataclass

@@ -259,8 +259,10 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
     eta = out["efficiency"]
     out["failure_free_days"] = out["total_s"] / 86400.0
     out["goodput"] = _goodput(f, out, mode)
-    with np.errstate(divide="ignore"):  # goodput 0: the run never finishes (LOW_GOODPUT says so)
-        wall = out["total_s"] / out["goodput"]  # expected, with failures, restarts and rejoins
+    # expected, with failures, restarts and rejoins; goodput 0: the run never finishes (no times,
+    # LOW_GOODPUT says so)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        wall = np.where(out["goodput"] > 0, out["total_s"] / out["goodput"], np.nan)
     effective = wall / eta
     out["wall_clock_days"] = wall / 86400.0
     out["effective_days"] = effective / 86400.0
