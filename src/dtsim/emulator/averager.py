@@ -26,26 +26,51 @@ def _quantize(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return q, scale.float()
 
 
+class LocalOps:
+    """Stand-ins for the collectives an Averager calls, for `world` ranks: they make the copies a
+    collective hands back (of this rank's own data: the peers' are not there, so int8's result is not
+    an average; top-k's, with every rank holding the same vector, is) and send nothing: an Averager on these does one sync's local work exactly
+    (codec passes, padding, casts, sums, concatenation) with no communication, so it can be timed."""
+
+    def __init__(self, world: int):
+        self.world = world
+
+    def get_world_size(self) -> int:
+        return self.world
+
+    def all_reduce(self, x: torch.Tensor) -> None:
+        x.mul_(1.0)  # the reduction's one pass over the vector; no peers to add
+
+    def all_to_all_single(self, out: torch.Tensor, inp: torch.Tensor) -> None:
+        out.copy_(inp)
+
+    def all_gather(self, outs: list[torch.Tensor], t: torch.Tensor) -> None:
+        for o in outs:
+            o.copy_(t)
+
+
 class Averager:
     """Averages a flat fp32 tensor over the process group with the chosen compression. Keeps the
-    error-feedback residual for top-k."""
+    error-feedback residual for top-k. `ops` replaces torch.distributed (LocalOps: time the local work)."""
 
-    def __init__(self, spec: str, numel: int):
+    def __init__(self, spec: str, numel: int, ops=None):
         self.kind, self.ratio = parse(spec)
         self.numel = numel
         self.residual = torch.zeros(numel) if self.kind == "topk" else None
+        self.ops = dist if ops is None else ops
 
     def __call__(self, flat: torch.Tensor) -> torch.Tensor:
-        n = dist.get_world_size()
+        ops = self.ops  # the process group, or LocalOps
+        n = ops.get_world_size()
         x = flat.float()
         if n == 1:
             return x
         if self.kind == "none":
-            dist.all_reduce(x)
+            ops.all_reduce(x)
             return x / n
         if self.kind == "fp16":
             h = x.half()
-            dist.all_reduce(h)
+            ops.all_reduce(h)
             return h.float() / n
         if self.kind == "int8":
             chunk = math.ceil(self.numel / n)
@@ -53,15 +78,15 @@ class Averager:
             padded[: self.numel] = x
             q, scale = _quantize(padded.view(n, chunk))
             q_in = torch.empty_like(q)
-            dist.all_to_all_single(q_in.view(-1), q.view(-1))
+            ops.all_to_all_single(q_in.view(-1), q.view(-1))
             s_in = torch.empty_like(scale)
-            dist.all_to_all_single(s_in, scale)
+            ops.all_to_all_single(s_in, scale)
             mine = (q_in.float() * s_in[:, None]).sum(0) / n  # my chunk, averaged
             q_mine, s_mine = _quantize(mine[None, :])
             gathered = [torch.empty_like(q_mine[0]) for _ in range(n)]
-            dist.all_gather(gathered, q_mine[0])
+            ops.all_gather(gathered, q_mine[0])
             scales = [torch.empty(1) for _ in range(n)]
-            dist.all_gather(scales, s_mine)
+            ops.all_gather(scales, s_mine)
             out = torch.cat([g.float() * s for g, s in zip(gathered, scales, strict=True)])
             return out[: self.numel]
         # top-k with error feedback
@@ -73,8 +98,8 @@ class Averager:
         self.residual[idx.long()] = 0.0
         all_idx = [torch.empty_like(idx) for _ in range(n)]
         all_val = [torch.empty_like(vals) for _ in range(n)]
-        dist.all_gather(all_idx, idx)
-        dist.all_gather(all_val, vals)
+        ops.all_gather(all_idx, idx)
+        ops.all_gather(all_val, vals)
         out = torch.zeros(self.numel)
         for i, vv in zip(all_idx, all_val, strict=True):
             out.index_add_(0, i.long(), vv)

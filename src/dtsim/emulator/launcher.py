@@ -222,7 +222,10 @@ def predict(
         sync = 2 * float(coll.all_gather_time(n, n * k * 4, bw, alpha))  # indices, then values
     wire = sync
     codec = 0.0
-    if kind in ("int8", "topk") and compute.get("codec_bytes_per_s"):
+    if kind in ("int8", "topk") and compute.get("codec_s"):
+        codec = float(compute["codec_s"])  # the sync's local work as measured in this run
+        sync += codec
+    elif kind in ("int8", "topk") and compute.get("codec_bytes_per_s"):
         codec = float(codec_time(params * 4, kind, world=n, bytes_per_s=compute["codec_bytes_per_s"]))
         sync += codec
     from dtsim.models.decentralized.strategies.base import combine
@@ -245,6 +248,10 @@ def summarize(opts: EmulateOptions, records: list[dict[str, Any]]) -> EmulationS
     compute = {k: _median([c[k] for c in calib]) for k in ("forward_s", "backward_s", "optimizer_s")}
     if any(r.get("codec_bytes_per_s") for r in records):
         compute["codec_bytes_per_s"] = _median([r.get("codec_bytes_per_s") for r in records])
+    # a compressed sync's local work, timed by every rank before each measured round (worker.codec_local_s)
+    local = [x["codec_s"] for r in records for x in r["syncs"] if x.get("codec_s") and not x.get("warmup")]
+    if local:
+        compute["codec_s"] = _median(local)
     events = len(r0["syncs"])
     per_event = []
     for i in range(events):

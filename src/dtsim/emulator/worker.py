@@ -111,6 +111,25 @@ def codec_throughput(kind: str, numel: int, world: int, ratio: float) -> float |
     return 4.0 * x.numel() / sorted(times)[1]
 
 
+def codec_local_s(spec: str, numel: int, world: int) -> float | None:
+    """Seconds of one compressed sync's local work on this worker: the Averager's own code on `LocalOps`
+    (every codec pass, padding copy, cast, sum and concatenation the sync makes, no communication) over a
+    vector of the model's size, the median of three. The compute input of the sync's prediction,
+    measured as the step compute is (with communication off). None for none and fp16."""
+    from dtsim.emulator.averager import Averager, LocalOps
+
+    av = Averager(spec, numel, ops=LocalOps(world))
+    if av.kind not in ("int8", "topk"):
+        return None
+    x = torch.randn(numel, generator=torch.Generator().manual_seed(7))
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        av(x)
+        times.append(time.perf_counter() - t0)
+    return sorted(times)[1]
+
+
 def _overlapped_diloco(cfg, record, model, inner, averager, global_flat, step_compute, evaluate, iface):
     """DiLoCo with the outer synchronisation overlapped (see the module docstring). Each outer round:
     H inner steps; then wait for the previous round's averaged pseudo-gradient (the exposed part of
@@ -348,6 +367,13 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
             dist.destroy_process_group()
             return record
         for outer in range(int(cfg.get("warmup_steps", 0)) + int(cfg["steps"])):
+            codec_s = None
+            if record["codec_bytes_per_s"] is not None:
+                # the sync's local work timed before every round, outside the round's timing, every rank
+                # at once as they all run it in the sync: the prediction's input is measured under the
+                # load of the sync it is compared with
+                dist.barrier()
+                codec_s = codec_local_s(cfg.get("compression", "none"), n_params, world)
             o0 = time.perf_counter()
             compute = 0.0
             for i in range(h):
@@ -384,6 +410,7 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
                     "sync_s": s1 - s0,
                     "step_s": o1 - o0,
                     "inner_steps": h,
+                    "codec_s": codec_s,
                     **_diff(c0, c1),
                 }
             )
