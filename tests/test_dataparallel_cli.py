@@ -255,6 +255,7 @@ def test_every_command_prints_a_table_and_strict_json(command):
         (["sync-bandwidth", "--ring-km", "inf"], "--ring-km", "finite"),
         (["traffic", "--dataset-samples", "0"], "--dataset-samples", "integer from 1"),
         (["traffic", "--event-s", "0"], "--event-s", "≥ 1e-09"),
+        (["traffic", "--batch-samples", "1000"], "--batch-samples", "no full step"),
     ],
 )
 def test_bad_input_exits_2_naming_the_option(args, field, allowed):

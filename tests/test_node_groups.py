@@ -112,8 +112,45 @@ def test_node_groups_run_through_the_batch_path():
         single = dtsim.simulate(inherit | {"bandwidth_up_mbps": float(b)})
         assert batch["wall_clock_days"][i] == pytest.approx(single.wall_clock_days, rel=1e-12)
         assert batch["limiting_group"][i] == single.limiting_group
-    with pytest.raises(dtsim.ScenarioError, match="set by node_groups"):
+    with pytest.raises(dtsim.ScenarioError, match="the node groups' total count"):
         dtsim.simulate_batch(TWO_CONTINENTS, num_nodes=np.array([4, 8]))
+    with pytest.raises(dtsim.ScenarioError, match="set per node group"):
+        dtsim.simulate_batch(TWO_CONTINENTS, node=np.array(["dgx-b200", "dgx-h100"]))
+    # the groups take the scenario's MFU, so a sweep over it varies theirs (as simulate does)
+    mfu = dtsim.simulate_batch(TWO_CONTINENTS, mfu=np.array([0.3, 0.5]))
+    for i, m in enumerate((0.3, 0.5)):
+        assert mfu["wall_clock_days"][i] == dtsim.simulate(TWO_CONTINENTS | {"mfu": m}).wall_clock_days
+
+
+def test_a_group_whose_nodes_cannot_hold_a_replica_is_named():
+    """70B (1,120 GB of state) fits a B200 node (1,536 GB) but not an H100 node (640 GB): mixing them
+    splits every replica in two, and the H100 group is what limits the run (GROUP_MEMORY says so)."""
+    base = {"parameters_b": 70, "tokens_t": 1}
+    alone = dtsim.simulate(base | {"node_groups": [{"count": 8, "node": "dgx-b200"}]})
+    mixed = dtsim.simulate(
+        base | {"node_groups": [{"count": 8, "node": "dgx-b200"}, {"count": 8, "node": "dgx-h100"}]}
+    )
+    assert alone.pp_stages == 1 and mixed.pp_stages == 2 and mixed.limiting_group == 1
+    (w,) = [w for w in mixed.warnings if w.code == "GROUP_MEMORY"]
+    assert "Node group 1 has 640 GB" in w.message and "2 pipeline stages" in w.message
+    assert not any(w.code == "GROUP_MEMORY" for w in alone.warnings)
+
+
+def test_unlike_regions_keep_their_sizes_and_names_are_case_free():
+    groups = [
+        {"count": 9990, "node": "dgx-h100", "region": "US-East"},
+        {"count": 10, "node": "dgx-h100", "region": "australia"},
+    ]
+    base = {"node_groups": groups, "parameters_b": 10, "tokens_t": 1, "streaming": False, "inner_steps": 5}
+    r = dtsim.simulate(base | {"hierarchical": True, "nodes_per_group": 5000})
+    assert r.mode == "hierarchical-diloco"  # explicit: the scenario's own groups of 5,000
+    auto = dtsim.simulate(base | {"regional_bandwidth_mbps": 100000})  # given: the regions' own links
+    assert auto.hierarchy_by_region and "with 2 groups" in auto.mode_reason  # one per region
+    f = 1 + 0.05 * math.log2(9990)  # the regional straggler factor sees the largest region, 9,990 nodes
+    payload = auto.details["payload_bits"]
+    assert auto.regional_sync_s == pytest.approx((2 * payload / 1e11 + 0.002) * f, rel=1e-9)
+    five_e9 = dtsim.load_scenario(layers=[dtsim.schema.inputs.parse_yaml("bandwidth_mbps: 5.1e9")])
+    assert five_e9.bandwidth_up_mbps == 5.1e9
 
 
 @pytest.mark.parametrize(
@@ -203,11 +240,12 @@ def test_overlap_hides_latency_but_not_link_time():
     for tau in (1, 2, 4, 16):
         r = dtsim.simulate(base | {"outer_overlap_steps": tau})
         assert r.outer_step_s == pytest.approx(max(block, link, sync / tau), rel=1e-9)
-        assert r.efficiency_staleness == pytest.approx(0.98**tau)
+        assert r.efficiency_staleness == pytest.approx(0.98 ** (tau - 1))
         assert r.hidden_sync_s <= r.outer_step_s
     one = dtsim.simulate(base | {"outer_overlap_steps": 1})
     streaming = dtsim.simulate(base | {"streaming": True})
     assert one.outer_step_s == pytest.approx(streaming.outer_step_s, rel=1e-12)
+    assert one.efficiency == streaming.efficiency  # τ = 1 is streaming: the same schedule, the same η
 
 
 # --- per-tier compression, codec time, outer state (issue 16 item 5) --------------------------------------

@@ -297,7 +297,11 @@ def test_assumptions_read_by_the_model_are_the_listed_ones(monkeypatch):
     ).result(2)
     engine.simulate({"inner_steps": "auto-quality"})
     engine.simulate({"parameters_b": 2000, "num_nodes": 16})
-    engine.simulate({"node_groups": [{"count": 2, "region": "us-east"}, {"count": 3, "region": "uk"}]})
+    groups = [{"count": 2, "region": "us-east"}, {"count": 3, "region": "uk"}]
+    engine.simulate({"node_groups": groups, "tcp_streams": 2, "codec": "int8", "node_mtbf_hours": 100})
+    engine.simulate(
+        {"codec": "topk", "codec_device": "cpu", "node_mtbf_hours": 100, "num_nodes": 3, "parameters_b": 500}
+    )
     read = {n for n in seen if not n.startswith("__") and n != "ndim"}
     assert read == set(engine.ASSUMPTIONS_READ)
 

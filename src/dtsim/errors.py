@@ -64,6 +64,14 @@ def problem(field: str, value: object, message: str) -> ScenarioError:
     return ScenarioError([(field, value, message)])
 
 
+# Fields whose value is a list or mapping of their own: their errors name the inner place.
+NESTED_FIELDS = {
+    "node_groups": "count, node, gpu, gpus_per_node, pflops_per_node, vram_per_node_gb, mfu, bandwidth_mbps, "
+    "bandwidth_up_mbps, bandwidth_down_mbps, latency_ms, region",
+    "region_rtt_ms": "region names mapping to region names and round-trip times in ms",
+}
+
+
 def validation_problems(
     exc: Any, fields: dict[str, Any], message: Callable[[str, str], str | None] | None = None
 ) -> list[tuple[str, object, str]]:
@@ -80,6 +88,13 @@ def validation_problems(
             continue
         value = fields.get(field, err.get("input")) if loc else err.get("input")
         msg = err.get("msg", "invalid")
+        if len(loc) > 1 and loc[0] in NESTED_FIELDS:  # node_groups[2].count, region_rtt_ms.a.b
+            field = loc[0] + "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in loc[1:])
+            value = err.get("input")
+            if err.get("type") == "extra_forbidden":
+                msg = f"unknown field; allowed: {NESTED_FIELDS[loc[0]]}"
+            problems.append((field, value, msg))
+            continue
         better = message(field, err.get("type", "")) if message is not None else None
         if better is not None:
             msg = better

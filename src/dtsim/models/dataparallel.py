@@ -605,6 +605,17 @@ def traffic(
     if event_s is not None:
         _number(problems, "event_s", event_s, 1e-9, BIG, lo_open=False)
     _raise(problems)
+    if batch_samples * ranks > dataset_samples:
+        _raise(
+            [
+                (
+                    "batch_samples",
+                    batch_samples,
+                    f"× {ranks} ranks = {batch_samples * ranks:,} samples a step, more than the epoch's "
+                    f"{dataset_samples:,} (dataset_samples): the epoch has no full step",
+                )
+            ]
+        )
     size = params_b * 1e9 * bytes_per_value(precision, Assumptions({}))
     steps = int(fab.epoch_steps(dataset_samples, batch_samples, ranks))
     per_event = float(coll.allreduce_bytes_per_rank(ranks, size))

@@ -60,7 +60,7 @@ def link_rate_bps(line_bps, rtt_s, streams, loss_rate, asm):
     window and loss ceilings of one flow). `streams` NaN means the caller models no TCP limit (the
     link carries its line rate, as the MIRI simulator docs assume)."""
     per_flow = np.minimum(
-        window_limit_bps(rtt_s, asm.tcp_window_bytes),
+        window_limit_bps(rtt_s, asm.linux_tcp_window_bytes),
         mathis_limit_bps(rtt_s, loss_rate, asm.tcp_mss_bytes, asm.mathis_constant),
     )
     s = np.asarray(streams, dtype=float)

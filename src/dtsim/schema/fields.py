@@ -47,7 +47,7 @@ BOUNDS: dict[str, dict[str, Any]] = {
     "hidden_size": {"ge": 1, "le": 10_000_000},
     "max_run_days": {"gt": 0, "le": 1e7},
     "tcp_streams": {"ge": 1, "le": 1_000_000},
-    "loss_rate": {"gt": 0, "le": 0.5},
+    "loss_rate": {"ge": 0, "le": 0.5},
     "outer_overlap_steps": {"ge": 0, "le": 1000},
     "node_mtbf_hours": {"ge": 0.01, "le": 1e9},
 }

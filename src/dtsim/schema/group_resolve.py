@@ -32,24 +32,31 @@ def resolve_groups(s: Any) -> tuple[ResolvedGroup, ...] | None:
     from dtsim.schema.scenario import make_scenario
 
     rtt = s.region_rtt_ms or {}
-    for a, row in rtt.items():
-        for b in row:
-            if a == b:
-                raise ScenarioError(
-                    [
-                        (
-                            f"region_rtt_ms.{a}.{b}",
-                            row[b],
-                            "a region's own RTT is intra_region_rtt_ms (an assumption)",
-                        )
-                    ]
-                )
     if s.node_groups is None:
         if rtt:
-            raise ScenarioError(
-                [("region_rtt_ms", "given", "applies to node_groups' regions: give node_groups")]
-            )
+            raise ScenarioError([("region_rtt_ms", rtt, "applies to node_groups' regions: give node_groups")])
         return None
+    present = sorted({g.region for g in s.node_groups if g.region is not None})
+    seen: dict[frozenset, float] = {}
+    for a, row in rtt.items():
+        for b, ms in row.items():
+            where = f"region_rtt_ms.{a}.{b}"
+            if a == b:
+                raise ScenarioError(
+                    [(where, ms, "a region's own RTT is intra_region_rtt_ms (an assumption)")]
+                )
+            for name in (a, b):
+                if name not in present:
+                    groups = ", ".join(present) or "none"
+                    raise ScenarioError(
+                        [(where, ms, f"no node group is in region {name}; the groups' regions: {groups}")]
+                    )
+            pair = frozenset((a, b))
+            if pair in seen and seen[pair] != ms:
+                raise ScenarioError(
+                    [(where, ms, f"contradicts region_rtt_ms.{b}.{a} = {seen[pair]:g}; give the pair once")]
+                )
+            seen[pair] = ms
     given = s.given_fields()
     base = {k: given[k] for k in HARDWARE if k in given}
     measured = {frozenset((a, b)) for a, row in rtt.items() for b in row}

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
 from dtsim import catalog
-from dtsim.schema.fields import BOUNDS, Int, Num, bounded_int, ci_string_schema
+from dtsim.errors import ScenarioError
+from dtsim.schema.fields import BOUNDS, Int, Num, bounded_int, ci_string_schema, lower_word
 
 MAX_GROUPS = 64
 
@@ -52,13 +53,35 @@ class NodeGroup(BaseModel):
         **BOUNDS["latency_ms"],
     )
     region: Annotated[
-        str | None, WithJsonSchema({"anyOf": [{"type": "string", "maxLength": 64}, {"type": "null"}]})
+        str | None,
+        BeforeValidator(lower_word),
+        WithJsonSchema({"anyOf": [{"type": "string", "maxLength": 64}, {"type": "null"}]}),
     ] = Field(
         None,
         description="A region id from the regions table (`dtsim presets`), or a name that region_rtt_ms "
         "gives round-trip times for.",
         max_length=64,
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _symmetric(cls, data: Any) -> Any:
+        """`bandwidth_mbps` sets both directions, as it does for the scenario."""
+        if isinstance(data, dict) and "bandwidth_mbps" in data:
+            data = dict(data)
+            both = data.pop("bandwidth_mbps")
+            if "bandwidth_up_mbps" in data or "bandwidth_down_mbps" in data:
+                raise ScenarioError(
+                    [
+                        (
+                            "bandwidth_mbps",
+                            both,
+                            "sets both directions; give either it or bandwidth_up/down_mbps",
+                        )
+                    ]
+                )
+            data["bandwidth_up_mbps"] = data["bandwidth_down_mbps"] = both
+        return data
 
     def hardware(self) -> dict[str, Any]:
         """The hardware fields this group sets (a scenario layer)."""

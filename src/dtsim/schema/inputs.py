@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,15 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[mi
                     None, None, f"the key {key!r} is given twice (line {mark.line + 1})", mark
                 )
         return super().construct_mapping(node, deep=deep)
+
+
+# YAML 1.1 (PyYAML) reads 5e9 and 1E-3 as text: only 5.0e+9 is a float there. YAML 1.2 and JSON read
+# them as numbers, and users write them so (a 5.1 Pbit/s link is bandwidth_mbps: 5.1e9).
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
 
 
 class InputLimitError(ScenarioError):

@@ -306,6 +306,12 @@ class Scenario(BaseModel):
         for key in ("inner_steps", "regional_steps"):
             if key in data:
                 data[key] = steps_value(data[key])
+        rtt = data.get("region_rtt_ms")
+        if isinstance(rtt, dict):  # region names in any case, as node_groups[].region takes them
+            data["region_rtt_ms"] = {
+                lower_word(a): ({lower_word(b): v for b, v in row.items()} if isinstance(row, dict) else row)
+                for a, row in rtt.items()
+            }
         total = _group_total(data.get("node_groups"))
         if total is not None:
             if "num_nodes" in data and data["num_nodes"] != total:

@@ -459,7 +459,7 @@ def sync_bandwidth(
 @group.command("traffic")
 def traffic(
     params_b: Annotated[
-        float, typer.Option("--params-b", help="Model parameters in billions [default: DistilGPT2's 0.082].")
+        float, typer.Option("--params-b", help="Model parameters in billions (DistilGPT2's by default).")
     ] = 0.082,
     precision: Annotated[
         str, typer.Option(help="Gradient precision: fp32, fp16, bf16, fp8 or fp4.")

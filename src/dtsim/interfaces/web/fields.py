@@ -198,7 +198,7 @@ HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
             Hint(
                 "tcp_streams",
                 "TCP flows per link",
-                "Each flow carries at most one receive window ({tcp_window_bytes:.0f} bytes) per round trip, and "
+                "Each flow carries at most one receive window ({linux_tcp_window_bytes:.0f} bytes) per round trip, and "
                 "MSS/RTT·C/√p with loss (Mathis et al. 1997).",
                 blank="line rate",
             ),
@@ -310,7 +310,7 @@ HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
                 "outer_overlap_steps",
                 "Outer updates late by (τ)",
                 "Up to τ syncs in flight: outer step = max(H·T, link time, T_sync/τ); η × "
-                "{staleness_efficiency_per_outer_step}^τ (Streaming DiLoCo; Kale et al. 2025, eager updates).",
+                "{staleness_efficiency_per_outer_step}^(τ−1) (Streaming DiLoCo; Kale et al. 2025, eager updates).",
             ),
             Hint(
                 "work_assignment",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from dtsim.models.decentralized.strategies import BY_ID, INFEASIBLE, MODE_IDS, MODE_LABELS
+from dtsim.models.decentralized.strategies.hierarchical_diloco import group_layout
 
 FLAT = BY_ID["flat-diloco"].code
 HIERARCHICAL = BY_ID["hierarchical-diloco"].code
@@ -40,7 +41,7 @@ def decide(f):
     """Mode and reason codes for every row of a frame with the memory quantities already derived."""
     fits = f.memory_bytes <= f.vram_bytes
     ep_helped = f.moe & (f.ep_mode > 0) & (f.full_memory_bytes > f.vram_bytes)
-    groups_hier = np.floor(f.num_nodes / f.nodes_per_group)
+    groups_hier, _ = group_layout(f)
     too_deep = f.stages > f.asm.max_pipeline_stages
     pipelines = np.where(too_deep, 0.0, np.floor(f.n_eff / f.stages))
     hier_ok = f.hierarchical & (groups_hier >= 2)

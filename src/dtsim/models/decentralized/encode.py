@@ -65,7 +65,6 @@ GROUP_SET_FIELDS = (
     "pflops_per_node",
     "vram_per_node_gb",
     "precision",
-    "mfu",
 )
 ENUMS = {
     "precision": ("precision", memory.PRECISIONS),
@@ -154,7 +153,27 @@ def encode_scenario(s: Scenario) -> dict[str, Any]:
             None not in regions and len(regions) >= 2 and not {"hierarchical", "nodes_per_group"} & set(given)
         )
         cols["region_count"] = float(len(regions)) if auto else np.nan
+        per_region = {r: sum(g.count for g in s._groups if g.region == r) for r in regions}
+        cols["region_largest"] = float(max(per_region.values())) if auto else np.nan
+        cols["regional_given"] = "regional_bandwidth_mbps" in given
     return cols
+
+
+def encode_group_mfu(s: Scenario, values: Any, cols: dict[str, Any]) -> None:
+    """A varied `mfu` with node groups: each group without an MFU of its own takes the row's, and the
+    frame's MFU is recomputed from the groups for each distinct value (as the scalar path computes it)."""
+    from dtsim.models.decentralized.groups import group_mfu
+
+    checked: dict[str, Any] = {}
+    encode_array("mfu", values, checked)  # bounds, with the row named
+    if any(g.mfu is not None or (g.own_hardware and s.mfu_source is not None) for g in s._groups):
+        raise ScenarioError(
+            [("mfu", "array", "some node groups set their own MFU; vary theirs in separate runs")]
+        )
+    x = np.asarray(checked["mfu"], dtype=float)
+    uniq, inverse = np.unique(x, return_inverse=True)
+    frame = np.array([group_mfu(s, lambda g, m=m: float(m))[0] for m in uniq])
+    cols["mfu"] = frame[inverse.reshape(-1)]
 
 
 def _group_mfu(s: Scenario, g) -> float:
@@ -377,15 +396,13 @@ def encode_batch(s: Scenario, arrays: dict[str, Any], n: int) -> Frame:
     if s._groups is not None:
         clash = [f for f in GROUP_SET_FIELDS if f in arrays]
         if clash:
+            what = "the node groups' total count" if clash[0] == "num_nodes" else "set per node group"
             raise ScenarioError(
-                [
-                    (
-                        clash[0],
-                        "array",
-                        "is set by node_groups for every row; vary the groups (or drop node_groups)",
-                    )
-                ]
+                [(clash[0], "array", f"is {what} in this scenario; a sweep cannot vary a group's fields yet")]
             )
+        if "mfu" in arrays:
+            arrays = dict(arrays)
+            encode_group_mfu(s, arrays.pop("mfu"), cols)
     varied_hw = [f for f in HARDWARE_FIELDS if f in arrays]
     if varied_hw and hardware_interacts(given, varied_hw):
         # Peak and VRAM given row by row always win over what a node or gpu would derive, so they

@@ -44,6 +44,10 @@ from dtsim.schema.scenario import (
 )
 
 FRAME_OUTPUTS = (
+    "up_bps",
+    "down_bps",
+    "latency_s",
+    "codec_s",
     "parameters",
     "compute_parameters",
     "shared_parameters",
@@ -107,12 +111,15 @@ def derive(f: Frame, asm: Assumptions) -> None:
     f["regional_payload_bits"] = collectives.payload_bits(held / f.stages, f.bytes_per_value, regional_ratio)
     # the codec's own compute per sync (physics/codec.py), on fp32 pseudo-gradients of the values a node
     # holds; the regional tier codes among a group, the global one among all replicas
-    fp32_bytes = 4.0 * held / f.stages
-    gpus = np.nan_to_num(np.asarray(f.gpus_per_node, dtype=float), nan=1.0)
-    f["codec_s"] = codec.codec_time_coded(fp32_bytes, f.codec, f.codec_device, f.n_eff, gpus, asm)
-    f["regional_codec_s"] = codec.codec_time_coded(
-        fp32_bytes, f.codec, f.codec_device, f.nodes_per_group, gpus, asm
-    )
+    if np.any(f.codec):
+        fp32_bytes = 4.0 * held / f.stages
+        gpus = np.nan_to_num(np.asarray(f.gpus_per_node, dtype=float), nan=1.0)
+        f["codec_s"] = codec.codec_time_coded(fp32_bytes, f.codec, f.codec_device, f.n_eff, gpus, asm)
+        f["regional_codec_s"] = codec.codec_time_coded(
+            fp32_bytes, f.codec, f.codec_device, f.nodes_per_group, gpus, asm
+        )
+    else:  # codec 'none' everywhere: no codec compute
+        f["codec_s"] = f["regional_codec_s"] = np.asarray(0.0)
     f["hidden"] = select(
         np.isnan(f.hidden_size), pipeline.hidden_size(active, asm.hidden_size_coefficient), f.hidden_size
     )
@@ -139,18 +146,19 @@ def quality_terms(f: Frame, timing: Mapping[str, Any]) -> dict[str, Any]:
     eta_h = efficiency.eta_h(timing["h_eff"], alpha, penalty, asm.efficiency_floor)
     eta_c = efficiency.compression_quality(f.compression, f.error_feedback, f.compression_scenario, asm)
     # a hierarchy whose regional tier compresses harder: the lossier tier sets the quality
-    regional = efficiency.compression_quality(
-        select(np.isnan(f.regional_compression), f.compression, f.regional_compression),
-        f.error_feedback,
-        f.compression_scenario,
-        asm,
-    )
-    eta_c = np.where(
-        np.asarray(timing.get("regional_steps_used", 0.0)) > 0, np.minimum(eta_c, regional), eta_c
-    )
+    if not np.isnan(f.regional_compression).all():
+        regional = efficiency.compression_quality(
+            select(np.isnan(f.regional_compression), f.compression, f.regional_compression),
+            f.error_feedback,
+            f.compression_scenario,
+            asm,
+        )
+        tiered = np.asarray(timing.get("regional_steps_used", 0.0)) > 0
+        eta_c = np.where(tiered, np.minimum(eta_c, regional), eta_c)
     eta_a = efficiency.activation_quality(f.activation_compression, f.stages, f.compression_scenario, asm)
     # an outer update applied τ outer steps late (outer_overlap_steps) costs a factor per step of delay
-    eta_s = np.power(asm.staleness_efficiency_per_outer_step, f.outer_overlap_steps)
+    # (τ = 1 is Streaming DiLoCo's overlap, which the MIRI docs charge nothing: each step beyond it)
+    eta_s = np.power(asm.staleness_efficiency_per_outer_step, np.maximum(f.outer_overlap_steps - 1.0, 0.0))
     eta = eta_h * eta_c * eta_a * eta_s
     model_flop = compute.model_flop(f.compute_parameters, f.tokens, asm.flops_per_param_token)
     mult = efficiency.replica_loss_multiplier(
@@ -311,7 +319,17 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
     out["bottleneck_code"] = code
     out["bottleneck_share"] = largest / out["outer_step_s"]
 
+    t = groups_of(f)
+    # the stages a replica would need on the groups' largest nodes (more only because of the smallest)
+    out["memory_group_stages"] = (
+        None if t is None else memory.pipeline_stages(f.memory_bytes, np.max(t.vram_bytes))
+    )
     out["limiting_group"] = _limiting_group(f, out)
+    if t is not None:
+        out["memory_group"] = np.asarray(np.argmin(t.vram_bytes))
+        out["largest_group_vram_bytes"] = np.asarray(np.max(t.vram_bytes))
+    else:
+        out.pop("memory_group_stages")
     out["hierarchy_by_region"] = np.asarray(f.by_region)
     for col in FRAME_OUTPUTS:
         out[col] = np.asarray(f[col])
@@ -328,6 +346,8 @@ def _goodput(f: Frame, out: dict[str, np.ndarray], mode) -> np.ndarray:
     node, or a pipeline of S nodes in mode C) drop out and rejoin at the next outer step after a restart
     and a download of the global model; a synchronous pipeline (mode B) restarts the job from its last
     checkpoint, taken at Daly's interval. 1 without node_mtbf_hours."""
+    if np.isnan(f.node_mtbf_h).all():  # no failures anywhere in the batch
+        return np.where(mode == decision.INFEASIBLE, np.nan, 1.0)
     asm = f.asm
     hours = f.node_mtbf_h
     node_mtbf_s = np.where(np.isnan(hours), np.inf, hours * 3600.0)
@@ -350,12 +370,17 @@ def _limiting_group(f: Frame, out: dict[str, np.ndarray]) -> np.ndarray:
     least sustained FLOP/s per node when compute (or the pipeline's bubble or stragglers) is the largest
     part of the step, the group with the largest round-trip time when latency is, and otherwise the
     group whose links set the sync's bandwidth terms."""
-    if groups_of(f) is None:
+    t = groups_of(f)
+    if t is None:
         return np.asarray(-1)
     code = out["bottleneck_code"]
+    if out["memory_group_stages"] is not None:  # the smallest nodes split every replica: they limit
+        forced = np.asarray(f.stages) > out["memory_group_stages"]
+        code = np.where(forced, -1, code)
     compute_like = np.isin(code, [BREAKDOWN_KEYS.index(k) for k in ("compute", "bubble", "straggler")])
     latency = code == BREAKDOWN_KEYS.index("latency")
-    return np.where(compute_like, f.compute_group, np.where(latency, f.rtt_group, f.link_group))
+    by_link = np.where(compute_like, f.compute_group, np.where(latency, f.rtt_group, f.link_group))
+    return np.where(code == -1, np.argmin(t.vram_bytes), by_link)
 
 
 # --- public entry points -------------------------------------------------------------------------------
@@ -471,7 +496,7 @@ ASSUMPTIONS_READ = (
     "straggler_coefficient",
     "streaming_memory_overhead",
     "tcp_mss_bytes",
-    "tcp_window_bytes",
+    "linux_tcp_window_bytes",
     "threshold_efficiency_penalty",
 )
 

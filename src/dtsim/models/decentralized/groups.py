@@ -39,6 +39,7 @@ class GroupTable:
     latency_s: np.ndarray  # a group's own latency_ms
     region_distance_m: np.ndarray  # to the farthest other region in the run (NaN: no region)
     region_measured_s: np.ndarray  # the largest measured RTT to another group's region (NaN: none)
+    vram_bytes: np.ndarray  # per node
 
 
 def _same_or(values: np.ndarray, reduce) -> float:
@@ -47,9 +48,10 @@ def _same_or(values: np.ndarray, reduce) -> float:
     return float(values[0]) if np.all(values == values[0]) else float(reduce(values))
 
 
-def encode_groups(s, cols: dict, mfu_of) -> GroupTable:
-    """Write the compute, memory and cost columns node groups imply into `cols`; return the table the
-    link resolution reads. `mfu_of(group)` gives a group's MFU (its own, the scenario's or planned)."""
+def group_mfu(s, mfu_of) -> tuple[float, np.ndarray]:
+    """(The frame's MFU, each group's sustained FLOP/s per node): the MFU that makes the frame's node
+    (the count-weighted mean peak) sustain what the groups do together — the throughput-weighted MFU
+    (proportional work) or the slowest group's rate (equal batches)."""
     groups = s._groups
     count = np.array([g.count for g in groups], dtype=float)
     peak = np.array([g.pflops_per_node for g in groups]) * 1e15
@@ -57,16 +59,24 @@ def encode_groups(s, cols: dict, mfu_of) -> GroupTable:
     sustained = peak * mfu
     n = count.sum()
     mean_peak = _same_or(peak, lambda p: float(np.dot(count, p) / n))
-    cols["num_nodes"] = float(n)
-    cols["peak_flop_s"] = mean_peak
-    # the MFU that makes the frame's node (mean peak) sustain what the groups do together
     same_peak = bool(np.all(peak == peak[0]))
-    if s.work_assignment.value == "slowest":  # every replica at the slowest group's pace
-        cols["mfu"] = float(mfu.min()) if same_peak else float(sustained.min() / mean_peak)
-    elif same_peak:
-        cols["mfu"] = _same_or(mfu, lambda m: float(np.dot(count, m) / n))
-    else:  # proportional: the throughput-weighted MFU
-        cols["mfu"] = float(np.dot(count, sustained) / np.dot(count, peak))
+    if s.work_assignment.value == "slowest":
+        return (float(mfu.min()) if same_peak else float(sustained.min() / mean_peak)), sustained
+    if same_peak:
+        return _same_or(mfu, lambda m: float(np.dot(count, m) / n)), sustained
+    return float(np.dot(count, sustained) / np.dot(count, peak)), sustained
+
+
+def encode_groups(s, cols: dict, mfu_of) -> GroupTable:
+    """Write the compute, memory and cost columns node groups imply into `cols`; return the table the
+    link resolution reads. `mfu_of(group)` gives a group's MFU (its own, the scenario's or planned)."""
+    groups = s._groups
+    count = np.array([g.count for g in groups], dtype=float)
+    peak = np.array([g.pflops_per_node for g in groups]) * 1e15
+    n = count.sum()
+    cols["num_nodes"] = float(n)
+    cols["peak_flop_s"] = _same_or(peak, lambda p: float(np.dot(count, p) / n))
+    cols["mfu"], sustained = group_mfu(s, mfu_of)
     cols["vram_bytes"] = float(min(g.vram_per_node_gb for g in groups)) * 1e9
     gpn = np.array([np.nan if g.gpus_per_node is None else g.gpus_per_node for g in groups])
     cols["gpus_per_node"] = (
@@ -98,6 +108,7 @@ def encode_groups(s, cols: dict, mfu_of) -> GroupTable:
         latency_s=np.array([np.nan if g.latency_ms is None else g.latency_ms * 1e-3 for g in groups]),
         region_distance_m=distance,
         region_measured_s=measured,
+        vram_bytes=np.array([g.vram_per_node_gb for g in groups]) * 1e9,
     )
 
 
@@ -182,6 +193,8 @@ def resolve_links(f) -> None:
     t = groups_of(f)
     if t is None:
         f["by_region"] = np.asarray(False)
+        if np.isnan(streams).all():  # no TCP limits: links carry their line rates (no work)
+            return
         rtt = f.latency_s
         f["up_bps"] = wan.link_rate_bps(f.up_bps, rtt, streams, loss, asm)
         f["down_bps"] = wan.link_rate_bps(f.down_bps, rtt, streams, loss, asm)
@@ -201,14 +214,17 @@ def resolve_links(f) -> None:
     f["latency_s"] = np.take_along_axis(rtt, far[..., None], axis=-1)[..., 0]
     by_region = np.asarray(f.get("by_region", False)) & ~np.isnan(np.asarray(f.get("region_count", np.nan)))
     if by_region.any():
-        # the regions are the regional groups: G = R groups of ⌊N/R⌋ (leftover nodes join groups), linked
-        # inside a region by the nodes' own links (the slowest direction of the slowest group) at the
-        # intra-region RTT
+        # the regions are the regional groups: G = R groups, the largest region's nodes the largest group
+        # (strategies/hierarchical_diloco.group_layout), linked inside a region by the nodes' own links
+        # (the slowest direction of the slowest group) unless the scenario gives regional_bandwidth_mbps,
+        # at the intra-region RTT
         inside = np.min(np.minimum(up, down), axis=-1)
         intra = asm.intra_region_rtt_ms * 1e-3
         f["hierarchical"] = f.hierarchical | by_region
-        f["nodes_per_group"] = np.where(by_region, np.floor(f.num_nodes / f.region_count), f.nodes_per_group)
-        f["regional_bps"] = np.where(by_region, inside, f.regional_bps)
+        f["hier_groups"] = np.where(by_region, f.region_count, np.nan)
+        f["nodes_per_group"] = np.where(by_region, f.region_largest, f.nodes_per_group)
+        # the nodes' own links, unless the scenario gives the regional links
+        f["regional_bps"] = np.where(by_region & ~f.regional_given, inside, f.regional_bps)
         f["regional_latency_s"] = np.where(by_region, intra, f.regional_latency_s)
     f["by_region"] = by_region
     f["regional_bps"] = wan.link_rate_bps(f.regional_bps, f.regional_latency_s, streams, loss, asm)
@@ -219,6 +235,6 @@ def resolve_links(f) -> None:
 
 class _AsmTcp:
     def __init__(self, asm):
-        self.tcp_window_bytes = _col(asm.tcp_window_bytes)
+        self.linux_tcp_window_bytes = _col(asm.linux_tcp_window_bytes)
         self.tcp_mss_bytes = _col(asm.tcp_mss_bytes)
         self.mathis_constant = _col(asm.mathis_constant)

@@ -175,6 +175,14 @@ def row_values(out: dict, i: int, frame) -> dict[str, Any]:
     return v
 
 
+def _hier_groups(v: dict[str, Any]) -> float:
+    """A hierarchy's group count: one per region when the node groups' regions are the groups."""
+    regions = v.get("hier_groups")
+    if regions is not None and regions == regions:
+        return regions
+    return math.floor(v["num_nodes"] / v["nodes_per_group"])
+
+
 def reason_text(v: dict[str, Any]) -> str:
     code = decision.REASONS[v["reason_code"]]
     return REASON_TEXT[code].format(
@@ -183,7 +191,7 @@ def reason_text(v: dict[str, Any]) -> str:
         full=_gb(v["full_memory_bytes"] / 1e9),
         ep=("none", "regional", "global")[v["ep_mode"]],
         deg=f"{v['ep_degree']:,.0f}",
-        groups=f"{math.floor(v['num_nodes'] / v['nodes_per_group']):,}",
+        groups=f"{_hier_groups(v):,.0f}",
         nodes=f"{v['num_nodes']:,.0f}",
         group=f"{v['nodes_per_group']:,.0f}",
         stages=f"{v['stages']:,.0f}",
@@ -211,13 +219,18 @@ DETAIL_KEYS = (
 def build_result(out: dict, i: int, scenario, asm, frame) -> Result:
     v = row_values(out, i, frame)
     mode = decision.MODE_IDS[v["mode_code"]]
-    gpu_id = scenario.gpu if scenario is not None else None
-    gpu = catalog.gpus().get(gpu_id) if gpu_id else None
+    if scenario is not None and scenario._groups is not None:  # every group's GPU, in group order
+        gpu_ids = list(dict.fromkeys(g.gpu for g in scenario._groups if g.gpu))
+    else:
+        gpu_ids = [scenario.gpu] if scenario is not None and scenario.gpu else []
     sources = {"pue": f"{asm.pue:g} — Uptime Institute Global Data Center Survey 2024"}
-    if gpu is not None:
-        sources["price_usd"] = f"{gpu.price_usd:,.0f} USD per {gpu.id} — {gpu.sources.get('price_usd', '')}"
-        sources["board_power_w"] = (
-            f"{gpu.board_power_w:g} W per {gpu.id} — {gpu.sources.get('board_power_w', '')}"
+    gpus = [catalog.gpus()[g] for g in gpu_ids if g in catalog.gpus()]
+    if gpus:
+        sources["price_usd"] = "; ".join(
+            f"{gpu.price_usd:,.0f} USD per {gpu.id} — {gpu.sources.get('price_usd', '')}" for gpu in gpus
+        )
+        sources["board_power_w"] = "; ".join(
+            f"{gpu.board_power_w:g} W per {gpu.id} — {gpu.sources.get('board_power_w', '')}" for gpu in gpus
         )
     details = {}
     for key in DETAIL_KEYS:

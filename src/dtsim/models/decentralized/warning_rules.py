@@ -98,6 +98,21 @@ def _goodput_message(v: dict) -> str:
 
 RULES: tuple[WarningRule, ...] = (
     WarningRule(
+        "GROUP_MEMORY",
+        lambda f, o: (
+            np.asarray(f.stages) > o["memory_group_stages"]
+            if "memory_group_stages" in o
+            else np.asarray(False)
+        ),
+        lambda v: (
+            f"Node group {v['memory_group']} has {_gb(v['vram_bytes'] / 1e9)} per node, less than the "
+            f"{_gb(v['memory_bytes'] / 1e9)} of model state a replica needs: every replica is split into "
+            f"{v['stages']:.0f} pipeline stages to fit it, where the largest nodes "
+            f"({_gb(v['largest_group_vram_bytes'] / 1e9)}) need {v['memory_group_stages']:.0f}. Without that "
+            "group (or with its nodes idle) the others may run faster; node_groups applies one layout to all."
+        ),
+    ),
+    WarningRule(
         "LOW_GOODPUT",
         lambda f, o: o["goodput"] < f.asm.goodput_warning_threshold,
         _goodput_message,

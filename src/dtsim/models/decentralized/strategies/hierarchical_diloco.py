@@ -18,6 +18,17 @@ from dtsim.physics.efficiency import hierarchical_effective_steps
 from dtsim.physics.stragglers import straggler_factor
 
 
+def group_layout(f: Frame):
+    """(G groups, members of the largest): G = ⌊N / N_group⌋ whole groups, leftover nodes join groups, so
+    the largest has ⌈N / G⌉ members (the original let G be fractional: reference README defect 3) — or,
+    when node groups' regions are the groups (groups.resolve_links), one group per region and the
+    largest region's nodes."""
+    regions = np.asarray(f.get("hier_groups", np.nan))
+    groups = np.where(np.isnan(regions), np.floor(f.num_nodes / f.nodes_per_group), regions)
+    size = np.where(np.isnan(regions), np.ceil(f.num_nodes / np.maximum(groups, 1.0)), f.nodes_per_group)
+    return groups, size
+
+
 class HierarchicalDiLoCo:
     code = 1
     id = "hierarchical-diloco"
@@ -31,10 +42,7 @@ class HierarchicalDiLoCo:
         return 0.0, np.floor(f.n_eff)
 
     def syncs(self, f: Frame):
-        # Groups are whole: G = ⌊N / N_group⌋; leftover nodes join groups, so the largest group has
-        # ⌈N / G⌉ members (the original let G be fractional: reference README defect 3).
-        groups = np.floor(f.num_nodes / f.nodes_per_group)
-        group_size = np.ceil(f.num_nodes / groups)
+        groups, group_size = group_layout(f)
         reg_base = 2.0 * f.regional_payload_bits / f.regional_bps + f.regional_latency_s + f.regional_codec_s
         reg_factor = straggler_factor(group_size, f.straggler, f.asm)
         glob_base = wan_exchange_time(f.payload_bits, f.up_bps, f.down_bps, f.latency_s) + f.codec_s
