@@ -334,3 +334,19 @@ def test_regions_become_the_regional_tier_when_that_is_faster():
         assert batch["wall_clock_days"][i] == pytest.approx(
             dtsim.simulate(THREE_REGIONS | {"inner_steps": h}).wall_clock_days, rel=1e-12
         )
+
+
+def test_a_run_shorter_than_one_outer_step_says_so():
+    short = dtsim.simulate({"num_nodes": 10_000_000, "parameters_b": 10, "node": "dgx-h100"})
+    assert short.wall_clock_days * 86400 < short.outer_step_s
+    assert any(w.code == "LESS_THAN_ONE_OUTER_STEP" for w in short.warnings)
+    assert not any(w.code == "LESS_THAN_ONE_OUTER_STEP" for w in dtsim.simulate({}).warnings)
+
+
+def test_a_sweep_keeps_node_groups_as_json():
+    import json
+
+    from dtsim.analysis.grid import parse_vary
+
+    grid = dtsim.sweep(dtsim.Scenario(**TWO_CONTINENTS), [parse_vary("tcp_streams=1,4")])
+    assert json.loads(grid.columns["node_groups"][0]) == TWO_CONTINENTS["node_groups"]

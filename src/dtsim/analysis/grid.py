@@ -8,6 +8,7 @@ input field and per output.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Callable
@@ -202,7 +203,9 @@ def run_grid(
     constants = {k: v for k, v in base.to_fields().items() if k not in hidden and not isinstance(v, dict)}
     columns: dict[str, np.ndarray] = {}
     for k, v in constants.items():
-        columns[k] = np.broadcast_to(np.asarray(v if not isinstance(v, list) else str(v)), (n,))
+        # a list (node_groups) is one JSON text per row, so a CSV or JSON reader gets it back as data
+        text = json.dumps(v, separators=(",", ":")) if isinstance(v, list) else v
+        columns[k] = np.broadcast_to(np.asarray(text), (n,))
     columns.update(inputs)
     for k, v in out.items():
         columns[k if k not in columns else f"out_{k}"] = v

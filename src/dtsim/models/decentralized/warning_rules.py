@@ -98,6 +98,15 @@ def _goodput_message(v: dict) -> str:
 
 RULES: tuple[WarningRule, ...] = (
     WarningRule(
+        "LESS_THAN_ONE_OUTER_STEP",
+        lambda f, o: o["total_s"] < o["outer_step_s"],
+        lambda v: (
+            f"The {v['tokens'] / 1e12:,.4g}T tokens take {v['total_s'] / v['outer_step_s']:.2g} of an outer step "
+            f"({v['outer_step_s']:,.4g} s): the replicas never synchronize, so the times are a fraction of one "
+            "step, not a training run. Fewer nodes, a smaller local batch or more tokens give one."
+        ),
+    ),
+    WarningRule(
         "GROUP_MEMORY",
         lambda f, o: (
             np.asarray(f.stages) > o["memory_group_stages"]
