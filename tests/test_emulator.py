@@ -781,3 +781,14 @@ def test_nested_stop_requests_share_one_record():
         time.sleep(0.01)
     assert outer.received == [signal.SIGINT, signal.SIGINT]
     assert signal.getsignal(signal.SIGINT) is before
+    # the CLI's own, once a stop was asked for, keeps noting stops past its block (its process exits)
+    keep = StopRequests(until_exit=True)
+    with keep:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.01)
+    try:
+        os.kill(os.getpid(), signal.SIGINT)  # noted, not raised
+        time.sleep(0.01)
+        assert keep.received == [signal.SIGINT, signal.SIGINT]
+    finally:
+        signal.signal(signal.SIGINT, before)

@@ -474,9 +474,12 @@ class StopRequests:
 
     HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
-    def __init__(self) -> None:
+    def __init__(self, until_exit: bool = False) -> None:
+        """`until_exit`: once a stop was asked for, keep noting further ones after the block too (the
+        CLI, whose process ends with the report: a third Ctrl-C must not cut its exit)."""
         self.received: list[int] = []
         self._old: dict[int, Any] = {}
+        self._until_exit = until_exit
 
     def __enter__(self) -> StopRequests:
         if threading.current_thread() is threading.main_thread():
@@ -499,6 +502,8 @@ class StopRequests:
             raise _Stop
 
     def __exit__(self, *exc: object) -> None:
+        if self._until_exit and self.received:
+            return
         for s, h in self._old.items():
             signal.signal(s, h)
 

@@ -356,7 +356,7 @@ def emulate(
         from dtsim.emulator.netns import CommandFailed
 
         # held until the run is reported: a second Ctrl-C after the removal must not cut the report
-        with StopRequests():
+        with StopRequests(until_exit=True):
             try:
                 summary = run(ctx.obj, notice=_note)
             except (WorkerFailed, CommandFailed, OSError) as exc:  # everything made is removed by now
@@ -392,7 +392,9 @@ def thesis_cmd(
     from dtsim.emulator.launcher import Interrupted, StopRequests, require_emulator
     from dtsim.emulator.presets import config_for
 
-    with StopRequests():  # a Ctrl-C between runs stops the next; one after a removal waits for the report
+    with StopRequests(
+        until_exit=True
+    ):  # a Ctrl-C between runs stops the next; one after a removal waits for the report
         try:
             config_for(model)
             for _, opts in thesis_runs(model, steps):  # every run's options, before the first starts
@@ -468,7 +470,7 @@ def diloco_efficiency_cmd(
     from dtsim.emulator.experiments import diloco_efficiency
     from dtsim.emulator.launcher import Interrupted, StopRequests, require_emulator
 
-    with StopRequests():  # as in `thesis`
+    with StopRequests(until_exit=True):  # as in `thesis`
         try:
             if not 128 <= total_inner_steps <= 100000:
                 raise ScenarioError(
