@@ -130,6 +130,23 @@ def codec_local_s(spec: str, numel: int, world: int) -> float | None:
     return sorted(times)[1]
 
 
+def _inner_step(step_compute, model, inner, record: dict, outer: int, h: int, i: int) -> float:
+    """One DiLoCo inner step, recorded with its forward, backward and optimizer times; returns its
+    compute seconds."""
+    loss, tf, tb, to = step_compute(model, inner)
+    record["steps"].append(
+        {
+            "step": outer * h + i,
+            "outer": outer,
+            "loss": loss,
+            "forward_s": tf,
+            "backward_s": tb,
+            "optimizer_s": to,
+        }
+    )
+    return tf + tb + to
+
+
 def _overlapped_diloco(cfg, record, model, inner, averager, global_flat, step_compute, evaluate, iface):
     """DiLoCo with the outer synchronisation overlapped (see the module docstring). Each outer round:
     H inner steps; then wait for the previous round's averaged pseudo-gradient (the exposed part of
@@ -174,19 +191,8 @@ def _overlapped_diloco(cfg, record, model, inner, averager, global_flat, step_co
         o0 = time.perf_counter()
         compute = 0.0
         for i in range(h):
-            loss, tf, tb, to = step_compute(model, inner)
-            compute += tf + tb + to
+            compute += _inner_step(step_compute, model, inner, record, outer, h, i)
             tokens += batch_tokens
-            record["steps"].append(
-                {
-                    "step": outer * h + i,
-                    "outer": outer,
-                    "loss": loss,
-                    "forward_s": tf,
-                    "backward_s": tb,
-                    "optimizer_s": to,
-                }
-            )
         now = flat_params(model)
         pseudo = anchor - now  # this round's own progress, negated
         exposed, entry = 0.0, {"sync_s": 0.0, "tx_bytes": 0, "rx_bytes": 0, "tx_packets": 0, "rx_packets": 0}
@@ -377,19 +383,8 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
             o0 = time.perf_counter()
             compute = 0.0
             for i in range(h):
-                loss, tf, tb, to = step_compute(model, inner)
-                compute += tf + tb + to
+                compute += _inner_step(step_compute, model, inner, record, outer, h, i)
                 tokens += batch * seq * world
-                record["steps"].append(
-                    {
-                        "step": outer * h + i,
-                        "outer": outer,
-                        "loss": loss,
-                        "forward_s": tf,
-                        "backward_s": tb,
-                        "optimizer_s": to,
-                    }
-                )
             pseudo = global_flat - flat_params(model)  # compute, before the sync is timed
             c0 = iface_counters(iface)
             s0 = time.perf_counter()
