@@ -771,7 +771,7 @@ def test_nested_stop_requests_share_one_record():
     20 ms after the first cut the report while Rich was being imported; the exit was 130 with no words)."""
     from dtsim.emulator.launcher import StopRequests
 
-    before = signal.getsignal(signal.SIGINT)
+    before = {s: signal.getsignal(s) for s in StopRequests.HANDLED}
     with StopRequests() as outer:
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.01)
@@ -780,8 +780,9 @@ def test_nested_stop_requests_share_one_record():
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.01)
     assert outer.received == [signal.SIGINT, signal.SIGINT]
-    assert signal.getsignal(signal.SIGINT) is before
-    # the CLI's own, once a stop was asked for, keeps noting stops past its block (its process exits)
+    assert signal.getsignal(signal.SIGINT) is before[signal.SIGINT]
+    # the CLI's own, once a stop was asked for, keeps noting stops past its block (its process exits),
+    # and a later run does not take that finished record as its own
     keep = StopRequests(until_exit=True)
     with keep:
         os.kill(os.getpid(), signal.SIGINT)
@@ -790,5 +791,8 @@ def test_nested_stop_requests_share_one_record():
         os.kill(os.getpid(), signal.SIGINT)  # noted, not raised
         time.sleep(0.01)
         assert keep.received == [signal.SIGINT, signal.SIGINT]
+        with StopRequests() as later:
+            assert later.received == []
     finally:
-        signal.signal(signal.SIGINT, before)
+        for s, h in before.items():
+            signal.signal(s, h)

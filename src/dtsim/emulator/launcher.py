@@ -480,6 +480,7 @@ class StopRequests:
         self.received: list[int] = []
         self._old: dict[int, Any] = {}
         self._until_exit = until_exit
+        self._active = False  # inside its block (only then does a nested one share its record)
 
     def __enter__(self) -> StopRequests:
         if threading.current_thread() is threading.main_thread():
@@ -489,9 +490,10 @@ class StopRequests:
                     continue
                 self._old[s] = old
                 outer = getattr(old, "__self__", None)
-                if isinstance(outer, StopRequests):
+                if isinstance(outer, StopRequests) and outer._active:
                     self.received = outer.received
                 signal.signal(s, self._note)
+        self._active = True
         return self
 
     def _note(self, signum: int, frame: Any) -> None:
@@ -502,6 +504,7 @@ class StopRequests:
             raise _Stop
 
     def __exit__(self, *exc: object) -> None:
+        self._active = False
         if self._until_exit and self.received:
             return
         for s, h in self._old.items():
