@@ -350,3 +350,16 @@ def test_a_sweep_keeps_node_groups_as_json():
 
     grid = dtsim.sweep(dtsim.Scenario(**TWO_CONTINENTS), [parse_vary("tcp_streams=1,4")])
     assert json.loads(grid.columns["node_groups"][0]) == TWO_CONTINENTS["node_groups"]
+
+
+def test_expert_parallel_buffers_count_in_a_nodes_memory():
+    """4 · tokens per micro-batch · k · capacity · h · bytes (dispatch and combine, send and receive):
+    131,072 tokens over 8 micro-batches, top-2, capacity 1.25, h = 0.03·√(100e9), BF16."""
+    r = dtsim.simulate(moe=True, parameters_b=600, active_parameters_b=100, expert_parallelism="global")
+    hidden = 0.03 * math.sqrt(100e9)
+    buffers = 4 * (131072 / 8) * 2 * 1.25 * hidden * 2
+    assert r.details["ep_buffer_bytes"] == pytest.approx(buffers, rel=1e-12)
+    assert r.details["memory_bytes"] == pytest.approx((100e9 + 500e9 / 72) * 16 + buffers, rel=1e-12)
+    assert r.model_state_memory_gb == pytest.approx((100e9 + 500e9 / 72) * 16 / 1e9, rel=1e-12)
+    dense = dtsim.simulate(parameters_b=100)
+    assert dense.details["ep_buffer_bytes"] == 0

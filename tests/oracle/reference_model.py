@@ -19,6 +19,7 @@ The deviations (docs/deviations.md):
   M3  the MoE hidden-size heuristic uses active parameters                        (modelling choice)
   M4  hierarchical pipelines use regional links only if a group holds S stages   (modelling choice)
   M5  PP-group DiLoCo with the hierarchy has no regional tier, so H_eff = H       (modelling choice)
+  M6  expert parallelism's all-to-all buffers count in a node's memory           (issue 16)
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from __future__ import annotations
 import itertools
 import math
 
-ALL_FIXES = frozenset({"D1", "D2", "D3", "D4", "D5", "D8a", "D8b", "D9", "M1", "M2", "M3", "M4", "M5"})
+ALL_FIXES = frozenset({"D1", "D2", "D3", "D4", "D5", "D8a", "D8b", "D9", "M1", "M2", "M3", "M4", "M5", "M6"})
 NAN = float("nan")
 
 CQ = {  # compression quality, 'expected' scenario (the web app's only table)
@@ -95,6 +96,9 @@ def calc(i: dict, fixes: frozenset = frozenset()) -> dict:
     o.update(expertParams=expert, sharedParams=shared, epDegree=epd)
     held = shared + expert / epd
     mem = held * bpp
+    if fx("M6") and moe and ep != "none":  # dispatch + combine, send + receive: 4 · tokens · k · cf · h
+        hidden = 0.03 * math.sqrt(pa if fx("M3") else p)
+        mem += 4 * (i["localBatch"] / i["microBatches"]) * 2 * 1.25 * hidden * bpv
     vram = i["vramPerNode"] * 1e9
     sharded = mem > vram
     stages = math.ceil(mem / vram) if sharded else 1

@@ -55,3 +55,12 @@ def pipeline_stages(memory_bytes, vram_bytes):
 def max_params_fitting(vram_bytes, bytes_per_parameter):
     """Largest dense model whose states fit one node: VRAM / β (MIRI simulator docs Appendix A)."""
     return vram_bytes / bytes_per_parameter
+
+
+def ep_buffer_bytes(tokens, hidden, bytes_per_value, asm):
+    """Expert parallelism's all-to-all buffers for one micro-batch of `tokens`: each token's hidden vector
+    goes to its k experts (dispatch) and comes back (combine), each through a send and a receive buffer
+    sized for the capacity factor: 4 · tokens · k · capacity · h · bytes (GShard, Lepikhin et al. 2020
+    §2.2 dispatch/combine tensors with expert capacity; capacity factor as in Fedus et al. 2021, Switch
+    Transformers §2.2)."""
+    return 4.0 * tokens * asm.moe_top_k * asm.moe_capacity_factor * hidden * bytes_per_value

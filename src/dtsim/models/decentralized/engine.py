@@ -44,6 +44,7 @@ from dtsim.schema.scenario import (
 )
 
 FRAME_OUTPUTS = (
+    "ep_buffer_bytes",
     "up_bps",
     "down_bps",
     "latency_s",
@@ -88,11 +89,20 @@ def derive(f: Frame, asm: Assumptions) -> None:
     f["ep_degree"] = memory.ep_degree(f.ep_mode, moe, f.num_nodes, f.nodes_per_group)
     held = memory.params_held(shared, experts, f.ep_degree)
     f["parameters_held"] = held
+    f["hidden"] = select(
+        np.isnan(f.hidden_size), pipeline.hidden_size(active, asm.hidden_size_coefficient), f.hidden_size
+    )
+    # expert parallelism's all-to-all buffers for one micro-batch (memory.ep_buffer_bytes)
+    f["ep_buffer_bytes"] = select(
+        moe & (f.ep_mode > 0),
+        memory.ep_buffer_bytes(f.batch_tokens / f.micro_batches, f.hidden, f.bytes_per_value, asm),
+        0.0,
+    )
     # streaming / overlapped DiLoCo's outer state (original weights, outer momentum: Douillard et al.
     # 2025) counts toward the stages only when the scenario keeps it on the accelerators
     keeps_outer_state = f.outer_state_on_gpu & (f.streaming | (f.outer_overlap_steps > 0))
     outer_state = select(keeps_outer_state, 1.0 + asm.streaming_memory_overhead, 1.0)
-    f["memory_bytes"] = held * f.bytes_per_param * outer_state
+    f["memory_bytes"] = held * f.bytes_per_param * outer_state + f.ep_buffer_bytes
     f["full_memory_bytes"] = f.parameters * f.bytes_per_param
     f["stages"] = memory.pipeline_stages(f.memory_bytes, f.vram_bytes)
     f["n_eff"] = stragglers.effective_nodes(f.num_nodes, f.straggler, asm)
@@ -120,9 +130,6 @@ def derive(f: Frame, asm: Assumptions) -> None:
         )
     else:  # codec 'none' everywhere: no codec compute
         f["codec_s"] = f["regional_codec_s"] = np.asarray(0.0)
-    f["hidden"] = select(
-        np.isnan(f.hidden_size), pipeline.hidden_size(active, asm.hidden_size_coefficient), f.hidden_size
-    )
     f["handoff_bits"] = pipeline.handoff_bits(
         f.batch_tokens,
         f.micro_batches,
@@ -292,7 +299,8 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
     out["pp_groups"] = pipelines
     out["idle_nodes"] = np.maximum(0.0, np.floor(f.n_eff) - used)
     out["memory_per_node_gb"] = np.asarray(f.memory_bytes / f.stages / 1e9)
-    out["model_state_memory_gb"] = np.asarray(f.memory_bytes / 1e9)
+    # the model's state (and streaming's outer state when kept on the GPUs), without EP's buffers
+    out["model_state_memory_gb"] = np.asarray((f.memory_bytes - f.ep_buffer_bytes) / 1e9)
     for prec, col in (
         ("fp16", "max_parameters_b_fp16"),
         ("fp8", "max_parameters_b_fp8"),
@@ -474,6 +482,8 @@ ASSUMPTIONS_READ = (
     "ep_all_to_all_per_layer",
     "fiber_group_index",
     "flops_per_param_token",
+    "moe_capacity_factor",
+    "moe_top_k",
     "goodput_warning_threshold",
     "hfu_mfu_ratio",
     "hidden_size_coefficient",
