@@ -87,10 +87,11 @@ DIFFERENCES: dict[str, tuple[tuple[str, ...], str]] = {
         "as E9 (S = 6)",
     ),
     "E11": (
-        ("t_sync", "h_min", "eta", "c_local", "c_quality"),
+        ("t_sync", "h_min", "eta", "c_local", "c_quality", "mem_node_gb"),
         "MoE with global expert parallelism: the original syncs all 600B parameters from every node "
         "(reference README defect 8); a node holds the shared 100B plus 1/72 of the experts and dtsim "
-        "syncs those, so its sync is 5.6× shorter, H smaller and η higher",
+        "syncs those, so its sync is 5.6× shorter, H smaller and η higher; a node also holds the "
+        "all-to-all buffers of one micro-batch (3.1 GB more memory; docs/deviations.md M6)",
     ),
 }
 
