@@ -363,3 +363,55 @@ def test_expert_parallel_buffers_count_in_a_nodes_memory():
     assert r.model_state_memory_gb == pytest.approx((100e9 + 500e9 / 72) * 16 / 1e9, rel=1e-12)
     dense = dtsim.simulate(parameters_b=100)
     assert dense.details["ep_buffer_bytes"] == 0
+
+
+def test_review_findings_stay_fixed():
+    """A reviewer's reproducers: a swept regional bandwidth with regions (batch = scalar); links inside a
+    region limited at the intra-region RTT, not the WAN's; SYNC_NOT_HIDDEN whatever holds the outer state;
+    the hierarchy's automatic H_regional hides sync/τ; no staleness without an outer step; a pipeline's
+    idle nodes do not shorten its MTBF."""
+    groups = [
+        {"count": 4, "region": "us-east", "bandwidth_mbps": 100},
+        {"count": 3, "region": "eu-west", "bandwidth_mbps": 50},
+        {"count": 2, "region": "korea", "bandwidth_mbps": 20},
+    ]
+    base = {"parameters_b": 10, "tokens_t": 1, "node_groups": groups}
+    rates = np.array([10.0, 1000.0, 1e5])
+    batch = dtsim.simulate_batch(base, regional_bandwidth_mbps=rates)
+    for i, v in enumerate(rates):
+        single = dtsim.simulate(base | {"regional_bandwidth_mbps": float(v)})
+        assert batch["wall_clock_days"][i] == pytest.approx(single.wall_clock_days, rel=1e-12)
+
+    two = [{"count": 4, "region": "us-east"}, {"count": 4, "region": "korea"}]
+    r = dtsim.simulate(
+        {"parameters_b": 10, "tokens_t": 1, "bandwidth_mbps": 1000, "node_groups": two, "tcp_streams": 1}
+    )
+    f4 = 1 + 0.05 * math.log2(4)
+    assert r.regional_sync_s == pytest.approx((2 * 10e9 * 16 / 16 / 1e9 + 0.002) * f4, rel=1e-9)
+
+    for on_gpu in (False, True):
+        w = dtsim.simulate(
+            {
+                "parameters_b": 10,
+                "tokens_t": 1,
+                "inner_steps": 4,
+                "bandwidth_mbps": 100,
+                "outer_state_on_gpu": on_gpu,
+            }
+        )
+        assert any(x.code == "SYNC_NOT_HIDDEN" for x in w.warnings)
+
+    sc = {"parameters_b": 10, "tokens_t": 1, "num_nodes": 32, "bandwidth_mbps": 1e5, "latency_ms": 20000}
+    sc |= {
+        "regional_bandwidth_mbps": 1e4,
+        "regional_latency_ms": 1,
+        "inner_steps": "auto",
+        "compression": 100,
+    }
+    sc |= {"hierarchical": True, "nodes_per_group": 8, "regional_steps": "auto"}
+    assert dtsim.simulate(sc | {"outer_overlap_steps": 4}).outer_step_s < dtsim.simulate(sc).outer_step_s / 2
+
+    pipe = {"parameters_b": 2000, "tokens_t": 1, "node_mtbf_hours": 500}
+    assert dtsim.simulate(pipe | {"num_nodes": 20, "outer_overlap_steps": 3}).efficiency_staleness == 1.0
+    goodputs = {dtsim.simulate(pipe | {"num_nodes": n}).goodput for n in (14, 20, 27)}
+    assert len(goodputs) == 1  # one 14-stage pipeline each time; idle nodes cannot stop it

@@ -84,6 +84,10 @@ def validation_problems(
         field = ".".join(loc[:1]) if loc else "scenario"
         ctx_err = (err.get("ctx") or {}).get("error")
         if isinstance(ctx_err, ScenarioError):
+            if len(loc) > 1 and loc[0] in NESTED_FIELDS:  # raised inside a node group: name the group
+                inner = loc[0] + "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in loc[1:])
+                problems.extend((f"{inner}.{f}", v, m) for f, v, m in ctx_err.problems)
+                continue
             problems.extend(ctx_err.problems)
             continue
         value = fields.get(field, err.get("input")) if loc else err.get("input")

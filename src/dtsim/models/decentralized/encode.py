@@ -417,6 +417,8 @@ def encode_batch(s: Scenario, arrays: dict[str, Any], n: int) -> Frame:
         arrays = {k: v for k, v in arrays.items() if k not in varied_hw}
     if {"hierarchical", "nodes_per_group"} & set(arrays):
         cols["region_count"] = np.nan  # the rows set the hierarchy themselves
+    if "regional_bandwidth_mbps" in arrays:
+        cols["regional_given"] = True  # each row gives its regional links
     for field, values in arrays.items():
         if field not in BATCH_FIELDS:
             raise ScenarioError(

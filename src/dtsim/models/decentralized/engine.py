@@ -166,6 +166,8 @@ def quality_terms(f: Frame, timing: Mapping[str, Any]) -> dict[str, Any]:
     # an outer update applied τ outer steps late (outer_overlap_steps) costs a factor per step of delay
     # (τ = 1 is Streaming DiLoCo's overlap, which the MIRI docs charge nothing: each step beyond it)
     eta_s = np.power(asm.staleness_efficiency_per_outer_step, np.maximum(f.outer_overlap_steps - 1.0, 0.0))
+    if "mode_code" in timing:  # a pipeline over the WAN has no outer step to apply late
+        eta_s = np.where(has_trait(timing["mode_code"], "diloco"), eta_s, 1.0)
     eta = eta_h * eta_c * eta_a * eta_s
     model_flop = compute.model_flop(f.compute_parameters, f.tokens, asm.flops_per_param_token)
     mult = efficiency.replica_loss_multiplier(
@@ -273,7 +275,7 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
     out.update({k: np.asarray(v) for k, v in q.items()})
     eta = out["efficiency"]
     out["failure_free_days"] = out["total_s"] / 86400.0
-    out["goodput"] = _goodput(f, out, mode)
+    out["goodput"] = _goodput(f, out, mode, used)
     # expected, with failures, restarts and rejoins; goodput 0: the run never finishes (no times,
     # LOW_GOODPUT says so)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -349,7 +351,7 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
     return out
 
 
-def _goodput(f: Frame, out: dict[str, np.ndarray], mode) -> np.ndarray:
+def _goodput(f: Frame, out: dict[str, np.ndarray], mode, used_nodes) -> np.ndarray:
     """Kept progress over wall-clock time with node failures (physics/failures.py). DiLoCo replicas (a
     node, or a pipeline of S nodes in mode C) drop out and rejoin at the next outer step after a restart
     and a download of the global model; a synchronous pipeline (mode B) restarts the job from its last
@@ -364,7 +366,7 @@ def _goodput(f: Frame, out: dict[str, np.ndarray], mode) -> np.ndarray:
     model_bits = 8.0 * f.parameters_held * f.bytes_per_value
     rejoin = asm.restart_s + model_bits / f.down_bps
     elastic = failures.elastic_goodput(out["outer_step_s"], rejoin, node_mtbf_s / per_replica)
-    used = np.maximum(1.0, np.floor(f.n_eff))
+    used = np.maximum(1.0, used_nodes)  # the nodes that train: idle ones cannot stop the job
     checkpoint = 8.0 * f.memory_bytes / f.stages / (asm.checkpoint_write_gbps * 1e9)
     job_mtbf = node_mtbf_s / used
     interval = failures.daly_interval_s(checkpoint, job_mtbf)

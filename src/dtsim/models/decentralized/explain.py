@@ -39,9 +39,20 @@ def derivation(r: Result) -> list[Step]:
         ),
         Step(
             "M_node",
-            "(P_shared + P_experts / N_EP) · β",
+            "(P_shared + P_experts / N_EP) · β [× (1 + outer state) kept on GPUs] [+ EP buffers]",
             f"({d['shared_parameters']:.4g} + {d['expert_parameters']:.4g} / {d['ep_degree']:g}) · {d['bytes_per_param']:g} "
-            f"= {d['memory_bytes'] / 1e9:,.1f} GB",
+            + (
+                f"× {r.model_state_memory_gb * 1e9 / ((d['shared_parameters'] + d['expert_parameters'] / d['ep_degree']) * d['bytes_per_param']):.4g} "
+                if abs(
+                    r.model_state_memory_gb * 1e9
+                    - (d["shared_parameters"] + d["expert_parameters"] / d["ep_degree"])
+                    * d["bytes_per_param"]
+                )
+                > 1
+                else ""
+            )
+            + (f"+ {d['ep_buffer_bytes'] / 1e9:,.4g} GB " if d["ep_buffer_bytes"] else "")
+            + f"= {d['memory_bytes'] / 1e9:,.1f} GB",
             "MIRI simulator docs §2.4",
         ),
         Step("S", "⌈M_node / VRAM⌉ if M_node > VRAM else 1", f"{r.pp_stages}", "MIRI simulator docs §2.2"),

@@ -203,6 +203,7 @@ def resolve_links(f) -> None:
     rtt = group_rtt_s(t, f.latency_s, asm)
     up = np.where(np.isnan(t.up_bps), _col(f.up_bps), t.up_bps)
     down = np.where(np.isnan(t.down_bps), _col(f.down_bps), t.down_bps)
+    line = np.min(np.minimum(up, down), axis=-1)  # the slowest line rate, before any WAN TCP limit
     up = wan.link_rate_bps(up, rtt, _col(streams), _col(loss), _AsmTcp(asm))
     down = wan.link_rate_bps(down, rtt, _col(streams), _col(loss), _AsmTcp(asm))
     up, down, rtt = np.broadcast_arrays(up, down, rtt)  # (G,) or (n, G): a row's columns may vary
@@ -218,7 +219,7 @@ def resolve_links(f) -> None:
         # (strategies/hierarchical_diloco.group_layout), linked inside a region by the nodes' own links
         # (the slowest direction of the slowest group) unless the scenario gives regional_bandwidth_mbps,
         # at the intra-region RTT
-        inside = np.min(np.minimum(up, down), axis=-1)
+        inside = line  # TCP-limited below at the intra-region RTT, not the WAN's
         intra = asm.intra_region_rtt_ms * 1e-3
         f["hierarchical"] = f.hierarchical | by_region
         f["hier_groups"] = np.where(by_region, f.region_count, np.nan)

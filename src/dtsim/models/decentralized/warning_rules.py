@@ -221,7 +221,6 @@ RULES: tuple[WarningRule, ...] = (
         "SYNC_NOT_HIDDEN",
         lambda f, o: (
             (f.streaming | (f.outer_overlap_steps > 0))
-            & ~f.outer_state_on_gpu
             & has_trait(o["mode_code"], "diloco")
             & ((o["global_sync"] + o["regional_sync"]) > 1e-9 * o["outer_step_s"])
         ),

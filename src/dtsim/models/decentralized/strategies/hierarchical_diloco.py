@@ -12,6 +12,7 @@ from dtsim.models.decentralized.strategies.base import (
     exposed_parts,
     overlapped,
     smallest_hiding_steps,
+    to_hide,
 )
 from dtsim.physics.collectives import wan_exchange_time
 from dtsim.physics.efficiency import hierarchical_effective_steps
@@ -62,7 +63,9 @@ class HierarchicalDiLoCo:
         # regional_steps < 0 means "auto": the smallest H_regional whose regional cycles hide the
         # global sync.
         regional_steps = np.where(
-            f.regional_steps < 0, smallest_hiding_steps(glob, regional_cycle), f.regional_steps
+            f.regional_steps < 0,
+            smallest_hiding_steps(to_hide(f, glob, (glob_base - f.latency_s) * glob_factor), regional_cycle),
+            f.regional_steps,
         )
         global_block = regional_steps * regional_cycle
         outer = overlapped(f, global_block, glob, (glob_base - f.latency_s) * glob_factor)
