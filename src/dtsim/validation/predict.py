@@ -24,6 +24,7 @@ import numpy as np
 from dtsim import catalog
 from dtsim.errors import ScenarioError
 from dtsim.physics import collectives as coll
+from dtsim.physics import wan
 
 
 def _constant(section: str, key: str) -> float | None:
@@ -216,7 +217,7 @@ def ring_allreduce_abg_s(rec, host_rate_per_core_bit_s: float) -> float:
     window = Assumptions({}).linux_tcp_window_bytes
     rtt = rec.added_delay_ms / 1e3  # netem delays one direction; the ACKs come back undelayed
     if rtt > 0:  # a TCP stream cannot outrun its window over the delayed link
-        per_byte = max(per_byte, 8.0 / host_bit_s + rtt / window)
+        per_byte = max(per_byte, 8.0 / host_bit_s + 8.0 / float(wan.window_limit_bps(rtt, window)))
     return float(coll.ring_allreduce_time(n, size, 1.0 / per_byte, rec.added_delay_ms / 1e3))
 
 
@@ -269,7 +270,7 @@ def decentralized_inputs(rec, window_bytes: float | None = None) -> dict[str, An
             )
         if rtt <= 0:
             raise ScenarioError([("network.rtt_ms", rtt, "must be > 0 for a window-limited link")])
-        cap = window_bytes * 8.0 / (rtt / 1e3) / 1e6
+        cap = float(wan.window_limit_bps(rtt / 1e3, window_bytes)) / 1e6  # one stream: a window per RTT
         up = cap if up is None else min(float(up), cap)
         down = cap if down is None else min(float(down), cap)
     if up is None or down is None:
