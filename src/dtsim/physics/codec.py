@@ -45,7 +45,8 @@ def codec_bytes_per_s(codec: str, device: str, asm) -> float:
         raise ValueError(f"device must be one of {', '.join(DEVICES)}, not {device!r}")
     if codec not in ("int8", "topk"):
         raise ValueError(f"only int8 and topk have a codec throughput, not {codec!r}")
-    return float(getattr(asm, f"codec_{codec}_bytes_per_s_{device}"))
+    value = getattr(asm, f"codec_{codec}_bytes_per_s_{device}")
+    return value if np.ndim(value) else float(value)  # per-row values (Monte Carlo) stay an array
 
 
 def codec_time(fp32_bytes, codec: str, device: str = "cpu", asm=None, world=2, bytes_per_s=None):
@@ -71,12 +72,14 @@ def codec_time_coded(fp32_bytes, codec_code, device_code, world, devices_per_nod
     """`codec_time` for array inputs: `codec_code` indexes MODEL_CODECS, `device_code` DEVICES. A node
     codes its share of the values on each of its `devices_per_node` GPUs in parallel (one CPU codes
     all of them). 0 for 'none' and for a sync of one participant."""
-    n = np.maximum(np.asarray(world, dtype=float), 1.0)
     code = np.asarray(codec_code)
-    passes = np.where(code == 1, (1.0 + 1.0 / n + 2.0) / 2.0, np.where(code == 2, 1.0, 0.0))
-    passes = np.where(n > 1, passes, 0.0)
+    passes = np.where(
+        code == 1, codec_passes("int8", world), np.where(code == 2, codec_passes("topk", world), 0.0)
+    )
     gpu = np.asarray(device_code) == 1
-    int8 = np.where(gpu, asm.codec_int8_bytes_per_s_gpu, asm.codec_int8_bytes_per_s_cpu)
-    topk = np.where(gpu, asm.codec_topk_bytes_per_s_gpu, asm.codec_topk_bytes_per_s_cpu)
-    rate = np.where(code == 2, topk, int8) * np.where(gpu, devices_per_node, 1.0)
-    return passes * np.asarray(fp32_bytes, dtype=float) / rate
+
+    def rate(codec: str):
+        return np.where(gpu, codec_bytes_per_s(codec, "gpu", asm), codec_bytes_per_s(codec, "cpu", asm))
+
+    per_node = np.where(code == 2, rate("topk"), rate("int8")) * np.where(gpu, devices_per_node, 1.0)
+    return passes * np.asarray(fp32_bytes, dtype=float) / per_node
