@@ -2,8 +2,8 @@
 over bandwidth) against the same sweep of the homogeneous scenario, side by side in one process.
 
 A grouped scenario whose regions may form a hierarchy runs every row twice (flat and by region) to keep
-the faster, then once more as chosen (engine.run_frame_choosing), and carries (rows × groups) link
-arrays: that is the price measured here.
+the faster, and once more only when rows choose differently (engine.run_frame_choosing), and carries
+(rows × groups) link arrays: that is the price measured here.
 
     python benchmarks/node_groups_speed.py [--rows N] [--repeats K]
 """

@@ -325,6 +325,14 @@ def test_regions_become_the_regional_tier_when_that_is_faster():
     assert not flat.hierarchy_by_region and flat.mode == "flat-diloco"
     fast = dtsim.simulate(THREE_REGIONS | {"streaming": True, "inner_steps": 500})
     assert fast.mode == "flat-diloco" and not fast.hierarchy_by_region
+    # rows that choose differently (the batch then runs its chosen layouts once more) equal single runs
+    mixed = dtsim.simulate_batch(
+        THREE_REGIONS, inner_steps=np.array([10, 500]), streaming=np.array([False, True])
+    )
+    assert list(mixed["hierarchy_by_region"]) == [True, False]
+    for i, (h, s) in enumerate(((10, False), (500, True))):
+        single = dtsim.simulate(THREE_REGIONS | {"inner_steps": h, "streaming": s})
+        assert mixed["wall_clock_days"][i] == single.wall_clock_days and mixed["mode"][i] == single.mode
     batch = dtsim.simulate_batch(THREE_REGIONS, inner_steps=np.array([10, 500]))
     assert list(batch["mode"]) == [
         "hierarchical-diloco",

@@ -202,10 +202,21 @@ def run_frame_choosing(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
     regions = np.asarray(f.get("region_count", np.nan))
     if np.isnan(regions).all():
         return run_frame(f, asm)
-    flat = run_frame(Frame({**f, "by_region": np.asarray(False)}, n=f.n), asm)
-    tiered = run_frame(Frame({**f, "by_region": ~np.isnan(regions)}, n=f.n), asm)
+    candidates = ~np.isnan(regions)
+    flat_frame = Frame({**f, "by_region": np.asarray(False)}, n=f.n)
+    tiered_frame = Frame({**f, "by_region": candidates}, n=f.n)
+    flat, tiered = run_frame(flat_frame, asm), run_frame(tiered_frame, asm)
     with np.errstate(invalid="ignore"):
-        f["by_region"] = np.asarray(tiered["total_s"] < flat["total_s"]) & ~np.isnan(regions)
+        pick = np.asarray(tiered["total_s"] < flat["total_s"]) & candidates
+    # one layout for every row (a single scenario always): that run is the answer, its frame the frame
+    for chosen, frame, out in (
+        (~pick.any(), flat_frame, flat),
+        (np.array_equal(*np.broadcast_arrays(pick, candidates)), tiered_frame, tiered),
+    ):
+        if chosen:
+            f.update(frame)
+            return out
+    f["by_region"] = pick
     return run_frame(f, asm)
 
 
@@ -330,16 +341,11 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
     out["bottleneck_share"] = largest / out["outer_step_s"]
 
     t = groups_of(f)
-    # the stages a replica would need on the groups' largest nodes (more only because of the smallest)
-    out["memory_group_stages"] = (
-        None if t is None else memory.pipeline_stages(f.memory_bytes, np.max(t.vram_bytes))
-    )
-    out["limiting_group"] = _limiting_group(f, out)
-    if t is not None:
+    if t is not None:  # the group with the smallest nodes, and the stages the largest nodes would need
         out["memory_group"] = np.asarray(np.argmin(t.vram_bytes))
         out["largest_group_vram_bytes"] = np.asarray(np.max(t.vram_bytes))
-    else:
-        out.pop("memory_group_stages")
+        out["memory_group_stages"] = memory.pipeline_stages(f.memory_bytes, out["largest_group_vram_bytes"])
+    out["limiting_group"] = _limiting_group(f, out)
     out["hierarchy_by_region"] = np.asarray(f.by_region)
     for col in FRAME_OUTPUTS:
         out[col] = np.asarray(f[col])
@@ -377,20 +383,19 @@ def _goodput(f: Frame, out: dict[str, np.ndarray], mode, used_nodes) -> np.ndarr
 
 def _limiting_group(f: Frame, out: dict[str, np.ndarray]) -> np.ndarray:
     """Which node group sets the pace (index into node_groups; -1 without groups): the group with the
-    least sustained FLOP/s per node when compute (or the pipeline's bubble or stragglers) is the largest
-    part of the step, the group with the largest round-trip time when latency is, and otherwise the
-    group whose links set the sync's bandwidth terms."""
-    t = groups_of(f)
-    if t is None:
+    smallest nodes when they add pipeline stages (GROUP_MEMORY), else the group with the least sustained
+    FLOP/s per node when compute (or the pipeline's bubble or stragglers) is the largest part of the
+    step, the group with the largest round-trip time when latency is, and otherwise the group whose
+    links set the sync's bandwidth terms."""
+    if "memory_group" not in out:
         return np.asarray(-1)
     code = out["bottleneck_code"]
-    if out["memory_group_stages"] is not None:  # the smallest nodes split every replica: they limit
-        forced = np.asarray(f.stages) > out["memory_group_stages"]
-        code = np.where(forced, -1, code)
     compute_like = np.isin(code, [BREAKDOWN_KEYS.index(k) for k in ("compute", "bubble", "straggler")])
     latency = code == BREAKDOWN_KEYS.index("latency")
     by_link = np.where(compute_like, f.compute_group, np.where(latency, f.rtt_group, f.link_group))
-    return np.where(code == -1, np.argmin(t.vram_bytes), by_link)
+    # the smallest nodes split every replica into more stages than the others need: they limit
+    forced = np.asarray(f.stages) > out["memory_group_stages"]
+    return np.where(forced, out["memory_group"], by_link)
 
 
 # --- public entry points -------------------------------------------------------------------------------

@@ -163,19 +163,21 @@ def _col(x):
 def group_rtt_s(t: GroupTable, scenario_latency_s, asm):
     """Each group's RTT (…, G): its own latency_ms, else its regions' (geographic or measured), else
     the scenario's."""
-    geo = wan.geographic_rtt_s(np.nan_to_num(t.region_distance_m), _AsmColumns(asm))
+    geo = wan.geographic_rtt_s(np.nan_to_num(t.region_distance_m), _GroupAxis(asm))
     region = np.fmax(geo, np.nan_to_num(t.region_measured_s, nan=-np.inf))
     by_region = np.where(np.isnan(t.region_distance_m), _col(scenario_latency_s), region)
     return np.where(np.isnan(t.latency_s), by_region, t.latency_s)
 
 
-class _AsmColumns:
-    """The assumptions wan.geographic_rtt_s reads, shaped to broadcast over the group axis."""
+class _GroupAxis:
+    """The assumptions as seen beside (…, G) group arrays: each value shaped to broadcast over the
+    trailing group axis (a per-row Monte Carlo value becomes a column)."""
 
     def __init__(self, asm):
-        self.fiber_group_index = _col(asm.fiber_group_index)
-        self.route_inflation = _col(asm.route_inflation)
-        self.intra_region_rtt_ms = _col(asm.intra_region_rtt_ms)
+        self._asm = asm
+
+    def __getattr__(self, name: str):
+        return _col(getattr(self._asm, name))
 
 
 def groups_of(f) -> GroupTable | None:
@@ -204,8 +206,8 @@ def resolve_links(f) -> None:
     up = np.where(np.isnan(t.up_bps), _col(f.up_bps), t.up_bps)
     down = np.where(np.isnan(t.down_bps), _col(f.down_bps), t.down_bps)
     line = np.min(np.minimum(up, down), axis=-1)  # the slowest line rate, before any WAN TCP limit
-    up = wan.link_rate_bps(up, rtt, _col(streams), _col(loss), _AsmTcp(asm))
-    down = wan.link_rate_bps(down, rtt, _col(streams), _col(loss), _AsmTcp(asm))
+    up = wan.link_rate_bps(up, rtt, _col(streams), _col(loss), _GroupAxis(asm))
+    down = wan.link_rate_bps(down, rtt, _col(streams), _col(loss), _GroupAxis(asm))
     up, down, rtt = np.broadcast_arrays(up, down, rtt)  # (G,) or (n, G): a row's columns may vary
     slowness = 1.0 / up + 1.0 / down
     link = np.argmax(slowness, axis=-1)  # first group on ties
@@ -232,10 +234,3 @@ def resolve_links(f) -> None:
     f["link_group"] = link
     f["rtt_group"] = far
     f["compute_group"] = np.asarray(np.argmin(t.sustained_flop_s))
-
-
-class _AsmTcp:
-    def __init__(self, asm):
-        self.linux_tcp_window_bytes = _col(asm.linux_tcp_window_bytes)
-        self.tcp_mss_bytes = _col(asm.tcp_mss_bytes)
-        self.mathis_constant = _col(asm.mathis_constant)

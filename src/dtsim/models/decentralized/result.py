@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from dtsim import catalog
 from dtsim.models.decentralized import decision
 from dtsim.models.decentralized.engine import FRAME_OUTPUTS
+from dtsim.models.decentralized.frame import Frame
 from dtsim.models.decentralized.strategies import has_trait
 from dtsim.models.decentralized.strategies.base import BREAKDOWN_KEYS
 from dtsim.models.decentralized.warning_rules import decode
@@ -176,11 +177,11 @@ def row_values(out: dict, i: int, frame) -> dict[str, Any]:
 
 
 def _hier_groups(v: dict[str, Any]) -> float:
-    """A hierarchy's group count: one per region when the node groups' regions are the groups."""
-    regions = v.get("hier_groups")
-    if regions is not None and regions == regions:
-        return regions
-    return math.floor(v["num_nodes"] / v["nodes_per_group"])
+    """A hierarchy's group count, as the strategy forms them (one per region when the node groups'
+    regions are the groups)."""
+    from dtsim.models.decentralized.strategies.hierarchical_diloco import group_layout
+
+    return float(group_layout(Frame(v))[0])
 
 
 def reason_text(v: dict[str, Any]) -> str:
