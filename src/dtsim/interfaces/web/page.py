@@ -16,6 +16,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl
 
 import yaml
 from fastapi import FastAPI, Request
@@ -40,6 +41,7 @@ from dtsim.interfaces.web.results import (
     result_csv,
     summary_text,
 )
+from dtsim.interfaces.web.views import Shell, view_modules
 from dtsim.interfaces.web.widgets import InputWidgets, make_widget
 from dtsim.models.decentralized.engine import simulate
 from dtsim.models.decentralized.result import Result
@@ -154,11 +156,8 @@ class Page:
         return None
 
     def _header(self) -> None:
-        ui = self.ui
-        with ui.header().classes("items-center justify-between bg-indigo-9 q-py-xs gap-2"):
-            ui.label("dtsim").classes("text-h6")
-            self.summary = ui.label().classes("text-body2 flex-1").props("data-testid=summary")
-            ui.link("API docs", "/docs", new_tab=True).classes("text-white")
+        self.shell = Shell(self.ui, "/").build()
+        self.summary = self.shell.summary
 
     def _inputs_column(self) -> None:
         ui = self.ui
@@ -379,8 +378,8 @@ class Page:
         query_string = share_query(self.state.values)
         path = "/" + (f"?{query_string}" if query_string else "")
         self.share_input.value = path
+        self.shell.share(dict(parse_qsl(query_string)))
         self.ui.run_javascript(
-            f"history.replaceState(null, '', {json.dumps(path)});"
             f"document.querySelector('[data-testid=share-url] input')?.setAttribute('data-path', {json.dumps(path)});"
         )
 
@@ -551,19 +550,40 @@ def prune_pending_pages() -> None:
     Client.prune_instances(client_age_threshold=PENDING_PAGE_S)
 
 
+def serve_view(ui: Any, view: Any, busy: Any) -> None:
+    """Serve one view module (web/views) at its PATH, under the shared header."""
+
+    @ui.page(view.PATH, title=f"dtsim: {view.TITLE}")
+    def page(request: Request) -> Any:
+        refused = busy()
+        if refused is None:
+            query = dict(request.query_params)
+            ui.add_head_html(STYLE)
+            view.build(ui, query, Shell(ui, view.PATH, query).build())
+        return refused
+
+
 def mount(app: FastAPI) -> None:
     """Serve the UI at / on the given FastAPI app (NiceGUI shares the app and its event loop)."""
     from fastapi.responses import HTMLResponse
     from nicegui import app as nicegui_app
     from nicegui import ui
 
-    @ui.page("/", title="dtsim")
-    def index(request: Request) -> HTMLResponse | None:
+    def busy() -> HTMLResponse | None:
         if pending_pages() > MAX_PENDING_PAGES:  # this load's own client is counted too
             ui.context.client.delete()
             return HTMLResponse(BUSY_PAGE, status_code=503, headers={"Retry-After": "30"})
-        build_page(dict(request.query_params))
         return None
+
+    @ui.page("/", title="dtsim")
+    def index(request: Request) -> HTMLResponse | None:
+        refused = busy()
+        if refused is None:
+            build_page(dict(request.query_params))
+        return refused
+
+    for view in view_modules():
+        serve_view(ui, view, busy)
 
     # NiceGUI logs the exception (its app.on_exception default) before this builds the page
     nicegui_app.on_page_exception(lambda: error_page(ui))

@@ -1,0 +1,82 @@
+"""The page's views: one per capability, sharing one header (the navigation) and the scenario fields the
+views have in common.
+
+Each view is a module of this package with
+- `PATH` (its URL, e.g. "/step"), `LABEL` (its name in the navigation), `TITLE` (the browser tab's), and
+- `build(ui, query: dict[str, str], shell: Shell) -> None`, which lays out the view for one browser tab
+  below the header, its state taken from the share link's query.
+
+`VIEWS` lists them in navigation order; `mount` (web/page.py) serves each at its path. The decentralized
+simulator (web/page.py) stays at "/". What the views share is the URL query: a view calls
+`shell.share(params)` whenever its state changes, which rewrites the address bar (the share link) and
+carries the fields every view understands (SHARED_KEYS: the model, the accelerator, the cluster size)
+into the navigation links, so moving from `step` to `plan` keeps the model and cluster.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+# (path, label, module under dtsim.interfaces.web.views or None for the decentralized page at "/")
+NAVIGATION: tuple[tuple[str, str, str | None], ...] = (("/", "Decentralized", None),)
+# Query keys a view hands on to the others when the user moves between views.
+SHARED_KEYS = ("model", "gpu", "nodes", "gpus_per_node", "tokens", "preset")
+
+
+def view_modules() -> list[Any]:
+    """The view modules in navigation order (imported on first use: NiceGUI only when a page is built)."""
+    return [importlib.import_module(f"{__name__}.{m}") for _p, _l, m in NAVIGATION if m is not None]
+
+
+def carried(params: dict[str, Any]) -> dict[str, str]:
+    """The shared part of a view's query: the keys every view understands, as strings."""
+    return {k: str(params[k]) for k in SHARED_KEYS if params.get(k) not in (None, "")}
+
+
+@dataclass
+class Shell:
+    """The header of every view: the product name, one link per view (the current one marked), the API
+    docs. `share` keeps the address bar and the links in step with the view's state."""
+
+    ui: Any
+    current: str
+    query: dict[str, str] = field(default_factory=dict)
+    links: dict[str, Any] = field(default_factory=dict)
+    summary: Any = None
+
+    def build(self) -> Shell:
+        ui = self.ui
+        with ui.header().classes("items-center justify-between bg-indigo-9 q-py-xs gap-2 no-wrap"):
+            ui.label("dtsim").classes("text-h6")
+            with ui.row().classes("gap-1 items-center flex-wrap").props("data-testid=nav"):
+                for path, label, _module in NAVIGATION:
+                    link = ui.link(label, self._target(path, carried(self.query))).classes(
+                        "text-white q-px-xs"
+                        + (" text-weight-bold dt-nav-current" if path == self.current else "")
+                    )
+                    link.props(f"data-testid=nav-{path.strip('/') or 'decentralized'}")
+                    self.links[path] = link
+            self.summary = ui.label().classes("text-body2 flex-1 text-right").props("data-testid=summary")
+            ui.link("API docs", "/docs", new_tab=True).classes("text-white")
+        return self
+
+    @staticmethod
+    def _target(path: str, params: dict[str, str]) -> str:
+        return path + (f"?{urlencode(params)}" if params else "")
+
+    def share(self, params: dict[str, Any]) -> str:
+        """Set the address bar to this view with `params` (its share link) and carry the shared keys into
+        the other views' links. Returns the share path."""
+        clean = {k: str(v) for k, v in params.items() if v not in (None, "")}
+        path = self._target(self.current, clean)
+        shared = carried(clean)
+        for target, link in self.links.items():
+            if target != self.current:
+                link._props["href"] = self._target(target, shared)
+                link.update()
+        self.ui.run_javascript(f"history.replaceState(null, '', {json.dumps(path)});")
+        return path
