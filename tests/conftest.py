@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.oracle.mapping import MIRI, REFERENCE
+from tests.web_support import server  # noqa: F401  (a `dtsim serve` subprocess for the browser tests)
 
 
 def pytest_configure(config):

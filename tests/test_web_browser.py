@@ -12,85 +12,18 @@ missing; otherwise it skips and says why.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import socket
 import statistics
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
-import pytest
 import yaml
 
 import dtsim
 from dtsim.interfaces.web.results import fmt_days
+from tests.web_support import LAUNCH_ARGS, ensure_chromium
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"
-CHROMIUM = "/usr/bin/chromium"
-LAUNCH_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-def _ensure_chromium() -> str:
-    if Path(CHROMIUM).exists():
-        return CHROMIUM
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        pytest.skip(
-            "the browser test needs Debian's chromium at /usr/bin/chromium (apt-get install chromium, as root)"
-        )
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, timeout=600, capture_output=True)
-    subprocess.run(
-        ["apt-get", "install", "-y", "-qq", "chromium"], check=True, env=env, timeout=900, capture_output=True
-    )
-    assert Path(CHROMIUM).exists(), "apt-get installed chromium but /usr/bin/chromium is missing"
-    return CHROMIUM
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server():
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dtsim", "serve", "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(url + "/api/schema", timeout=2) as resp:
-                if resp.status == 200:
-                    break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        proc.kill()
-        pytest.fail("dtsim serve did not start: " + (proc.stdout.read() if proc.stdout else ""))
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
 
 
 def _result_json(page) -> dict:
@@ -111,7 +44,7 @@ def _wait_changed(
 def test_browser_session(server):
     from playwright.sync_api import sync_playwright
 
-    chromium = _ensure_chromium()
+    chromium = ensure_chromium()
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, args=LAUNCH_ARGS, headless=True)
@@ -243,7 +176,7 @@ def test_bad_uploads_and_share_links_say_why(server, tmp_path):
 
     from tests.abuse import alias_bomb
 
-    chromium = _ensure_chromium()
+    chromium = ensure_chromium()
     bad = {
         "bomb.yaml": (alias_bomb().encode(), "200,000 values"),
         "utf16.yaml": ("num_nodes: 5\n".encode("utf-16"), "UTF-16"),

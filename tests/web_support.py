@@ -1,0 +1,80 @@
+"""What the browser tests share: Debian's Chromium (installed as root when missing, else a skip that says
+why), the launch flags, and a `dtsim serve` subprocess on a free port.
+
+The `server` fixture is offered to every test module by tests/conftest.py.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+LAUNCH_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def ensure_chromium() -> str:
+    if Path(CHROMIUM).exists():
+        return CHROMIUM
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        pytest.skip(
+            "the browser test needs Debian's chromium at /usr/bin/chromium (apt-get install chromium, as root)"
+        )
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, timeout=600, capture_output=True)
+    subprocess.run(
+        ["apt-get", "install", "-y", "-qq", "chromium"], check=True, env=env, timeout=900, capture_output=True
+    )
+    assert Path(CHROMIUM).exists(), "apt-get installed chromium but /usr/bin/chromium is missing"
+    return CHROMIUM
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dtsim", "serve", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(url + "/api/schema", timeout=2) as resp:
+                if resp.status == 200:
+                    break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        proc.kill()
+        pytest.fail("dtsim serve did not start: " + (proc.stdout.read() if proc.stdout else ""))
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
