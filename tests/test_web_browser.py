@@ -226,3 +226,43 @@ def test_bad_uploads_and_share_links_say_why(server, tmp_path):
         assert notice.is_visible() and "assumptions = 5: must be a table" in notice.text_content()
         assert _result_json(page) == dtsim.simulate().model_dump(mode="json")
         browser.close()
+
+
+def test_preset_link_menus_and_legend(server):
+    """Issue 17's defects on the decentralized page: `?preset=ID` in the address loads that preset (it was
+    ignored), the preset menus name the preset and node the inputs hold (they showed blank), and the
+    breakdown chart's legend shows every entry at once (it was paged: its options are tested in
+    test_web_helpers); the header links every view."""
+    from playwright.sync_api import sync_playwright
+
+    chromium = ensure_chromium()
+    expected = dtsim.simulate(dtsim.load_scenario(preset="intellect-1", overrides={"num_nodes": 20}))
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=LAUNCH_ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(server + "/?preset=intellect-1&num_nodes=20")
+        page.wait_for_function("document.querySelector('[data-testid=result-json]')?.textContent.length > 10")
+        shown, want = _result_json(page), expected.model_dump(mode="json")
+        # the page holds a node preset's hardware in its inputs, not the preset's id
+        assert want["scenario"].pop("node") == "dgx-h100" and "node" not in shown["scenario"]
+        assert shown == want
+        assert page.input_value("[data-testid=num_nodes]") == "20"
+        assert not page.locator("[data-testid=link-error]").is_visible()
+        # 20 nodes is not the preset any more: the menu is blank; the node preset still matches
+        assert page.locator("[data-testid=preset]").input_value() == ""
+        assert "DGX H100" in page.locator("[data-testid=node-preset]").text_content()
+
+        page.goto(server + "/?preset=intellect-1")
+        page.wait_for_function("document.querySelector('[data-testid=result-json]')?.textContent.length > 10")
+        assert "intellect-1" in page.locator("[data-testid=preset]").text_content()
+
+        page.goto(server + "/?preset=nope")
+        page.wait_for_function("document.querySelector('[data-testid=result-json]')?.textContent.length > 10")
+        notice = page.locator("[data-testid=link-error]")
+        assert notice.is_visible() and "nope" in notice.text_content()
+
+        # the legend's options are checked without a browser (test_web_helpers); here, a picture of it
+        page.locator("[data-testid=breakdown-chart]").screenshot(path=str(ARTIFACTS / "web-ui-legend.png"))
+        links = page.locator("[data-testid=nav] a")
+        assert links.count() >= 1 and links.first.get_attribute("href").startswith("/")
+        browser.close()

@@ -284,3 +284,47 @@ def test_problems_text_quotes_at_most_80_characters():
     exc = ScenarioError([("name", "x" * 10_000, "too long"), ("num_nodes", list(range(10_000)), "bad")])
     lines = problems_text(exc, "\n").splitlines()
     assert len(lines) == 2 and all(len(line) < 120 for line in lines), lines
+
+
+@pytest.mark.parametrize("preset", list(catalog.scenario_presets()))
+def test_preset_menu_names_a_preset_the_inputs_equal(preset):
+    """The preset menu shows a preset whose inputs equal the page's (a preset identical to an earlier one
+    shows the earlier name); a changed input shows none."""
+    from dtsim.interfaces.web.page import matching_preset
+
+    values = scenario_to_values(load_scenario(preset=preset))
+    shown = matching_preset(values)
+    assert shown is not None and scenario_to_values(load_scenario(preset=shown)) == values
+    changed = dict(values, num_nodes=values["num_nodes"] + 1)
+    assert matching_preset(changed) is None
+
+
+def test_node_menu_names_the_node_whose_hardware_the_inputs_hold():
+    from dtsim.interfaces.web.page import matching_node
+
+    for key, node in catalog.nodes().items():
+        values = dict(
+            default_values(),
+            gpu=node.gpu,
+            gpus_per_node=node.gpu_count,
+            pflops_per_node=node.pflops,
+            vram_per_node_gb=node.vram_gb,
+        )
+        shown = matching_node(values)
+        other = catalog.nodes()[shown]
+        assert (other.gpu, other.gpu_count, other.pflops, other.vram_gb) == (
+            node.gpu,
+            node.gpu_count,
+            node.pflops,
+            node.vram_gb,
+        ), key
+    assert matching_node(dict(default_values(), vram_per_node_gb=1.5)) is None
+
+
+def test_chart_legends_are_not_paged():
+    from dtsim.interfaces.web.charts import breakdown_chart, sweep_chart
+
+    assert breakdown_chart(dtsim.simulate())["legend"].get("type", "plain") == "plain"
+    assert (
+        sweep_chart("num_nodes", [1, 2], [1.0, 2.0], [0.4, 0.4], 1)["legend"].get("type", "plain") == "plain"
+    )

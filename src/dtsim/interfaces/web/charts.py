@@ -57,8 +57,9 @@ def breakdown_chart(r: Result | None) -> dict[str, Any]:
     return {
         "animation": False,
         "tooltip": {"trigger": "axis", "axisPointer": {"type": "shadow"}},
-        "legend": {"type": "scroll", "bottom": 0},
-        "grid": {"left": 90, "right": 20, "top": 10, "bottom": 50},
+        # every entry visible at once, wrapping onto more lines (a "scroll" legend paged them)
+        "legend": {"type": "plain", "bottom": 0, "left": "center"},
+        "grid": {"left": 90, "right": 20, "top": 10, "bottom": 90},
         "xAxis": {"type": "value", "name": "seconds", "nameLocation": "middle", "nameGap": 22},
         "yAxis": {"type": "category", "data": ["outer step", "sync"], "inverse": True},
         "series": series,

@@ -12,6 +12,7 @@ a page is built, so `dtsim --help` does not pay for it.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from dataclasses import dataclass, field
@@ -146,11 +147,14 @@ class Page:
     # --- layout ---------------------------------------------------------------------------------------
 
     def _restore(self, query: dict[str, str]) -> str | None:
-        """Take the scenario from a share link's query; a notice when it is invalid."""
+        """Take the scenario from a share link's query (`?preset=ID` starts from that preset, the other
+        keys override it, as an uploaded file's `preset` key does); a notice when it is invalid."""
         if not query:
             return None
+        fields = dict(query)
+        preset = fields.pop("preset", None)
         try:
-            self.state.values = scenario_to_values(load_scenario(layers=[parse_query(query)]))
+            self.state.values = scenario_to_values(load_scenario(preset=preset, layers=[parse_query(fields)]))
         except ScenarioError as exc:
             return "Ignored the link's scenario: " + problems_text(exc, "; ")
         return None
@@ -252,7 +256,7 @@ class Page:
             self.breakdown = (
                 ui.echart(breakdown_chart(None))
                 .classes("w-full")
-                .style("height: 190px")
+                .style("height: 240px")
                 .props("data-testid=breakdown-chart")
             )
         with ui.card().classes("w-full q-pa-sm"):
@@ -342,6 +346,7 @@ class Page:
         self.update_sweep(scenario)
         self.update_compare()
         self.update_share_link()
+        self.show_presets()
 
     def show_result(self, result: Result) -> None:
         data = result.model_dump(mode="json")
@@ -502,11 +507,21 @@ class Page:
         self.refresh()
 
     def on_preset(self, e: Any) -> None:
-        if e.value:
+        if e.value and not self.state.loading and e.value != matching_preset(self.state.values):
             self.set_values(scenario_to_values(load_scenario(preset=e.value)))
 
+    def show_presets(self) -> None:
+        """The two preset menus name the presets the inputs equal (blank once an input departs from
+        every preset), without loading them again."""
+        self.state.loading = True
+        try:
+            self.preset_select.set_value(matching_preset(self.state.values))
+            self.node_select.set_value(matching_node(self.state.values))
+        finally:
+            self.state.loading = False
+
     def on_node(self, e: Any) -> None:
-        if not e.value:
+        if not e.value or self.state.loading or e.value == matching_node(self.state.values):
             return
         node = catalog.nodes()[e.value]
         values = dict(self.state.values)
@@ -519,6 +534,33 @@ class Page:
         if node.precision:
             values["precision"] = node.precision
         self.set_values(values)
+
+
+@functools.cache
+def _preset_values() -> tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]:
+    return tuple(
+        (pid, tuple(sorted(scenario_to_values(load_scenario(preset=pid)).items(), key=lambda kv: kv[0])))
+        for pid in catalog.scenario_presets()
+    )
+
+
+def matching_preset(values: dict[str, Any]) -> str | None:
+    """The first scenario preset whose inputs equal `values` ('default' for the defaults), else None."""
+    items = tuple(sorted(values.items(), key=lambda kv: kv[0]))
+    return next((pid for pid, v in _preset_values() if v == items), None)
+
+
+def matching_node(values: dict[str, Any]) -> str | None:
+    """The node preset whose hardware the inputs hold (GPU, count, PFLOP/s, VRAM), else None."""
+    for key, node in catalog.nodes().items():
+        if (
+            values.get("gpu") == node.gpu
+            and values.get("gpus_per_node") == node.gpu_count
+            and values.get("pflops_per_node") == node.pflops
+            and values.get("vram_per_node_gb") == node.vram_gb
+        ):
+            return key
+    return None
 
 
 def build_page(query: dict[str, str]) -> Page:
