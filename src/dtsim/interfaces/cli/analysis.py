@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from dtsim.errors import ScenarioError
+from dtsim.interfaces import operations
 from dtsim.interfaces.cli.common import (
     CorrOpt,
     FixedAssumptionsOpt,
@@ -158,12 +159,10 @@ def sweep(
         return " / ".join(_fmt(result.columns[k][i]) for k in band_names)
 
     if as_json:
-        names = list(result.columns)
-        cols = [
-            np.where(np.isfinite(v), v, None).tolist() if v.dtype.kind == "f" else v.tolist()
-            for v in (np.asarray(result.columns[k]) for k in names)
-        ]  # an undefined value (no draw defined at a point) is null, never NaN
-        records = [dict(zip(names, row, strict=True)) for row in zip(*cols, strict=True)]
+        from dtsim.interfaces.operations import grid_columns
+
+        columns = grid_columns(result)  # an undefined value (no draw defined at a point) is null, never NaN
+        records = [dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)]
         payload: Any = records if bands is None else {"points": records, "uncertainty": bands.as_dict()}
         print_json(payload, None, _json_default)
         return
@@ -253,30 +252,7 @@ def uncertain_base(file, preset, set_, uncertainty, seed, levels, fixed_assumpti
     return base, dists
 
 
-def row_dict(row) -> dict[str, Any]:
-    if row is None:
-        return None
-    out = {
-        "node": row.node.id,
-        "node_name": row.node.name,
-        "gpus_per_node": row.node.count,
-        "num_nodes": row.num_nodes,
-        "total_gpus": row.num_nodes * row.node.count,
-        "parameters_b": row.params_b,
-        "inner_steps": row.inner_steps,
-        "inner_steps_used": row.h_used,
-        "compression": row.compression,
-        "nodes_per_group": row.group or None,
-        "activation_compression": row.activation_compression,
-        "mode": row.mode,
-        "cost_usd": row.cost_usd,
-        "days": row.days if math.isfinite(row.days) else None,
-        "reach_within_limit": row.reach,
-        "tokens_t": row.tokens_t,
-        "efficiency": row.efficiency,
-    }
-    # JSON has no NaN: a value a mode does not have (inner steps of a pipeline over the WAN) is null
-    return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in out.items()}
+row_dict = operations.row_dict
 
 
 def _print_search(res, title: str) -> None:
@@ -411,12 +387,9 @@ def target(
     queries: fewest nodes of one preset; most compute for a budget; --solve: the largest model, the
     fewest nodes or the days, with the limiting factor)."""
     # lazy: the pydantic scenario model and the YAML catalog load only when the command runs (fast --help)
-    from dtsim.analysis.search import DEFAULT_DAYS, Target, search
-    from dtsim.analysis.space_options import space_from_options
-    from dtsim.analysis.uncertainty import answer_monte_carlo, answer_warnings, parse_levels
+    from dtsim.analysis.search import DEFAULT_DAYS
 
     days_given, days = days, DEFAULT_DAYS if days is None else days
-    mc = None
     try:
         uncertainty_flags_alone(uncertainty, **{"--prob": prob})
         base, dists = uncertain_base(file, preset, set_, uncertainty, seed, levels, fixed_assumptions, corr)
@@ -445,79 +418,39 @@ def target(
                 (uncertainty, seed, levels, prob, scheduler, workers),
             )
             return
-        max_nodes = 100_000 if max_nodes is None else max_nodes
-        objective = "cost" if objective is None else objective
-        given = [x is not None for x in (local_flop, quality_flop)] + [
-            params_b is not None or tokens_t is not None
-        ]
-        if reach is not None:
-            if any(given):
-                raise ScenarioError(
-                    [("--reach", reach, "is a query without a target; drop the target options")]
-                )
-            if reach not in ("local", "quality"):
-                raise ScenarioError([("--reach", reach, "must be local or quality")])
-            if budget is None:
-                raise ScenarioError([("--budget", None, "the --reach query needs a budget in USD")])
-            if uncertainty is not None:
-                raise ScenarioError(
-                    [("--uncertainty", uncertainty, "needs a target (it checks the answer to a target)")]
-                )
-            tgt, obj = None, "reach"
-        else:
-            if sum(given) != 1:
-                raise ScenarioError(
-                    [
-                        (
-                            "target",
-                            None,
-                            "give exactly one: --local-flop X, --quality-flop X, or --params-b P --tokens-t D",
-                        )
-                    ]
-                )
-            if local_flop is not None:
-                tgt = Target("local", local_flop)
-            elif quality_flop is not None:
-                tgt = Target("quality", quality_flop)
-            else:
-                tgt = Target("model", params_b=params_b, tokens_t=tokens_t)
-            if objective not in ("cost", "time"):
-                raise ScenarioError([("--objective", objective, "must be cost or time")])
-            obj = objective
-        if min_nodes:
-            if not node or len(node) != 1:
-                raise ScenarioError([("--node", node, "--min-nodes needs exactly one node preset")])
-            if tgt is None:
-                raise ScenarioError([("--min-nodes", True, "needs a target")])
-            obj = "cost"  # one preset: the cheapest run is the one with the fewest nodes
-        space = space_from_options(
-            node,
-            max_nodes,
-            compression,
-            inner_steps,
-            group_sizes,
-            fractions,
-            pipeline_multiples,
-            activation_compression,
-            tgt.params_b if tgt is not None and tgt.kind == "model" else None,
-            base.precision.value,
-        )
-        res = with_progress(
+        ans = with_progress(
             "configurations",
             not as_json,
-            lambda progress: search(
+            lambda progress: operations.target_search(
                 base,
-                space,
-                tgt,
-                objective=obj,
-                days_limit=days,
+                dists,
+                local_flop=local_flop,
+                quality_flop=quality_flop,
+                params_b=params_b,
+                tokens_t=tokens_t,
+                objective=objective,
+                days=days_given,
                 budget=budget,
-                reach_metric=reach or "quality",
-                progress=progress,
+                reach=reach,
+                min_nodes=min_nodes,
+                node=node,
+                max_nodes=max_nodes,
+                compression=compression,
+                inner_steps=inner_steps,
+                group_sizes=group_sizes,
+                fractions=fractions,
+                pipeline_multiples=pipeline_multiples,
+                activation_compression=activation_compression,
+                uncertainty=uncertainty,
+                seed=seed,
+                levels=levels,
+                prob=prob,
                 scheduler=scheduler,
                 workers=workers,
+                progress=progress,
             ),
         )
+        res, tgt, obj, notes, mc, payload = ans.res, ans.target, ans.objective, ans.notes, ans.mc, ans.payload
         if res.winner is None and not as_json:
             what = tgt.describe() if tgt else f"any run within ${budget:,.0f}"
             _print_search(res, f"target: {what} within {days:,.1f} days")
@@ -532,51 +465,9 @@ def target(
                     )
                 ]
             )
-        if uncertainty is not None and res.winner is not None:
-            w = res.winner
-            mc = answer_monte_carlo(
-                base,
-                w.scenario_fields(),
-                w.tokens_t,
-                dists,
-                uncertainty,
-                days,
-                seed,
-                parse_levels(levels),
-                scheduler=scheduler,
-                workers=workers,
-                probs=prob or [],
-            )
     except ScenarioError as exc:
         fail(exc)
         return
-    notes = (
-        [] if res.winner is None else answer_warnings(base, res.winner.scenario_fields(), res.winner.tokens_t)
-    )
-    payload = {
-        "target": tgt.describe() if tgt else None,
-        "objective": obj,
-        "days_limit": days,
-        "budget_usd": budget,
-        "search": {
-            "kind": "exhaustive over the grid; cheapest: node count refined to the smallest integer",
-            "configurations": res.configurations,
-            "node_counts": len(res.space.node_counts),
-            "rows_evaluated": res.rows,
-            "refined_rows": res.refined_rows,
-            "seconds": res.seconds,
-        },
-        "winner": row_dict(res.winner),
-        "winner_warnings": notes,
-        "modes": {
-            m: {"best": row_dict(res.by_mode.get(m) or res.closest.get(m)), "verdict": why}
-            for m, why in res.explanation.items()
-        },
-    }
-    if min_nodes and res.winner is not None:
-        payload["min_nodes"] = res.winner.num_nodes
-    if mc is not None:
-        payload |= mc.json_parts()
     if as_json:
         print_json(payload, default=_json_default)
         if res.winner is None:
@@ -623,125 +514,32 @@ def _target_solve(
 ):
     """`target --solve`: one direct question (analysis.search.solve), its answer, the configuration
     that gives it and the limiting factor, as text or --json; --uncertainty draws the answer's run."""
-    from dtsim.analysis.search import DEFAULT_DAYS, SOLVABLE, NodeSpec
-    from dtsim.analysis.search import solve as solve_for
-    from dtsim.analysis.space_options import space_from_options
-    from dtsim.analysis.uncertainty import answer_monte_carlo, answer_warnings, parse_levels
-
-    if solve not in SOLVABLE:
-        raise ScenarioError([("--solve", solve, "must be parameters_b, num_nodes or days")])
-    for option, value in others.items():
-        if value is not None:
-            raise ScenarioError(
-                [
-                    (
-                        option,
-                        value,
-                        f"does not go with --solve {solve}; drop it (--solve asks one question of one node kind: "
-                        "no compute target, budget, objective or model-size grid)",
-                    )
-                ]
-            )
-    if solve == "days" and days is not None:
-        raise ScenarioError([("--days", days, "is the answer of --solve days; drop it")])
-    if solve != "num_nodes" and max_nodes is not None:
-        raise ScenarioError(
-            [
-                (
-                    "--max-nodes",
-                    max_nodes,
-                    f"bounds --solve num_nodes only; --solve {solve} runs on the base's "
-                    "num_nodes (--set num_nodes=N)",
-                )
-            ]
-        )
-    if nodes is not None and len(nodes) != 1:
-        raise ScenarioError([("--node", nodes, "--solve takes one node preset (default: the base's node)")])
     compression, inner_steps, group_sizes, activation_compression = space_opts
-    space = space_from_options(  # H, compression, hierarchy; solve() sets the node, counts and sizes
-        nodes=nodes,
-        max_nodes=1,
+    uncertainty, seed, levels, prob, scheduler, workers = mc_opts
+    ans = operations.target_solve(
+        base,
+        dists,
+        solve,
+        params_b=params_b,
+        tokens_t=tokens_t,
+        days=days,
+        node=nodes,
+        max_nodes=max_nodes,
+        others=others,
         compression=compression,
         inner_steps=inner_steps,
         group_sizes=group_sizes,
-        fractions=None,
-        pipeline_multiples=None,
         activation_compression=activation_compression,
-        params_b=None,
-        precision=base.precision.value,
+        uncertainty=uncertainty,
+        seed=seed,
+        levels=levels,
+        prob=prob,
+        scheduler=scheduler,
+        workers=workers,
     )
-    node = space.nodes[0] if nodes else NodeSpec.from_scenario(base)
-    limit = DEFAULT_DAYS if days is None and solve != "days" else days
-    sol = solve_for(
-        base,
-        space,
-        solve,
-        node,
-        days_limit=limit,
-        params_b=params_b,
-        tokens_t=tokens_t,
-        max_nodes=100_000 if max_nodes is None else max_nodes,
-    )
-    uncertainty, seed, levels, prob, scheduler, workers = mc_opts
-    mc = None
-    in_time = sol.days_limit if sol.days_limit is not None else sol.run.days
-    if uncertainty is not None:
-        mc = answer_monte_carlo(
-            base,
-            sol.run.scenario_fields(),
-            sol.tokens_t,
-            dists,
-            uncertainty,
-            in_time,
-            seed,
-            parse_levels(levels),
-            scheduler=scheduler,
-            workers=workers,
-            probs=prob or [],
-        )
-    question = _solve_question(sol)
-    notes = answer_warnings(base, sol.run.scenario_fields(), sol.tokens_t)
+    sol, question, notes, mc, in_time = ans.sol, ans.question, ans.notes, ans.mc, ans.in_time
     if as_json:
-        payload = {
-            "solve": sol.solve,
-            "question": question,
-            "answer": int(sol.value) if sol.solve == "num_nodes" else sol.value,
-            "limiting_factor": sol.limit.factor,
-            "limit": {
-                "factor": sol.limit.factor,
-                "bottleneck": sol.limit.bottleneck,
-                "bottleneck_share": sol.limit.share,
-                "why": sol.limit.why,
-            },
-            "node": sol.node.id,
-            "node_name": sol.node.name,
-            "num_nodes": sol.num_nodes,
-            "parameters_b": sol.params_b,
-            "tokens_t": sol.tokens_t,
-            "tokens": sol.tokens_rule,
-            "days_limit": sol.days_limit,
-            "configuration": row_dict(sol.run),
-            "scenario_fields": {**sol.run.scenario_fields(), "tokens_t": sol.tokens_t},
-            "warnings": notes,
-            "beyond": None
-            if sol.beyond_value is None
-            else {
-                # the run just past the answer: a slightly larger model, or one node fewer
-                "parameters_b": sol.beyond_value if sol.solve == "parameters_b" else sol.params_b,
-                "num_nodes": int(sol.beyond_value) if sol.solve == "num_nodes" else sol.num_nodes,
-                "days": sol.beyond.days if sol.beyond is not None else None,
-                "runs": sol.beyond is not None,
-            },
-            "search": {
-                "kind": "target searches over H, compression and hierarchy on one node kind",
-                "searches": sol.searches,
-                "rows_evaluated": sol.rows,
-                "seconds": sol.seconds,
-            },
-        }
-        if mc is not None:
-            payload |= mc.json_parts()
-        print_json(payload, default=_json_default)
+        print_json(ans.payload, default=_json_default)
         return
     c = console()
     c.print(f"[bold]{SOLVE_QUESTION[sol.solve]}:[/bold] {question}", highlight=False)
@@ -797,17 +595,6 @@ def print_answer_warnings(notes: list[dict[str, str]], whose: str) -> None:
 def _set_text(v: Any) -> str:
     """A field value as --set takes it (booleans as true/false, numbers in full)."""
     return str(v).lower() if isinstance(v, bool) else repr(v) if isinstance(v, float) else str(v)
-
-
-def _solve_question(sol) -> str:
-    """The answer as a sentence."""
-    hw = f"{sol.num_nodes:,} × {sol.node.id}"
-    model = f"{sol.params_b:,.4g}B parameters on {sol.tokens_t:,.4g}T tokens"
-    if sol.solve == "parameters_b":
-        return f"{sol.value:,.4g}B parameters ({sol.tokens_t:,.4g}T tokens) within {sol.days_limit:,.4g} days on {hw}"
-    if sol.solve == "num_nodes":
-        return f"{hw} train {model} within {sol.days_limit:,.4g} days (it takes {sol.run.days:,.4g})"
-    return f"{sol.value:,.4g} days to train {model} on {hw}"
 
 
 governance_app = command_group(
@@ -870,95 +657,41 @@ def governance(
     """For each cap: the largest node of each accelerator under it, the cheapest way to reach each
     target with such nodes, and the legitimate systems the cap would catch."""
     # lazy: the pydantic scenario model and the YAML catalog load only when the command runs (fast --help)
-    from dtsim.analysis.uncertainty import parse_levels
     from dtsim.assumptions import Assumptions
 
     if ctx.invoked_subcommand is not None:
         return
-    from dtsim.analysis.governance import analyse
-    from dtsim.analysis.search import DEFAULT_DAYS
-    from dtsim.analysis.space_options import caps_from_options, parse_values
-    from dtsim.physics.memory import PRECISIONS
-
-    days = DEFAULT_DAYS if days is None else days
-    held: dict[tuple[int, float], dict[str, Any]] = {}
     try:
         base, dists = uncertain_base(file, preset, set_, uncertainty, seed, levels, fixed_assumptions, corr)
-        caps = caps_from_options(compute_cap, memory_cap, base_compute_cap)
-        tgts = tuple(float(x) for x in parse_values("--targets", targets, ()))
-        precs = tuple(p.strip().lower() for p in precisions.split(",") if p.strip())
-        for p in precs:
-            if p not in PRECISIONS:
-                raise ScenarioError(
-                    [
-                        (
-                            "--precisions",
-                            precisions,
-                            f"each must be {', '.join(PRECISIONS[:-1])} or {PRECISIONS[-1]}",
-                        )
-                    ]
-                )
-        res = with_progress(
+        ans = with_progress(
             "configurations",
             not as_json,
-            lambda progress: analyse(
+            lambda progress: operations.governance_analysis(
                 base,
-                caps,
-                tgts,
-                metric,
-                days,
-                gpus=gpu,
-                precisions=precs,
+                dists,
+                compute_cap=compute_cap,
+                memory_cap=memory_cap,
+                base_compute_cap=base_compute_cap,
+                targets=targets,
+                metric=metric,
+                days=days,
+                gpu=gpu,
+                precisions=precisions,
                 max_nodes=max_nodes,
-                progress=progress,
+                uncertainty=uncertainty,
+                seed=seed,
+                levels=levels,
                 scheduler=scheduler,
                 workers=workers,
+                progress=progress,
             ),
         )
-        if uncertainty is not None:
-            from dtsim.analysis.governance import answers_held
-
-            held = answers_held(
-                res, base, dists, uncertainty, days, seed, parse_levels(levels), scheduler, workers
-            )
     except ScenarioError as exc:
         fail(exc)
         return
+    res, held = ans.res, ans.held
     if as_json:
-        payload = {
-            "metric": res.metric,
-            "days_limit": res.days_limit,
-            "search": {
-                "kind": "exhaustive over one grid shared by every cap",
-                "configurations": res.configurations,
-                "rows_evaluated": res.rows,
-                "seconds": res.seconds,
-            },
-            "caps": [
-                {
-                    "cap": {"h100_equivalents": cr.cap.h100_equivalents, "memory_gb": cr.cap.memory_gb},
-                    "largest_nodes": cr.largest,
-                    "cheapest": {
-                        f"{k:g}": v
-                        if v is None or (ci, k) not in held
-                        else {**v, "uncertainty": held[(ci, k)]}
-                        for k, v in cr.cheapest.items()
-                    },
-                    "caught": [s.id for s in cr.caught],
-                }
-                for ci, cr in enumerate(res.caps)
-            ],
-            "systems": [
-                {
-                    "id": s.id,
-                    "name": s.name,
-                    "h100_equivalents": s.h100_equivalents(Assumptions()),
-                    "memory_gb": s.memory_gb,
-                }
-                for s in res.systems
-            ],
-        }
-        print_json(payload, default=_json_default)
+        print_json(ans.payload, default=_json_default)
         return
     c = console()
     c.print(
@@ -1055,12 +788,7 @@ def governance_reproduce(
     con.print(t)
 
 
-def _json_default(x: Any) -> Any:
-    import numpy as np  # lazy (fast --help); loaded already whenever a numpy value is serialised
-
-    if isinstance(x, np.generic):
-        return x.item()
-    return str(x)
+_json_default = operations.json_default
 
 
 COMMANDS = {"sweep": sweep, "target": target}

@@ -101,15 +101,9 @@ def generalized_limit(cf, alpha_b, alpha_l, batch_tokens, layers, months, sparsi
 
 
 def _check_common(months: float, scaling: str, memory: str) -> None:
-    problems = []
-    if not (months > 0 and math.isfinite(months)) or months > 1200:
-        problems.append(("months", months, "must be > 0 and ≤ 1200"))
-    if scaling not in ("default", "deepseek", "fixed"):
-        problems.append(("scaling", scaling, "must be default, deepseek or fixed"))
-    if memory not in ("per-gpu", "aggregate", "per-gpu-activations"):
-        problems.append(("memory", memory, "must be per-gpu, aggregate or per-gpu-activations"))
-    if problems:
-        raise ScenarioError(problems)
+    from dtsim.interfaces.operations import check_limits_common
+
+    check_limits_common(months, scaling, memory)
 
 
 def _hardware(
@@ -120,24 +114,24 @@ def _hardware(
     hbm_tb_s: float | None = None,
     memory_gb: float | None = None,
 ):
-    from dtsim.models.limits.hardware import custom, get
+    from dtsim.interfaces.operations import limits_hardware
 
+    bws, lats = _levels(bandwidth, latency)
+    return limits_hardware(
+        names, bws, None if lats is None else [x * 1e-6 for x in lats], peak_tflops, hbm_tb_s, memory_gb
+    )
+
+
+def _levels(bandwidth: str | None, latency_us: str | None) -> tuple[list[float] | None, list[float] | None]:
+    """--level-bandwidth (bytes/s) and --level-latency-us (µs) as lists of numbers."""
     try:
         bws = None if bandwidth is None else [float(x) for x in bandwidth.split(",")]
-        lats = None if latency is None else [float(x) * 1e-6 for x in latency.split(",")]
+        lats = None if latency_us is None else [float(x) for x in latency_us.split(",")]
     except ValueError:
         raise ScenarioError(
-            [("--level-bandwidth/--level-latency-us", bandwidth or latency, "comma-separated numbers")]
+            [("--level-bandwidth/--level-latency-us", bandwidth or latency_us, "comma-separated numbers")]
         ) from None
-    chip = {"peak_tflops": peak_tflops, "hbm_tb_s": hbm_tb_s, "memory_gb": memory_gb}
-    given = any(v is not None for v in (bws, lats, *chip.values()))
-    out = []
-    for name in names or ["h100-sxm"]:
-        hw = get(name)
-        if given:
-            hw = custom(hw, bandwidth=bws, latency=lats, **chip)
-        out.append(hw)
-    return out
+    return bws, lats
 
 
 def _plot_curves(series: list[tuple[str, list[LimitsPoint]]], path: Path, fractions: bool = False) -> None:
@@ -358,28 +352,14 @@ def curve_cmd(
     """Utilization against training compute for compute-optimal runs within the time limit."""
     from dtsim import catalog
     from dtsim.assumptions import Assumptions
-    from dtsim.models.limits.curve import curve, linear_scaling_stop
-    from dtsim.models.limits.scaling import d_model_grid as scaling_grid
+    from dtsim.interfaces.operations import curve_payload, limits_curve
+    from dtsim.models.limits.curve import linear_scaling_stop
 
     try:
-        _check_common(months, scaling, memory)
-        hws = _hardware(gpu, level_bandwidth, level_latency_us, peak_tflops, hbm_tb_s, memory_gb)
-        series = [
-            (hw.name, curve(hw, sparse=sparse, batch_law=scaling, months=months, memory=memory)) for hw in hws
-        ]
-        empty = [name for name, pts in series if not pts]
-        if empty:
-            smallest = scaling_grid()[0]
-            raise ScenarioError(
-                [
-                    (
-                        "gpu",
-                        empty[0],
-                        f"trains not even the grid's smallest model (d_model {smallest}) within {months:g} "
-                        "months: its memory, bandwidth or peak is too small",
-                    )
-                ]
-            )
+        bws, lats = _levels(level_bandwidth, level_latency_us)
+        hws, series = limits_curve(
+            gpu, sparse, scaling, months, memory, bws, lats, peak_tflops, hbm_tb_s, memory_gb
+        )
         if plot is not None:
             _plot_curves(series, plot)
         if fractions_plot is not None:
@@ -396,9 +376,7 @@ def curve_cmd(
         fail(exc)
         return
     if as_json:
-        dicts = [(name, [p.as_dict() for p in pts]) for name, pts in series]
-        payload = dicts[0][1] if len(dicts) == 1 else dict(dicts)
-        print_json(payload)
+        print_json(curve_payload(series))
         return
     c = console()
     for hw, (name, pts) in zip(hws, series, strict=True):
@@ -499,8 +477,7 @@ def search_cmd(
         search_monte_carlo,
     )
     from dtsim.analysis.uncertainty import parse_levels
-    from dtsim.models.limits.curve import limits_point, shape_for_compute
-    from dtsim.models.limits.search import cluster_size
+    from dtsim.interfaces.operations import limits_search
 
     mc = None
     try:
@@ -516,15 +493,8 @@ def search_cmd(
         months = point["months"]
         scaling = values["scaling"] if isinstance(values["scaling"], str) else values["scaling"].point()
         peak_tflops, hbm_tb_s, memory_gb = (point.get(k) for k in ("peak_tflops", "hbm_tb_s", "memory_gb"))
-        _check_common(months, scaling, memory)
-        if not (math.isfinite(compute) and 1e18 <= compute <= 1e40):
-            raise ScenarioError([("compute", compute, "must be between 1e18 and 1e40 FLOP")])
-        (hw,) = _hardware([gpu], None, None, peak_tflops, hbm_tb_s, memory_gb)
-        try:
-            shape = shape_for_compute(compute, sparse, scaling)
-        except ValueError as exc:
-            raise ScenarioError([("compute", compute, str(exc))]) from None
-        best = cluster_size(shape, hw, months, memory)
+        found = limits_search(compute, months, gpu, sparse, scaling, memory, peak_tflops, hbm_tb_s, memory_gb)
+        shape, hw, point, out = found.shape, found.hw, found.point, found.payload
         if uncertainty is not None:
             mc = search_monte_carlo(
                 compute,
@@ -542,16 +512,6 @@ def search_cmd(
     except ScenarioError as exc:
         fail(exc)
         return
-    point = None if best is None else limits_point(shape, best, hw)
-    if point is None:
-        out = {
-            "found": False,
-            "d_model": shape.d_model,
-            "training_flop": shape.training_flop,
-            "reason": f"no cluster trains it within {months:g} months (the latency wall)",
-        }
-    else:
-        out = {"found": True, **point.as_dict()}
     if mc is not None:
         out |= mc.json_parts()
     elif drawn:

@@ -24,22 +24,9 @@ SubsetOpt = Annotated[
 
 
 def _subset(text: str | None, known: set[str]) -> list[str] | None:
-    if not text:
-        return None
-    names = [t.strip() for t in text.split(",") if t.strip()]
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise ScenarioError(
-            [
-                (
-                    "--subset",
-                    unknown[0],
-                    "not a group or record id; groups: "
-                    + ", ".join(sorted(g for g in known if g.isupper() or "-" in g)[:40]),
-                )
-            ]
-        )
-    return names
+    from dtsim.interfaces.operations import validation_subset
+
+    return validation_subset([t.strip() for t in (text or "").split(",") if t.strip()], known)
 
 
 def plot_file(result: ValidationReport, path: Path) -> Path:
@@ -138,15 +125,12 @@ def validate(
 ) -> None:
     """Predict every measured run and print the distance from reality (exit 1 if a bound fails or a
     record is rejected)."""
-    from dtsim.validation import load_dataset
-    from dtsim.validation import validate as run_validation
+    from dtsim.interfaces.operations import validation_report
 
     try:
         doc = calibration_option(calibration)
-        data = load_dataset(runs)
-        known = set(data.groups) | {r.id for r in data.records}
-        names = _subset(subset, known)
-        result = run_validation(data, names, calibration=doc)
+        names = [t.strip() for t in (subset or "").split(",") if t.strip()]
+        data, result = validation_report(names, runs, doc)
         if plot is not None:
             plot_file(result, plot)
     except ScenarioError as exc:

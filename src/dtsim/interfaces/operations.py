@@ -1,0 +1,676 @@
+"""The analysis operations the CLI and the HTTP API share: each checks its inputs, runs the model and
+builds the JSON that `dtsim … --json` prints and the API returns — written once, here.
+
+- `limits_curve` / `curve_payload`, `limits_search`: `dtsim limits curve|search` (Erdil &
+  Schneider-Joseph 2024, "Data Movement Limits to Frontier Model Training");
+- `validation_report`: `dtsim validate` (the measured runs against dtsim's predictions);
+- `target_search`, `target_solve`: `dtsim target` and its `--solve` questions;
+- `governance_analysis`: `dtsim governance` (the threshold analysis of the MIRI simulator docs);
+- `grid_columns`: a `dtsim sweep` grid's columns as JSON values.
+
+Errors are ScenarioError naming the CLI's option (`--subset`, `--node`, …); the API names the body field
+(api/analysis.py maps `--inner-steps` to `inner_steps`). A `progress(done, total)` callback, where a
+function takes one, is called as the work proceeds (the CLI's progress bar; the API's jobs).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from dtsim.errors import ScenarioError
+
+Progress = Callable[[int, int], None] | None
+
+# --- dtsim limits ------------------------------------------------------------------------------------------
+
+SCALING_LAWS = ("default", "deepseek", "fixed")
+MEMORY_CHECKS = ("per-gpu", "aggregate", "per-gpu-activations")
+MAX_MONTHS = 1200.0
+MIN_COMPUTE_FLOP, MAX_COMPUTE_FLOP = 1e18, 1e40
+
+
+def check_limits_common(months: float, scaling: str, memory: str) -> None:
+    """The time limit, the critical-batch law and the memory check of every `limits` operation."""
+    problems = []
+    if not (months > 0 and math.isfinite(months)) or months > MAX_MONTHS:
+        problems.append(("months", months, f"must be > 0 and ≤ {MAX_MONTHS:g}"))
+    if scaling not in SCALING_LAWS:
+        problems.append(("scaling", scaling, "must be default, deepseek or fixed"))
+    if memory not in MEMORY_CHECKS:
+        problems.append(("memory", memory, "must be per-gpu, aggregate or per-gpu-activations"))
+    if problems:
+        raise ScenarioError(problems)
+
+
+def limits_hardware(
+    names: list[str] | None,
+    bandwidth: list[float] | None = None,
+    latency_s: list[float] | None = None,
+    peak_tflops: float | None = None,
+    hbm_tb_s: float | None = None,
+    memory_gb: float | None = None,
+) -> list:
+    """The limits model's hardware for each name (default h100-sxm), with the per-level network
+    (bytes/s, seconds) and the chip's peak, HBM bandwidth and memory replaced where given."""
+    from dtsim.models.limits.hardware import custom, get
+
+    chip = {"peak_tflops": peak_tflops, "hbm_tb_s": hbm_tb_s, "memory_gb": memory_gb}
+    given = any(v is not None for v in (bandwidth, latency_s, *chip.values()))
+    out = []
+    for name in names or ["h100-sxm"]:
+        hw = get(name)
+        if given:
+            hw = custom(hw, bandwidth=bandwidth, latency=latency_s, **chip)
+        out.append(hw)
+    return out
+
+
+def limits_curve(
+    gpu: list[str] | None = None,
+    sparse: bool = False,
+    scaling: str = "default",
+    months: float = 3.0,
+    memory: str = "per-gpu",
+    level_bandwidth: list[float] | None = None,
+    level_latency_us: list[float] | None = None,
+    peak_tflops: float | None = None,
+    hbm_tb_s: float | None = None,
+    memory_gb: float | None = None,
+    progress: Progress = None,
+) -> tuple[list, list]:
+    """(hardware, [(name, points)]): utilization against training compute of compute-optimal runs
+    within `months` on each hardware (models/limits/curve.py; Erdil & Schneider-Joseph 2024 §6)."""
+    from dtsim.models.limits.curve import curve
+    from dtsim.models.limits.scaling import d_model_grid
+
+    check_limits_common(months, scaling, memory)
+    latency = None if level_latency_us is None else [x * 1e-6 for x in level_latency_us]
+    hws = limits_hardware(gpu, level_bandwidth, latency, peak_tflops, hbm_tb_s, memory_gb)
+    series = []
+    for i, hw in enumerate(hws):
+        series.append((hw.name, curve(hw, sparse=sparse, batch_law=scaling, months=months, memory=memory)))
+        if progress is not None:
+            progress(i + 1, len(hws))
+    empty = [name for name, pts in series if not pts]
+    if empty:
+        raise ScenarioError(
+            [
+                (
+                    "gpu",
+                    empty[0],
+                    f"trains not even the grid's smallest model (d_model {d_model_grid()[0]}) within "
+                    f"{months:g} months: its memory, bandwidth or peak is too small",
+                )
+            ]
+        )
+    return hws, series
+
+
+def curve_payload(series: list) -> Any:
+    """`limits curve --json`: the list of points, or {hardware: points} when several."""
+    dicts = [(name, [p.as_dict() for p in pts]) for name, pts in series]
+    return dicts[0][1] if len(dicts) == 1 else dict(dicts)
+
+
+@dataclass
+class LimitsSearch:
+    shape: Any
+    hw: Any
+    point: Any  # LimitsPoint, or None where no cluster trains the run in time
+    payload: dict[str, Any]
+
+
+def limits_search(
+    compute: float,
+    months: float = 3.0,
+    gpu: str = "h100-sxm",
+    sparse: bool = False,
+    scaling: str = "default",
+    memory: str = "per-gpu",
+    peak_tflops: float | None = None,
+    hbm_tb_s: float | None = None,
+    memory_gb: float | None = None,
+) -> LimitsSearch:
+    """The smallest cluster that trains a compute-optimal run of `compute` FLOP within `months`, and its
+    layout (models/limits/search.py; Erdil & Schneider-Joseph 2024 §6), with `limits search --json`."""
+    from dtsim.models.limits.curve import limits_point, shape_for_compute
+    from dtsim.models.limits.search import cluster_size
+
+    check_limits_common(months, scaling, memory)
+    if not (math.isfinite(compute) and MIN_COMPUTE_FLOP <= compute <= MAX_COMPUTE_FLOP):
+        raise ScenarioError(
+            [("compute", compute, "must be between 1e18 and 1e40 FLOP")]
+        )
+    (hw,) = limits_hardware([gpu], None, None, peak_tflops, hbm_tb_s, memory_gb)
+    try:
+        shape = shape_for_compute(compute, sparse, scaling)
+    except ValueError as exc:
+        raise ScenarioError([("compute", compute, str(exc))]) from None
+    best = cluster_size(shape, hw, months, memory)
+    point = None if best is None else limits_point(shape, best, hw)
+    if point is None:
+        payload = {
+            "found": False,
+            "d_model": shape.d_model,
+            "training_flop": shape.training_flop,
+            "reason": f"no cluster trains it within {months:g} months (the latency wall)",
+        }
+    else:
+        payload = {"found": True, **point.as_dict()}
+    return LimitsSearch(shape, hw, point, payload)
+
+
+# --- dtsim validate -----------------------------------------------------------------------------------------
+
+
+def validation_subset(names: list[str] | None, known: set[str], field: str = "--subset") -> list[str] | None:
+    """The named groups / record ids (None: all), or an error naming the first unknown one."""
+    if not names:
+        return None
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        groups = sorted(g for g in known if g.isupper() or "-" in g)[:40]
+        raise ScenarioError([(field, unknown[0], "not a group or record id; groups: " + ", ".join(groups))])
+    return names
+
+
+def validation_report(
+    subset: list[str] | None = None, runs: Any = None, calibration: Any = None, field: str = "--subset"
+) -> tuple[Any, Any]:
+    """(dataset, report): every bundled measured run (and those in the directory `runs`) predicted by
+    dtsim, or the named groups / records only; its `as_dict()` is `dtsim validate --json`."""
+    from dtsim.validation import load_dataset
+    from dtsim.validation import validate as run_validation
+
+    data = load_dataset(runs)
+    names = validation_subset(subset, set(data.groups) | {r.id for r in data.records}, field)
+    return data, run_validation(data, names, calibration=calibration)
+
+
+# --- dtsim target -------------------------------------------------------------------------------------------
+
+
+def row_dict(row) -> dict[str, Any] | None:
+    """One configuration of a target search as JSON (null for a value its mode does not have)."""
+    if row is None:
+        return None
+    out = {
+        "node": row.node.id,
+        "node_name": row.node.name,
+        "gpus_per_node": row.node.count,
+        "num_nodes": row.num_nodes,
+        "total_gpus": row.num_nodes * row.node.count,
+        "parameters_b": row.params_b,
+        "inner_steps": row.inner_steps,
+        "inner_steps_used": row.h_used,
+        "compression": row.compression,
+        "nodes_per_group": row.group or None,
+        "activation_compression": row.activation_compression,
+        "mode": row.mode,
+        "cost_usd": row.cost_usd,
+        "days": row.days if math.isfinite(row.days) else None,
+        "reach_within_limit": row.reach,
+        "tokens_t": row.tokens_t,
+        "efficiency": row.efficiency,
+    }
+    # JSON has no NaN: a value a mode does not have (inner steps of a pipeline over the WAN) is null
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in out.items()}
+
+
+@dataclass
+class TargetAnswer:
+    res: Any  # analysis.search.SearchResult
+    target: Any  # analysis.search.Target, None for a --reach query
+    objective: str
+    days: float
+    notes: list[dict[str, str]]
+    mc: Any
+    payload: dict[str, Any]
+
+
+def target_search(
+    base,
+    dists,
+    *,
+    local_flop: float | None = None,
+    quality_flop: float | None = None,
+    params_b: float | None = None,
+    tokens_t: float | None = None,
+    objective: str | None = None,
+    days: float | None = None,
+    budget: float | None = None,
+    reach: str | None = None,
+    min_nodes: bool = False,
+    node: list[str] | None = None,
+    max_nodes: int | None = None,
+    compression: str | None = None,
+    inner_steps: str | None = None,
+    group_sizes: str | None = None,
+    fractions: str | None = None,
+    pipeline_multiples: str | None = None,
+    activation_compression: str | None = None,
+    uncertainty: int | None = None,
+    seed: int | None = None,
+    levels: str | None = None,
+    prob: list[str] | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    progress: Progress = None,
+) -> TargetAnswer:
+    """`dtsim target` without --solve: the cheapest or fastest configuration that reaches a target
+    within the time limit (analysis/search.py), or the inverse queries (--min-nodes, --reach), with the
+    answer's warnings and, with `uncertainty`, its Monte Carlo; `payload` is `dtsim target --json`."""
+    from dtsim.analysis.search import DEFAULT_DAYS, Target, search
+    from dtsim.analysis.space_options import space_from_options
+    from dtsim.analysis.uncertainty import answer_monte_carlo, answer_warnings, parse_levels
+
+    days = DEFAULT_DAYS if days is None else days
+    max_nodes = 100_000 if max_nodes is None else max_nodes
+    objective = "cost" if objective is None else objective
+    given = [x is not None for x in (local_flop, quality_flop)] + [
+        params_b is not None or tokens_t is not None
+    ]
+    if reach is not None:
+        if any(given):
+            raise ScenarioError([("--reach", reach, "is a query without a target; drop the target options")])
+        if reach not in ("local", "quality"):
+            raise ScenarioError([("--reach", reach, "must be local or quality")])
+        if budget is None:
+            raise ScenarioError([("--budget", None, "the --reach query needs a budget in USD")])
+        if uncertainty is not None:
+            raise ScenarioError(
+                [("--uncertainty", uncertainty, "needs a target (it checks the answer to a target)")]
+            )
+        tgt, obj = None, "reach"
+    else:
+        if sum(given) != 1:
+            raise ScenarioError(
+                [
+                    (
+                        "target",
+                        None,
+                        "give exactly one: --local-flop X, --quality-flop X, or --params-b P --tokens-t D",
+                    )
+                ]
+            )
+        if local_flop is not None:
+            tgt = Target("local", local_flop)
+        elif quality_flop is not None:
+            tgt = Target("quality", quality_flop)
+        else:
+            tgt = Target("model", params_b=params_b, tokens_t=tokens_t)
+        if objective not in ("cost", "time"):
+            raise ScenarioError([("--objective", objective, "must be cost or time")])
+        obj = objective
+    if min_nodes:
+        if not node or len(node) != 1:
+            raise ScenarioError([("--node", node, "--min-nodes needs exactly one node preset")])
+        if tgt is None:
+            raise ScenarioError([("--min-nodes", True, "needs a target")])
+        obj = "cost"  # one preset: the cheapest run is the one with the fewest nodes
+    space = space_from_options(
+        node,
+        max_nodes,
+        compression,
+        inner_steps,
+        group_sizes,
+        fractions,
+        pipeline_multiples,
+        activation_compression,
+        tgt.params_b if tgt is not None and tgt.kind == "model" else None,
+        base.precision.value,
+    )
+    res = search(
+        base,
+        space,
+        tgt,
+        objective=obj,
+        days_limit=days,
+        budget=budget,
+        reach_metric=reach or "quality",
+        progress=progress,
+        scheduler=scheduler,
+        workers=workers,
+    )
+    mc = None
+    if uncertainty is not None and res.winner is not None:
+        w = res.winner
+        mc = answer_monte_carlo(
+            base,
+            w.scenario_fields(),
+            w.tokens_t,
+            dists,
+            uncertainty,
+            days,
+            seed,
+            parse_levels(levels),
+            scheduler=scheduler,
+            workers=workers,
+            probs=prob or [],
+        )
+    w = res.winner
+    notes = [] if w is None else answer_warnings(base, w.scenario_fields(), w.tokens_t)
+    payload = {
+        "target": tgt.describe() if tgt else None,
+        "objective": obj,
+        "days_limit": days,
+        "budget_usd": budget,
+        "search": {
+            "kind": "exhaustive over the grid; cheapest: node count refined to the smallest integer",
+            "configurations": res.configurations,
+            "node_counts": len(res.space.node_counts),
+            "rows_evaluated": res.rows,
+            "refined_rows": res.refined_rows,
+            "seconds": res.seconds,
+        },
+        "winner": row_dict(w),
+        "winner_warnings": notes,
+        "modes": {
+            m: {"best": row_dict(res.by_mode.get(m) or res.closest.get(m)), "verdict": why}
+            for m, why in res.explanation.items()
+        },
+    }
+    if min_nodes and w is not None:
+        payload["min_nodes"] = w.num_nodes
+    if mc is not None:
+        payload |= mc.json_parts()
+    return TargetAnswer(res, tgt, obj, days, notes, mc, payload)
+
+
+@dataclass
+class SolveAnswer:
+    sol: Any  # analysis.search.Solution
+    question: str
+    notes: list[dict[str, str]]
+    in_time: float
+    mc: Any
+    payload: dict[str, Any]
+
+
+def solve_question(sol) -> str:
+    """A `target --solve` answer as a sentence."""
+    hw = f"{sol.num_nodes:,} × {sol.node.id}"
+    model = f"{sol.params_b:,.4g}B parameters on {sol.tokens_t:,.4g}T tokens"
+    if sol.solve == "parameters_b":
+        return f"{sol.value:,.4g}B parameters ({sol.tokens_t:,.4g}T tokens) within {sol.days_limit:,.4g} days on {hw}"
+    if sol.solve == "num_nodes":
+        return f"{hw} train {model} within {sol.days_limit:,.4g} days (it takes {sol.run.days:,.4g})"
+    return f"{sol.value:,.4g} days to train {model} on {hw}"
+
+
+def target_solve(
+    base,
+    dists,
+    solve: str,
+    *,
+    params_b: float | None = None,
+    tokens_t: float | None = None,
+    days: float | None = None,
+    node: list[str] | None = None,
+    max_nodes: int | None = None,
+    others: dict[str, Any] | None = None,
+    compression: str | None = None,
+    inner_steps: str | None = None,
+    group_sizes: str | None = None,
+    activation_compression: str | None = None,
+    uncertainty: int | None = None,
+    seed: int | None = None,
+    levels: str | None = None,
+    prob: list[str] | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+) -> SolveAnswer:
+    """`target --solve`: one direct question (analysis.search.solve) on one node kind — the largest
+    model, the fewest nodes or the days — its answer, the configuration that gives it and the limiting
+    factor; `others` (option → value) are the options that do not go with it. `payload` is the
+    `--json` output."""
+    from dtsim.analysis.search import DEFAULT_DAYS, SOLVABLE, NodeSpec
+    from dtsim.analysis.search import solve as solve_for
+    from dtsim.analysis.space_options import space_from_options
+    from dtsim.analysis.uncertainty import answer_monte_carlo, answer_warnings, parse_levels
+
+    if solve not in SOLVABLE:
+        raise ScenarioError([("--solve", solve, "must be parameters_b, num_nodes or days")])
+    for option, value in (others or {}).items():
+        if value is not None:
+            raise ScenarioError(
+                [
+                    (
+                        option,
+                        value,
+                        f"does not go with --solve {solve}; drop it (--solve asks one question of one node kind: "
+                        "no compute target, budget, objective or model-size grid)",
+                    )
+                ]
+            )
+    if solve == "days" and days is not None:
+        raise ScenarioError([("--days", days, "is the answer of --solve days; drop it")])
+    if solve != "num_nodes" and max_nodes is not None:
+        raise ScenarioError(
+            [
+                (
+                    "--max-nodes",
+                    max_nodes,
+                    f"bounds --solve num_nodes only; --solve {solve} runs on the base's "
+                    "num_nodes (--set num_nodes=N)",
+                )
+            ]
+        )
+    if node is not None and len(node) != 1:
+        raise ScenarioError([("--node", node, "--solve takes one node preset (default: the base's node)")])
+    space = space_from_options(  # H, compression, hierarchy; solve() sets the node, counts and sizes
+        nodes=node,
+        max_nodes=1,
+        compression=compression,
+        inner_steps=inner_steps,
+        group_sizes=group_sizes,
+        fractions=None,
+        pipeline_multiples=None,
+        activation_compression=activation_compression,
+        params_b=None,
+        precision=base.precision.value,
+    )
+    spec = space.nodes[0] if node else NodeSpec.from_scenario(base)
+    limit = DEFAULT_DAYS if days is None and solve != "days" else days
+    sol = solve_for(
+        base,
+        space,
+        solve,
+        spec,
+        days_limit=limit,
+        params_b=params_b,
+        tokens_t=tokens_t,
+        max_nodes=100_000 if max_nodes is None else max_nodes,
+    )
+    mc = None
+    in_time = sol.days_limit if sol.days_limit is not None else sol.run.days
+    if uncertainty is not None:
+        mc = answer_monte_carlo(
+            base,
+            sol.run.scenario_fields(),
+            sol.tokens_t,
+            dists,
+            uncertainty,
+            in_time,
+            seed,
+            parse_levels(levels),
+            scheduler=scheduler,
+            workers=workers,
+            probs=prob or [],
+        )
+    question = solve_question(sol)
+    notes = answer_warnings(base, sol.run.scenario_fields(), sol.tokens_t)
+    payload = {
+        "solve": sol.solve,
+        "question": question,
+        "answer": int(sol.value) if sol.solve == "num_nodes" else sol.value,
+        "limiting_factor": sol.limit.factor,
+        "limit": {
+            "factor": sol.limit.factor,
+            "bottleneck": sol.limit.bottleneck,
+            "bottleneck_share": sol.limit.share,
+            "why": sol.limit.why,
+        },
+        "node": sol.node.id,
+        "node_name": sol.node.name,
+        "num_nodes": sol.num_nodes,
+        "parameters_b": sol.params_b,
+        "tokens_t": sol.tokens_t,
+        "tokens": sol.tokens_rule,
+        "days_limit": sol.days_limit,
+        "configuration": row_dict(sol.run),
+        "scenario_fields": {**sol.run.scenario_fields(), "tokens_t": sol.tokens_t},
+        "warnings": notes,
+        "beyond": None
+        if sol.beyond_value is None
+        else {
+            # the run just past the answer: a slightly larger model, or one node fewer
+            "parameters_b": sol.beyond_value if sol.solve == "parameters_b" else sol.params_b,
+            "num_nodes": int(sol.beyond_value) if sol.solve == "num_nodes" else sol.num_nodes,
+            "days": sol.beyond.days if sol.beyond is not None else None,
+            "runs": sol.beyond is not None,
+        },
+        "search": {
+            "kind": "target searches over H, compression and hierarchy on one node kind",
+            "searches": sol.searches,
+            "rows_evaluated": sol.rows,
+            "seconds": sol.seconds,
+        },
+    }
+    if mc is not None:
+        payload |= mc.json_parts()
+    return SolveAnswer(sol, question, notes, in_time, mc, payload)
+
+
+# --- dtsim governance ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class GovernanceAnswer:
+    res: Any  # analysis.governance.GovernanceResult
+    held: dict[tuple[int, float], dict[str, Any]]
+    payload: dict[str, Any]
+
+
+def governance_analysis(
+    base,
+    dists,
+    *,
+    compute_cap: str = "16,8,4,2,1",
+    memory_cap: str | None = "2048,1280,1024,512,256",
+    base_compute_cap: float = 16.0,
+    targets: str = "1e24,1e25,1e26",
+    metric: str = "quality",
+    days: float | None = None,
+    gpu: list[str] | None = None,
+    precisions: str = "fp16,fp8",
+    max_nodes: int = 100_000,
+    uncertainty: int | None = None,
+    seed: int | None = None,
+    levels: str | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    progress: Progress = None,
+) -> GovernanceAnswer:
+    """`dtsim governance`: for each per-node cap, the largest node of each accelerator under it, the
+    cheapest way to reach each target with such nodes and the legitimate systems it catches
+    (analysis/governance.py); with `uncertainty`, how sure each cheapest run is. `payload` is `--json`."""
+    from dtsim.analysis.governance import analyse, answers_held
+    from dtsim.analysis.search import DEFAULT_DAYS
+    from dtsim.analysis.space_options import caps_from_options, parse_values
+    from dtsim.analysis.uncertainty import parse_levels
+    from dtsim.assumptions import Assumptions
+    from dtsim.physics.memory import PRECISIONS
+
+    days = DEFAULT_DAYS if days is None else days
+    caps = caps_from_options(compute_cap, memory_cap, base_compute_cap)
+    tgts = tuple(float(x) for x in parse_values("--targets", targets, ()))
+    precs = tuple(p.strip().lower() for p in precisions.split(",") if p.strip())
+    for p in precs:
+        if p not in PRECISIONS:
+            raise ScenarioError(
+                [
+                    (
+                        "--precisions",
+                        precisions,
+                        f"each must be {', '.join(PRECISIONS[:-1])} or {PRECISIONS[-1]}",
+                    )
+                ]
+            )
+    res = analyse(
+        base,
+        caps,
+        tgts,
+        metric,
+        days,
+        gpus=gpu,
+        precisions=precs,
+        max_nodes=max_nodes,
+        progress=progress,
+        scheduler=scheduler,
+        workers=workers,
+    )
+    held: dict[tuple[int, float], dict[str, Any]] = {}
+    if uncertainty is not None:
+        held = answers_held(
+            res, base, dists, uncertainty, days, seed, parse_levels(levels), scheduler, workers
+        )
+    payload = {
+        "metric": res.metric,
+        "days_limit": res.days_limit,
+        "search": {
+            "kind": "exhaustive over one grid shared by every cap",
+            "configurations": res.configurations,
+            "rows_evaluated": res.rows,
+            "seconds": res.seconds,
+        },
+        "caps": [
+            {
+                "cap": {"h100_equivalents": cr.cap.h100_equivalents, "memory_gb": cr.cap.memory_gb},
+                "largest_nodes": cr.largest,
+                "cheapest": {
+                    f"{k:g}": v if v is None or (ci, k) not in held else {**v, "uncertainty": held[(ci, k)]}
+                    for k, v in cr.cheapest.items()
+                },
+                "caught": [s.id for s in cr.caught],
+            }
+            for ci, cr in enumerate(res.caps)
+        ],
+        "systems": [
+            {
+                "id": s.id,
+                "name": s.name,
+                "h100_equivalents": s.h100_equivalents(Assumptions()),
+                "memory_gb": s.memory_gb,
+            }
+            for s in res.systems
+        ],
+    }
+    return GovernanceAnswer(res, held, payload)
+
+
+# --- dtsim sweep --------------------------------------------------------------------------------------------
+
+
+def grid_columns(result, names: list[str] | None = None) -> dict[str, list[Any]]:
+    """A grid's columns (all, or `names`) as JSON values: numbers as Python numbers, an undefined value
+    (NaN: no run defined at a point) as null, never NaN."""
+    import numpy as np
+
+    out = {}
+    for k in result.columns if names is None else names:
+        v = np.asarray(result.columns[k])
+        out[k] = np.where(np.isfinite(v), v, None).tolist() if v.dtype.kind == "f" else v.tolist()
+    return out
+
+
+def json_default(x: Any) -> Any:
+    """json.dumps's fallback of the analysis payloads: a NumPy scalar as its Python value, else text."""
+    import numpy as np  # lazy (fast --help); loaded already whenever a numpy value is serialised
+
+    if isinstance(x, np.generic):
+        return x.item()
+    return str(x)
