@@ -199,16 +199,31 @@ def calibration_option(path: Path | None) -> dict[str, Any] | None:
 
 def resolve_model(model: str | None, shape: dict[str, Any]):
     """A catalog id, an architecture file, or shape flags."""
-    from dtsim.models.datacenter.workload import build  # lazy: pydantic models (fast `dtsim --help`)
-    from dtsim.physics.transformer import Architecture, get_architecture
     from dtsim.schema import inputs
     from dtsim.schema.scenario import read_scenario_file
 
+    if model is not None and (
+        Path(model).suffix.lower() in (".yaml", ".yml", ".json") or inputs.names_a_file(model)
+    ):
+        return model_architecture(read_scenario_file(model), shape)
+    return model_architecture(model, shape)
+
+
+def model_architecture(
+    model: str | dict[str, Any] | None,
+    shape: dict[str, Any],
+    name=lambda field: "--" + field.replace("_", "-"),
+):
+    """The Architecture of a catalog id or of an architecture's fields (a file's contents), the shape
+    fields given (not None) overriding it; without a model, of the shape fields alone. Never reads a
+    file (the HTTP API's way in); `name` shows a shape field in the message when one is missing."""
+    from dtsim.models.datacenter.workload import build  # lazy: pydantic models (fast `dtsim --help`)
+    from dtsim.physics.transformer import Architecture, get_architecture
+
     given = {k: v for k, v in shape.items() if v is not None}
+    if isinstance(model, dict):
+        return build(Architecture, {**model, **given}, "model.")
     if model is not None:
-        if Path(model).suffix.lower() in (".yaml", ".yml", ".json") or inputs.names_a_file(model):
-            fields = read_scenario_file(model)
-            return build(Architecture, {**fields, **given}, "model.")
         arch = get_architecture(model)
         if given:
             return build(Architecture, {**arch.model_dump(exclude_none=True), **given}, "model.")
@@ -220,8 +235,8 @@ def resolve_model(model: str | None, shape: dict[str, Any]):
                 (
                     "model",
                     None,
-                    "give --model NAME|FILE or the shape flags; missing: "
-                    + ", ".join("--" + m.replace("_", "-") for m in missing),
+                    f"give {name('model')} or the shape fields; missing: "
+                    + ", ".join(name(m) for m in missing),
                 )
             ]
         )
@@ -708,6 +723,20 @@ def step(
         print_uncertainty(dmc.mc, console=con)
 
 
+def target_size_payload(
+    target_params_b: float, cluster, opt, vocab: int | None, seq_len: int | None, top: int, doc
+) -> dict[str, Any]:
+    """The JSON of `dtsim plan --target-params-b --json` (and of POST /api/plan with target_params_b):
+    the `top` fastest model shapes near the target, each with its best layout (plan_by_size; a GPT-2
+    vocabulary and a 2,048-token sequence unless given)."""
+    from dtsim.models.datacenter.plan import plan_by_size
+
+    rows, searched = plan_by_size(
+        target_params_b * 1e9, cluster, opt, vocab or 50257, seq_len or 2048, calibration=doc
+    )
+    return {"target_params_b": target_params_b, "shapes_searched": searched, "shapes": rows[:top]}
+
+
 def plan(
     model: ModelOpt = None,
     hidden: HiddenOpt = None,
@@ -761,7 +790,7 @@ def plan(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
     """Rank every valid layout of a model on a cluster by seconds per iteration."""
-    from dtsim.models.datacenter.plan import PlanOptions, plan_by_size
+    from dtsim.models.datacenter.plan import PlanOptions
     from dtsim.models.datacenter.plan import plan as run_plan
     from dtsim.models.datacenter.workload import Cluster, build
 
@@ -810,14 +839,8 @@ def plan(
                 raise ScenarioError(
                     [("target-params-b", target_params_b, "must be between 0.001 and 100000")]
                 )
-            rows, searched = plan_by_size(
-                target_params_b * 1e9, cluster, opt, vocab or 50257, seq_len or 2048, calibration=doc
-            )
-            payload = {
-                "target_params_b": target_params_b,
-                "shapes_searched": searched,
-                "shapes": rows[:top],
-            }
+            payload = target_size_payload(target_params_b, cluster, opt, vocab, seq_len, top, doc)
+            rows, searched = payload["shapes"], payload["shapes_searched"]
             none = (
                 "no shape near the target fits in GPU memory on this cluster"
                 if searched
@@ -838,7 +861,7 @@ def plan(
             days = [] if tokens is None else ["days"]
             for col in ("hidden", "layers", "heads", "params B", "µs/token", *days, "MFU", "layout"):
                 t.add_column(col)
-            for r in rows[:top]:
+            for r in rows:
                 lay = r["layout"]
                 t.add_row(
                     str(r["hidden"]),
@@ -852,7 +875,7 @@ def plan(
                 )
             con = console()
             con.print(t)
-            print_mfu_flag(con, [r["warnings"] for r in rows[:top]])
+            print_mfu_flag(con, [r["warnings"] for r in rows])
             return
         arch = resolve_model(model, {k: v for k, v in locals().items() if k in SHAPE_FLAGS})
         result = run_plan(arch, cluster, opt, top=top, calibration=doc)
@@ -920,6 +943,48 @@ def plan(
         raise typer.Exit(1)
 
 
+def collective_result(
+    op: str,
+    algorithm: str,
+    ranks: int,
+    size_mb: float,
+    fabric: str | None,
+    bandwidth_gbs: float | None,
+    latency_us: float | None,
+    hop_km: float,
+    torus: str | None,
+):
+    """`dtsim.collective` at the CLI's units (MB, GB/s, µs): the result whose as_dict() is the JSON of
+    `dtsim collective --json` and of POST /api/collective; a problem names the input as these
+    arguments do (size_mb, not the library's size_bytes)."""
+    from dtsim.models.network import collective as run_collective
+
+    if not size_mb > 0:
+        raise ScenarioError([("size_mb", size_mb, "must be > 0")])
+    if (bandwidth_gbs is not None and not bandwidth_gbs > 0) or (
+        latency_us is not None and not latency_us >= 0
+    ):
+        raise ScenarioError(
+            [("bandwidth_gbs/latency_us", (bandwidth_gbs, latency_us), "must be > 0 and ≥ 0")]
+        )
+    try:
+        return run_collective(
+            op,
+            ranks,
+            size_mb * 1e6,
+            algorithm,
+            fabric,
+            None if bandwidth_gbs is None else bandwidth_gbs * 1e9,
+            None if latency_us is None else latency_us * 1e-6,
+            hop_km,
+            torus,
+        )
+    except ScenarioError as exc:
+        names = {"size_bytes": ("size_mb", size_mb)}
+        names["bandwidth_bytes_s/latency_s"] = ("bandwidth_gbs/latency_us", (bandwidth_gbs, latency_us))
+        raise ScenarioError([(*names.get(f, (f, v)), m) for f, v, m in exc.problems]) from None
+
+
 def collective(
     op: Annotated[
         str, typer.Option(help="allreduce | reduce-scatter | all-gather | broadcast | p2p | all-to-all.")
@@ -953,30 +1018,10 @@ def collective(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
     """α-β time of a collective (Data Parallelism from Associativity; Camilli 2025 §3.5); formats `dtsim.collective`."""
-    from dtsim.models.network import collective as run_collective
-
     try:
-        if not size_mb > 0:
-            raise ScenarioError([("size-mb", size_mb, "must be > 0")])
-        if (bandwidth_gbs is not None and not bandwidth_gbs > 0) or (
-            latency_us is not None and not latency_us >= 0
-        ):
-            raise ScenarioError(
-                [("bandwidth-gbs/latency-us", (bandwidth_gbs, latency_us), "must be > 0 and ≥ 0")]
-            )
-        r = run_collective(
-            op,
-            ranks,
-            size_mb * 1e6,
-            algorithm,
-            fabric,
-            None if bandwidth_gbs is None else bandwidth_gbs * 1e9,
-            None if latency_us is None else latency_us * 1e-6,
-            hop_km,
-            torus,
-        )
+        r = collective_result(op, algorithm, ranks, size_mb, fabric, bandwidth_gbs, latency_us, hop_km, torus)
     except ScenarioError as exc:
-        fail(exc)
+        fail(ScenarioError([(f.replace("_", "-"), v, m) for f, v, m in exc.problems]))
         return
     if as_json:
         print_json(r.as_dict())
@@ -986,6 +1031,47 @@ def collective(
         f"{op} ({algorithm}) of {size_mb:g} MB over {ranks} ranks: [bold]{t * 1e3:,.3f} ms[/bold]; "
         f"each rank sends {per_rank / 1e6:,.1f} MB" + (f" (on the TPU slice {r.torus})" if r.torus else "")
     )
+
+
+# `dtsim.fabric`'s argument → (the CLI's input, named as its flag with underscores, and the factor from
+# that input's unit to the argument's SI unit)
+FABRIC_INPUTS: dict[str, tuple[str, float]] = {
+    "cluster_power_w": ("cluster_power_gw", 1e9),
+    "datacenters": ("datacenters", 1),
+    "pod_power_w": ("pod_power_kw", 1e3),
+    "pod_peak_flop_s": ("pod_pflops", 1e15),
+    "parameters": ("params_t", 1e12),
+    "tokens": ("tokens_t", 1e12),
+    "bits_per_param": ("bits", 1),
+    "train_days": ("train_days", 1),
+    "network_fraction": ("network_fraction", 1),
+    "sync_budget_s": ("sync_budget_ms", 1e-3),
+    "ring_km": ("ring_km", 1),
+    "hop_latency_s": ("hop_us", 1e-6),
+    "critical_batch_k": ("critical_batch_k", 1),
+}
+
+
+def fabric_plan(values: dict[str, Any]):
+    """`dtsim.fabric` of the CLI's inputs at its units (`values` keyed as FABRIC_INPUTS names them: GW,
+    kW, PFLOP/s, trillions, ms, µs); a problem names the input that way, with the value given."""
+    from dtsim.models.network import fabric as plan
+
+    args = {
+        k: (None if values[name] is None else values[name] * factor)
+        for k, (name, factor) in FABRIC_INPUTS.items()
+    }
+    try:
+        return plan(**args)
+    except ScenarioError as exc:
+        shown = {k: (name, values[name]) for k, (name, _) in FABRIC_INPUTS.items()}
+        raise ScenarioError([(*shown.get(f, (f, v)), m) for f, v, m in exc.problems]) from None
+
+
+def fabric_json(p) -> dict[str, Any]:
+    """The JSON of `dtsim fabric --json` and of POST /api/fabric: the plan's fields, an unbounded
+    bandwidth (no room left in the sync budget) as null."""
+    return {k: (None if v == float("inf") else v) for k, v in p.__dict__.items()}
 
 
 def fabric(
@@ -1009,33 +1095,28 @@ def fabric(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
     """Scale-across fabric dimensioning (Camilli 2025 ch. 3); defaults are its 10 GW, 23-datacenter scenario."""
-    from dtsim.models.network import fabric as plan
-
-    # API argument → (flag, factor from the flag's unit to the API's SI unit)
-    # API argument → (flag, value given, factor from the flag's unit to the API's SI unit)
-    flags = {
-        "cluster_power_w": ("cluster-power-gw", cluster_power_gw, 1e9),
-        "datacenters": ("datacenters", datacenters, 1),
-        "pod_power_w": ("pod-power-kw", pod_power_kw, 1e3),
-        "pod_peak_flop_s": ("pod-pflops", pod_pflops, 1e15),
-        "parameters": ("params-t", params_t, 1e12),
-        "tokens": ("tokens-t", tokens_t, 1e12),
-        "bits_per_param": ("bits", bits, 1),
-        "train_days": ("train-days", train_days, 1),
-        "network_fraction": ("network-fraction", network_fraction, 1),
-        "sync_budget_s": ("sync-budget-ms", sync_budget_ms, 1e-3),
-        "ring_km": ("ring-km", ring_km, 1),
-        "hop_latency_s": ("hop-us", hop_us, 1e-6),
-        "critical_batch_k": ("critical-batch-k", critical_batch_k, 1),
+    values = {
+        "cluster_power_gw": cluster_power_gw,
+        "datacenters": datacenters,
+        "pod_power_kw": pod_power_kw,
+        "pod_pflops": pod_pflops,
+        "params_t": params_t,
+        "tokens_t": tokens_t,
+        "bits": bits,
+        "train_days": train_days,
+        "network_fraction": network_fraction,
+        "sync_budget_ms": sync_budget_ms,
+        "ring_km": ring_km,
+        "hop_us": hop_us,
+        "critical_batch_k": critical_batch_k,
     }
     try:
-        p = plan(**{k: (v if v is None else v * factor) for k, (_, v, factor) in flags.items()})
+        p = fabric_plan(values)
     except ScenarioError as exc:
-        fail(ScenarioError([(*flags[f][:2], m) if f in flags else (f, v, m) for f, v, m in exc.problems]))
+        fail(ScenarioError([(f.replace("_", "-"), v, m) for f, v, m in exc.problems]))
         return
-    out = p.__dict__
     if as_json:
-        print_json({k: (None if v == float("inf") else v) for k, v in out.items()})
+        print_json(fabric_json(p))
         return
     c = console()
     c.print(
