@@ -22,7 +22,11 @@ from typing import Any
 from urllib.parse import urlencode
 
 # (path, label, module under dtsim.interfaces.web.views or None for the decentralized page at "/")
-NAVIGATION: tuple[tuple[str, str, str | None], ...] = (("/", "Decentralized", None),)
+NAVIGATION: tuple[tuple[str, str, str | None], ...] = (
+    ("/", "Decentralized", None),
+    ("/limits", "Limits", "limits"),
+    ("/validation", "Validation", "validation"),
+)
 # Query keys a view hands on to the others when the user moves between views.
 SHARED_KEYS = ("model", "gpu", "nodes", "gpus_per_node", "tokens", "preset")
 
