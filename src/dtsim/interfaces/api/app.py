@@ -510,6 +510,9 @@ def api_assumptions() -> list[dict[str, Any]]:
 from dtsim.interfaces.api.dataparallel import register as _register_dataparallel  # noqa: E402
 
 _register_dataparallel(router, ERRORS)
+from dtsim.interfaces.api.datacenter import register as _register_datacenter  # noqa: E402
+
+_register_datacenter(router, ERRORS)
 
 
 def _mount_docs(app: FastAPI) -> None:

@@ -1,0 +1,409 @@
+"""POST /api/step, /api/plan, /api/collective, /api/fabric: the datacenter commands `dtsim step`,
+`dtsim plan`, `dtsim collective` and `dtsim fabric` as operations, answering with the JSON of their
+`--json` output (built by the same code: the library's results and the CLI module's shared functions).
+
+A body is flat, as the command line is: the model (a catalog id, an architecture's fields, or the
+shape fields), the cluster and its network (Cluster's fields), the layout (Layout's fields: the
+switches are positive, `flash_attention: false` where the CLI says `--no-flash-attention`) and the run
+(precision, tokens, usd_per_gpu_hour). Bounds are the library models' own (taken from their fields,
+so they cannot drift apart); a problem is 422 naming the body's field (`tp`, `nic_gbps`,
+`layouts[2].pp`), never a CLI flag or the library's `layout.` prefix. Requests are strict (true is not
+1, "2" is not 2) and unknown fields are refused; rows of a `layouts` batch are read as the rows of a
+`--layouts` file are. Not here: `--calibration` (the server's packaged calibration applies), files
+(`--model FILE`, `--layouts FILE`: send their contents) and `--uncertainty` (long work, for the jobs
+system). app.py adds these operations to its /api router with its error responses (`register`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, field_validator
+
+from dtsim import catalog
+from dtsim.errors import ScenarioError
+from dtsim.interfaces.cli import datacenter as cli
+from dtsim.models.datacenter.step import StepResult
+from dtsim.models.datacenter.workload import Cluster, Layout
+from dtsim.models.network import ALLREDUCE_ALGORITHMS, OPS
+from dtsim.physics.transformer import Architecture, architectures
+
+MODEL_IDS = tuple(architectures())
+ModelId = Literal[MODEL_IDS]  # type: ignore[valid-type]
+GpuId = Literal[tuple(k for k, g in catalog.gpus().items() if g.micro is not None)]  # type: ignore[valid-type]
+ClusterFabricId = Literal[tuple(catalog.cluster_fabrics())]  # type: ignore[valid-type]
+LinkId = Literal[tuple(catalog.fabrics())]  # type: ignore[valid-type]
+Precision = Literal["bf16", "fp16", "fp8"]
+STRICT = ConfigDict(extra="forbid", strict=True)
+SHAPE_FIELDS = cli.SHAPE_FLAGS  # hidden, layers, heads, kv_heads, ffn, ffn_type, vocab, seq_len
+CLUSTER_FIELDS = cli.CLUSTER_FLAGS  # gpu, nodes, gpus_per_node, fabric, nics_per_node, ...
+
+OPERATIONS: list[tuple[str, Callable[..., Any], Any, str, str]] = []  # path, endpoint, model, summary, tag
+
+
+def _operation(path: str, response_model: Any, summary: str, tag: str = "datacenter"):
+    def add(endpoint: Callable[..., Any]) -> Callable[..., Any]:
+        OPERATIONS.append((path, endpoint, response_model, summary, tag))
+        return endpoint
+
+    return add
+
+
+def register(router: APIRouter, responses: dict[int | str, dict[str, Any]]) -> None:
+    """Add every operation to `router` as a POST route."""
+    for path, endpoint, model, summary, tag in OPERATIONS:
+        router.post(path, response_model=model, responses=responses, summary=summary, tags=[tag])(endpoint)
+
+
+def _like(cls: type[BaseModel], name: str, description: str | None = None, optional: bool = False) -> Any:
+    """The type of `cls`'s field `name` with its bounds (its pydantic metadata), as a request field:
+    one home for every bound, the library model's."""
+    info = cls.model_fields[name]
+    kind = info.annotation | None if optional else info.annotation
+    return Annotated[(kind, *info.metadata, Field(description=description or info.description))]
+
+
+class ModelFields(BaseModel):
+    """The model: a catalog id, an architecture's fields, or the shape fields alone (which also
+    override a catalog model's, as the CLI's shape flags do)."""
+
+    model_config = STRICT
+    model: ModelId | dict[str, Any] | None = Field(
+        None,
+        description="Catalog model id (GET /api/presets lists them), or an architecture's fields as in an "
+        "architecture file (hidden, layers, heads, vocab, seq_len, ...).",
+    )
+    hidden: _like(Architecture, "hidden", optional=True) = None
+    layers: _like(Architecture, "layers", optional=True) = None
+    heads: _like(Architecture, "heads", optional=True) = None
+    kv_heads: _like(Architecture, "kv_heads") = None
+    ffn: _like(Architecture, "ffn") = None
+    ffn_type: _like(Architecture, "ffn_type", optional=True) = None
+    vocab: _like(Architecture, "vocab", optional=True) = None
+    seq_len: _like(Architecture, "seq_len", "Sequence length (default: the model's).", optional=True) = None
+    # the cluster and its network (Cluster's fields; None: the fabric's, else the GPU's own)
+    gpu: GpuId | None = Field(None, description=Cluster.model_fields["gpu"].description)
+    nodes: _like(Cluster, "nodes", "Nodes.") = 1
+    gpus_per_node: _like(Cluster, "gpus_per_node", optional=True) = None
+    fabric: ClusterFabricId | None = Field(
+        None,
+        description="Cluster fabric (catalog/cluster_fabrics.yaml): GPUs per node, NVLink domain, NICs and "
+        "link types at once.",
+    )
+    nics_per_node: _like(Cluster, "nics_per_node") = None
+    nic_gbps: _like(Cluster, "nic_gbps") = None
+    nvlink_gbps: _like(Cluster, "nvlink_gbps") = None
+    nvlink_domain: _like(Cluster, "nvlink_domain") = None
+    torus: _like(Cluster, "torus") = None
+    oversubscription: _like(Cluster, "oversubscription") = None
+    nvls: _like(Cluster, "nvls", optional=True) = None
+    # the run
+    precision: Precision = Field("bf16", description="Training precision.")
+    fp32_grad_accumulation: _like(Layout, "fp32_grad_accumulation") = None
+    fp32_params: _like(Layout, "fp32_params") = False
+    attention_kernel: _like(Layout, "attention_kernel") = "flash2"
+    moe_capacity_factor: _like(Layout, "moe_capacity_factor") = None
+    moe_imbalance: _like(Layout, "moe_imbalance") = 1.0
+    tokens: float | None = Field(
+        None, gt=0, le=1e18, description="Training tokens (e.g. 15e12): report days, GPU-hours, cost, energy."
+    )
+    usd_per_gpu_hour: float | None = Field(
+        None, gt=0, le=1e4, description="Rental price per GPU-hour, for the run's rental cost (with tokens)."
+    )
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _one_model(cls, value: Any) -> Any:
+        """One problem named `model` for a value that is neither kind (not one per member of the union)."""
+        if value is None or isinstance(value, dict) or (isinstance(value, str) and value in MODEL_IDS):
+            return value
+        raise ValueError(
+            "must be a catalog model id (GET /api/presets lists them) or an object of architecture fields"
+        )
+
+    def architecture(self) -> Architecture:
+        return cli.model_architecture(
+            self.model, {k: getattr(self, k) for k in SHAPE_FIELDS}, name=lambda field: field
+        )
+
+    def cluster(self) -> Cluster:
+        from dtsim.models.datacenter.workload import build
+
+        given = {k: getattr(self, k) for k in CLUSTER_FIELDS if getattr(self, k) is not None}
+        return build(Cluster, given, "cluster.")
+
+
+STEP_EXAMPLE = {"model": "gpt3-175b", "nodes": 48, "tp": 8, "pp": 12, "gbs": 1536, "fabric": "dgx-a100-hdr"}
+
+
+class StepRequest(ModelFields):
+    """`dtsim step`: one layout, or a batch of them under `layouts`."""
+
+    model_config = ConfigDict(
+        **STRICT,
+        json_schema_extra={
+            "examples": [
+                STEP_EXAMPLE,
+                {
+                    "model": "llama3.1-8b",
+                    "gpu": "h100-sxm",
+                    "nodes": 2,
+                    "gbs": 256,
+                    "tokens": 1e12,
+                    "layouts": [{"tp": 1, "zero": 3}, {"tp": 2, "pp": 2}, {"tp": 8}],
+                },
+            ]
+        },
+    )
+    dp: _like(Layout, "dp") = None
+    tp: _like(Layout, "tp", "Tensor parallel.") = 1
+    pp: _like(Layout, "pp", "Pipeline parallel.") = 1
+    vpp: _like(Layout, "vpp") = 1
+    cp: _like(Layout, "cp") = 1
+    ep: _like(Layout, "ep") = 1
+    mbs: _like(Layout, "mbs") = 1
+    gbs: _like(Layout, "gbs") = 512
+    recompute: _like(Layout, "recompute", "none | selective | full.") = "selective"
+    zero: _like(Layout, "zero") = 1
+    pp_layers: list[Annotated[int, Field(ge=1, le=100_000)]] | None = Field(
+        None,
+        min_length=1,
+        max_length=100_000,
+        description=Layout.model_fields["pp_layers"].description,
+    )
+    shard_group: _like(Layout, "shard_group") = None
+    sequence_parallel: _like(Layout, "sequence_parallel", "Sequence parallelism.") = False
+    schedule: _like(Layout, "schedule", "Pipeline schedule.") = "1f1b"
+    embedding_stages: _like(Layout, "embedding_stages") = "first-last"
+    flash_attention: _like(Layout, "flash_attention", "FlashAttention (false: materialised attention).") = (
+        True
+    )
+    overlap_grad_reduce: _like(Layout, "overlap_grad_reduce") = True
+    overlap_tp_comm: _like(Layout, "overlap_tp_comm") = False
+    layouts: list[dict[str, Any]] | None = Field(
+        None,
+        min_length=1,
+        max_length=cli.LAYOUT_FILE_ROWS,
+        description="A batch (`dtsim step --layouts`): rows of layout fields (tp, pp, dp, mbs, gbs, zero, ...), "
+        "each evaluated, the body's layout fields giving what a row leaves out. The answer is "
+        '{"layouts": [...]}, one result per row, each what the row alone gives.',
+    )
+
+    def layout_fields(self) -> dict[str, Any]:
+        fields = {k: getattr(self, k) for k in LAYOUT_FIELDS}
+        fields["pp_layers"] = None if self.pp_layers is None else tuple(self.pp_layers)
+        return fields
+
+
+LAYOUT_FIELDS = tuple(k for k in Layout.model_fields if k in StepRequest.model_fields)
+
+
+class StepBatch(BaseModel):
+    layouts: list[StepResult]
+
+
+class PlanRequest(ModelFields):
+    """`dtsim plan`: every valid layout ranked, or (with target_params_b) model shapes near a size."""
+
+    model_config = ConfigDict(
+        **STRICT,
+        json_schema_extra={
+            "examples": [
+                {"model": "gpt3-175b", "nodes": 48, "gpu": "a100-80gb", "gbs": 1536, "top": 5},
+                {"target_params_b": 7, "nodes": 4, "gbs": 512, "top": 3},
+            ]
+        },
+    )
+    gbs: _like(Layout, "gbs") = 512
+    top: int = Field(10, ge=1, le=1000, description="How many layouts to list.")
+    dp_multiple: int = Field(1, ge=1, le=1_000_000, description="Require dp % N == 0 (batch ramp).")
+    gbs_multiple: int = Field(1, ge=1, le=1_000_000, description="Require gbs % N == 0.")
+    flash_attention: _like(Layout, "flash_attention", "FlashAttention (false: materialised attention).") = (
+        True
+    )
+    overlap_tp_comm: _like(Layout, "overlap_tp_comm") = False
+    target_params_b: float | None = Field(
+        None,
+        ge=0.001,
+        le=100_000,
+        description="Reverse question: model shapes near this size (billions) that run fastest; the answer is "
+        '{"target_params_b", "shapes_searched", "shapes": [...]}.',
+    )
+
+
+class CollectiveRequest(BaseModel):
+    """`dtsim collective`."""
+
+    model_config = ConfigDict(
+        **STRICT,
+        json_schema_extra={
+            "examples": [{"op": "allreduce", "ranks": 8, "size_mb": 1000, "fabric": "nvlink3"}]
+        },
+    )
+    op: Literal[OPS] = Field("allreduce", description="The collective.")  # type: ignore[valid-type]
+    algorithm: Literal[ALLREDUCE_ALGORITHMS] = Field(  # type: ignore[valid-type]
+        "ring",
+        description="All-reduce only: nvls reduces in the NVLink switch (fabric nvlink4 or nvlink5); wan-ring "
+        "is Camilli 2025 eq. 3.19, (N−1)·(T_prop + S/(N·BW)), with hop_km of fibre per ring step.",
+    )
+    ranks: int = Field(8, ge=1, le=10**9, description="Participating ranks.")
+    size_mb: FiniteFloat = Field(1000.0, gt=0, description="Message size in MB (10^6 bytes).")
+    fabric: LinkId | None = Field(
+        None, description="Link type (catalog/fabrics.yaml); default nvlink3's rates."
+    )
+    bandwidth_gbs: FiniteFloat | None = Field(
+        None, gt=0, description="Bus bandwidth in GB/s, instead of fabric."
+    )
+    latency_us: FiniteFloat | None = Field(
+        None, ge=0, description="Per-step latency in µs, instead of fabric."
+    )
+    hop_km: float = Field(0.0, ge=0, le=40_075, description="wan-ring: fibre between neighbouring ranks, km.")
+    torus: str | None = Field(
+        None, max_length=40, description="With an ICI fabric: the TPU slice the ranks fill, e.g. 4x4x4."
+    )
+
+
+class FabricRequest(BaseModel):
+    """`dtsim fabric`, at its units; the defaults are Camilli 2025's 10 GW, 23-datacenter scenario. The
+    upper bounds are dtsim.fabric's (in SI units) at these units."""
+
+    model_config = ConfigDict(
+        **STRICT,
+        json_schema_extra={"examples": [{"cluster_power_gw": 5, "datacenters": 10, "sync_budget_ms": 500}]},
+    )
+    cluster_power_gw: float = Field(10.0, gt=0, le=1e6, description="Cluster power, GW.")
+    datacenters: int = Field(23, ge=1, le=1_000_000, description="Datacenters.")
+    pod_power_kw: float = Field(200.0, gt=0, le=1e9, description="Power of one pod (NVL72 rack), kW.")
+    pod_pflops: float = Field(360.0, gt=0, le=1e9, description="Peak of one pod, PFLOP/s.")
+    params_t: float = Field(72.0, gt=0, le=1e6, description="Model parameters in trillions.")
+    tokens_t: float = Field(2000.0, gt=0, le=1e8, description="Training tokens in trillions.")
+    bits: float = Field(16.0, gt=0, le=64, description="Bits per gradient value.")
+    train_days: float = Field(100.0, gt=0, le=36525, description="Training days.")
+    network_fraction: float = Field(0.05, gt=0, le=1, description="Share of a step for synchronization.")
+    sync_budget_ms: float | None = Field(
+        250.0, gt=0, le=1e12, description="Sync budget, ms (null: network_fraction × the batch time)."
+    )
+    ring_km: float = Field(4800.0, ge=0, le=1e6, description="Fibre around the ring, km.")
+    hop_us: float = Field(28.0, ge=0, le=1e6, description="Latency per switching hop, µs.")
+    critical_batch_k: float = Field(25.27, gt=0, le=1e6, description="B_crit = k·√tokens.")
+
+
+def _answer(payload: dict[str, Any]) -> JSONResponse:
+    """The payload as the response, a number that is not finite as null (JSON has no NaN or infinity;
+    the CLI's print_json writes null too). Returned as a response, so FastAPI documents the operation's
+    response model without validating the payload against it a second time."""
+    from dtsim.interfaces.api.app import _finite  # lazy: app.py imports this module
+
+    return JSONResponse(_finite(payload))
+
+
+def _body_names(problems: list[tuple[str, Any, str]], req: ModelFields) -> list[tuple[str, Any, str]]:
+    """The library's field names as the body's: `layout.tp` → `tp`, `cluster.nic_gbps` → `nic_gbps`,
+    `model.hidden` → `hidden` when the body gave hidden as a shape field (else it stays `model.hidden`,
+    a field of the architecture given as `model`)."""
+    out = []
+    for f, v, m in problems:
+        for prefix in ("layout.", "cluster."):
+            f = f.removeprefix(prefix)
+        if f.startswith("model.") and getattr(req, f[6:], None) is not None:
+            f = f[6:]
+        out.append((f, v, m))
+    return out
+
+
+def _step(req: StepRequest) -> Any:
+    from dtsim.models.datacenter.step import step as run_step
+    from dtsim.models.datacenter.workload import Workload, build
+
+    try:
+        arch = req.architecture()
+        cluster = req.cluster()
+        run = {"model": arch, "cluster": cluster, "precision": req.precision, "tokens": req.tokens}
+        run["usd_per_gpu_hour"] = req.usd_per_gpu_hour
+        base = req.layout_fields()
+        if req.layouts is not None:
+            rows = [dict(row) for row in req.layouts]
+            for row in rows:
+                if isinstance(row.get("pp_layers"), list):
+                    row["pp_layers"] = tuple(row["pp_layers"])
+            results = cli.step_layouts(rows, base, run, None)
+            return _answer({"layouts": [r.model_dump(mode="json") for r in results]})
+        workload = build(Workload, {**run, "layout": build(Layout, base, "layout.")})
+        return _answer(run_step(workload).model_dump(mode="json"))
+    except ScenarioError as exc:
+        raise ScenarioError(_body_names(exc.problems, req)) from None
+
+
+@_operation("/step", StepResult | StepBatch, "Step time, MFU and memory of a parallel layout (or a batch)")
+def api_step(req: StepRequest) -> Any:
+    """The JSON of `dtsim step --json`: step time with its 80 % model-error interval (`*_p10`/`*_p90`,
+    `model_error` says what it rests on), TFLOP/s and MFU/HFU per GPU, memory per GPU and whether it
+    fits (`fits`, `fit_note`: why not and what to change), the network used, a breakdown of the step
+    and plausibility `warnings`; with `tokens`, the run's days, GPU-hours, cost and energy (`run`).
+    With `layouts`: `{"layouts": [...]}`, what `dtsim step --layouts FILE --json` gives."""
+    return _step(req)
+
+
+def _plan(req: PlanRequest) -> JSONResponse:
+    from dtsim.models.datacenter.plan import PlanOptions
+    from dtsim.models.datacenter.plan import plan as run_plan
+
+    options = {k: getattr(req, k) for k in PLAN_OPTIONS}
+    try:
+        cluster = req.cluster()
+        opt = PlanOptions(**options)
+        if req.target_params_b is not None:
+            payload = cli.target_size_payload(
+                req.target_params_b, cluster, opt, req.vocab, req.seq_len, req.top, None
+            )
+        else:
+            payload = run_plan(req.architecture(), cluster, opt, top=req.top).as_dict()
+    except ScenarioError as exc:
+        raise ScenarioError(_body_names(exc.problems, req)) from None
+    return _answer(payload)
+
+
+PLAN_OPTIONS = (
+    "gbs",
+    "seq_len",
+    "precision",
+    "dp_multiple",
+    "gbs_multiple",
+    "flash_attention",
+    "overlap_tp_comm",
+    "fp32_grad_accumulation",
+    "fp32_params",
+    "attention_kernel",
+    "moe_capacity_factor",
+    "moe_imbalance",
+    "tokens",
+    "usd_per_gpu_hour",
+)
+
+
+@_operation("/plan", dict[str, Any], "Every valid layout of a model on a cluster, ranked by step time")
+def api_plan(req: PlanRequest) -> Any:
+    """The JSON of `dtsim plan --json`: `layouts` (the `top` fastest that fit, each with its fit,
+    model-error interval and warnings), `searched`, `rejected` (counts by reason) and `model_error`.
+    When no layout fits the answer is still 200 (the question was answered: nothing fits), with
+    `fits: false`, `layouts: []`, the closest layouts under `nearest` (not answers) and what to change
+    under `advice` — where the CLI exits with status 1 after printing the same JSON. With
+    `target_params_b`: `{"target_params_b", "shapes_searched", "shapes": [...]}` (empty when no shape
+    near the target fits)."""
+    return _plan(req)
+
+
+@_operation("/collective", dict[str, Any], "α-β time of one collective", tag="network")
+def api_collective(req: CollectiveRequest) -> Any:
+    """The JSON of `dtsim collective --json` (Data Parallelism from Associativity; Camilli 2025 §3.5)."""
+    return _answer(cli.collective_result(**req.model_dump()).as_dict())
+
+
+@_operation("/fabric", dict[str, Any], "Scale-across fabric dimensioning (Camilli 2025 ch. 3)", tag="network")
+def api_fabric(req: FabricRequest) -> Any:
+    """The JSON of `dtsim fabric --json`: pods, batch, sync budget, the minimum WAN bandwidth per
+    datacenter (null when the budget is spent on latency alone: no bandwidth suffices) and the MFU the
+    schedule needs."""
+    return _answer(cli.fabric_json(cli.fabric_plan(req.model_dump())))
