@@ -82,6 +82,19 @@ __all__ = [
     "step",
 ]
 
+# evaluate's memory_per_gpu_gb by part (StepResult.memory_breakdown_gb drops the memory_ and _gb)
+MEMORY_PARTS = tuple(
+    f"memory_{k}_gb"
+    for k in (
+        "weights",
+        "gradients",
+        "optimizer",
+        "zero3_unit_buffers",
+        "activations",
+        "logits",
+        "framework_overhead",
+    )
+)
 BREAKDOWN = (
     "forward",
     "backward",
@@ -738,6 +751,17 @@ def evaluate(
         + tokens * a.vocab / tp * 4.0
         + asm.framework_overhead_gb * 1e9
     )
+    # the peak stage's memory by part (StepResult.memory_breakdown_gb), from the sum that sets the peak
+    last = last_stage_memory > memory
+    memory_parts = {
+        "weights": np.where(last, last_params * weight_bytes / w_div, w),
+        "gradients": np.where(last, last_params * grad_bytes / g_div, g),
+        "optimizer": np.where(last, last_params * asm.optimizer_bytes / o_div, o),
+        "zero3_unit_buffers": unit_buffers,
+        "activations": np.where(last, layers_last * act_layer, activations),
+        "logits": np.where(last, tokens * a.vocab / tp * 4.0, logits_mem),
+        "framework_overhead": asm.framework_overhead_gb * 1e9 * np.ones_like(memory),
+    }
     memory = np.maximum(memory, last_stage_memory)
 
     # --- throughput --------------------------------------------------------------------------------------------------
@@ -760,6 +784,7 @@ def evaluate(
         "hfu": hardware_flop / (step * n * hw.peak_flop_s),
         "memory_per_gpu_gb": memory / 1e9,
         "fits": memory <= asm.usable_memory_fraction * hw.memory_bytes,
+        **{f"memory_{k}_gb": v / 1e9 for k, v in memory_parts.items()},
         "micro_batches": m * np.ones_like(step),
         "tokens_per_s": tokens_step / step,
         "forward": m * compute_f,
@@ -921,6 +946,11 @@ class StepResult(LayoutPerformance):
         description="What a layout may fill per GPU: usable_memory_fraction × memory."
     )
     fit_note: str = Field(description="Empty when the layout fits; otherwise why not and what to change.")
+    memory_breakdown_gb: dict[str, float] = Field(
+        default_factory=dict,
+        description="memory_per_gpu_gb by part on the stage that needs the most: weights, gradients, "
+        "optimizer state, ZeRO-3 unit buffers, activations, fp32 logits, framework overhead (they sum to it).",
+    )
     params_b: float
     model_flop_per_step: float
     hardware_flop_per_step: float
@@ -1026,6 +1056,7 @@ def _steps(
                 "model_flop",
                 "hardware_flop",
                 "megatron2021_flop",
+                *MEMORY_PARTS,
             )
         }
         for j, i in enumerate(rows):
@@ -1044,6 +1075,7 @@ def _steps(
                 network=network,
                 usable_memory_gb=usable,
                 fit_note=_fit_note(flat["memory_per_gpu_gb"][j].item(), usable, layouts[i], cols[i]["dp"]),
+                memory_breakdown_gb={k[7:-3]: flat[k][j].item() for k in MEMORY_PARTS},
                 params_b=params_b,
                 model_flop_per_step=flat["model_flop"][j].item(),
                 hardware_flop_per_step=flat["hardware_flop"][j].item(),

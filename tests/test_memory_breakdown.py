@@ -1,0 +1,70 @@
+"""`dtsim step`'s memory per GPU by part (StepResult.memory_breakdown_gb, drawn as the /step view's memory
+bar): the parts are those of the stage that needs the most, they sum to memory_per_gpu_gb, and each moves
+with the layout switch that governs it."""
+
+from __future__ import annotations
+
+import pytest
+
+from dtsim.models.datacenter.step import step
+from dtsim.models.datacenter.workload import Cluster, Layout, Workload
+
+PARTS = {
+    "weights",
+    "gradients",
+    "optimizer",
+    "zero3_unit_buffers",
+    "activations",
+    "logits",
+    "framework_overhead",
+}
+
+
+def run(model: str = "llama3.1-8b", nodes: int = 2, **layout):
+    layout = {"gbs": 512, **layout}
+    return step(Workload(model=model, cluster=Cluster(nodes=nodes), layout=Layout(**layout)))
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        {},
+        {"tp": 2, "pp": 4},
+        {"pp": 4, "embedding_stages": "balanced"},
+        {"zero": 3},
+        {"zero": 3, "shard_group": 4},
+        {"pp": 2, "schedule": "dualpipe"},
+        {"recompute": "full", "pp": 2},
+        {"tp": 2, "pp": 2, "vpp": 2, "schedule": "interleaved"},
+    ],
+)
+def test_parts_sum_to_the_memory_per_gpu(layout):
+    r = run(**layout)
+    parts = r.memory_breakdown_gb
+    assert set(parts) == PARTS
+    assert all(v >= 0 for v in parts.values())
+    assert sum(parts.values()) == pytest.approx(r.memory_per_gpu_gb, rel=1e-12)
+
+
+def test_parts_follow_their_switches():
+    base = run()
+    z2, z3 = run(zero=2), run(zero=3)
+    dp = base.layout["dp"]
+    # ZeRO-1 shards the optimizer state over dp, ZeRO-2 the gradients too, ZeRO-3 the weights as well
+    assert z2.memory_breakdown_gb["gradients"] == pytest.approx(base.memory_breakdown_gb["gradients"] / dp)
+    assert z3.memory_breakdown_gb["weights"] < base.memory_breakdown_gb["weights"] / (dp / 2)
+    assert base.memory_breakdown_gb["zero3_unit_buffers"] == 0 < z3.memory_breakdown_gb["zero3_unit_buffers"]
+    # full recomputation keeps less activation memory than selective
+    full = run(recompute="full")
+    assert full.memory_breakdown_gb["activations"] < base.memory_breakdown_gb["activations"]
+    # a pipeline's first stage holds no logits; with pp = 1 the only stage does
+    assert base.memory_breakdown_gb["logits"] > 0
+
+
+def test_a_last_stage_that_peaks_reports_its_own_parts():
+    # a large vocabulary on a deep pipeline with one micro-batch in flight: the last stage, holding the
+    # output layer and the fp32 logits, needs more than the first
+    r = run(model="gemma2-9b", pp=8, gbs=2)
+    parts = r.memory_breakdown_gb
+    assert parts["logits"] > 0  # only the last stage holds them with pp > 1 (first-last embedding)
+    assert sum(parts.values()) == pytest.approx(r.memory_per_gpu_gb, rel=1e-12)
