@@ -215,6 +215,8 @@ class Plan:
     nearest: list[LayoutPerformance] = field(default_factory=list)
     # what the layouts' model-error intervals rest on (models/datacenter/model_error.summary)
     model_error: dict[str, Any] = field(default_factory=dict)
+    # per (tp, pp) pair searched: its candidates, how many fit, the fastest fitting step time (tp_pp_grid)
+    by_tp_pp: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def fits(self) -> bool:
@@ -278,8 +280,10 @@ def _plan(a: Architecture, cluster: Cluster, opt: PlanOptions, top: int) -> Plan
     hw = resolve_hardware(cluster, opt.precision, asm=asm)
     ranked: list[LayoutPerformance] = []
     nearest: list[LayoutPerformance] = []
+    grid: list[dict[str, Any]] = []
     if n_candidates:
         out = evaluate(a, hw, lay, asm, seq, bits)
+        grid = tp_pp_grid(lay, out)
         fits = np.asarray(out["fits"])
         rejected["does not fit in GPU memory"] = int((~fits).sum())
         order = np.argsort(np.where(fits, out["step_time_s"], np.inf), kind="stable")
@@ -306,7 +310,38 @@ def _plan(a: Architecture, cluster: Cluster, opt: PlanOptions, top: int) -> Plan
         usable_memory_gb=asm.usable_memory_fraction * hw.memory_bytes / 1e9,
         nearest=nearest,
         model_error=model_error_summary(model_error_packaged()),
+        by_tp_pp=grid,
     )
+
+
+def tp_pp_grid(lay: dict[str, np.ndarray], out: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+    """The evaluated candidates grouped by (tp, pp), in increasing tp then pp: how many there are
+    (`layouts`), how many fit in GPU memory (`fitting`), the fastest fitting one's step time
+    (`best_step_time_s`, None when none fits) and the least memory per GPU of any (`min_memory_per_gpu_gb`:
+    how far the pair is from fitting). The /plan view's heat map; every number is `evaluate`'s."""
+    pairs = np.stack([np.asarray(lay["tp"], dtype=np.int64), np.asarray(lay["pp"], dtype=np.int64)], axis=1)
+    keys, group = np.unique(pairs, axis=0, return_inverse=True)
+    group = group.reshape(-1)
+    fits = np.asarray(out["fits"]).reshape(-1).astype(bool)
+    step = np.asarray(out["step_time_s"], dtype=float).reshape(-1)
+    memory = np.asarray(out["memory_per_gpu_gb"], dtype=float).reshape(-1)
+    best = np.full(len(keys), np.inf)
+    np.minimum.at(best, group[fits], step[fits])
+    least = np.full(len(keys), np.inf)
+    np.minimum.at(least, group, memory)
+    counts = np.bincount(group, minlength=len(keys))
+    fitting = np.bincount(group[fits], minlength=len(keys))
+    return [
+        {
+            "tp": int(tp),
+            "pp": int(pp),
+            "layouts": int(counts[k]),
+            "fitting": int(fitting[k]),
+            "best_step_time_s": float(best[k]) if fitting[k] else None,
+            "min_memory_per_gpu_gb": float(least[k]),
+        }
+        for k, (tp, pp) in enumerate(keys)
+    ]
 
 
 def _performance(lay, out, i: int, opt: PlanOptions, cluster: Cluster, asm: Assumptions) -> LayoutPerformance:
