@@ -141,9 +141,7 @@ def limits_search(
 
     check_limits_common(months, scaling, memory)
     if not (math.isfinite(compute) and MIN_COMPUTE_FLOP <= compute <= MAX_COMPUTE_FLOP):
-        raise ScenarioError(
-            [("compute", compute, "must be between 1e18 and 1e40 FLOP")]
-        )
+        raise ScenarioError([("compute", compute, "must be between 1e18 and 1e40 FLOP")])
     (hw,) = limits_hardware([gpu], None, None, peak_tflops, hbm_tb_s, memory_gb)
     try:
         shape = shape_for_compute(compute, sparse, scaling)

@@ -33,9 +33,11 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dtsim import __version__, catalog
+from dtsim.analysis.grid import MAX_GRID, VARYABLE
 from dtsim.analysis.sweep import MAX_POINTS, SWEEP_OUTPUTS, SWEEPABLE, default_range, sweep
 from dtsim.assumptions import table as assumptions_table
 from dtsim.errors import QUOTE_CHARS, ScenarioError, quote
+from dtsim.interfaces.api.analysis import MAX_GRID_POINTS
 from dtsim.models.decentralized.engine import simulate
 from dtsim.models.decentralized.result import Result
 from dtsim.schema.inputs import decode_text, parse_json
@@ -43,6 +45,7 @@ from dtsim.schema.scenario import Scenario, load_scenario, scenario_json_schema
 
 PresetName = Enum("PresetName", {k: k for k in catalog.scenario_presets()}, type=str)
 SweepField = Literal[SWEEPABLE]  # type: ignore[valid-type]
+GridField = Literal[VARYABLE]  # type: ignore[valid-type]
 MAX_BODY_BYTES = 1_000_000
 MAX_QUERY_BYTES = 8_192  # a share link of every field and assumption is ~3 KB
 MAX_BATCH = 1000
@@ -77,16 +80,56 @@ class SimulateResponse(RootModel[Result | SimulateBatchResult]):
     pass
 
 
+class VaryAxis(BaseModel):
+    """One axis of a grid sweep (`dtsim sweep --vary`): its values, or start, stop and num."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    field: GridField = Field(description="The field to vary.")
+    values: list[FiniteFloat | bool | Annotated[str, Field(max_length=200)]] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_GRID,
+        description="The values (numbers, or names for a text field).",
+    )
+    start: FiniteFloat | None = Field(None, description="First value of a range.")
+    stop: FiniteFloat | None = Field(None, description="Last value of a range.")
+    num: int | None = Field(None, ge=1, le=MAX_GRID, description="Values in the range.")
+    log: bool = Field(False, description="Log-spaced range (start and stop > 0).")
+
+
 class SweepRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)  # true is not 1, "2" is not 2
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,  # true is not 1, "2" is not 2
+        json_schema_extra={
+            "examples": [
+                {"scenario": {"num_nodes": 100}, "field": "bandwidth_mbps", "points": 5},
+                {
+                    "vary": [
+                        {"field": "num_nodes", "start": 8, "stop": 4096, "num": 10, "log": True},
+                        {"field": "bandwidth_mbps", "values": [100, 1000, 10000]},
+                    ]
+                },
+            ]
+        },
+    )
     scenario: dict[str, Any] = Field(
         default_factory=dict, description="Scenario fields (defaults: MIRI simulator docs §9)."
     )
-    field: SweepField = Field(description="The field to vary.")
+    field: SweepField | None = Field(None, description="The one field to vary (or give vary).")
     values: list[FiniteFloat] | None = Field(
         None, max_length=MAX_POINTS, description="Values; default: around the current one."
     )
-    points: int = Field(41, ge=2, le=MAX_POINTS, description="Number of points when values are not given.")
+    points: int | None = Field(
+        None, ge=2, le=MAX_POINTS, description="Number of points when values are not given (default 41)."
+    )
+    vary: list[VaryAxis] | None = Field(
+        None,
+        min_length=1,
+        max_length=8,
+        description="A grid instead of field: the product of these axes, at most "
+        f"{MAX_GRID_POINTS:,} points; the response is one column per varied field and output.",
+    )
 
 
 class SensitivityRequest(BaseModel):
@@ -116,6 +159,18 @@ class SweepResponse(BaseModel):
     values: list[float]
     mode: list[str]
     columns: dict[str, list[float | None]]
+
+
+class GridSweepResponse(BaseModel):
+    fields: list[str] = Field(
+        description="The varied fields, in the order of vary (the last varies fastest)."
+    )
+    points: int
+    constants: dict[str, Any] = Field(description="The base scenario's fields that are not varied.")
+    columns: dict[str, list[Any]] = Field(
+        description="One list per varied field and output, a value per point."
+    )
+    numeric_outputs: list[str]
 
 
 class ApiError(Exception):
@@ -413,16 +468,35 @@ def _simulate_all(scenarios: list[Scenario]) -> list[Result]:
 
 
 @router.post(
-    "/sweep", response_model=SweepResponse, responses=ERRORS, summary="Vary one field across a range"
+    "/sweep",
+    response_model=SweepResponse | GridSweepResponse,
+    responses=ERRORS,
+    summary="Vary one field across a range, or a grid over several",
 )
 def api_sweep(
     req: SweepRequest,
     preset: Annotated[PresetName | None, Query(description="Start from this preset.")] = None,
 ) -> Any:
+    """`field` (with `values` or `points`): one field, as columns of the headline outputs. `vary`: the
+    grid of `dtsim sweep` (one row per point, every output), at most MAX_GRID_POINTS points."""
+    if req.vary is not None:
+        from dtsim.interfaces.api.analysis import grid_sweep_work
+
+        if req.field is not None or req.values is not None or req.points is not None:
+            given = "field" if req.field is not None else "values" if req.values is not None else "points"
+            raise ApiError(
+                422, [(given, getattr(req, given), "give field (one axis) or vary (a grid), not both")]
+            )
+        axes = [a.model_dump() for a in req.vary]
+        return grid_sweep_work(scenario=req.scenario, preset=getattr(preset, "value", preset), vary=axes)
+    if req.field is None:
+        raise ApiError(422, [("field", None, "give the field to vary, or vary: a list of axes")])
     scenario = _load(req.scenario, preset, "scenario.")
     try:
         values = (
-            req.values if req.values is not None else default_range(scenario, req.field, req.points).tolist()
+            req.values
+            if req.values is not None
+            else default_range(scenario, req.field, 41 if req.points is None else req.points).tolist()
         )
         batch = sweep(scenario, req.field, values)
     except ScenarioError as exc:
@@ -510,6 +584,10 @@ def api_assumptions() -> list[dict[str, Any]]:
 from dtsim.interfaces.api.dataparallel import register as _register_dataparallel  # noqa: E402
 
 _register_dataparallel(router, ERRORS)
+# POST /api/limits/…, /api/validate, /api/target, /api/governance: the analysis commands (api/analysis.py)
+from dtsim.interfaces.api.analysis import register as _register_analysis  # noqa: E402
+
+_register_analysis(router, ERRORS)
 from dtsim.interfaces.api.datacenter import register as _register_datacenter  # noqa: E402
 
 _register_datacenter(router, ERRORS)

@@ -1,0 +1,258 @@
+"""The analysis operations of the HTTP API (api/analysis.py): each returns the JSON of its CLI command's
+`--json` for the same inputs, the grid form of /api/sweep equals single runs at its points (and the
+one-field form keeps its shape), bad input is 422 naming the body field, work reports progress, and
+OpenAPI shows an example of every operation."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from dtsim.interfaces.api import analysis
+from dtsim.interfaces.api import app as api
+from dtsim.interfaces.cli.main import app as cli_app
+from dtsim.models.decentralized.engine import simulate
+from dtsim.schema.scenario import load_scenario
+
+
+@pytest.fixture(scope="module")
+def client():
+    return TestClient(api.create_app(ui=False))
+
+
+def _timeless(x):
+    """A payload without its wall-clock timings (`seconds`), which differ from run to run."""
+    if isinstance(x, dict):
+        return {k: _timeless(v) for k, v in x.items() if k != "seconds"}
+    if isinstance(x, list):
+        return [_timeless(v) for v in x]
+    return x
+
+
+def _cli(*args: str):
+    res = CliRunner().invoke(cli_app, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+CASES = [  # (path, body, the CLI's arguments)
+    (
+        "/api/limits/curve",
+        {"gpu": ["h100-sxm", "b200"], "sparse": True, "months": 4},
+        "limits curve --gpu h100-sxm --gpu b200 --sparse --months 4",
+    ),
+    (
+        "/api/limits/curve",
+        {"level_bandwidth": [1e11, 1e10], "level_latency_us": [2, 5], "peak_tflops": 1500},
+        "limits curve --level-bandwidth 1e11,1e10 --level-latency-us 2,5 --peak-tflops 1500",
+    ),
+    (
+        "/api/limits/search",
+        {"compute": 1e27, "scaling": "deepseek", "memory_gb": 141, "hbm_tb_s": 4.8},
+        "limits search --compute 1e27 --scaling deepseek --memory-gb 141 --hbm-tb-s 4.8",
+    ),
+    (
+        "/api/limits/search",
+        {"compute": 1e31, "months": 0.1},
+        "limits search --compute 1e31 --months 0.1",
+    ),
+    (
+        "/api/validate",
+        {"subset": ["NCCL", "MEG21"]},
+        "validate --subset NCCL,MEG21",
+    ),
+    (
+        "/api/target",
+        {
+            "local_flop": 1e24,
+            "node": ["dgx-h100"],
+            "max_nodes": 2000,
+            "compression": [1, 16],
+            "inner_steps": ["auto", 64],
+        },
+        "target --local-flop 1e24 --node dgx-h100 --max-nodes 2000 --compression 1,16 --inner-steps auto,64",
+    ),
+    (
+        "/api/target",
+        {"reach": "local", "budget": 10000000.0, "node": ["dgx-h100"], "max_nodes": 300, "days": 100},
+        "target --reach local --budget 1e7 --node dgx-h100 --max-nodes 300 --days 100",
+    ),
+    (
+        "/api/target",
+        {"solve": "num_nodes", "params_b": 10, "days": 30, "max_nodes": 5000, "scenario": {"mfu": 0.35}},
+        "target --solve num_nodes --params-b 10 --days 30 --max-nodes 5000 --set mfu=0.35",
+    ),
+    (
+        "/api/governance",
+        {
+            "compute_cap": [8, 2],
+            "memory_cap": [1024],
+            "targets": [1e24, 1e25],
+            "gpu": ["h100-sxm"],
+            "max_nodes": 2000,
+            "precisions": ["fp16"],
+            "preset": "default",
+        },
+        "governance --compute-cap 8,2 --memory-cap 1024 --targets 1e24,1e25 --gpu h100-sxm --max-nodes 2000 --precisions fp16 --preset default",
+    ),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "args"), CASES, ids=[c[0] + str(i) for i, c in enumerate(CASES)])
+def test_each_operation_is_the_cli_json(client, path, body, args):
+    resp = client.post(path, json=body)
+    assert resp.status_code == 200, resp.text
+    assert "NaN" not in resp.text and "Infinity" not in resp.text
+    assert _timeless(resp.json()) == _timeless(_cli(*args.split()))
+
+
+def test_validate_reports_every_part(client):
+    data = client.post("/api/validate", json={}).json()
+    for key in ("runs", "summary", "datacenter_check", "interval_coverage", "fit_verdicts", "bounds_ok"):
+        assert key in data
+    worst = [g["worst"] for g in data["summary"].values() if g.get("worst")]
+    assert worst  # each group names its worst run
+
+
+GRID = {
+    "scenario": {"parameters_b": 20},
+    "vary": [
+        {"field": "num_nodes", "start": 8, "stop": 512, "num": 3, "log": True},
+        {"field": "bandwidth_mbps", "values": [100, 1000]},
+        {"field": "precision", "values": ["fp16", "fp8"]},
+    ],
+}
+
+
+def test_grid_sweep_equals_single_runs_at_its_points(client):
+    resp = client.post("/api/sweep", json=GRID)
+    assert resp.status_code == 200, resp.text
+    data = resp.json()
+    assert data["fields"] == ["num_nodes", "bandwidth_mbps", "precision"] and data["points"] == 12
+    cols = data["columns"]
+    assert cols["num_nodes"] == [8, 8, 8, 8, 64, 64, 64, 64, 512, 512, 512, 512]  # the last axis fastest
+    assert cols["precision"][:2] == ["fp16", "fp8"]
+    for i in range(data["points"]):
+        fields = {
+            "parameters_b": 20,
+            "num_nodes": int(cols["num_nodes"][i]),
+            "precision": cols["precision"][i],
+        }
+        bw = cols["bandwidth_mbps"][i]
+        one = simulate(load_scenario(layers=[fields | {"bandwidth_up_mbps": bw, "bandwidth_down_mbps": bw}]))
+        assert cols["mode"][i] == one.mode
+        for key in ("wall_clock_days", "global_mfu", "cost_usd"):
+            assert math.isclose(cols[key][i], getattr(one, key), rel_tol=1e-9), (i, key)
+
+
+def test_grid_sweep_is_the_cli_sweep_as_columns(client):
+    data = client.post("/api/sweep", json=GRID).json()
+    records = _cli(
+        "sweep", "-q", "--set", "parameters_b=20", "--vary", "num_nodes=8:512:3:log",
+        "--vary", "bandwidth_mbps=100,1000", "--vary", "precision=fp16,fp8",
+    )  # fmt: skip
+    assert len(records) == data["points"]
+    for i, row in enumerate(records):
+        assert {k: row[k] for k in data["columns"]} == {k: v[i] for k, v in data["columns"].items()}
+        assert {k: row[k] for k in data["constants"]} == data["constants"]
+
+
+def test_grid_sweep_has_no_nan(client):
+    body = {"scenario": {"parameters_b": 600}, "vary": [{"field": "num_nodes", "values": [1, 4, 4000]}]}
+    resp = client.post("/api/sweep", json=body)
+    assert resp.status_code == 200 and "NaN" not in resp.text
+    assert "infeasible" in resp.json()["columns"]["mode"]
+
+
+def test_one_field_sweep_keeps_its_body_and_response(client):
+    resp = client.post("/api/sweep", json={"scenario": {"num_nodes": 100}, "field": "num_nodes", "points": 5})
+    assert resp.status_code == 200
+    data = resp.json()
+    assert set(data) == {"field", "values", "mode", "columns"} and data["field"] == "num_nodes"
+    assert len(data["values"]) == len(data["mode"]) == len(data["columns"]["wall_clock_days"])
+    explicit = client.post("/api/sweep", json={"field": "mfu", "values": [0.2, 0.4]}).json()
+    assert explicit["values"] == [0.2, 0.4]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field", "words"),
+    [
+        ("/api/limits/search", {"compute": 1e10}, "compute", "greater than or equal to"),
+        ("/api/limits/search", {"compute": 1e25, "gpu": "z80"}, "gpu", "unknown"),
+        ("/api/limits/curve", {"months": 0}, "months", "greater than 0"),
+        ("/api/limits/curve", {"scaling": "linear"}, "scaling", "'default', 'deepseek' or 'fixed'"),
+        ("/api/limits/curve", {"colour": 1}, "colour", "Extra inputs"),
+        ("/api/validate", {"subset": ["NOPE"]}, "subset", "not a group or record id"),
+        ("/api/target", {}, "target", "give exactly one"),
+        ("/api/target", {"local_flop": 1e24, "inner_steps": [0]}, "inner_steps", "integers 1–100000"),
+        ("/api/target", {"local_flop": 1e24, "node": ["8xz80"]}, "node", "unknown node preset"),
+        ("/api/target", {"local_flop": 1e24, "scenario": {"num_nodes": -1}}, "scenario.num_nodes", "≥ 1"),
+        ("/api/target", {"solve": "days", "params_b": 10, "budget": 5}, "budget", "does not go with --solve"),
+        ("/api/target", {"local_flop": 1e24, "preset": "nope"}, "preset", "Input should be"),
+        ("/api/governance", {"precisions": ["fp3"]}, "precisions", "each must be"),
+        ("/api/governance", {"compute_cap": None, "memory_cap": None}, "compute_cap", "give at least one"),
+        ("/api/sweep", {"field": "mfu", "vary": [{"field": "mfu", "values": [0.3]}]}, "field", "not both"),
+        ("/api/sweep", {}, "field", "give the field to vary"),
+        ("/api/sweep", {"vary": [{"field": "colour", "values": [1]}]}, "vary.0.field", "Input should be"),
+        ("/api/sweep", {"vary": [{"field": "mfu", "start": 0.1}]}, "vary[0]", "missing stop, num"),
+        ("/api/sweep", {"vary": [{"field": "num_nodes", "values": [0, 8]}]}, "vary[0]", "≥ 1"),
+        (
+            "/api/sweep",
+            {"vary": [{"field": "num_nodes", "values": [8]}], "scenario": {"mfu": 3}},
+            "scenario.mfu",
+            "≤ 1",
+        ),
+        (
+            "/api/sweep",
+            {
+                "vary": [
+                    {"field": "num_nodes", "start": 1, "stop": 1000, "num": 100},
+                    {"field": "mfu", "start": 0.1, "stop": 0.9, "num": 100},
+                ]
+            },
+            "vary",
+            f"at most {analysis.MAX_GRID_POINTS:,} points",
+        ),
+    ],
+)
+def test_bad_input_is_422_naming_the_field(client, path, body, field, words):
+    resp = client.post(path, json=body)
+    assert resp.status_code == 422, resp.text
+    problems = resp.json()["detail"]
+    assert any(p["field"] == field and words in p["message"] for p in problems), problems
+
+
+def test_work_reports_progress_from_0_to_1():
+    seen: list[float] = []
+    analysis.governance_work(
+        seen.append,
+        **analysis.GovernanceRequest(targets=[1e25], gpu=["h100-sxm"], max_nodes=500).model_dump(),
+    )
+    assert seen and all(0 <= f <= 1 for f in seen) and seen[-1] == 1.0 and seen == sorted(seen)
+    seen.clear()
+    analysis.grid_sweep_work(seen.append, scenario={}, vary=[{"field": "num_nodes", "values": [8, 16]}])
+    assert seen[-1] == 1.0
+
+
+def test_openapi_shows_an_example_per_operation(client):
+    spec = client.get("/openapi.json").json()
+    for path in (
+        "/api/limits/curve",
+        "/api/limits/search",
+        "/api/validate",
+        "/api/target",
+        "/api/governance",
+        "/api/sweep",
+    ):
+        op = spec["paths"][path]["post"]
+        ref = op["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+        assert spec["components"]["schemas"][ref]["examples"], path
+        assert "422" in op["responses"]
+    for model in (analysis.LimitsCurveRequest, analysis.LimitsSearchRequest, analysis.ValidateRequest,
+                  analysis.TargetRequest, analysis.GovernanceRequest, api.SweepRequest):  # fmt: skip
+        for example in model.model_config["json_schema_extra"]["examples"]:
+            model.model_validate(example)  # every example is a valid body
