@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from dtsim.catalog.calibration_file import read_calibration
-from dtsim.errors import ScenarioError
+from dtsim.errors import ScenarioError, check_folder
 from dtsim.interfaces.cli.common import (
     FixedAssumptionsOpt,
     LevelsOpt,
@@ -19,6 +20,7 @@ from dtsim.interfaces.cli.common import (
     console,
     err,
     fail,
+    json_text,
     print_json,
     table,
     uncertainty_flags_alone,
@@ -520,6 +522,34 @@ def layout_label(lay: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
+def trace_target(path: Path | None, layouts: Path | None, uncertainty: Any) -> None:
+    """`step --trace FILE`'s checks, before any work: one iteration of one layout, to a file that can be
+    written (an existing file is overwritten, as the other commands' output files are)."""
+    if path is None:
+        return
+    for flag, value in (("--layouts", layouts), ("--uncertainty", uncertainty)):
+        if value is not None:
+            raise ScenarioError(
+                [("--trace", str(path), f"draws one iteration of one layout; not with {flag}")]
+            )
+    check_folder(path, "--trace")
+    if path.is_dir():
+        raise ScenarioError([("--trace", str(path), "is a folder; give a file name")])
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ScenarioError([("--trace", str(path), "cannot be written (permission denied)")])
+
+
+def write_trace(path: Path, workload: Any, result: Any, calibration: Any) -> None:
+    """Write the step's iteration as a Trace Event Format document (models/datacenter/trace.py)."""
+    from dtsim.models.datacenter.trace import chrome_trace
+
+    text = json_text(chrome_trace(workload, result, calibration), indent=None)
+    try:
+        path.write_text(text + "\n")
+    except OSError as exc:
+        raise ScenarioError([("--trace", str(path), f"cannot be written ({exc.strerror})")]) from None
+
+
 def step(
     model: ModelOpt = None,
     hidden: HiddenOpt = None,
@@ -605,6 +635,14 @@ def step(
     fixed_assumptions: FixedAssumptionsOpt = False,
     scheduler: SchedulerOpt = None,
     workers: WorkersOpt = None,
+    trace: Annotated[
+        Path | None,
+        typer.Option(
+            "--trace",
+            help="Write the iteration as a Chrome/Perfetto trace (JSON, Trace Event Format): one track per "
+            "pipeline stage; overwrites FILE.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
     """Step time, TFLOP/s per GPU, MFU/HFU and memory of one parallel layout (or of a file of them)."""
@@ -616,6 +654,7 @@ def step(
         flags = {"--seed": seed, "--levels": levels, "--prob": prob, "--fixed-assumptions": fixed_assumptions}
         uncertainty_flags_alone(uncertainty, **flags, **{"--scheduler": scheduler, "--workers": workers})
         doc = calibration_option(calibration)
+        trace_target(trace, layouts, uncertainty)
         attention_kernel = check_attention_kernel(attention_kernel, no_flash)
         arch = resolve_model(model, {k: v for k, v in locals().items() if k in SHAPE_FLAGS})
         given = {k: v for k, v in locals().items() if k in CLUSTER_FLAGS and v is not None}
@@ -659,6 +698,10 @@ def step(
             result = run_step(workload, calibration=doc)
             if uncertainty is not None:
                 dmc = run_datacenter_mc(workload, [workload.layout], *mc_args)
+            if trace is not None:
+                write_trace(trace, workload, result, doc)
+                if not as_json:
+                    console(stderr=True).print(f"trace written to {trace} (open it in ui.perfetto.dev)")
     except ScenarioError as exc:
         fail(exc)
         return

@@ -797,6 +797,12 @@ def evaluate(
         "dp_comm_exposed": dp_exposed,
         "overlap_interference": interference,
         "optimizer": optimizer,
+        # not in the breakdown: how its aggregates split, for the timeline (models/datacenter/trace.py)
+        "tp_comm_forward": m * (t_f - compute_f),  # the forward passes' share of tp_comm
+        "zero3_forward": m * np.where(z3_on, np.where(overlap, z3_forward, units * ag), 0.0),
+        "zero3_backward": m * np.where(z3_on, np.where(overlap, z3_backward, units * (ag + rs)), 0.0),
+        "dp_overlappable": overlappable,  # once-per-step reductions (and ZeRO-2's), hidden or not
+        "dp_gather_overlappable": once_gather,  # of which the ZeRO-1/2 weight all-gather
     }
     shape = np.shape(step)
     return {k: v if np.shape(v) == shape else np.broadcast_to(v, shape) for k, v in out.items()}
