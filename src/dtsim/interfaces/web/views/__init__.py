@@ -27,6 +27,7 @@ NAVIGATION: tuple[tuple[str, str, str | None], ...] = (
     ("/limits", "Limits", "limits"),
     ("/validation", "Validation", "validation"),
     ("/sweep", "Sweep", "sweep"),
+    ("/network", "Network", "network"),
 )
 # Query keys a view hands on to the others when the user moves between views.
 SHARED_KEYS = ("model", "gpu", "nodes", "gpus_per_node", "tokens", "preset")

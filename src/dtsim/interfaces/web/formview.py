@@ -1,0 +1,499 @@
+"""A view made of one form and one answer: the layout shared by the network, target, governance and
+sensitivity views (web/views).
+
+A `FormView` is given the view's inputs (`Field`s named as the CLI's options are), a `compute`
+function that returns the JSON its CLI command prints with `--json` (the same Python call, no second
+implementation) and a `render` function that lays that answer out. It keeps the inputs in the URL
+query (the share link), restores them from it (a value that cannot be used: a visible notice naming
+the field, its default kept), imports and exports the inputs as YAML or JSON, exports the answer as
+JSON, and holds the answer in a hidden `data-testid=result-json` element for the browser tests.
+
+Every computation runs off the event loop (`nicegui.run.io_bound`): a change made while one runs is
+computed once that one ends, so the answer shown is always the inputs' latest. A long one shows a
+spinner and how long it has run. Bad input shows the problems (field, value, what is allowed) and
+leaves the inputs and the last answer as they were.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from dtsim.errors import ScenarioError, format_problem
+from dtsim.interfaces.cli.common import json_text
+from dtsim.schema.inputs import decode_text, parse_data
+
+log = logging.getLogger("dtsim.web")
+MAX_UPLOAD_BYTES = 100_000  # an inputs file is well under 1 KB
+UPLOAD_TYPES = (".yaml", ".yml", ".json")
+INTERNAL_ERROR = "internal error; the details are in the server's log"
+KINDS = ("number", "int", "select", "text", "lines", "switch")
+
+
+@dataclass(frozen=True)
+class Field:
+    """One input of a form view. `name` is its key in the share link and in an inputs file; `flag` the
+    CLI option it stands for (default: --name with dashes)."""
+
+    name: str
+    label: str
+    kind: str  # one of KINDS; "lines": one value a line (a repeatable CLI option such as --set)
+    default: Any = None
+    options: tuple[str, ...] = ()  # a select's choices
+    optional: bool = False  # may be blank (None: the CLI's default)
+    tip: str = ""
+    flag: str | None = None
+
+    def __post_init__(self) -> None:
+        assert self.kind in KINDS, self.kind
+
+    @property
+    def option(self) -> str:
+        return self.flag or "--" + self.name.replace("_", "-")
+
+    def parse(self, raw: Any) -> Any:
+        """A value from a share link (text) or an inputs file (YAML/JSON), or a ScenarioError naming the
+        field, the value and what is allowed."""
+        if raw is None or (isinstance(raw, str) and raw.strip() == "" and self.kind not in ("lines", "text")):
+            if self.optional or self.kind in ("lines", "text"):
+                return [] if self.kind == "lines" else None
+            raise ScenarioError([(self.name, raw, "must be given")])
+        if self.kind == "switch":
+            if isinstance(raw, bool):
+                return raw
+            text = str(raw).strip().lower()
+            if text in ("true", "1", "yes", "on"):
+                return True
+            if text in ("false", "0", "no", "off"):
+                return False
+            raise ScenarioError([(self.name, raw, "must be true or false")])
+        if self.kind in ("number", "int"):
+            if isinstance(raw, bool):
+                raise ScenarioError([(self.name, raw, "must be a number")])
+            try:
+                value = float(raw)
+            except (TypeError, ValueError):
+                raise ScenarioError([(self.name, raw, "must be a number")]) from None
+            if not math.isfinite(value):
+                raise ScenarioError([(self.name, raw, "must be a finite number")])
+            if self.kind == "int":
+                if value != int(value):
+                    raise ScenarioError([(self.name, raw, "must be a whole number")])
+                return int(value)
+            return value
+        if self.kind == "select":
+            if str(raw) not in self.options:
+                raise ScenarioError([(self.name, raw, "must be one of " + ", ".join(self.options))])
+            return str(raw)
+        if self.kind == "lines":
+            items = raw if isinstance(raw, list) else str(raw).splitlines()
+            if not all(isinstance(x, str | int | float) and not isinstance(x, bool) for x in items):
+                raise ScenarioError([(self.name, raw, "must be lines of text (name=value)")])
+            return [str(x).strip() for x in items if str(x).strip()]
+        if not isinstance(raw, str | int | float) or isinstance(raw, bool):
+            raise ScenarioError([(self.name, raw, "must be text")])
+        return str(raw).strip() or None
+
+    def text(self, value: Any) -> str | None:
+        """The value as the share link writes it (None: left out)."""
+        if value is None or value == []:
+            return None
+        if self.kind == "lines":
+            return "\n".join(value)
+        if self.kind == "switch":
+            return "true" if value else "false"
+        if isinstance(value, float) and value == int(value) and abs(value) < 1e15:
+            return str(int(value))
+        return str(value)
+
+    def argv(self, value: Any) -> list[str]:
+        """The CLI arguments that give this value (the browser tests run the CLI with them)."""
+        if value is None or value == []:
+            return []
+        if self.kind == "lines":
+            return [a for v in value for a in (self.option, v)]
+        if self.kind == "switch":
+            return [self.option] if value else []
+        return [self.option, self.text(value) or ""]
+
+
+def defaults(fields: tuple[Field, ...]) -> dict[str, Any]:
+    return {f.name: ([] if f.kind == "lines" and f.default is None else f.default) for f in fields}
+
+
+def from_query(fields: tuple[Field, ...], query: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
+    """The inputs a share link gives (keys the view does not have, such as other views' shared keys,
+    are left alone) and the problems of the values it could not use (their defaults kept)."""
+    values, problems = defaults(fields), []
+    for f in fields:
+        if f.name in query:
+            try:
+                values[f.name] = f.parse(query[f.name])
+            except ScenarioError as exc:
+                problems += [format_problem(*p) for p in exc.problems]
+    return values, problems
+
+
+def to_query(fields: tuple[Field, ...], values: dict[str, Any]) -> dict[str, str]:
+    """The share link's query: every input that differs from its default."""
+    base = defaults(fields)
+    out = {}
+    for f in fields:
+        if values.get(f.name) != base[f.name]:
+            out[f.name] = f.text(values.get(f.name)) or ""
+    return out
+
+
+def argv(fields: tuple[Field, ...], values: dict[str, Any]) -> list[str]:
+    """CLI arguments for `values` (each field as its option)."""
+    return [a for f in fields for a in f.argv(values.get(f.name))]
+
+
+def from_upload(fields: tuple[Field, ...], name: str, raw: bytes, current: dict[str, Any]) -> dict[str, Any]:
+    """An uploaded inputs file (YAML or JSON, as the view exports it: a mapping of input names) over
+    `current`, or a ScenarioError naming the file or the field and what is wrong."""
+    shown = name if len(name) <= 80 else name[:79] + "…"
+    if not name.lower().endswith(UPLOAD_TYPES):
+        raise ScenarioError([("file", shown, "must be a .yaml, .yml or .json inputs file")])
+    if len(raw) > MAX_UPLOAD_BYTES:
+        raise ScenarioError([("file", shown, f"is {len(raw):,} bytes; at most {MAX_UPLOAD_BYTES:,}")])
+    data = parse_data(decode_text(raw, shown), name, "file")
+    if not isinstance(data, dict):
+        raise ScenarioError([("file", shown, "must hold a mapping of this view's inputs")])
+    by_name = {f.name: f for f in fields}
+    unknown = [k for k in data if k not in by_name]
+    if unknown:
+        allowed = ", ".join(by_name)
+        raise ScenarioError(
+            [(str(k), data[k], f"is not an input of this view; allowed: {allowed}") for k in unknown]
+        )
+    values, problems = dict(current), []
+    for k, v in data.items():
+        try:
+            values[k] = by_name[k].parse(v)
+        except ScenarioError as exc:
+            problems += exc.problems
+    if problems:
+        raise ScenarioError(problems)
+    return values
+
+
+def problems_text(exc: ScenarioError) -> str:
+    return "\n".join(format_problem(f, v, m) for f, v, m in exc.problems)
+
+
+def fmt(x: Any, digits: int = 4) -> str:
+    """A number for a table cell: grouped thousands, scientific beyond 1e6 or below 1e-3."""
+    if x is None:
+        return "—"
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return str(x)
+    if isinstance(x, int):
+        return f"{x:,}"
+    if not math.isfinite(x):
+        return "—"
+    if x != 0 and (abs(x) >= 1e6 or abs(x) < 1e-3):
+        return f"{x:.3e}"
+    if abs(x) >= 10**digits:
+        return f"{x:,.0f}"
+    return f"{x:,.{digits}g}"
+
+
+@dataclass
+class FormView:
+    """One browser tab's form view. `compute(values)` returns the answer (the CLI's `--json` object) or
+    raises ScenarioError; `render(ui, answer, values)` draws it (inside the results column)."""
+
+    ui: Any
+    shell: Any
+    query: dict[str, str]
+    fields: tuple[Field, ...]
+    compute: Callable[[dict[str, Any]], dict[str, Any]]
+    render: Callable[[Any, dict[str, Any], dict[str, Any]], None]
+    title: str
+    intro: str = ""
+    slow: bool = False  # show a spinner and the elapsed time while computing
+    sections: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (heading, field names): one card each
+    values: dict[str, Any] = field(default_factory=dict)
+    answer: dict[str, Any] | None = None
+    widgets: dict[str, Any] = field(default_factory=dict)
+    running: bool = False
+    again: bool = False
+    loading: bool = False
+
+    def build(self) -> FormView:
+        ui = self.ui
+        self.values, problems = from_query(self.fields, self.query)
+        with ui.row().classes("w-full items-start gap-4 flex-wrap q-pa-sm"):
+            with ui.column().classes("gap-1").style("flex: 1 1 320px; max-width: 420px; min-width: 280px"):
+                with ui.card().classes("w-full q-pa-sm"):
+                    ui.label(self.title).classes("text-h6")
+                    if self.intro:
+                        ui.label(self.intro).classes("text-caption text-grey-8")
+                    if not self.sections:
+                        for f in self.fields:
+                            self._widget(f)
+                by_name = {f.name: f for f in self.fields}
+                for heading, names in self.sections:
+                    with ui.card().classes("w-full q-pa-sm"):
+                        ui.label(heading).classes("text-weight-bold")
+                        for name in names:
+                            self._widget(by_name[name])
+                self._share_card()
+            with ui.column().classes("gap-2").style("flex: 2 1 420px; min-width: 300px"):
+                if problems:
+                    notice = "Ignored in the link: " + "; ".join(problems)
+                    with ui.card().classes("w-full bg-orange-1").props("data-testid=link-error"):
+                        ui.label(notice).classes("text-orange-10 whitespace-pre-wrap")
+                self.error_card = ui.card().classes("w-full bg-red-1").props("data-testid=errors")
+                self.error_card.visible = False
+                with self.error_card:
+                    self.error_label = ui.label().classes("text-red-10 whitespace-pre-wrap")
+                with ui.row().classes("items-center gap-2") as self.busy:
+                    ui.spinner(size="md")
+                    self.busy_label = ui.label("computing…").props("data-testid=busy")
+                self.busy.visible = False
+                self.results = ui.column().classes("w-full gap-2").props("data-testid=results")
+                self.result_json = ui.label().props("data-testid=result-json").style("display: none")
+        self.ui.timer(0.0, self.refresh, once=True)
+        return self
+
+    # --- inputs ---------------------------------------------------------------------------------------
+
+    def _widget(self, f: Field) -> None:
+        ui, value = self.ui, self.values.get(f.name)
+
+        async def changed(e: Any, f: Field = f) -> None:
+            await self.on_input(f, e.value)
+
+        if f.kind in ("number", "int"):
+            w = ui.number(f.label, value=value, on_change=changed)
+            w.props("dense" + (" clearable" if f.optional else ""))
+        elif f.kind == "select":
+            w = ui.select(list(f.options), label=f.label, value=value, on_change=changed)
+            w.props("dense" + (" clearable" if f.optional else ""))
+        elif f.kind == "switch":
+            w = ui.switch(f.label, value=bool(value), on_change=changed).props("dense")
+        elif f.kind == "lines":
+            w = ui.textarea(f.label, value="\n".join(value or []), on_change=changed)
+            w.props("dense autogrow")
+        else:
+            w = ui.input(f.label, value=value or "", on_change=changed).props("dense")
+        w.props(f"data-testid={f.name}").classes("w-full")
+        if f.tip:
+            w.tooltip(f.tip)
+        self.widgets[f.name] = w
+
+    async def on_input(self, f: Field, raw: Any) -> None:
+        if self.loading:
+            return
+        try:
+            value = f.parse(raw)
+        except ScenarioError as exc:
+            self.show_error(problems_text(exc))
+            return
+        self.values[f.name] = value
+        await self.refresh()
+
+    async def set_values(self, values: dict[str, Any]) -> None:
+        """Show `values` in every input (without a computation per widget), then compute once."""
+        self.loading = True
+        try:
+            self.values = dict(values)
+            for f in self.fields:
+                v = values.get(f.name)
+                w = self.widgets[f.name]
+                w.value = (
+                    "\n".join(v or []) if f.kind == "lines" else ("" if v is None and f.kind == "text" else v)
+                )
+        finally:
+            self.loading = False
+        await self.refresh()
+
+    # --- computing ------------------------------------------------------------------------------------
+
+    async def refresh(self) -> None:
+        """Compute the answer for the current inputs (once a computation under way ends, if one is)."""
+        from nicegui import run
+
+        self.shell.share(to_query(self.fields, self.values))
+        if self.running:
+            self.again = True
+            return
+        self.running = True
+        try:
+            while True:
+                self.again = False
+                values = dict(self.values)
+                started = time.perf_counter()
+                timer = None
+                if self.slow:
+                    self.busy.visible = True
+                    self.busy_label.text = "computing…"
+                    timer = self.ui.timer(0.5, lambda t0=started: self._elapsed(t0))
+                try:
+                    answer = await run.io_bound(self.compute, values)
+                except ScenarioError as exc:
+                    answer = None
+                    self.show_error(problems_text(exc))
+                except Exception:  # never a silent failure: the view says so, the log has the traceback
+                    log.exception("%s failed", self.title)
+                    answer = None
+                    self.show_error(INTERNAL_ERROR)
+                finally:
+                    if timer is not None:
+                        timer.cancel()
+                    self.busy.visible = False
+                if answer is not None and not self.again:
+                    self.show(answer, values)
+                if not self.again:
+                    break
+        finally:
+            self.running = False
+
+    def _elapsed(self, started: float) -> None:
+        self.busy_label.text = f"computing… {time.perf_counter() - started:.0f} s"
+
+    def show_error(self, text: str) -> None:
+        self.error_label.text = text
+        self.error_card.visible = True
+
+    def show(self, answer: dict[str, Any], values: dict[str, Any]) -> None:
+        self.error_card.visible = False
+        self.answer = answer
+        self.results.clear()
+        with self.results:
+            self.render(self.ui, answer, values)
+        self.result_json.text = json_text(answer, None, _json_default)
+
+    # --- share, import, export ------------------------------------------------------------------------
+
+    def _share_card(self) -> None:
+        ui = self.ui
+        with ui.card().classes("w-full q-pa-sm"):
+            ui.label("Share, export, import").classes("text-weight-bold")
+            with ui.row().classes("gap-2 flex-wrap"):
+                ui.button("Copy link", on_click=self.copy_link).props("dense data-testid=copy-link")
+                ui.button("Inputs YAML", on_click=lambda: self.export("yaml")).props("dense outline")
+                ui.button("Inputs JSON", on_click=lambda: self.export("json")).props("dense outline")
+                ui.button("Result JSON", on_click=lambda: self.export("result")).props("dense outline")
+            self.uploader = (
+                ui.upload(
+                    label="Import inputs (YAML or JSON)",
+                    auto_upload=True,
+                    on_upload=self.import_file,
+                    max_file_size=MAX_UPLOAD_BYTES,
+                )
+                .props("accept=.yaml,.yml,.json dense data-testid=import")
+                .classes("w-full")
+            )
+            self.uploader.on(
+                "rejected",
+                lambda _e: self.import_failed(
+                    f"Not imported: the browser refused the file (a .yaml, .yml or .json file of at most "
+                    f"{MAX_UPLOAD_BYTES:,} bytes)"
+                ),
+            )
+            self.import_error = (
+                ui.label()
+                .classes("text-red-10 whitespace-pre-wrap")
+                .props("data-testid=import-error role=alert")
+            )
+            self.import_error.visible = False
+
+    def copy_link(self) -> None:
+        self.ui.run_javascript("navigator.clipboard && navigator.clipboard.writeText(location.href)")
+        self.ui.notify("Link copied", timeout=1500)
+
+    def inputs_data(self) -> dict[str, Any]:
+        return {f.name: self.values.get(f.name) for f in self.fields}
+
+    def export(self, kind: str) -> None:
+        stem = self.shell.current.strip("/") or "view"
+        if kind == "yaml":
+            self.ui.download(
+                yaml.safe_dump(self.inputs_data(), sort_keys=False).encode(), f"{stem}-inputs.yaml"
+            )
+        elif kind == "json":
+            self.ui.download(json.dumps(self.inputs_data(), indent=2).encode(), f"{stem}-inputs.json")
+        elif self.answer is not None:
+            self.ui.download(json_text(self.answer, 2, _json_default).encode(), f"{stem}-result.json")
+
+    async def import_file(self, e: Any) -> None:
+        """Load an uploaded inputs file; one that cannot be used leaves the inputs as they were and says
+        why beside the upload."""
+        name = str(e.file.name or "the file")[:80]
+        try:
+            if e.file.size() > MAX_UPLOAD_BYTES:
+                raise ScenarioError([("file", name, f"is over {MAX_UPLOAD_BYTES:,} bytes")])
+            values = from_upload(self.fields, name, await e.file.read(), self.values)
+        except ScenarioError as exc:
+            self.import_failed(f"Not imported: {name}\n" + problems_text(exc))
+            return
+        except Exception:
+            log.exception("importing %s failed", name)
+            self.import_failed(f"Not imported: {name}: {INTERNAL_ERROR}")
+            return
+        self.import_error.visible = False
+        self.uploader.reset()
+        self.ui.notify(f"Imported {name}", type="positive")
+        await self.set_values(values)
+
+    def import_failed(self, message: str) -> None:
+        self.import_error.text = message
+        self.import_error.visible = True
+        self.uploader.reset()
+        self.ui.notify(message, type="negative", multi_line=True, timeout=10_000)
+
+
+def _json_default(x: Any) -> Any:
+    """numpy scalars as Python numbers; anything else as text (the CLI's --json does the same)."""
+    if hasattr(x, "item"):
+        return x.item()
+    return str(x)
+
+
+def table(ui: Any, rows: list[dict[str, Any]], testid: str, columns: list[str] | None = None) -> Any:
+    """A dense table of `rows` (dicts), its columns the keys of the first row unless given."""
+    cols = columns or (list(rows[0]) if rows else [])
+    return (
+        ui.table(
+            columns=[{"name": c, "label": c, "field": c, "align": "left"} for c in cols],
+            rows=[{c: r.get(c, "") for c in cols} for r in rows],
+        )
+        .props(f"dense flat data-testid={testid}")
+        .classes("w-full")
+    )
+
+
+def key_values(ui: Any, items: list[tuple[str, str, str]]) -> None:
+    """A two-column grid of (label, shown value, testid)."""
+    with ui.grid(columns=2).classes("w-full gap-x-3 gap-y-0"):
+        for label, shown, testid in items:
+            ui.label(label).classes("text-body2 text-grey-8")
+            ui.label(shown).classes("text-body2 text-right").style(
+                "font-variant-numeric: tabular-nums"
+            ).props(f"data-testid={testid}")
+
+
+def warnings_box(ui: Any, notes: list[Any]) -> None:
+    """Warnings (dicts with code and message, or text), each visible; 'none' when there are none."""
+    with ui.card().classes("w-full q-pa-sm"):
+        ui.label("Warnings").classes("text-weight-bold")
+        with ui.column().classes("gap-1 w-full").props("data-testid=warnings"):
+            if not notes:
+                ui.label("none").classes("text-grey-7")
+            for n in notes:
+                with ui.row().classes("no-wrap items-start gap-2"):
+                    if isinstance(n, dict):
+                        ui.badge(str(n.get("code", "")), color="orange-8")
+                        ui.label(str(n.get("message", ""))).classes("text-body2")
+                    else:
+                        ui.label(str(n)).classes("text-body2 text-orange-10")
