@@ -256,3 +256,15 @@ def test_openapi_shows_an_example_per_operation(client):
                   analysis.TargetRequest, analysis.GovernanceRequest, api.SweepRequest):  # fmt: skip
         for example in model.model_config["json_schema_extra"]["examples"]:
             model.model_validate(example)  # every example is a valid body
+
+
+def test_a_target_nothing_reaches_is_200_with_no_winner(client):
+    """The CLI prints the same JSON and exits 2; over HTTP the answer "no configuration" is a result."""
+    body = {"local_flop": 1e30, "node": ["dgx-h100"], "max_nodes": 20}
+    resp = client.post("/api/target", json=body)
+    assert resp.status_code == 200 and resp.json()["winner"] is None
+    cli = CliRunner().invoke(
+        cli_app, ["target", "--local-flop", "1e30", "--node", "dgx-h100", "--max-nodes", "20", "--json"]
+    )
+    assert cli.exit_code == 2
+    assert _timeless(resp.json()) == _timeless(json.loads(cli.stdout))
