@@ -30,6 +30,11 @@ from dtsim.errors import ScenarioError
 MAX_RUNS = 1 << 24  # model runs, N·(d + 2)
 DEFAULT_BASE = 1024
 TORNADO = (0.1, 0.9)
+# With a progress callback the runs go through the model in about PROGRESS_CHUNKS pieces of at least
+# PROGRESS_MIN_ROWS rows (each row is computed on its own, so the pieces change no number; an
+# engineering choice: fine enough for a progress bar, coarse enough to stay vectorized)
+PROGRESS_CHUNKS = 20
+PROGRESS_MIN_ROWS = 256
 
 
 @dataclass
@@ -189,10 +194,12 @@ def sensitivity(
     output: str = "wall_clock_days",
     n: int = DEFAULT_BASE,
     seed: int | None = None,
+    progress: Callable[[float], None] | None = None,
 ) -> Sensitivity:
     """Sobol indices and tornado of a `simulate` output over the scenario's distributions (from
     `load_uncertain_scenario`: the fields given as distributions and, unless held fixed, the
-    assumptions table's). The public API of `dtsim sensitivity`."""
+    assumptions table's). The public API of `dtsim sensitivity`. `progress(fraction)`, when given, is
+    called as the runs proceed (the API's jobs: it may raise to stop the work)."""
     from dtsim.analysis.uncertainty import evaluate_rows
     from dtsim.schema.fields import INTEGER_FIELDS
 
@@ -208,9 +215,23 @@ def sensitivity(
             )
         return col
 
+    total = [0, 0]  # rows to run (known at the first call: the Saltelli rows, then 2d + 1), rows run
+
+    def evaluate_reporting(values: dict[str, np.ndarray]) -> np.ndarray:
+        n = len(next(iter(values.values())))
+        if total[0] == 0:
+            total[0] = n + 2 * len(dists) + 1
+        step = max(PROGRESS_MIN_ROWS, math.ceil(total[0] / PROGRESS_CHUNKS))
+        parts = []
+        for lo in range(0, n, step):
+            parts.append(evaluate({k: v[lo : lo + step] for k, v in values.items()}))
+            total[1] += min(step, n - lo)
+            progress(min(total[1] / total[0], 1.0))
+        return np.concatenate(parts)
+
     return sobol_analysis(
         dists,
-        evaluate,
+        evaluate if progress is None else evaluate_reporting,
         output,
         n,
         seed,

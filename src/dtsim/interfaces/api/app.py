@@ -10,6 +10,11 @@ Bounded by design (docs: README "Web app and HTTP API"):
   80 characters (errors.quote); a batch over MAX_BATCH scenarios is 422 (the schema's maxItems);
 - an unknown path under /api is 404 and a method an operation does not take 405, both JSON;
 - work that outlives TIME_BUDGET_S stops with 503 instead of holding a worker;
+- work estimated over a second (or asked for with `Prefer: respond-async`) is a background job in a
+  separate process (api/jobs.py): 202 with {id, state, href} and a Location header, then
+  GET /api/jobs/{id} (state, progress, eta_s, result), its /events stream and DELETE to cancel;
+- too much at once is 429 with Retry-After and the limit named: jobs queued or running on the server,
+  jobs per client, inline requests per client (api/jobs.py's limits);
 - an unexpected exception is a short generic 500 (JSON under /api, a one-line page elsewhere): the
   traceback goes to the server's log (logger "dtsim.api"), never to the client.
 """
@@ -37,6 +42,7 @@ from dtsim.analysis.grid import MAX_GRID, VARYABLE
 from dtsim.analysis.sweep import MAX_POINTS, SWEEP_OUTPUTS, SWEEPABLE, default_range, sweep
 from dtsim.assumptions import table as assumptions_table
 from dtsim.errors import QUOTE_CHARS, ScenarioError, quote
+from dtsim.interfaces.api import jobs
 from dtsim.interfaces.api.analysis import MAX_GRID_POINTS
 from dtsim.models.decentralized.engine import simulate
 from dtsim.models.decentralized.result import Result
@@ -512,33 +518,97 @@ def api_sweep(
 
 @router.post(
     "/sensitivity",
-    responses=ERRORS,
+    responses={**ERRORS, **jobs.job_responses(ErrorBody)},
     summary="Sobol indices and a tornado: which uncertain inputs drive an output",
 )
-def api_sensitivity(
+async def api_sensitivity(
+    request: Request,
     req: SensitivityRequest,
     preset: Annotated[PresetName | None, Query(description="Start from this preset.")] = None,
-) -> dict[str, Any]:
+) -> Any:
     """The JSON of `dtsim sensitivity --json`: `{"output", "indices": [{"input", "S1", "ST", "low",
     "high", ...}], ...}` ranked by ST, over the scenario's distributions and, unless
-    `fixed_assumptions`, the assumptions table's."""
-    from dtsim.analysis.sensitivity import sensitivity as run_sensitivity
+    `fixed_assumptions`, the assumptions table's. Work estimated over a second (N·(d + 2) runs at
+    this server's measured cost per run, plus a measured fixed cost), or asked for with `Prefer: respond-async`, runs as a job:
+    202 and `GET /api/jobs/{id}`, whose result is this same body."""
+    from dtsim.analysis.sensitivity import base_count
+
+    kwargs = {
+        "scenario": req.scenario,
+        "preset": getattr(preset, "value", preset),
+        "output": req.output,
+        "base": req.base,
+        "seed": req.seed,
+        "fixed_assumptions": req.fixed_assumptions,
+    }
+    try:
+        scenario, dists = await run_in_threadpool(_sensitivity_inputs, kwargs)
+        runs = base_count(req.base, len(dists)) * (len(dists) + 2) + 2 * len(dists) + 1
+        estimate = await run_in_threadpool(_sensitivity_estimate_s, scenario, dists, req.output, runs)
+    except ScenarioError as exc:
+        raise ApiError(422, _sensitivity_problems(exc)) from None
+    return await jobs.run(request, "sensitivity", sensitivity_work, kwargs, estimate_s=estimate)
+
+
+def _sensitivity_inputs(kw: dict[str, Any]):
     from dtsim.analysis.uncertainty import load_uncertain_scenario
 
+    return load_uncertain_scenario(
+        None, kw["preset"], fixed_assumptions=kw["fixed_assumptions"], fields=kw["scenario"]
+    )
+
+
+def _sensitivity_problems(exc: ScenarioError) -> list[tuple[str, Any, str]]:
+    """The CLI's names as the body's: --base is base, a scenario field is scenario.FIELD."""
+    return [
+        (f[2:] if f.startswith("--") else "scenario" if f == "inputs" else f"scenario.{f}", v, m)
+        for f, v, m in exc.problems
+    ]
+
+
+_SENSITIVITY_COST: dict[str, float] = {}  # measured in this process: fixed seconds, seconds per run
+
+
+def _sensitivity_estimate_s(scenario: Scenario, dists: Any, output: str, runs: int) -> float:
+    """Seconds a sensitivity analysis of `runs` model runs is expected to take on this server: a fixed
+    cost plus runs × the cost per run, both measured once per process by timing the analysis at base 2
+    and at base 16 on the first scenario asked for (after one untimed warm-up: imports, caches). Each
+    request also runs the base-2 analysis of its own inputs, so a problem with them (an unknown output,
+    nothing that varies) is 422 before any job is made."""
+    from dtsim.analysis.sensitivity import sensitivity as run_sensitivity
+
+    run_sensitivity(scenario, dists, output, 2, 0)
+    if not _SENSITIVITY_COST:
+        times = []
+        for n in (2, 16):
+            start = time.perf_counter()
+            probe = run_sensitivity(scenario, dists, output, n, 0)
+            times.append((probe.runs, time.perf_counter() - start))
+        (r0, t0), (r1, t1) = times
+        per_run = max((t1 - t0) / (r1 - r0), 0.0)
+        _SENSITIVITY_COST.update(fixed=max(t0 - per_run * r0, 0.0), per_run=per_run)
+    return _SENSITIVITY_COST["fixed"] + runs * _SENSITIVITY_COST["per_run"]
+
+
+def sensitivity_work(
+    progress: Any,
+    *,
+    scenario: dict[str, Any],
+    preset: str | None,
+    output: str,
+    base: int,
+    seed: int | None,
+    fixed_assumptions: bool,
+) -> dict[str, Any]:
+    """POST /api/sensitivity's work, inline or in a job's process: `dtsim sensitivity --json`'s body."""
+    from dtsim.analysis.sensitivity import sensitivity as run_sensitivity
+
+    kw = {"scenario": scenario, "preset": preset, "fixed_assumptions": fixed_assumptions}
     try:
-        scenario, dists = load_uncertain_scenario(
-            None,
-            getattr(preset, "value", preset),
-            fixed_assumptions=req.fixed_assumptions,
-            fields=req.scenario,
-        )
-        res = run_sensitivity(scenario, dists, req.output, req.base, req.seed)
+        loaded, dists = _sensitivity_inputs(kw)
+        res = run_sensitivity(loaded, dists, output, base, seed, progress=progress)
     except ScenarioError as exc:
-        problems = [
-            (f[2:] if f.startswith("--") else "scenario" if f == "inputs" else f"scenario.{f}", v, m)
-            for f, v, m in exc.problems
-        ]
-        raise ApiError(422, problems) from None
+        raise ScenarioError(_sensitivity_problems(exc)) from None
     return _finite(res.as_dict())
 
 
@@ -584,6 +654,8 @@ def api_assumptions() -> list[dict[str, Any]]:
 from dtsim.interfaces.api.dataparallel import register as _register_dataparallel  # noqa: E402
 
 _register_dataparallel(router, ERRORS)
+# GET/DELETE /api/jobs/{id}, GET /api/jobs/{id}/events: background jobs (api/jobs.py)
+jobs.register(router, COMMON_ERRORS, ErrorBody)
 # POST /api/limits/…, /api/validate, /api/target, /api/governance: the analysis commands (api/analysis.py)
 from dtsim.interfaces.api.analysis import register as _register_analysis  # noqa: E402
 
@@ -706,4 +778,26 @@ def create_app(ui: bool = True) -> FastAPI:
         from dtsim.interfaces.web.page import mount
 
         mount(app)
+    return app
+
+
+NO_UI_PAGE = (
+    "<!doctype html><title>dtsim API</title><p>dtsim serves its HTTP API here (<a href='/docs'>/docs</a>, "
+    "<a href='/openapi.json'>/openapi.json</a>). The web UI is served by <code>dtsim serve --workers 1</code> "
+    "only: its live connection must reach the process that built the page, and several workers do not ensure "
+    "that.</p>"
+)
+
+
+def create_api_app() -> FastAPI:
+    """The API without the web UI, for `dtsim serve --workers N` with N > 1 (uvicorn imports it by name
+    in each worker process). The UI is left out there: NiceGUI keeps a page's state in the process that
+    served it and its socket.io connection must reach that process, which uvicorn's workers (one shared
+    socket, no sticky sessions) do not ensure. / says so."""
+    app = create_app(ui=False)
+
+    @app.get("/", include_in_schema=False)
+    def no_ui() -> HTMLResponse:
+        return HTMLResponse(NO_UI_PAGE)
+
     return app

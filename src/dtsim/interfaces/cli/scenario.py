@@ -16,7 +16,6 @@ from dtsim.interfaces.cli.common import (
     WorkersOpt,
     at_medians,
     console,
-    err,
     fail,
     print_json,
     table,
@@ -294,28 +293,28 @@ def assumptions(
 
 
 def serve(
-    host: Annotated[str, typer.Option(help="Interface to bind (localhost by default).")] = "127.0.0.1",
+    host: Annotated[
+        str,
+        typer.Option(
+            help="Interface to bind (localhost by default; any other address warns: the API has no "
+            "authentication)."
+        ),
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    workers: Annotated[
+        int,
+        typer.Option(
+            help="Server processes, 1–64. With more than 1 only the HTTP API is served (the web UI needs "
+            "one process: its live connection must reach the process that built the page); background "
+            "jobs are shared by all of them.",
+        ),
+    ] = 1,
 ) -> None:
-    """Serve the web UI at / and the JSON API under /api (OpenAPI at /openapi.json, docs at /docs)."""
-    import socket
+    """Serve the web UI at / and the JSON API under /api (OpenAPI at /openapi.json, docs at /docs);
+    prints the URL once it is listening."""
+    from dtsim.interfaces.cli.serving import run_server
 
-    if not 1 <= port <= 65535:  # uvicorn took 99999 as 34463 (mod 65536) and -1 as a crash
-        fail(ScenarioError([("--port", port, "must be a TCP port, 1–65535")]))
-    try:
-        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError) as exc:
-        fail(ScenarioError([("--host", host, f"cannot be resolved to an address to bind ({exc})")]))
-    try:
-        import uvicorn
-
-        from dtsim.interfaces.api.app import create_app
-    except ImportError as exc:
-        err.print(
-            f"[bold red]error:[/bold red] dtsim serve needs the web extra: pip install 'dtsim\\[web]' ({exc.name})"
-        )
-        raise typer.Exit(code=2) from None
-    uvicorn.run(create_app(), host=host, port=port, log_level="warning")
+    run_server(host, port, workers)
 
 
 COMMANDS = {

@@ -1,0 +1,115 @@
+"""`dtsim serve`'s running part: checks the address, gives every worker process one jobs store, starts
+uvicorn (one process, or N worker processes importing the app factory by name), prints the URL once
+the socket accepts connections, and warns when the server is reachable beyond this machine."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import time
+
+import typer
+
+from dtsim.errors import ScenarioError
+from dtsim.interfaces.cli.common import err, fail
+
+MAX_WORKERS = 64  # engineering choice: far more than a one-machine server has cores for
+LISTEN_WAIT_S = 120.0  # how long the URL waits for the socket to accept before giving up silently
+
+
+def loopback_only(host: str, port: int) -> bool:
+    """Whether every address `host` resolves to is a loopback address (127.0.0.0/8, ::1)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return all(ipaddress.ip_address(info[4][0].split("%", 1)[0]).is_loopback for info in infos)
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _local_address(host: str) -> str:
+    """Where this machine reaches the server: the address itself, or loopback for a wildcard bind."""
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if ip.is_unspecified:
+        return "::1" if ip.version == 6 else "127.0.0.1"
+    return host
+
+
+def _announce(host: str, port: int, workers: int, stop: threading.Event) -> None:
+    """Print the URL once the socket accepts a connection (uvicorn is listening)."""
+    target = _local_address(host)
+    deadline = time.monotonic() + LISTEN_WAIT_S
+    while not stop.is_set() and time.monotonic() < deadline:
+        try:
+            with socket.create_connection((target, port), timeout=1.0):
+                break
+        except OSError:
+            time.sleep(0.1)
+    else:
+        return
+    base = f"http://{_url_host(host)}:{port}/"
+    lines = [f"dtsim is serving at {base} (API docs: {base}docs)"]
+    if target != host:
+        lines.append(f"  on every interface; from this machine: http://{_url_host(target)}:{port}/")
+    if workers > 1:
+        lines.append(
+            f"  {workers} worker processes: the HTTP API only; the web UI needs --workers 1 (its live "
+            "connection must reach the process that built the page)"
+        )
+    print("\n".join(lines), flush=True)
+
+
+def run_server(host: str, port: int, workers: int) -> None:
+    if not 1 <= port <= 65535:  # uvicorn took 99999 as 34463 (mod 65536) and -1 as a crash
+        fail(ScenarioError([("--port", port, "must be a TCP port, 1–65535")]))
+    if not 1 <= workers <= MAX_WORKERS:
+        fail(ScenarioError([("--workers", workers, f"must be a whole number of processes, 1–{MAX_WORKERS}")]))
+    try:
+        local = loopback_only(host, port)
+    except (OSError, UnicodeError, ValueError) as exc:
+        fail(ScenarioError([("--host", host, f"cannot be resolved to an address to bind ({exc})")]))
+    try:
+        import uvicorn
+
+        from dtsim.interfaces.api.app import create_app
+        from dtsim.interfaces.api.jobs import STORE_ENV
+    except ImportError as exc:
+        err.print(
+            f"[bold red]error:[/bold red] dtsim serve needs the web extra: pip install 'dtsim\\[web]' ({exc.name})"
+        )
+        raise typer.Exit(code=2) from None
+    if not local:
+        err.print(
+            f"[bold yellow]warning:[/bold yellow] bound to {host}, so other machines can reach this server; "
+            "the API has no authentication: anyone who reaches it can run work on this machine. Bind "
+            "127.0.0.1 (the default) unless that is what you want, or put it behind a proxy that "
+            "authenticates.",
+            highlight=False,
+            soft_wrap=True,
+        )
+    store = tempfile.mkdtemp(prefix="dtsim-jobs-")  # one jobs store for every worker process
+    os.environ[STORE_ENV] = store
+    stop = threading.Event()
+    threading.Thread(target=_announce, args=(host, port, workers, stop), daemon=True).start()
+    try:
+        if workers == 1:
+            uvicorn.run(create_app(), host=host, port=port, log_level="warning")
+        else:
+            uvicorn.run(
+                "dtsim.interfaces.api.app:create_api_app",
+                factory=True,
+                host=host,
+                port=port,
+                workers=workers,
+                log_level="warning",
+            )
+    finally:
+        stop.set()
+        shutil.rmtree(store, ignore_errors=True)
