@@ -133,3 +133,11 @@ def bad_upload_says_why(page: Any, path: Path, words: str) -> None:
     )
     assert page.locator("[data-testid=import-error]").is_visible()
     assert page.locator(RESULT).text_content() == before
+
+
+def untimed(answer: dict[str, Any]) -> dict[str, Any]:
+    """An answer without its wall-clock timing (`search.seconds`), which differs run to run."""
+    out = dict(answer)
+    if isinstance(out.get("search"), dict):
+        out["search"] = {k: v for k, v in out["search"].items() if k != "seconds"}
+    return out

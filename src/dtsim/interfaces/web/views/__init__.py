@@ -28,6 +28,7 @@ NAVIGATION: tuple[tuple[str, str, str | None], ...] = (
     ("/validation", "Validation", "validation"),
     ("/sweep", "Sweep", "sweep"),
     ("/network", "Network", "network"),
+    ("/target", "Target", "target"),
 )
 # Query keys a view hands on to the others when the user moves between views.
 SHARED_KEYS = ("model", "gpu", "nodes", "gpus_per_node", "tokens", "preset")
