@@ -19,6 +19,18 @@ from dtsim.models.datacenter.trace import MAX_PASSES, chrome_trace, iteration_ev
 
 runner = CliRunner()
 GPT3 = {"model": "gpt3-175b", "cluster": Cluster(gpu="a100-80gb", nodes=64)}
+OTHERS = {
+    "moe-ep": Workload(
+        model="mixtral-8x7b",
+        cluster=Cluster(gpu="h100-sxm", nodes=8),
+        layout=Layout(tp=2, pp=4, ep=8, gbs=256),
+    ),
+    "cp": Workload(
+        model="llama3.1-8b", cluster=Cluster(gpu="h100-sxm", nodes=4), layout=Layout(tp=2, cp=4, gbs=64)
+    ),
+    # 12 micro-batches on 8 stages: the interleaved order needs groups of pp; drawn as the model's totals
+    "interleaved-uneven": Workload(**GPT3, layout=Layout(tp=8, pp=8, vpp=3, schedule="interleaved", gbs=96)),
+}
 LAYOUTS = {
     "pp1": Layout(tp=8, pp=1, gbs=256),
     "1f1b": Layout(tp=8, pp=8, gbs=1536),
@@ -32,19 +44,30 @@ LAYOUTS = {
     "dualpipev": Layout(tp=8, pp=8, gbs=1536, schedule="dualpipev"),
 }
 # schedules the trace times pass by pass (the others are drawn as the model's totals)
-TIMED = ("pp1", "1f1b", "gpipe", "interleaved", "zero3-pp1", "zero3-pp4", "zero2", "tp-across-nodes")
+TIMED = (
+    "pp1",
+    "1f1b",
+    "gpipe",
+    "interleaved",
+    "zero3-pp1",
+    "zero3-pp4",
+    "zero2",
+    "tp-across-nodes",
+    "moe-ep",
+    "cp",
+)
+CASES = (*LAYOUTS, *OTHERS)
 PASS_CATS = ("forward", "backward", "recompute", "tp_comm", "pp_comm")
 
 
-def workload(name: str, **cluster) -> Workload:
-    base = dict(GPT3, cluster=Cluster(**{"gpu": "a100-80gb", "nodes": 64, **cluster}))
-    return Workload(**base, layout=LAYOUTS[name])
+def workload(name: str) -> Workload:
+    return OTHERS[name] if name in OTHERS else Workload(**GPT3, layout=LAYOUTS[name])
 
 
 @pytest.fixture(scope="module")
 def traced():
     out = {}
-    for name in LAYOUTS:
+    for name in CASES:
         w = workload(name)
         r = step(w)
         out[name] = (w, r, iteration_events(w, r))
@@ -67,7 +90,7 @@ def passes(events):
     return out
 
 
-@pytest.mark.parametrize("name", list(LAYOUTS))
+@pytest.mark.parametrize("name", CASES)
 def test_the_last_event_ends_at_the_step_time(traced, name):
     _, r, events = traced[name]
     assert max(map(end, events)) == pytest.approx(r.step_time_s, rel=1e-6)
@@ -115,7 +138,7 @@ def test_passes_wait_for_the_pass_they_need(traced, name):
             assert t0 >= p[need][1] - tol, ((s, kind, c, i), need)
 
 
-@pytest.mark.parametrize("name", list(LAYOUTS))
+@pytest.mark.parametrize("name", CASES)
 def test_each_stage_adds_up_to_the_breakdown(traced, name):
     _, r, events = traced[name]
     bd = r.breakdown_s
@@ -133,7 +156,7 @@ def test_each_stage_adds_up_to_the_breakdown(traced, name):
         )
 
 
-@pytest.mark.parametrize("name", list(LAYOUTS))
+@pytest.mark.parametrize("name", CASES)
 def test_tracks_and_micro_batches(traced, name):
     w, r, events = traced[name]
     lay = r.layout
@@ -150,7 +173,7 @@ def test_tracks_and_micro_batches(traced, name):
             (c, i) for c in range(v) for i in range(m)
         ]
     bubbles = [e for e in events if e["category"] == "bubble"]
-    if name in TIMED or name == "dualpipev":
+    if name in TIMED or name in ("dualpipev", "interleaved-uneven"):
         assert bool(bubbles) == (pp > 1)
     if name == "zero-bubble":  # m ≥ 2·pp − 1: the model charges no bubble
         assert not bubbles
@@ -229,11 +252,18 @@ def test_a_result_of_another_workload_is_refused():
         iteration_events(workload("1f1b"), step(workload("gpipe")))
 
 
-def test_too_many_passes_is_a_clear_error():
-    w = Workload(**GPT3, layout=Layout(tp=8, pp=8, dp=1, gbs=MAX_PASSES))
+def test_too_many_passes_is_a_clear_error(tmp_path):
+    """pp × micro-batches one over the limit (8 stages, DP 1 on 64 GPUs) is refused naming the batch."""
+    lay = Layout(tp=8, pp=8, dp=1, gbs=MAX_PASSES // 8 + 1)
+    w = Workload(**dict(GPT3, cluster=Cluster(gpu="a100-80gb", nodes=8)), layout=lay)
     with pytest.raises(ScenarioError) as exc:
-        iteration_events(Workload(**dict(GPT3, cluster=Cluster(gpu="a100-80gb", nodes=8)), layout=w.layout))
-    assert exc.value.problems[0][0] == "layout.gbs"
+        iteration_events(w)
+    assert exc.value.problems[0][:2] == ("layout.gbs", lay.gbs)
+    path = tmp_path / "t.json"
+    args = ["step", "--model", "gpt3-175b", "--gpu", "a100-80gb", "--nodes", "8", "--tp", "8", "--pp", "8"]
+    res = runner.invoke(app, [*args, "--gbs", str(lay.gbs), "--trace", str(path)])
+    assert res.exit_code == 2 and "layout.gbs" in res.output and "at most" in res.output
+    assert not path.exists()
 
 
 CLI = ["step", "--model", "gpt3-175b", "--gpu", "a100-80gb", "--nodes", "64", "--tp", "8", "--pp", "8"]
