@@ -141,7 +141,7 @@ def test_openapi_and_docs(client):
         *(f"/api/dataparallel/{op}" for op in ("critical-batch", "scaling", "accumulation", "overlap")),
         *(f"/api/dataparallel/{op}" for op in ("sync-bandwidth", "traffic")),
         *(f"/api/{op}" for op in ("limits/curve", "limits/search", "validate", "target", "governance")),
-        *(f"/api/{op}" for op in ("step", "plan", "collective", "fabric")),
+        *(f"/api/{op}" for op in ("step", "step/trace", "plan", "collective", "fabric")),
     }
     body = spec["paths"]["/api/simulate"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert {"$ref": "#/components/schemas/Scenario"} in body["anyOf"]

@@ -108,6 +108,33 @@ def test_step_batch_is_the_cli_layouts_json_and_each_row_alone(client, tmp_path)
         assert b["run"]["days"] == pytest.approx(s["run"]["days"], rel=1e-12)
 
 
+def test_step_trace_is_the_document_step_trace_writes(client, tmp_path):
+    body = {"model": "gpt3-175b", "nodes": 48, "tp": 8, "pp": 12, "gbs": 1536, "fabric": "dgx-a100-hdr"}
+    resp = client.post("/api/step/trace", json=body)
+    assert resp.status_code == 200, resp.text
+    path = tmp_path / "trace.json"
+    res = runner.invoke(cli_app, ["step", *cli_args(body, tmp_path), "--trace", str(path)])
+    assert res.exit_code == 0, res.output
+    assert resp.json() == json.loads(path.read_text("utf-8"))
+    step = client.post("/api/step", json=body).json()
+    assert resp.json()["otherData"]["step_time_s"] == step["step_time_s"]
+    stages = {e["tid"] for e in resp.json()["traceEvents"] if e["ph"] == "X"}
+    assert stages == set(range(12 + 1))  # every pipeline stage and the data-parallel network
+
+
+def test_step_trace_bounds(client):
+    big = {"model": "gpt3-175b", "nodes": 48, "tp": 8, "pp": 12, "gbs": 65536}  # 196,608 passes
+    resp = client.post("/api/step/trace", json=big)
+    assert resp.status_code == 422
+    assert (
+        resp.json()["detail"][0]["field"] == "gbs" and "at most 20,000" in resp.json()["detail"][0]["message"]
+    )
+    resp = client.post("/api/step/trace", json={"model": "gpt2", "layouts": [{}]})
+    assert resp.status_code == 422 and resp.json()["detail"][0]["field"] == "layouts"
+    resp = client.post("/api/step/trace", json={"model": "gpt2", "gpus_per_node": 5, "tp": 5})
+    assert resp.status_code == 422 and resp.json()["detail"][0]["field"] == "tp"
+
+
 def _without_timing(plan: dict) -> dict:
     return {k: v for k, v in plan.items() if k != "seconds"}  # the search's own wall-clock time
 
@@ -274,7 +301,7 @@ def test_bad_input_is_422_naming_the_body_field(client, path, body, field, words
 def test_openapi_lists_each_operation_with_an_example(client):
     spec = client.get("/openapi.json").json()
     schemas = spec["components"]["schemas"]
-    for path in ("/api/step", "/api/plan", "/api/collective", "/api/fabric"):
+    for path in ("/api/step", "/api/step/trace", "/api/plan", "/api/collective", "/api/fabric"):
         op = spec["paths"][path]["post"]
         ref = op["requestBody"]["content"]["application/json"]["schema"]["$ref"]
         body = schemas[ref.rsplit("/", 1)[1]]

@@ -15,7 +15,8 @@ system). app.py adds these operations to its /api router with its error response
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter
@@ -138,25 +139,9 @@ class ModelFields(BaseModel):
 STEP_EXAMPLE = {"model": "gpt3-175b", "nodes": 48, "tp": 8, "pp": 12, "gbs": 1536, "fabric": "dgx-a100-hdr"}
 
 
-class StepRequest(ModelFields):
-    """`dtsim step`: one layout, or a batch of them under `layouts`."""
+class LayoutRequest(ModelFields):
+    """A model on a cluster with one parallel layout (Layout's fields; the CLI's defaults)."""
 
-    model_config = ConfigDict(
-        **STRICT,
-        json_schema_extra={
-            "examples": [
-                STEP_EXAMPLE,
-                {
-                    "model": "llama3.1-8b",
-                    "gpu": "h100-sxm",
-                    "nodes": 2,
-                    "gbs": 256,
-                    "tokens": 1e12,
-                    "layouts": [{"tp": 1, "zero": 3}, {"tp": 2, "pp": 2}, {"tp": 8}],
-                },
-            ]
-        },
-    )
     dp: _like(Layout, "dp") = None
     tp: _like(Layout, "tp", "Tensor parallel.") = 1
     pp: _like(Layout, "pp", "Pipeline parallel.") = 1
@@ -182,6 +167,46 @@ class StepRequest(ModelFields):
     )
     overlap_grad_reduce: _like(Layout, "overlap_grad_reduce") = True
     overlap_tp_comm: _like(Layout, "overlap_tp_comm") = False
+
+    def layout_fields(self) -> dict[str, Any]:
+        """The body's layout as Layout's fields (the base a `layouts` row fills in)."""
+        fields = {k: getattr(self, k) for k in LAYOUT_FIELDS}
+        fields["pp_layers"] = None if self.pp_layers is None else tuple(self.pp_layers)
+        return fields
+
+    def run_fields(self) -> dict[str, Any]:
+        """The Workload's fields but the layout: model, cluster, precision and the run's budget."""
+        run = {"model": self.architecture(), "cluster": self.cluster(), "precision": self.precision}
+        return run | {"tokens": self.tokens, "usd_per_gpu_hour": self.usd_per_gpu_hour}
+
+    def workload(self):
+        """The Workload of the body's one layout (what `dtsim step` builds from its flags)."""
+        from dtsim.models.datacenter.workload import Workload, build
+
+        return build(
+            Workload, {**self.run_fields(), "layout": build(Layout, self.layout_fields(), "layout.")}
+        )
+
+
+class StepRequest(LayoutRequest):
+    """`dtsim step`: one layout, or a batch of them under `layouts`."""
+
+    model_config = ConfigDict(
+        **STRICT,
+        json_schema_extra={
+            "examples": [
+                STEP_EXAMPLE,
+                {
+                    "model": "llama3.1-8b",
+                    "gpu": "h100-sxm",
+                    "nodes": 2,
+                    "gbs": 256,
+                    "tokens": 1e12,
+                    "layouts": [{"tp": 1, "zero": 3}, {"tp": 2, "pp": 2}, {"tp": 8}],
+                },
+            ]
+        },
+    )
     layouts: list[dict[str, Any]] | None = Field(
         None,
         min_length=1,
@@ -191,13 +216,14 @@ class StepRequest(ModelFields):
         '{"layouts": [...]}, one result per row, each what the row alone gives.',
     )
 
-    def layout_fields(self) -> dict[str, Any]:
-        fields = {k: getattr(self, k) for k in LAYOUT_FIELDS}
-        fields["pp_layers"] = None if self.pp_layers is None else tuple(self.pp_layers)
-        return fields
+
+class TraceRequest(LayoutRequest):
+    """`dtsim step --trace`: one layout (no batch)."""
+
+    model_config = ConfigDict(**STRICT, json_schema_extra={"examples": [STEP_EXAMPLE]})
 
 
-LAYOUT_FIELDS = tuple(k for k in Layout.model_fields if k in StepRequest.model_fields)
+LAYOUT_FIELDS = tuple(k for k in Layout.model_fields if k in LayoutRequest.model_fields)
 
 
 class StepBatch(BaseModel):
@@ -299,41 +325,36 @@ def _answer(payload: dict[str, Any]) -> JSONResponse:
     return JSONResponse(_finite(payload))
 
 
-def _body_names(problems: list[tuple[str, Any, str]], req: ModelFields) -> list[tuple[str, Any, str]]:
-    """The library's field names as the body's: `layout.tp` → `tp`, `cluster.nic_gbps` → `nic_gbps`,
-    `model.hidden` → `hidden` when the body gave hidden as a shape field (else it stays `model.hidden`,
-    a field of the architecture given as `model`)."""
-    out = []
-    for f, v, m in problems:
-        for prefix in ("layout.", "cluster."):
-            f = f.removeprefix(prefix)
-        if f.startswith("model.") and getattr(req, f[6:], None) is not None:
-            f = f[6:]
-        out.append((f, v, m))
-    return out
-
-
-def _step(req: StepRequest) -> Any:
-    from dtsim.models.datacenter.step import step as run_step
-    from dtsim.models.datacenter.workload import Workload, build
-
+@contextmanager
+def _named_as_in(req: ModelFields) -> Iterator[None]:
+    """A ScenarioError raised inside names the body's fields, not the library's: `layout.tp` → `tp`,
+    `cluster.nic_gbps` → `nic_gbps`, `model.hidden` → `hidden` when the body gave hidden as a shape
+    field (else it stays `model.hidden`, a field of the architecture given as `model`)."""
     try:
-        arch = req.architecture()
-        cluster = req.cluster()
-        run = {"model": arch, "cluster": cluster, "precision": req.precision, "tokens": req.tokens}
-        run["usd_per_gpu_hour"] = req.usd_per_gpu_hour
-        base = req.layout_fields()
-        if req.layouts is not None:
-            rows = [dict(row) for row in req.layouts]
-            for row in rows:
-                if isinstance(row.get("pp_layers"), list):
-                    row["pp_layers"] = tuple(row["pp_layers"])
-            results = cli.step_layouts(rows, base, run, None)
-            return _answer({"layouts": [r.model_dump(mode="json") for r in results]})
-        workload = build(Workload, {**run, "layout": build(Layout, base, "layout.")})
-        return _answer(run_step(workload).model_dump(mode="json"))
+        yield
     except ScenarioError as exc:
-        raise ScenarioError(_body_names(exc.problems, req)) from None
+        problems = []
+        for f, v, m in exc.problems:
+            for prefix in ("layout.", "cluster."):
+                f = f.removeprefix(prefix)
+            if f.startswith("model.") and getattr(req, f[6:], None) is not None:
+                f = f[6:]
+            problems.append((f, v, m))
+        raise ScenarioError(problems) from None
+
+
+def _step(req: StepRequest) -> JSONResponse:
+    from dtsim.models.datacenter.step import step as run_step
+
+    with _named_as_in(req):
+        if req.layouts is None:
+            return _answer(run_step(req.workload()).model_dump(mode="json"))
+        rows = [dict(row) for row in req.layouts]
+        for row in rows:  # a list in JSON, as a --layouts file's "5,6,6,5" is read
+            if isinstance(row.get("pp_layers"), list):
+                row["pp_layers"] = tuple(row["pp_layers"])
+        results = cli.step_layouts(rows, req.layout_fields(), req.run_fields(), None)
+        return _answer({"layouts": [r.model_dump(mode="json") for r in results]})
 
 
 @_operation("/step", StepResult | StepBatch, "Step time, MFU and memory of a parallel layout (or a batch)")
@@ -350,19 +371,16 @@ def _plan(req: PlanRequest) -> JSONResponse:
     from dtsim.models.datacenter.plan import PlanOptions
     from dtsim.models.datacenter.plan import plan as run_plan
 
-    options = {k: getattr(req, k) for k in PLAN_OPTIONS}
-    try:
+    with _named_as_in(req):
         cluster = req.cluster()
-        opt = PlanOptions(**options)
+        opt = PlanOptions(**{k: getattr(req, k) for k in PLAN_OPTIONS})
         if req.target_params_b is not None:
-            payload = cli.target_size_payload(
-                req.target_params_b, cluster, opt, req.vocab, req.seq_len, req.top, None
+            return _answer(
+                cli.target_size_payload(
+                    req.target_params_b, cluster, opt, req.vocab, req.seq_len, req.top, None
+                )
             )
-        else:
-            payload = run_plan(req.architecture(), cluster, opt, top=req.top).as_dict()
-    except ScenarioError as exc:
-        raise ScenarioError(_body_names(exc.problems, req)) from None
-    return _answer(payload)
+        return _answer(run_plan(req.architecture(), cluster, opt, top=req.top).as_dict())
 
 
 PLAN_OPTIONS = (
@@ -381,6 +399,46 @@ PLAN_OPTIONS = (
     "tokens",
     "usd_per_gpu_hour",
 )
+
+
+# What one trace may draw over HTTP: pipeline stages × micro-batches × virtual stages (each pass makes
+# some ten events, ~1.3 KB of JSON): 20,000 passes are ~26 MB; the CLI writes up to trace.MAX_PASSES.
+TRACE_MAX_PASSES = 20_000
+
+
+def _step_trace(req: TraceRequest) -> JSONResponse:
+    from dtsim.models.datacenter.step import step as run_step
+    from dtsim.models.datacenter.trace import chrome_trace
+
+    with _named_as_in(req):
+        workload = req.workload()
+        result = run_step(workload)
+    lay = result.layout
+    passes = lay["pp"] * round(result.micro_batches) * (lay["vpp"] if lay["schedule"] == "interleaved" else 1)
+    if passes > TRACE_MAX_PASSES:
+        raise ScenarioError(
+            [
+                (
+                    "gbs",
+                    req.gbs,
+                    f"a trace draws pp × micro-batches × vpp = {passes:,} passes; at most {TRACE_MAX_PASSES:,} "
+                    "over HTTP (fewer micro-batches: a larger mbs or a smaller gbs; `dtsim step --trace FILE` "
+                    "draws more)",
+                )
+            ]
+        )
+    return _answer(chrome_trace(workload, result))
+
+
+@_operation("/step/trace", dict[str, Any], "One iteration of a layout as a Chrome/Perfetto trace")
+def api_step_trace(req: TraceRequest) -> Any:
+    """The document `dtsim step --trace FILE` writes (Trace Event Format, models/datacenter/trace.py):
+    one track per pipeline stage and one for the overlapped data-parallel communication, a complete
+    event per piece of work (compute, exposed TP/CP/EP and ZeRO-3 communication, hand-offs, bubbles,
+    the data-parallel reduction, the optimizer) with its micro-batch and category; the last event ends
+    at the step time. Save it and open it in ui.perfetto.dev or chrome://tracing. The body is /api/step's
+    for one layout (no `layouts`); at most 20,000 passes (pp × micro-batches × vpp)."""
+    return _step_trace(req)
 
 
 @_operation("/plan", dict[str, Any], "Every valid layout of a model on a cluster, ranked by step time")
