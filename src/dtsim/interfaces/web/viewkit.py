@@ -186,3 +186,44 @@ class ViewKit:
         self.import_error.visible = True
         self.uploader.reset()
         self.ui.notify(message, type="negative", multi_line=True, timeout=10_000)
+
+
+class Latest:
+    """Recompute a view off the event loop for its latest inputs only: `work(*args())` runs in a
+    thread (NiceGUI's run.io_bound); an input change while it runs is noted and computed once it ends,
+    so a burst of changes costs one run after the current one, not one each. `show(result)` or
+    `fail(ScenarioError)` is called for the last inputs only."""
+
+    def __init__(
+        self,
+        work: Callable[..., Any],
+        args: Callable[[], tuple[Any, ...]],
+        show: Callable[[Any], None],
+        fail: Callable[[ScenarioError], None],
+    ) -> None:
+        self.work, self.args, self.show, self.fail = work, args, show, fail
+        self.running = False
+        self.pending = False
+
+    async def __call__(self) -> None:
+        from nicegui import run
+
+        if self.running:
+            self.pending = True
+            return
+        self.running = True
+        try:
+            while True:
+                self.pending = False
+                try:
+                    result = await run.io_bound(self.work, *self.args())
+                except ScenarioError as exc:
+                    if not self.pending:
+                        self.fail(exc)
+                        return
+                    continue
+                if not self.pending:
+                    self.show(result)
+                    return
+        finally:
+            self.running = False

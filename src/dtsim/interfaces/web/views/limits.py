@@ -15,7 +15,7 @@ from typing import Any
 
 from dtsim import catalog
 from dtsim.errors import ScenarioError
-from dtsim.interfaces.web.viewkit import ViewKit, choice, flag, number, problems_text
+from dtsim.interfaces.web.viewkit import Latest, ViewKit, choice, flag, number, problems_text
 from dtsim.interfaces.web.views import SHARED_KEYS
 
 PATH = "/limits"
@@ -326,6 +326,9 @@ class LimitsView:
             self.params = dict(DEFAULTS)
             notice = "Ignored the link's inputs: " + problems_text(exc, "; ")
         self.widgets: dict[str, Any] = {}
+        self.latest = Latest(
+            compute, lambda: (dict(self.params),), self.accept, lambda e: self.kit.show_error(e)
+        )
         with ui.row().classes("w-full items-start gap-4 flex-wrap q-pa-sm"):
             with ui.column().classes("gap-1").style("flex: 1 1 300px; max-width: 400px"):
                 self._inputs()
@@ -415,19 +418,11 @@ class LimitsView:
             self.ui.timer(0, self.refresh, once=True)
 
     async def refresh(self) -> None:
-        """Recompute off the event loop (a curve takes ~0.5 s); only the latest request is shown."""
-        from nicegui import run
+        """Recompute off the event loop (a curve takes ~0.5 s), for the latest inputs only."""
+        await self.latest()
 
+    def accept(self, data: dict[str, Any]) -> None:
         self.version += 1
-        version = self.version
-        try:
-            data = await run.io_bound(compute, dict(self.params))
-        except ScenarioError as exc:
-            if version == self.version:
-                self.kit.show_error(exc)
-            return
-        if version != self.version:
-            return
         self.kit.clear_error()
         self.data = data
         self.show(data)

@@ -17,7 +17,7 @@ from typing import Any
 
 from dtsim import catalog
 from dtsim.errors import ScenarioError
-from dtsim.interfaces.web.viewkit import ViewKit, choice, problems_text
+from dtsim.interfaces.web.viewkit import Latest, ViewKit, choice, problems_text
 from dtsim.interfaces.web.views import SHARED_KEYS
 
 PATH = "/sweep"
@@ -321,6 +321,7 @@ class SweepView:
         self.bands_on = bool(self.params["uncertainty"])
         self.params["uncertainty"] = self.params["uncertainty"] or DRAWS
         self.widgets: dict[str, Any] = {}
+        self.latest = Latest(compute, self.args, self.accept, lambda e: self.kit.show_error(e))
         with ui.row().classes("w-full items-start gap-4 flex-wrap q-pa-sm"):
             with ui.column().classes("gap-1").style("flex: 1 1 300px; max-width: 420px"):
                 self._inputs()
@@ -413,32 +414,29 @@ class SweepView:
             self.progress = [done, total]
 
     async def refresh(self) -> None:
-        """Run the grid (and its bands) off the event loop; only the latest request is shown."""
-        from nicegui import run
-
-        self.version += 1
-        version = self.version
-        params = self.current()
-        banded = bool(params["uncertainty"])
+        """Run the grid (and its bands, with a progress bar) off the event loop, for the latest inputs
+        only."""
         timer = None
-        if banded:
-            self.progress = [0, 0]
+        if self.bands_box.value:
+            with self.lock:
+                self.progress = [0, 0]
             self.bar.value = 0
             self.bar.visible = True
             timer = self.ui.timer(0.2, self._show_progress)
         try:
-            data = await run.io_bound(compute, params, self._progress if banded else None)
-        except ScenarioError as exc:
-            if version == self.version:
-                self.kit.show_error(exc)
-                self.bar.visible = False
-            return
+            await self.latest()
         finally:
             if timer is not None:
                 timer.cancel()
-        if version != self.version:
-            return
-        self.bar.visible = False
+            if not self.latest.running:  # a call that only noted a change leaves the bar to the run
+                self.bar.visible = False
+
+    def args(self) -> tuple[Any, ...]:
+        params = self.current()
+        return params, (self._progress if params["uncertainty"] else None)
+
+    def accept(self, data: dict[str, Any]) -> None:
+        self.version += 1
         self.kit.clear_error()
         self.data = data
         self.show(data)

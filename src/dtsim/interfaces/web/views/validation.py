@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from dtsim.errors import ScenarioError
-from dtsim.interfaces.web.viewkit import ViewKit, problems_text
+from dtsim.interfaces.web.viewkit import Latest, ViewKit, problems_text
 from dtsim.interfaces.web.views import SHARED_KEYS
 
 PATH = "/validation"
@@ -243,6 +243,9 @@ class ValidationView:
         self.data: dict[str, Any] | None = None
         self.carried = {k: v for k, v in query.items() if k in SHARED_KEYS}
         notice = None
+        self.latest = Latest(
+            compute, lambda: (list(self.subset),), self.accept, lambda e: self.kit.show_error(e)
+        )
         try:
             unknown = sorted(set(query) - {"subset", *SHARED_KEYS})
             if unknown:
@@ -335,21 +338,14 @@ class ValidationView:
         await self.refresh()
 
     async def refresh(self) -> None:
-        from nicegui import run
-
-        self.version += 1
-        version = self.version
+        """Validate off the event loop (~0.3 s for every group), for the latest filter only."""
         self.spinner.visible = True
-        try:
-            data = await run.io_bound(compute, list(self.subset))
-        except ScenarioError as exc:
-            if version == self.version:
-                self.kit.show_error(exc)
-                self.spinner.visible = False
-            return
-        if version != self.version:
-            return
-        self.spinner.visible = False
+        await self.latest()
+        if not self.latest.running:  # a call that only noted a change leaves the spinner to the run
+            self.spinner.visible = False
+
+    def accept(self, data: dict[str, Any]) -> None:
+        self.version += 1
         self.kit.clear_error()
         self.data = data
         self.show(data)
