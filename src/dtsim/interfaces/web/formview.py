@@ -50,6 +50,7 @@ class Field:
     optional: bool = False  # may be blank (None: the CLI's default)
     tip: str = ""
     flag: str | None = None
+    blank: str | None = None  # what a blank text input means (e.g. "none"), given to the CLI as such
 
     def __post_init__(self) -> None:
         assert self.kind in KINDS, self.kind
@@ -61,9 +62,13 @@ class Field:
     def parse(self, raw: Any) -> Any:
         """A value from a share link (text) or an inputs file (YAML/JSON), or a ScenarioError naming the
         field, the value and what is allowed."""
-        if raw is None or (isinstance(raw, str) and raw.strip() == "" and self.kind not in ("lines", "text")):
-            if self.optional or self.kind in ("lines", "text"):
-                return [] if self.kind == "lines" else None
+        if raw is None or (isinstance(raw, str) and raw.strip() == ""):
+            if self.kind == "lines":
+                return []
+            if self.blank is not None:
+                return self.blank
+            if self.optional:
+                return None
             raise ScenarioError([(self.name, raw, "must be given")])
         if self.kind == "switch":
             if isinstance(raw, bool):
@@ -99,7 +104,7 @@ class Field:
             return [str(x).strip() for x in items if str(x).strip()]
         if not isinstance(raw, str | int | float) or isinstance(raw, bool):
             raise ScenarioError([(self.name, raw, "must be text")])
-        return str(raw).strip() or None
+        return str(raw).strip()
 
     def text(self, value: Any) -> str | None:
         """The value as the share link writes it (None: left out)."""
@@ -221,6 +226,8 @@ class FormView:
     intro: str = ""
     slow: bool = False  # show a spinner and the elapsed time while computing
     sections: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (heading, field names): one card each
+    progress: bool = False  # compute takes progress=(done, total) callback, shown beside the spinner
+    fraction: float | None = None  # the running computation's progress (written by its thread)
     values: dict[str, Any] = field(default_factory=dict)
     answer: dict[str, Any] | None = None
     widgets: dict[str, Any] = field(default_factory=dict)
@@ -339,7 +346,11 @@ class FormView:
                     self.busy_label.text = "computing…"
                     timer = self.ui.timer(0.5, lambda t0=started: self._elapsed(t0))
                 try:
-                    answer = await run.io_bound(self.compute, values)
+                    self.fraction = None
+                    if self.progress:
+                        answer = await run.io_bound(self.compute, values, progress=self._note_progress)
+                    else:
+                        answer = await run.io_bound(self.compute, values)
                 except ScenarioError as exc:
                     answer = None
                     self.show_error(problems_text(exc))
@@ -358,8 +369,13 @@ class FormView:
         finally:
             self.running = False
 
+    def _note_progress(self, done: int, total: int) -> None:
+        """Called from the computation's thread: only noted here, shown by the event loop's timer."""
+        self.fraction = done / total if total else None
+
     def _elapsed(self, started: float) -> None:
-        self.busy_label.text = f"computing… {time.perf_counter() - started:.0f} s"
+        share = "" if self.fraction is None else f", {self.fraction:.0%} done"
+        self.busy_label.text = f"computing… {time.perf_counter() - started:.0f} s{share}"
 
     def show_error(self, text: str) -> None:
         self.error_label.text = text

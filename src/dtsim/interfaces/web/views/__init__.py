@@ -29,6 +29,7 @@ NAVIGATION: tuple[tuple[str, str, str | None], ...] = (
     ("/sweep", "Sweep", "sweep"),
     ("/network", "Network", "network"),
     ("/target", "Target", "target"),
+    ("/governance", "Governance", "governance"),
 )
 # Query keys a view hands on to the others when the user moves between views.
 SHARED_KEYS = ("model", "gpu", "nodes", "gpus_per_node", "tokens", "preset")
