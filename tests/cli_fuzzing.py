@@ -74,7 +74,16 @@ FILES = {
 }
 # Never fuzzed: `serve` (starts a server), `emulate` (real processes and network namespaces: its own
 # tests), and options that write files (their folder checks are tested directly).
-SKIP_OPTIONS = {"--out", "--plot", "--csv", "--fractions-plot", "--samples", "--output", "--calibration"}
+SKIP_OPTIONS = {
+    "--out",
+    "--plot",
+    "--csv",
+    "--fractions-plot",
+    "--samples",
+    "--output",
+    "--calibration",
+    "--trace",
+}
 EVIL = [
     "0",
     "-1",
