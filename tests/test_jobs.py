@@ -303,12 +303,15 @@ def public_server():
             pytest.fail("dtsim serve printed no URL: " + "".join(lines + errors))
         time.sleep(0.2)
     time.sleep(0.3)
+    stores = _stores(proc.pid)
     yield f"http://127.0.0.1:{port}", proc, lines, errors
     proc.terminate()
     try:
         proc.wait(timeout=15)
     except subprocess.TimeoutExpired:
         proc.kill()
+        pytest.fail("dtsim serve did not stop within 15 s of SIGTERM")
+    assert stores and not any(Path(s).exists() for s in stores)  # serve removed its jobs store at exit
 
 
 def test_serve_prints_its_url_and_warns_off_localhost(public_server):
@@ -344,13 +347,19 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def _stores(pid: int) -> set[str]:
+    """The jobs stores of the server's worker processes (from their environments)."""
+    stores = set()
+    for w in _children(pid):
+        env = Path(f"/proc/{w}/environ").read_bytes().split(b"\0")
+        stores |= {e.split(b"=", 1)[1].decode() for e in env if e.startswith(jobs.STORE_ENV.encode() + b"=")}
+    return stores
+
+
 def test_jobs_are_shared_by_the_worker_processes(public_server):
     url, proc, _lines, _errors = public_server
     workers = _children(proc.pid)
-    stores = set()
-    for w in workers:
-        env = Path(f"/proc/{w}/environ").read_bytes().split(b"\0")
-        stores |= {e.split(b"=", 1)[1].decode() for e in env if e.startswith(jobs.STORE_ENV.encode() + b"=")}
+    stores = _stores(proc.pid)
     assert len(stores) == 1, stores  # one store for every worker process
     store = Path(stores.pop())
     body = {**SENSITIVITY, "base": 16, "fixed_assumptions": True}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import shutil
+import signal
 import socket
 import tempfile
 import threading
@@ -66,6 +67,10 @@ def _announce(host: str, port: int, workers: int, stop: threading.Event) -> None
     print("\n".join(lines), flush=True)
 
 
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def run_server(host: str, port: int, workers: int) -> None:
     if not 1 <= port <= 65535:  # uvicorn took 99999 as 34463 (mod 65536) and -1 as a crash
         fail(ScenarioError([("--port", port, "must be a TCP port, 1–65535")]))
@@ -96,6 +101,9 @@ def run_server(host: str, port: int, workers: int) -> None:
         )
     store = tempfile.mkdtemp(prefix="dtsim-jobs-")  # one jobs store for every worker process
     os.environ[STORE_ENV] = store
+    # uvicorn re-raises the SIGTERM it stopped on once it has shut down; with the default action the
+    # process would die there, before the store is removed: exit through the `finally` below instead
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     stop = threading.Event()
     threading.Thread(target=_announce, args=(host, port, workers, stop), daemon=True).start()
     try:
