@@ -17,6 +17,10 @@ from tests.web_support import LAUNCH_ARGS, ensure_chromium
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"
 RESULT = "[data-testid=result-json]"
+# for page.add_init_script: notes when a form view's progress line was visible (a computation starts
+# as the page loads, so the test cannot wait for it after)
+WATCH_BUSY = """setInterval(() => { const b = document.querySelector('[data-testid=busy]');
+  if (b && b.offsetParent !== null) window.__dt_busy_seen = true; }, 20);"""
 
 
 @contextmanager

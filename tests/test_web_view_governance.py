@@ -11,6 +11,7 @@ from dtsim.interfaces.web.formview import argv
 from dtsim.interfaces.web.views.governance import cheapest_cell, fields
 from tests.form_view_support import (
     ARTIFACTS,
+    WATCH_BUSY,
     bad_upload_says_why,
     browser_latency,
     browser_page,
@@ -35,9 +36,6 @@ SMALL = {
 # An exhaustive search over a grid, not one scenario: issue 17's 150 ms aim does not bind it; the bound
 # is what this machine takes with a wide margin for load.
 SEARCH_LATENCY_S = 5.0
-# notes when the progress line was visible (the analysis starts as the page loads)
-WATCH_BUSY = """setInterval(() => { const b = document.querySelector('[data-testid=busy]');
-  if (b && b.offsetParent !== null) window.__dt_busy_seen = true; }, 20);"""
 
 
 def expected(values: dict) -> dict:

@@ -30,6 +30,7 @@ NAVIGATION: tuple[tuple[str, str, str | None], ...] = (
     ("/network", "Network", "network"),
     ("/target", "Target", "target"),
     ("/governance", "Governance", "governance"),
+    ("/sensitivity", "Sensitivity", "sensitivity"),
 )
 # Query keys a view hands on to the others when the user moves between views.
 SHARED_KEYS = ("model", "gpu", "nodes", "gpus_per_node", "tokens", "preset")
