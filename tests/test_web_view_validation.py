@@ -157,6 +157,13 @@ def test_validation_view_in_a_browser(server, tmp_path):
         with page.expect_download() as download:
             page.get_by_role("button", name="Result JSON").click()
         assert json.loads(Path(download.value.path()).read_text())["summary"].keys() == {"COVENANT"}
+        # a record id, as --subset takes one, is selectable once imported
+        good.write_text("subset: [NCCL-A100x8]\n")
+        before = page.text_content("[data-testid=result-json]")
+        page.set_input_files("input[type=file]", str(good))
+        wait_changed(page, before)
+        assert shown(page) == cli_report("NCCL-A100x8")
+        assert "NCCL-A100x8" in page.text_content("[data-testid=subset]")
         browser.close()
     assert hosts == {server.split("/")[2]}, f"the page reached beyond localhost: {hosts}"
     assert not errors, errors

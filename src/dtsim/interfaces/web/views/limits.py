@@ -455,8 +455,11 @@ class LimitsView:
         self.shell.share(self.carried | {k: v for k, v in self.params.items() if v != DEFAULTS[k]})
 
     async def import_inputs(self, data: dict[str, Any]) -> None:
+        """Apply an uploaded inputs file once its inputs run (else its error, the inputs as they were)."""
+        from nicegui import run
+
         params = parse_params(data)
-        compute(params)  # refuse a file whose inputs do not run, inputs left as they were
+        result = await run.io_bound(compute, params)
         self.params = params
         self.loading = True
         try:
@@ -464,7 +467,9 @@ class LimitsView:
                 w.set_value(params[name])
         finally:
             self.loading = False
-        await self.refresh()
+        self.accept(result)
+        if self.latest.running:  # a run of the old inputs in flight: its answer is not shown
+            self.latest.pending = True
 
 
 def build(ui: Any, query: dict[str, str], shell: Any) -> None:

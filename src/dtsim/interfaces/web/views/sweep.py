@@ -366,7 +366,14 @@ class SweepView:
                     value=p["vary"].replace(SEP, "\n"),
                 ),
             )
-            bind("metric", ui.input("Output to chart (a heat map with two fields)", value=p["metric"]))
+            self.metric = bind(
+                "metric",
+                ui.input(
+                    "Output to chart (a heat map with two fields)",
+                    value=p["metric"],
+                    autocomplete=list(LINE_OUTPUTS),
+                ),
+            )
         with ui.card().classes("w-full q-pa-sm"):
             ui.label("Uncertainty bands").classes("text-weight-bold")
             self.bands_box = ui.checkbox("P10/P50/P90 over draws at every point", value=self.bands_on)
@@ -488,23 +495,30 @@ class SweepView:
                 rows=rows,
                 row_key="i",
             ).props("dense flat data-testid=points-table").classes("w-full")
+        self.metric.set_autocomplete(data["numeric_outputs"])
         self.kit.set_result(data["cli"])
         shared = {k: v for k, v in self.current().items() if v != DEFAULTS[k]}
         self.shell.share(self.carried | shared)
 
     async def import_inputs(self, data: dict[str, Any]) -> None:
+        """Apply an uploaded inputs file once its inputs run (else its error, the inputs as they were)."""
+        from nicegui import run
+
         params = parse_params(data)
-        compute(params)  # refuse a file whose inputs do not run, inputs left as they were
+        result = await run.io_bound(compute, params)
         self.params = params | {"uncertainty": params["uncertainty"] or DRAWS}
         self.loading = True
         try:
             for name, w in self.widgets.items():
-                w.set_value(params[name].replace(SEP, "\n") if name in ("set", "vary") else params[name])
+                w.set_value(
+                    self.params[name].replace(SEP, "\n") if name in ("set", "vary") else self.params[name]
+                )
             self.bands_box.set_value(bool(params["uncertainty"]))
-            self.widgets["uncertainty"].set_value(params["uncertainty"] or DRAWS)
         finally:
             self.loading = False
-        await self.refresh()
+        self.accept(result)
+        if self.latest.running:  # a run of the old inputs in flight: its answer is not shown
+            self.latest.pending = True
 
 
 def fmt(v: Any) -> str:

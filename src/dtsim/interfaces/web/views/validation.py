@@ -398,8 +398,9 @@ class ValidationView:
         subset = parse_subset(data.get("subset"))
         self.subset = subset
         self.loading = True
-        try:
-            self.filter.set_value(list(subset))
+        try:  # a record id is an option too while it is selected
+            extra = sorted(x for x in subset if x not in dataset().groups)
+            self.filter.set_options(group_names() + extra, value=list(subset))
         finally:
             self.loading = False
         await self.refresh()
