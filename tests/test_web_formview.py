@@ -1,0 +1,109 @@
+"""The form views' helpers without a browser (web/formview.py, web/views/network.py): reading inputs
+from a share link and an inputs file, writing them back as a link and as CLI options, and the
+nccl-tests bus bandwidth convention of the network view's chart."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dtsim.errors import ScenarioError
+from dtsim.interfaces.web import formview as fv
+from dtsim.interfaces.web.views import governance, network, sensitivity, target
+
+FIELDS = (
+    fv.Field("ranks", "Ranks", "int", 8),
+    fv.Field("size", "Size", "number", 1.5, optional=True),
+    fv.Field("op", "Op", "select", "a", options=("a", "b")),
+    fv.Field("cap", "Cap", "text", "16,8", blank="none"),
+    fv.Field("set", "Set", "lines", None),
+    fv.Field("fixed", "Fixed", "switch", False),
+)
+
+
+def test_link_round_trip_and_cli_options():
+    values = {
+        "ranks": 64,
+        "size": None,
+        "op": "b",
+        "cap": "none",
+        "set": ["mfu=0.3..0.5", "tokens_t=2"],
+        "fixed": True,
+    }
+    query = fv.to_query(FIELDS, values)
+    assert query == {
+        "ranks": "64",
+        "size": "",
+        "op": "b",
+        "cap": "none",
+        "set": "mfu=0.3..0.5\ntokens_t=2",
+        "fixed": "true",
+    }
+    assert fv.from_query(FIELDS, query) == (values, [])
+    assert fv.to_query(FIELDS, fv.defaults(FIELDS)) == {}  # the defaults make a bare link
+    assert fv.argv(FIELDS, values) == [
+        "--ranks", "64", "--op", "b", "--cap", "none", "--set", "mfu=0.3..0.5", "--set", "tokens_t=2", "--fixed",
+    ]  # fmt: skip
+
+
+def test_bad_link_values_are_named_and_keep_their_defaults():
+    values, problems = fv.from_query(FIELDS, {"ranks": "2.5", "op": "c", "size": "inf", "nodes": "3"})
+    assert values == fv.defaults(FIELDS)  # `nodes` (another view's shared key) is left alone
+    text = " ".join(problems)
+    assert "ranks = '2.5': must be a whole number" in text
+    assert "op = 'c': must be one of a, b" in text
+    assert "size = 'inf': must be a finite number" in text
+
+
+def test_inputs_file():
+    current = fv.defaults(FIELDS)
+    got = fv.from_upload(FIELDS, "in.yaml", b"ranks: 16\nset: [mfu=0.4]\n", current)
+    assert got == {**current, "ranks": 16, "set": ["mfu=0.4"]}
+    assert fv.from_upload(FIELDS, "in.json", json.dumps({"fixed": True}).encode(), current)["fixed"] is True
+    for name, raw, words in (
+        ("in.txt", b"ranks: 1", "must be a .yaml, .yml or .json"),
+        ("in.yaml", b"- 1\n", "must hold a mapping"),
+        ("in.yaml", b"nodes: 3\n", "is not an input of this view; allowed: ranks, size"),
+        ("in.yaml", b"ranks: true\n", "ranks = True: must be a number"),
+        ("in.yaml", b"fixed: maybe\n", "fixed = 'maybe': must be true or false"),
+        ("in.yaml", b"# " * 60_000, "bytes; at most 100,000"),
+    ):
+        with pytest.raises(ScenarioError) as exc:
+            fv.from_upload(FIELDS, name, raw, current)
+        assert words in fv.problems_text(exc.value)
+
+
+def test_every_view_has_distinct_fields_with_valid_defaults():
+    for view in (network, target, governance, sensitivity):
+        fields = view.fields()
+        names = [f.name for f in fields]
+        assert len(names) == len(set(names)), view.PATH
+        for f in fields:
+            if f.kind == "select" and f.default is not None:
+                assert f.default in f.options, (view.PATH, f.name)
+            assert (
+                fv.from_query(fields, {f.name: fv.Field.text(f, f.default) or ""})[1] == []
+                or f.default is None
+            )
+
+
+def test_nccl_bus_factor_turns_algorithm_into_bus_bandwidth():
+    # nccl-tests doc/PERFORMANCE.md: all-reduce 2(n-1)/n; reduce-scatter, all-gather, all-to-all (n-1)/n; others 1
+    assert network.nccl_bus_factor("allreduce", 8) == pytest.approx(1.75)
+    assert network.nccl_bus_factor("all-gather", 8) == pytest.approx(0.875)
+    assert network.nccl_bus_factor("broadcast", 8) == 1.0
+    # a large ring all-reduce's busbw approaches the links' bus bandwidth, a tiny one is latency-bound
+    values = {f.name: f.default for f in network.fields()}
+    curve = network.busbw_curve(values)
+    link = network.run_collective(values)["bus_bandwidth_gb_s"]
+    assert curve[-1]["busbw_gb_s"] == pytest.approx(link, rel=0.01)
+    assert curve[0]["busbw_gb_s"] < 0.01 * link
+
+
+def test_network_errors_name_the_view_fields():
+    values = {f.name: f.default for f in network.fields()} | {"datacenters": 0, "size_mb": -1.0}
+    with pytest.raises(ScenarioError) as exc:
+        network.compute(values)
+    fields = [p[0] for p in exc.value.problems]
+    assert "datacenters" in fields and "size_mb" in fields
