@@ -6,6 +6,7 @@ fields are refused, and the OpenAPI document lists each operation with an exampl
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from fastapi.testclient import TestClient
@@ -148,6 +149,33 @@ def test_plan_is_the_cli_json(client, tmp_path):
     assert _without_timing(data) == _without_timing(cli_json("plan", body, tmp_path))
     times = [r["step_time_s"] for r in data["layouts"]]
     assert times == sorted(times)
+
+
+def test_a_plan_estimated_over_a_second_is_a_job_whose_result_is_the_inline_body(
+    client, tmp_path, monkeypatch
+):
+    """The estimate: candidates × the measured seconds per candidate (a typical dense plan stays inline,
+    a large MoE search goes to a job); a job's result is the body the plan gives inline."""
+    from dtsim.interfaces.api import jobs
+    from dtsim.interfaces.api.datacenter import PlanRequest, plan_estimate_s
+
+    assert plan_estimate_s(PlanRequest(model="mcore-177b", nodes=48, gpu="a100-80gb", gbs=1536)) < 1.0
+    assert plan_estimate_s(PlanRequest(model="deepseek-v3", nodes=720, gbs=40320)) > 5.0
+    monkeypatch.setenv(jobs.STORE_ENV, str(tmp_path / "jobs"))
+    body = {"model": "mcore-7.1b", "nodes": 2, "gpu": "h100-sxm", "gbs": 128, "top": 3}
+    inline = client.post("/api/plan", json=body)
+    assert inline.status_code == 200
+    resp = client.post("/api/plan", json=body, headers={"Prefer": "respond-async"})
+    assert resp.status_code == 202, resp.text
+    for _ in range(300):
+        job = client.get(resp.json()["href"]).json()
+        if job["state"] in jobs.FINAL:
+            break
+        time.sleep(0.1)
+    assert job["state"] == "done", job
+    assert _without_timing(job["result"]) == _without_timing(inline.json())
+    bad = client.post("/api/plan", json={**body, "gpus_per_node": 6, "nvlink_domain": 8})
+    assert bad.status_code == 422 and bad.json()["detail"][0]["field"] == "nvlink_domain"
 
 
 def test_plan_where_nothing_fits_is_200_with_the_nearest_and_advice(client, tmp_path):

@@ -19,9 +19,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, field_validator
+from starlette.concurrency import run_in_threadpool
 
 from dtsim import catalog
 from dtsim.errors import ScenarioError
@@ -41,21 +42,26 @@ STRICT = ConfigDict(extra="forbid", strict=True)
 SHAPE_FIELDS = cli.SHAPE_FLAGS  # hidden, layers, heads, kv_heads, ffn, ffn_type, vocab, seq_len
 CLUSTER_FIELDS = cli.CLUSTER_FLAGS  # gpu, nodes, gpus_per_node, fabric, nics_per_node, ...
 
-OPERATIONS: list[tuple[str, Callable[..., Any], Any, str, str]] = []  # path, endpoint, model, summary, tag
+OPERATIONS: list[tuple[str, Callable[..., Any], Any, str, str, bool]] = []  # ..., tag, may answer with a job
 
 
-def _operation(path: str, response_model: Any, summary: str, tag: str = "datacenter"):
+def _operation(path: str, response_model: Any, summary: str, tag: str = "datacenter", jobs: bool = False):
     def add(endpoint: Callable[..., Any]) -> Callable[..., Any]:
-        OPERATIONS.append((path, endpoint, response_model, summary, tag))
+        OPERATIONS.append((path, endpoint, response_model, summary, tag, jobs))
         return endpoint
 
     return add
 
 
 def register(router: APIRouter, responses: dict[int | str, dict[str, Any]]) -> None:
-    """Add every operation to `router` as a POST route."""
-    for path, endpoint, model, summary, tag in OPERATIONS:
-        router.post(path, response_model=model, responses=responses, summary=summary, tags=[tag])(endpoint)
+    """Add every operation to `router` as a POST route (one that may answer with a job documents 202
+    and 429 too)."""
+    from dtsim.interfaces.api import jobs as job_api
+    from dtsim.interfaces.api.app import ErrorBody  # defined before app.py registers these
+
+    for path, endpoint, model, summary, tag, jobs in OPERATIONS:
+        answers = {**responses, **job_api.job_responses(ErrorBody)} if jobs else responses
+        router.post(path, response_model=model, responses=answers, summary=summary, tags=[tag])(endpoint)
 
 
 def _like(cls: type[BaseModel], name: str, description: str | None = None, optional: bool = False) -> Any:
@@ -367,20 +373,53 @@ def api_step(req: StepRequest) -> Any:
     return _step(req)
 
 
-def _plan(req: PlanRequest) -> JSONResponse:
+def plan_work(progress: Any, **fields: Any) -> dict[str, Any]:
+    """POST /api/plan's work, inline or in a job's process (api/jobs.py): the JSON of `dtsim plan
+    --json` for the body's fields (`progress` is not called: the search is one vectorized pass)."""
+    from dtsim.interfaces.api.app import _finite  # lazy: app.py imports this module
     from dtsim.models.datacenter.plan import PlanOptions
     from dtsim.models.datacenter.plan import plan as run_plan
 
+    req = PlanRequest.model_validate(fields)
     with _named_as_in(req):
         cluster = req.cluster()
         opt = PlanOptions(**{k: getattr(req, k) for k in PLAN_OPTIONS})
         if req.target_params_b is not None:
-            return _answer(
-                cli.target_size_payload(
-                    req.target_params_b, cluster, opt, req.vocab, req.seq_len, req.top, None
-                )
+            payload = cli.target_size_payload(
+                req.target_params_b, cluster, opt, req.vocab, req.seq_len, req.top, None
             )
-        return _answer(run_plan(req.architecture(), cluster, opt, top=req.top).as_dict())
+        else:
+            payload = run_plan(req.architecture(), cluster, opt, top=req.top).as_dict()
+    return _finite(payload)
+
+
+# Seconds per candidate layout of a plan (enumerated and evaluated), measured on the development machine
+# (2 shared cores; plan --json's "seconds" over its candidates): dense models 3–7 µs (gpt3-175b on 4,096
+# nodes: 57k in 0.16 s; mcore-177b on 48 × 8 A100s: 100k in 0.44 s; llama3.1-405b on 256 nodes: 28k in
+# 0.18 s), MoE models 8–14 µs (mixtral-8x7b on 16 nodes: 66k in 0.59 s; deepseek-v3 on 64 nodes: 151k
+# in 2.2 s), up to 30 µs for the largest searches (deepseek-v3 on 720 nodes: 669k in 20 s). An
+# engineering estimate that decides whether a plan runs inline or as a background job, not a model
+# assumption.
+PLAN_S_PER_CANDIDATE = {"dense": 7e-6, "moe": 15e-6}
+
+
+def plan_estimate_s(req: PlanRequest) -> float:
+    """What the plan should take: its candidate layouts (enumerated, not evaluated) × the seconds per
+    candidate; with target_params_b, the first shape's count for every shape near the target."""
+    from dtsim.models.datacenter.plan import PlanOptions, enumerate_layouts, shapes_near
+
+    with _named_as_in(req):
+        cluster = req.cluster()
+        opt = PlanOptions(**{k: getattr(req, k) for k in PLAN_OPTIONS})
+        if req.target_params_b is None:
+            shapes = [req.architecture()]
+        else:
+            vocab, seq = req.vocab or cli.TARGET_VOCAB, req.seq_len or cli.TARGET_SEQ_LEN
+            shapes = shapes_near(req.target_params_b * 1e9, vocab, seq)
+        if not shapes:
+            return 0.0
+        candidates = len(enumerate_layouts(shapes[0], cluster, opt)[0]["dp"])
+    return len(shapes) * candidates * PLAN_S_PER_CANDIDATE["moe" if shapes[0].moe else "dense"]
 
 
 PLAN_OPTIONS = (
@@ -441,16 +480,23 @@ def api_step_trace(req: TraceRequest) -> Any:
     return _step_trace(req)
 
 
-@_operation("/plan", dict[str, Any], "Every valid layout of a model on a cluster, ranked by step time")
-def api_plan(req: PlanRequest) -> Any:
+@_operation(
+    "/plan", dict[str, Any], "Every valid layout of a model on a cluster, ranked by step time", jobs=True
+)
+async def api_plan(request: Request, req: PlanRequest) -> Any:
     """The JSON of `dtsim plan --json`: `layouts` (the `top` fastest that fit, each with its fit,
-    model-error interval and warnings), `searched`, `rejected` (counts by reason) and `model_error`.
-    When no layout fits the answer is still 200 (the question was answered: nothing fits), with
-    `fits: false`, `layouts: []`, the closest layouts under `nearest` (not answers) and what to change
-    under `advice` — where the CLI exits with status 1 after printing the same JSON. With
+    model-error interval and warnings), `searched`, `rejected` (counts by reason), `by_tp_pp` and
+    `model_error`. When no layout fits the answer is still 200 (the question was answered: nothing
+    fits), with `fits: false`, `layouts: []`, the closest layouts under `nearest` (not answers) and what
+    to change under `advice` — where the CLI exits with status 1 after printing the same JSON. With
     `target_params_b`: `{"target_params_b", "shapes_searched", "shapes": [...]}` (empty when no shape
-    near the target fits)."""
-    return _plan(req)
+    near the target fits). A plan estimated over a second (its candidate layouts × the measured seconds
+    per candidate: large MoE searches), or asked for with `Prefer: respond-async`, runs as a job: 202
+    and `GET /api/jobs/{id}`, whose result is this same body."""
+    from dtsim.interfaces.api import jobs
+
+    estimate = await run_in_threadpool(plan_estimate_s, req)
+    return await jobs.run(request, "plan", plan_work, req.model_dump(), estimate_s=estimate)
 
 
 @_operation("/collective", dict[str, Any], "α-β time of one collective", tag="network")

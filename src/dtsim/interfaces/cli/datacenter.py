@@ -766,6 +766,10 @@ def step(
         print_uncertainty(dmc.mc, console=con)
 
 
+# plan --target-params-b's shapes unless given: GPT-2's vocabulary, GPT-3's 2,048-token sequence
+TARGET_VOCAB, TARGET_SEQ_LEN = 50257, 2048
+
+
 def target_size_payload(
     target_params_b: float, cluster, opt, vocab: int | None, seq_len: int | None, top: int, doc
 ) -> dict[str, Any]:
@@ -775,7 +779,7 @@ def target_size_payload(
     from dtsim.models.datacenter.plan import plan_by_size
 
     rows, searched = plan_by_size(
-        target_params_b * 1e9, cluster, opt, vocab or 50257, seq_len or 2048, calibration=doc
+        target_params_b * 1e9, cluster, opt, vocab or TARGET_VOCAB, seq_len or TARGET_SEQ_LEN, calibration=doc
     )
     return {"target_params_b": target_params_b, "shapes_searched": searched, "shapes": rows[:top]}
 
