@@ -91,6 +91,17 @@ def test_limits_inputs_are_checked_by_field():
         assert exc.value.problems[0][0] == field
 
 
+def test_a_carried_gpu_without_a_limits_model_is_dropped_alone():
+    from dtsim.interfaces.web.views.limits import DEFAULTS, restore
+
+    params, notice = restore({"gpu": "tpu-v5p", "months": "6"})
+    assert params["gpu"] == DEFAULTS["gpu"] and params["months"] == 6.0
+    assert notice.startswith("Using h100-sxm: gpu = 'tpu-v5p'")
+    params, notice = restore({"gpu": "gh200", "months": "x"})
+    assert params == DEFAULTS and "months = 'x'" in notice
+    assert restore({"gpu": "gh200"}) == (DEFAULTS | {"gpu": "gh200"}, None)
+
+
 def test_limits_view_in_a_browser(server, tmp_path):
     from playwright.sync_api import sync_playwright
 

@@ -311,6 +311,22 @@ def search_text(data: dict[str, Any]) -> str:
     )
 
 
+def restore(query: dict[str, str]) -> tuple[dict[str, Any], str | None]:
+    """The inputs of a share link and a notice when some cannot be used. A `gpu` the limits model has
+    no hardware for (carried from another view: a TPU, a GPU without GEMM constants) is dropped alone,
+    the link's other inputs kept; any other problem keeps the defaults."""
+    try:
+        return parse_params(query), None
+    except ScenarioError as exc:
+        if exc.problems[0][0] == "gpu":
+            try:
+                rest = {k: v for k, v in query.items() if k != "gpu"}
+                return parse_params(rest), f"Using {DEFAULTS['gpu']}: " + problems_text(exc, "; ")
+            except ScenarioError:
+                pass
+        return dict(DEFAULTS), "Ignored the link's inputs: " + problems_text(exc, "; ")
+
+
 class LimitsView:
     def __init__(self, ui: Any, query: dict[str, str], shell: Any) -> None:
         self.ui, self.shell = ui, shell
@@ -319,12 +335,7 @@ class LimitsView:
         # the shared keys this view does not use, handed on to the other views
         self.carried = {k: v for k, v in query.items() if k in SHARED_KEYS and k not in KEYS}
         self.data: dict[str, Any] | None = None
-        notice = None
-        try:
-            self.params = parse_params(query)
-        except ScenarioError as exc:
-            self.params = dict(DEFAULTS)
-            notice = "Ignored the link's inputs: " + problems_text(exc, "; ")
+        self.params, notice = restore(query)
         self.widgets: dict[str, Any] = {}
         self.latest = Latest(
             compute, lambda: (dict(self.params),), self.accept, lambda e: self.kit.show_error(e)
