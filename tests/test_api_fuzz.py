@@ -137,6 +137,7 @@ POSTS = (
     "/api/sensitivity",
     *(f"/api/dataparallel/{op}" for op in ("critical-batch", "scaling", "accumulation", "overlap")),
     *(f"/api/dataparallel/{op}" for op in ("sync-bandwidth", "traffic")),
+    *(f"/api/{op}" for op in ("step", "step/trace", "plan", "collective", "fabric")),
 )
 CONTENT_TYPES = (
     "application/json",
