@@ -24,6 +24,8 @@ from urllib.parse import urlencode
 # (path, label, module under dtsim.interfaces.web.views or None for the decentralized page at "/")
 NAVIGATION: tuple[tuple[str, str, str | None], ...] = (
     ("/", "Decentralized", None),
+    ("/step", "Step", "step"),
+    ("/plan", "Plan", "plan"),
     ("/limits", "Limits", "limits"),
     ("/validation", "Validation", "validation"),
     ("/sweep", "Sweep", "sweep"),
