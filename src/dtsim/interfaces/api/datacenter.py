@@ -72,14 +72,15 @@ def _like(cls: type[BaseModel], name: str, description: str | None = None, optio
     return Annotated[(kind, *info.metadata, Field(description=description or info.description))]
 
 
-class ModelFields(BaseModel):
-    """The model: a catalog id, an architecture's fields, or the shape fields alone (which also
-    override a catalog model's, as the CLI's shape flags do)."""
+class WorkloadFields(BaseModel):
+    """What step and plan both take: the model (a catalog id, an architecture's fields, or the shape
+    fields alone, which also override a catalog model's as the CLI's shape flags do), the cluster with
+    its network, and the run."""
 
     model_config = STRICT
     model: ModelId | dict[str, Any] | None = Field(
         None,
-        description="Catalog model id (GET /api/presets lists them), or an architecture's fields as in an "
+        description="Catalog model id (catalog/architectures.yaml), or an architecture's fields as in an "
         "architecture file (hidden, layers, heads, vocab, seq_len, ...).",
     )
     hidden: _like(Architecture, "hidden", optional=True) = None
@@ -127,7 +128,8 @@ class ModelFields(BaseModel):
         if value is None or isinstance(value, dict) or (isinstance(value, str) and value in MODEL_IDS):
             return value
         raise ValueError(
-            "must be a catalog model id (GET /api/presets lists them) or an object of architecture fields"
+            "must be a catalog model id (catalog/architectures.yaml: gpt3-175b, llama3.1-70b, ...) or an object "
+            "of architecture fields"
         )
 
     def architecture(self) -> Architecture:
@@ -145,7 +147,7 @@ class ModelFields(BaseModel):
 STEP_EXAMPLE = {"model": "gpt3-175b", "nodes": 48, "tp": 8, "pp": 12, "gbs": 1536, "fabric": "dgx-a100-hdr"}
 
 
-class LayoutRequest(ModelFields):
+class LayoutRequest(WorkloadFields):
     """A model on a cluster with one parallel layout (Layout's fields; the CLI's defaults)."""
 
     dp: _like(Layout, "dp") = None
@@ -236,7 +238,7 @@ class StepBatch(BaseModel):
     layouts: list[StepResult]
 
 
-class PlanRequest(ModelFields):
+class PlanRequest(WorkloadFields):
     """`dtsim plan`: every valid layout ranked, or (with target_params_b) model shapes near a size."""
 
     model_config = ConfigDict(
@@ -332,7 +334,7 @@ def _answer(payload: dict[str, Any]) -> JSONResponse:
 
 
 @contextmanager
-def _named_as_in(req: ModelFields) -> Iterator[None]:
+def _named_as_in(req: WorkloadFields) -> Iterator[None]:
     """A ScenarioError raised inside names the body's fields, not the library's: `layout.tp` → `tp`,
     `cluster.nic_gbps` → `nic_gbps`, `model.hidden` → `hidden` when the body gave hidden as a shape
     field (else it stays `model.hidden`, a field of the architecture given as `model`)."""
