@@ -72,6 +72,27 @@ def test_sweep_inputs_are_checked_by_field():
     assert f"{MAX_PAGE_POINTS:,}" in exc.value.problems[0][2]
 
 
+def test_charts_of_a_grid():
+    """Two fields: a heat map whose cells are the grid in C order (log10 where the values span more than
+    10^3, as `sweep --plot`); one field with bands: the point, the P10-P90 band and the P50."""
+    import math
+
+    from dtsim.interfaces.web.views.sweep import DEFAULTS, column, compute, heat_chart, line_chart
+
+    wide = compute(DEFAULTS | {"vary": "num_nodes=8:100000:4:log;bandwidth_mbps=1,1000"})
+    chart = heat_chart(wide, "wall_clock_days")
+    days = column(wide, "wall_clock_days")
+    assert chart["title"]["text"] == "log10 of wall_clock_days"
+    assert [c[2] for c in chart["series"][0]["data"]] == pytest.approx([math.log10(d) for d in days])
+    narrow = compute(DEFAULTS | {"vary": "num_nodes=8:64:3;bandwidth_mbps=1000,2000"})
+    assert [c[2] for c in heat_chart(narrow, "global_mfu")["series"][0]["data"]] == column(
+        narrow, "global_mfu"
+    )
+    banded = compute(DEFAULTS | {"vary": "num_nodes=8:64:3", "uncertainty": "16"})
+    names = [s["name"] for s in line_chart(banded, "wall_clock_days")["series"]]
+    assert names == ["point", "P10", "P10–P90", "P50"]
+
+
 def test_sweep_view_in_a_browser(server, tmp_path):
     from playwright.sync_api import sync_playwright
 

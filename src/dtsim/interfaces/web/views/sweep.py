@@ -12,6 +12,7 @@ visible error pointing at `dtsim sweep --out`, which takes up to 5,000,000 point
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Any
 
@@ -262,18 +263,23 @@ def column_names(data: dict[str, Any]) -> set[str]:
 
 
 def heat_chart(data: dict[str, Any], output: str) -> dict[str, Any]:
-    """The chosen output over two varied fields (its P50 with bands, as `sweep --plot` draws it)."""
+    """The chosen output over two varied fields (its P50 with bands), coloured on a log10 scale where its
+    positive values span more than 10^3, as `sweep --plot` draws it (interfaces/plotting.plot_grid)."""
     a, b = data["axes"]
     mid = next((lv for lv in data["band_levels"] if lv == "p50"), None)
     name = f"{output}_{mid}" if mid and f"{output}_{mid}" in column_names(data) else output
     z = column(data, name)
+    positive = [v for v in z if isinstance(v, int | float) and v > 0]
+    use_log = bool(positive) and max(positive) / min(positive) > 1e3
+    if use_log:
+        z = [math.log10(v) if isinstance(v, int | float) and v > 0 else None for v in z]
     cells = [
         [j, i, z[i * len(b["values"]) + j]] for i in range(len(a["values"])) for j in range(len(b["values"]))
     ]
     finite = [c[2] for c in cells if isinstance(c[2], int | float)]
     return {
         "animation": False,
-        "title": {"text": name, "textStyle": {"fontSize": 13}},
+        "title": {"text": f"log10 of {name}" if use_log else name, "textStyle": {"fontSize": 13}},
         "tooltip": {"position": "top"},
         "grid": {"left": 90, "right": 30, "top": 30, "bottom": 90},
         "xAxis": {
