@@ -260,6 +260,7 @@ def memory_chart(s: dict[str, Any], gpu_memory_gb: float) -> dict[str, Any]:
             "type": "value",
             "name": "GB",
             "max": round(max(gpu_memory_gb, s["memory_per_gpu_gb"]) * 1.05, 1),
+            "axisLabel": {"showMaxLabel": False},
         },
         "yAxis": {"type": "category", "data": ["per GPU"]},
         "series": series,
