@@ -72,6 +72,29 @@ def test_target_view(server, tmp_path):
         assert shown == expected(search)
         assert shown["winner"]["num_nodes"] >= 1
         assert other.locator("[data-testid=modes-table]").is_visible()
+        # the inverse queries: the most compute for a budget, the fewest nodes of one preset
+        reach = {
+            **search,
+            "params_b": None,
+            "tokens_t": None,
+            "budget": 5e6,
+            "reach": "quality",
+            "node": "dgx-h100",
+            "max_nodes": 1000,
+        }
+        shown = untimed(
+            open_view(
+                other,
+                server + "/target?solve=&params_b=&budget=5000000&reach=quality&node=dgx-h100&max_nodes=1000",
+            )
+        )
+        assert shown == expected(reach) and shown["objective"] == "reach"
+        fewest = {**search, "min_nodes": True, "node": "dgx-h100"}
+        shown = untimed(
+            open_view(other, server + "/target?solve=&params_b=10&tokens_t=0.2&min_nodes=true&node=dgx-h100")
+        )
+        assert shown == expected(fewest)
+        assert f"{shown['min_nodes']:,} × dgx-h100" in other.text_content("[data-testid=min-nodes]")
 
         # import: a good inputs file, and bad ones that say why and change nothing
         good = tmp_path / "target.yaml"

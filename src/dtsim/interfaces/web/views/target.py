@@ -62,6 +62,22 @@ QUESTION_FIELDS = (
     Field("days", "Time limit (days; blank: 547.875)", "number", None, optional=True),
     Field("budget", "Budget (USD, search)", "number", None, optional=True),
     Field("node", "Node preset (blank: the base's, or all in a search)", "select", None, optional=True),
+    Field(
+        "reach",
+        "Inverse: most compute for the budget (search)",
+        "select",
+        None,
+        options=("local", "quality"),
+        optional=True,
+        tip="The most local- or quality-adjusted compute reachable with the budget; no target.",
+    ),
+    Field(
+        "min_nodes",
+        "Inverse: fewest nodes of the one node preset (search)",
+        "switch",
+        False,
+        tip="The target on the fewest nodes of the node preset chosen above.",
+    ),
     Field("max_nodes", "Largest node count", "int", None, optional=True),
 )
 
@@ -93,6 +109,8 @@ def compute(v: dict[str, Any]) -> dict[str, Any]:
             "--quality-flop": v.get("quality_flop"),
             "--objective": v.get("objective"),
             "--budget": v.get("budget"),
+            "--reach": v.get("reach"),
+            "--min-nodes": v.get("min_nodes") or None,
         }
         return ops.target_solve(
             base,
@@ -115,6 +133,8 @@ def compute(v: dict[str, Any]) -> dict[str, Any]:
         objective=v.get("objective"),
         days=v.get("days"),
         budget=v.get("budget"),
+        reach=v.get("reach"),
+        min_nodes=bool(v.get("min_nodes")),
         node=node,
         max_nodes=v.get("max_nodes"),
     ).payload
@@ -161,6 +181,10 @@ def render_search(ui: Any, a: dict[str, Any]) -> None:
                 f"{w['num_nodes']:,} × {w['node']}: {fmt(w['parameters_b'])}B, {fmt(w['days'])} days, "
                 f"${fmt(w['cost_usd'])} ({MODE_LABEL.get(w['mode'], w['mode'])})"
             ).classes("text-h6").props("data-testid=answer")
+            if a.get("min_nodes") is not None:
+                ui.label(f"Fewest nodes: {a['min_nodes']:,} × {w['node']}").classes("text-body1").props(
+                    "data-testid=min-nodes"
+                )
             key_values(ui, [(k, fmt(x), f"winner-{k}") for k, x in w.items()])
         s = a["search"]
         ui.label(
