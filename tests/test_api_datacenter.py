@@ -290,6 +290,7 @@ def test_fabric_bounds_are_the_libraries(client, field, top, tmp_path):
         ("/api/step", {"model": "gpt2", "layouts": [{}, {"tp": 5}]}, "layouts[1].tp", "must divide heads"),
         ("/api/step", {"model": "gpt2", "layouts": [{"pp": "x"}]}, "layouts[0].pp", "valid integer"),
         ("/api/step", {"model": "gpt2", "layouts": []}, "layouts", "at least 1 item"),
+        ("/api/step", {"model": "gpt2", "layouts": [{}] * 1001}, "layouts", "at most 1000 items"),
         ("/api/step", {"model": "gpt2", "colour": "blue"}, "colour", "Extra inputs"),
         ("/api/plan", {"model": "gpt2", "gbs": 0}, "gbs", "greater than or equal to 1"),
         ("/api/plan", {"model": "gpt2", "top": 0}, "top", "greater than or equal to 1"),

@@ -39,6 +39,9 @@ ClusterFabricId = Literal[tuple(catalog.cluster_fabrics())]  # type: ignore[vali
 LinkId = Literal[tuple(catalog.fabrics())]  # type: ignore[valid-type]
 Precision = Literal["bf16", "fp16", "fp8"]
 STRICT = ConfigDict(extra="forbid", strict=True)
+# rows of one step batch: /api/simulate's batch size (app.MAX_BATCH), about 0.35 s and 2.5 MB of answer
+# (a --layouts file may hold 10,000)
+MAX_LAYOUTS = 1000
 SHAPE_FIELDS = cli.SHAPE_FLAGS  # hidden, layers, heads, kv_heads, ffn, ffn_type, vocab, seq_len
 CLUSTER_FIELDS = cli.CLUSTER_FLAGS  # gpu, nodes, gpus_per_node, fabric, nics_per_node, ...
 
@@ -218,7 +221,7 @@ class StepRequest(LayoutRequest):
     layouts: list[dict[str, Any]] | None = Field(
         None,
         min_length=1,
-        max_length=cli.LAYOUT_FILE_ROWS,
+        max_length=MAX_LAYOUTS,
         description="A batch (`dtsim step --layouts`): rows of layout fields (tp, pp, dp, mbs, gbs, zero, ...), "
         "each evaluated, the body's layout fields giving what a row leaves out. The answer is "
         '{"layouts": [...]}, one result per row, each what the row alone gives.',
