@@ -24,6 +24,7 @@ from __future__ import annotations
 import html
 import logging
 import math
+import threading
 import time
 from enum import Enum
 from typing import Annotated, Any, Literal
@@ -567,34 +568,45 @@ def _sensitivity_problems(exc: ScenarioError) -> list[tuple[str, Any, str]]:
     ]
 
 
-_SENSITIVITY_COST: dict[str, float] = {}  # measured in this process: fixed seconds, seconds per run
+_SENSITIVITY_COST: dict[str, float] = {}  # measured once per server process: fixed seconds, seconds per run
+_SENSITIVITY_COST_LOCK = threading.Lock()
+
+
+def measure_sensitivity_cost() -> dict[str, float]:
+    """The cost of a sensitivity analysis on this machine: `fixed` seconds and seconds `per_run`, from
+    the analysis of the default scenario over the assumptions table's distributions at base 2 (the
+    better of two) and at the largest base the API takes, after one untimed warm-up (imports, caches).
+    The cost grows faster than the runs (SALib's bootstrap outgrows the caches), so the line between
+    the two ends overstates what lies between: an analysis becomes a job early rather than late."""
+    from dtsim.analysis.sensitivity import sensitivity as run_sensitivity
+
+    default, table = _sensitivity_inputs({"scenario": {}, "preset": None, "fixed_assumptions": False})
+    run_sensitivity(default, table, "wall_clock_days", 2, 0)
+    times = []
+    for n, repeats in ((2, 2), (MAX_SENSITIVITY_BASE, 1)):
+        best = math.inf
+        for _ in range(repeats):
+            start = time.perf_counter()
+            probe = run_sensitivity(default, table, "wall_clock_days", n, 0)
+            best = min(best, time.perf_counter() - start)
+        times.append((probe.runs, best))
+    (r0, t0), (r1, t1) = times
+    per_run = max((t1 - t0) / (r1 - r0), 0.0)
+    return {"fixed": max(t0 - per_run * r0, 0.0), "per_run": per_run}
 
 
 def _sensitivity_estimate_s(scenario: Scenario, dists: Any, output: str, runs: int) -> float:
-    """Seconds a sensitivity analysis of `runs` model runs is expected to take on this server: a fixed
-    cost plus runs × the cost per run, measured once per process by timing the analysis of the default
-    scenario over the assumptions table's distributions at base 2 and at the largest base the API
-    takes (after one untimed warm-up: imports, caches). The cost grows faster than the runs (SALib's
-    bootstrap outgrows the caches), so the line between the two ends overstates what lies between:
-    an analysis becomes a job early rather than late. Each request also runs the base-2 analysis of its own inputs, so
-    a problem with them (an unknown output, nothing that varies) is 422 before any job is made."""
+    """Seconds a sensitivity analysis of `runs` model runs is expected to take on this server (fixed +
+    runs × per run, measure_sensitivity_cost's figures, measured in a separate process the first time so
+    the measuring does not hold this process's other requests). Each request also runs the base-2
+    analysis of its own inputs, so a problem with them (an unknown output, nothing that varies) is 422
+    before any job is made."""
     from dtsim.analysis.sensitivity import sensitivity as run_sensitivity
 
     run_sensitivity(scenario, dists, output, 2, 0)
-    if not _SENSITIVITY_COST:
-        default, table = _sensitivity_inputs({"scenario": {}, "preset": None, "fixed_assumptions": False})
-        run_sensitivity(default, table, "wall_clock_days", 2, 0)
-        times = []
-        for n, repeats in ((2, 2), (MAX_SENSITIVITY_BASE, 1)):
-            best = math.inf
-            for _ in range(repeats):  # the better of two: the machine's other work only adds time
-                start = time.perf_counter()
-                probe = run_sensitivity(default, table, "wall_clock_days", n, 0)
-                best = min(best, time.perf_counter() - start)
-            times.append((probe.runs, best))
-        (r0, t0), (r1, t1) = times
-        per_run = max((t1 - t0) / (r1 - r0), 0.0)
-        _SENSITIVITY_COST.update(fixed=max(t0 - per_run * r0, 0.0), per_run=per_run)
+    with _SENSITIVITY_COST_LOCK:
+        if not _SENSITIVITY_COST:
+            _SENSITIVITY_COST.update(jobs.call_in_process(measure_sensitivity_cost))
     return _SENSITIVITY_COST["fixed"] + runs * _SENSITIVITY_COST["per_run"]
 
 
