@@ -237,10 +237,14 @@ def test_finished_jobs_expire_and_the_store_is_bounded(client, store, monkeypatc
     r = client.get("/slow", params={"steps": 1, "delay": 0}, headers=ASYNC)
     href = r.json()["href"]
     wait_state(client, href, {"done"})
+    other = client.get("/slow", params={"steps": 1, "delay": 0}, headers=ASYNC).json()["href"]
+    wait_state(client, other, {"done"})
     monkeypatch.setattr(jobs, "JOB_TTL_S", 0.0)
-    client.get("/slow", params={"steps": 1, "delay": 0}, headers=ASYNC)  # admission sweeps the store
-    assert client.get(href).status_code == 404
+    assert client.get(href).status_code == 404  # an expired job is gone when asked for
     assert not list(store.glob(f"{r.json()['id']}*"))
+    assert list(store.glob(f"{other.rsplit('/', 1)[1]}*"))
+    client.get("/slow", params={"steps": 1, "delay": 0}, headers=ASYNC)  # admission sweeps the store
+    assert not list(store.glob(f"{other.rsplit('/', 1)[1]}*"))
     monkeypatch.setattr(jobs, "JOB_TTL_S", 3600.0)
     monkeypatch.setattr(jobs, "MAX_STORED_JOBS", 3)
     for _ in range(5):

@@ -701,6 +701,9 @@ class JobCancel(JobView):
 def _lookup(job_id: str) -> tuple[Path, dict[str, Any]] | JSONResponse:
     store = store_dir()
     rec = _read_record(store, job_id) if ID_PATTERN.fullmatch(job_id) else None
+    if rec is not None and rec["state"] in FINAL and _now() - rec["updated"] > JOB_TTL_S:
+        _remove(store, job_id)  # expired: gone now, not at the next job's admission
+        rec = None
     if rec is None:
         return _problem_response(
             404, [("id", job_id, f"no such job; jobs are kept {JOB_TTL_S / 60:g} minutes after they end")]
