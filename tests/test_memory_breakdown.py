@@ -68,3 +68,19 @@ def test_a_last_stage_that_peaks_reports_its_own_parts():
     parts = r.memory_breakdown_gb
     assert parts["logits"] > 0  # only the last stage holds them with pp > 1 (first-last embedding)
     assert sum(parts.values()) == pytest.approx(r.memory_per_gpu_gb, rel=1e-12)
+
+
+def test_the_cli_table_shows_the_parts():
+    from typer.testing import CliRunner
+
+    from dtsim.interfaces.cli.main import app
+
+    out = CliRunner().invoke(
+        app, ["step", "-m", "llama3.1-8b", "--nodes", "2", "--gbs", "512", "--zero", "3"]
+    )
+    assert out.exit_code == 0, out.output
+    parts = run(zero=3).memory_breakdown_gb
+    text = " ".join(out.output.replace("│", " ").split())  # the table's cells, wrapped lines joined
+    assert "Memory by part (GB)" in text
+    assert f"zero3 unit buffers {parts['zero3_unit_buffers']:,.1f}" in text
+    assert f"activations {parts['activations']:,.1f}" in text

@@ -750,6 +750,8 @@ def step(
         t.add_row(k, v)
     for k, v in result.breakdown_s.items():
         t.add_row(f"  {k.replace('_', ' ')}", f"{v:,.3f} s")
+    parts = result.memory_breakdown_gb.items()
+    t.add_row("Memory by part (GB)", ", ".join(f"{k.replace('_', ' ')} {v:,.1f}" for k, v in parts if v > 0))
     if result.run is not None:
         for k, v in run_rows(result.run):
             t.add_row(k, v)
