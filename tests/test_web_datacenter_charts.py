@@ -5,9 +5,12 @@ stacks step's own parts against the usable limit and the GPU's memory, and the h
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from dtsim.interfaces.web.formview import defaults
+from dtsim.errors import ScenarioError
+from dtsim.interfaces.web.formview import argv, defaults
 from dtsim.interfaces.web.views import plan as plan_view
 from dtsim.interfaces.web.views import step as step_view
 from dtsim.models.datacenter.step import step
@@ -70,3 +73,37 @@ def test_heat_map_places_every_cell():
     assert [c["value"] for c in none["data"]] == [[0, 0, 120.0]]
     assert none["data"][0]["label"]["formatter"] == "no fit 120 GB"
     assert (chart["visualMap"]["min"], chart["visualMap"]["max"]) == (2.0, 3.0)
+
+
+@pytest.mark.parametrize(
+    "over",
+    [
+        {"model": "mixtral-8x7b", "nodes": 4, "tp": 2, "pp": 2, "ep": 4, "moe_capacity_factor": 1.25},
+        {"model": "mixtral-8x7b", "nodes": 2, "tp": 2, "pp": 1, "ep": 8, "moe_imbalance": 1.5},
+        {"zero": 3, "tp": 1, "pp": 1, "shard_group": 4, "fp32_params": True, "attention_kernel": "flash1"},
+        {"gpu": "tpu-v5p", "nodes": 16, "gpus_per_node": 4, "torus": "4x4x4", "tp": 4, "pp": 1},
+        {"model": None, "hidden": 2048, "layers": 16, "heads": 16, "vocab": 32000, "seq_len": 2048},
+        {"fabric": "dgx-h100-ndr", "nic_gbps": 200, "oversubscription": 2, "precision": "fp8", "cp": 2},
+    ],
+)
+def test_step_view_answers_are_the_clis(over):
+    from typer.testing import CliRunner
+
+    from dtsim.interfaces.cli.main import app
+
+    v = small_values(**over)
+    out = CliRunner().invoke(app, ["step", *argv(step_view.fields(), v), "--json"])
+    assert out.exit_code == 0, out.output
+    assert step_view.compute(v)["step"] == json.loads(out.stdout)
+
+
+def test_step_view_errors_name_the_form_fields():
+    with pytest.raises(ScenarioError) as exc:
+        step_view.compute(small_values(no_flash_attention=True, attention_kernel="flash1"))
+    assert exc.value.problems[0][0] == "attention_kernel"
+    with pytest.raises(ScenarioError) as exc:
+        step_view.compute(small_values(tp=3))
+    assert {p[0] for p in exc.value.problems} == {"tp", "dp"}
+    with pytest.raises(ScenarioError) as exc:
+        step_view.compute(small_values(model=None, hidden=1024))
+    assert exc.value.problems[0][0] == "model" and "layers" in exc.value.problems[0][2]

@@ -104,6 +104,9 @@ def test_plan_view(server, tmp_path):
 
         # share link: a new page restores the inputs and the answer
         page.click("[data-testid=copy-link]")
+        page.wait_for_function(  # the copy is asynchronous (the server asks the page to write it)
+            "navigator.clipboard.readText().then((t) => t.length > 0)", timeout=10_000
+        )
         link = page.evaluate("navigator.clipboard.readText()")
         assert "gbs=384" in link and "model" not in link and link == page.url  # the defaults are left out
         other = context.new_page()

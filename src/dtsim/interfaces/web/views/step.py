@@ -46,6 +46,7 @@ CLUSTER_FIELDS = (
     Field("nvlink_gbps", "NVLink per GPU, one way (Gb/s)", "number", None, optional=True),
     Field("nvlink_domain", "NVLink domain (GPUs)", "int", None, optional=True),
     Field("oversubscription", "Oversubscription above the leaves", "number", None, optional=True),
+    Field("torus", "TPU slice (e.g. 4x4x4; TPU GPUs)", "text", None, optional=True),
 )
 CLUSTER = tuple(f.name for f in CLUSTER_FIELDS)
 LAYOUT_FIELDS = (
@@ -64,6 +65,11 @@ LAYOUT_FIELDS = (
     Field("no_flash_attention", "No FlashAttention (materialised scores)", "switch", False),
     Field("no_overlap_grad_reduce", "Blocking gradient reduction", "switch", False),
     Field("overlap_tp_comm", "Overlap TP communication", "switch", False),
+    Field("shard_group", "HSDP shard group (ZeRO-3; blank: all DP)", "int", None, optional=True),
+    Field("attention_kernel", "Attention kernel (blank: flash2)", "select", None, options=(), optional=True),
+    Field("fp32_params", "FP32 parameters only (FSDP/JAX)", "switch", False),
+    Field("moe_capacity_factor", "MoE capacity factor (blank: dropless)", "number", None, optional=True),
+    Field("moe_imbalance", "MoE busiest-rank load / mean", "number", 1.0),
 )
 RUN_FIELDS = (
     Field("precision", "Precision", "select", "bf16", options=("bf16", "fp16", "fp8")),
@@ -99,7 +105,7 @@ MAX_DRAWN_EVENTS = 3000
 
 def model_choices() -> dict[str, tuple[str, ...]]:
     """The catalog's choices for the select fields shared with /plan."""
-    from dtsim.models.datacenter.workload import SCHEDULES
+    from dtsim.models.datacenter.workload import ATTENTION_KERNELS, SCHEDULES
     from dtsim.physics.transformer import architectures
 
     return {
@@ -107,6 +113,7 @@ def model_choices() -> dict[str, tuple[str, ...]]:
         "gpu": tuple(k for k, g in catalog.gpus().items() if g.micro is not None),
         "fabric": tuple(catalog.cluster_fabrics()),
         "schedule": SCHEDULES,
+        "attention_kernel": ATTENTION_KERNELS,
     }
 
 
@@ -118,9 +125,10 @@ def fields() -> tuple[Field, ...]:
 
 def body_names(exc: ScenarioError) -> ScenarioError:
     """The library's field names as the form's: `layout.tp` → `tp`, `cluster.nodes` → `nodes`,
-    `model.hidden` → `hidden`."""
+    `model.hidden` → `hidden`, `--attention-kernel` → `attention_kernel`."""
     out = []
     for f, v, m in exc.problems:
+        f = f.lstrip("-").replace("-", "_")  # a CLI flag (--attention-kernel) as the field
         for prefix in ("layout.", "cluster.", "model."):
             f = f.removeprefix(prefix)
         out.append((f, v, m))
@@ -155,7 +163,7 @@ def workload(v: dict[str, Any]):
                 k: v[k]
                 for k in ("tp", "pp", "vpp", "cp", "ep", "mbs", "gbs", "recompute", "zero", "schedule")
             },
-            "shard_group": None,
+            "shard_group": v.get("shard_group"),
             "pp_layers": None,
             "sequence_parallel": v["sequence_parallel"],
             "embedding_stages": "first-last",
@@ -163,10 +171,10 @@ def workload(v: dict[str, Any]):
             "overlap_grad_reduce": not v["no_overlap_grad_reduce"],
             "overlap_tp_comm": v["overlap_tp_comm"],
             "fp32_grad_accumulation": None,
-            "fp32_params": False,
-            "attention_kernel": check_attention_kernel(None, v["no_flash_attention"]),
-            "moe_capacity_factor": None,
-            "moe_imbalance": 1.0,
+            "fp32_params": v["fp32_params"],
+            "attention_kernel": check_attention_kernel(v.get("attention_kernel"), v["no_flash_attention"]),
+            "moe_capacity_factor": v.get("moe_capacity_factor"),
+            "moe_imbalance": v["moe_imbalance"],
         }
         run = {"model": arch, "cluster": cluster(v), "precision": v["precision"], "tokens": v.get("tokens")}
         run["usd_per_gpu_hour"] = v.get("usd_per_gpu_hour")
