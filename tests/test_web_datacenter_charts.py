@@ -107,3 +107,24 @@ def test_step_view_errors_name_the_form_fields():
     with pytest.raises(ScenarioError) as exc:
         step_view.compute(small_values(model=None, hidden=1024))
     assert exc.value.problems[0][0] == "model" and "layers" in exc.value.problems[0][2]
+
+
+@pytest.mark.parametrize(
+    "over",
+    [
+        {"model": "mixtral-8x7b", "nodes": 4, "moe_capacity_factor": 1.25, "top": 3},
+        {"attention_kernel": "triton", "fp32_params": True, "gbs": 256, "dp_multiple": 2},
+    ],
+)
+def test_plan_view_answers_are_the_clis(over):
+    from typer.testing import CliRunner
+
+    from dtsim.interfaces.cli.main import app
+
+    v = defaults(plan_view.fields()) | over
+    out = CliRunner().invoke(app, ["plan", *argv(plan_view.fields(), v), "--json"])
+    assert out.exit_code == 0, out.output
+    want = json.loads(out.stdout)
+    got = plan_view.compute(v)
+    assert want.pop("seconds") > 0 and got.pop("seconds") > 0  # the search's wall clock differs
+    assert got == want and got["layouts"]

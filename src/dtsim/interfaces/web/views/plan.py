@@ -29,11 +29,16 @@ SEARCH_FIELDS = (
 )
 
 
+# /step's fields that plan applies to every layout it searches
+LAYOUT_OPTIONS = ("attention_kernel", "fp32_params", "moe_capacity_factor", "moe_imbalance")
+
+
 def fields() -> tuple[Field, ...]:
     by_name = {f.name: f for f in step_view.fields()}
     shared = [by_name[f.name] for f in step_view.MODEL_FIELDS + step_view.CLUSTER_FIELDS]
     run = [by_name[f.name] for f in step_view.RUN_FIELDS]
-    return (*shared, *SEARCH_FIELDS, *run)
+    options = [by_name[name] for name in LAYOUT_OPTIONS]
+    return (*shared, *SEARCH_FIELDS, *options, *run)
 
 
 def compute(v: dict[str, Any]) -> dict[str, Any]:
@@ -56,7 +61,10 @@ def compute(v: dict[str, Any]) -> dict[str, Any]:
             gbs_multiple=v["gbs_multiple"],
             flash_attention=not v["no_flash_attention"],
             overlap_tp_comm=v["overlap_tp_comm"],
-            attention_kernel=check_attention_kernel(None, v["no_flash_attention"]),
+            attention_kernel=check_attention_kernel(v.get("attention_kernel"), v["no_flash_attention"]),
+            fp32_params=v["fp32_params"],
+            moe_capacity_factor=v.get("moe_capacity_factor"),
+            moe_imbalance=v["moe_imbalance"],
             tokens=v.get("tokens"),
             usd_per_gpu_hour=v.get("usd_per_gpu_hour"),
         )
@@ -225,7 +233,7 @@ def build(ui: Any, query: dict[str, str], shell: Any) -> None:
         sections=(
             ("Model", tuple(f.name for f in step_view.MODEL_FIELDS)),
             ("Cluster and network", step_view.CLUSTER),
-            ("Search", tuple(f.name for f in SEARCH_FIELDS)),
+            ("Search", tuple(f.name for f in SEARCH_FIELDS) + LAYOUT_OPTIONS),
             ("Run", tuple(f.name for f in step_view.RUN_FIELDS)),
         ),
     ).build()
