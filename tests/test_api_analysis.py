@@ -268,3 +268,13 @@ def test_a_target_nothing_reaches_is_200_with_no_winner(client):
     )
     assert cli.exit_code == 2
     assert _timeless(resp.json()) == _timeless(json.loads(cli.stdout))
+
+
+def test_work_past_the_time_budget_is_503(client, monkeypatch):
+    monkeypatch.setattr(api, "TIME_BUDGET_S", -1.0)  # spent before the first step
+    body = {"targets": [1e25], "gpu": ["h100-sxm"], "max_nodes": 500}
+    resp = client.post("/api/governance", json=body)
+    assert resp.status_code == 503
+    assert "time budget" in resp.json()["detail"][0]["message"]
+    monkeypatch.setattr(api, "TIME_BUDGET_S", 60.0)
+    assert client.post("/api/governance", json=body).status_code == 200

@@ -136,9 +136,14 @@ def limits_search(
 ) -> LimitsSearch:
     """The smallest cluster that trains a compute-optimal run of `compute` FLOP within `months`, and its
     layout (models/limits/search.py; Erdil & Schneider-Joseph 2024 §6), with `limits search --json`."""
+    from dtsim.analysis.limits_uncertainty import read_input
     from dtsim.models.limits.curve import limits_point, shape_for_compute
     from dtsim.models.limits.search import cluster_size
 
+    chip = {"months": months, "peak-tflops": peak_tflops, "hbm-tb-s": hbm_tb_s, "memory-gb": memory_gb}
+    for flag, value in chip.items():  # the ranges `limits search` reads them in (≥ 45 minutes, …)
+        if value is not None:
+            read_input(flag, value)
     check_limits_common(months, scaling, memory)
     if not (math.isfinite(compute) and MIN_COMPUTE_FLOP <= compute <= MAX_COMPUTE_FLOP):
         raise ScenarioError([("compute", compute, "must be between 1e18 and 1e40 FLOP")])

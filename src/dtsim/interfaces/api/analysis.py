@@ -5,8 +5,8 @@ built by the same code (interfaces/operations.py).
 
 Each operation's work is a module-level function `work(progress, **fields) -> dict` (`WORK`: path →
 (work, request model)): `fields` are the request model's, `progress(fraction)` is called with 0..1 as
-the work proceeds. The endpoints call it with a no-op progress; a jobs runner may call it in the
-background. A value an operation refuses is a ScenarioError naming the body field (a CLI option
+the work proceeds. The endpoints' progress reports nowhere but stops work past the app's time budget
+(503); a jobs runner may call the same function in the background. A value an operation refuses is a ScenarioError naming the body field (a CLI option
 `--inner-steps` becomes `inner_steps`, a scenario field `scenario.num_nodes`), which the app answers
 with 422. app.py adds the routes to its /api router (`register`), so its body guard covers them.
 
@@ -18,6 +18,7 @@ for the API's uncertainty), Dask (`--scheduler`, `--workers`), files (`--runs`, 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -54,8 +55,8 @@ def _steps(progress: ProgressFn) -> Callable[[int, int], None]:
 
 
 def _field(name: str) -> str:
-    """A CLI option as the body field it is here: `--inner-steps` → `inner_steps`."""
-    return name[2:].replace("-", "_") if name.startswith("--") else name
+    """A CLI option as the body field it is here: `--inner-steps` (or `inner-steps`) → `inner_steps`."""
+    return name.removeprefix("--").replace("-", "_")
 
 
 def _refused(exc: ScenarioError, prefix: str = "") -> ScenarioError:
@@ -134,7 +135,9 @@ class LimitsSearchRequest(ChipFields):
     compute: float = Field(
         ge=ops.MIN_COMPUTE_FLOP, le=ops.MAX_COMPUTE_FLOP, description="Training compute, FLOP."
     )
-    months: float = Field(3.0, gt=0, le=ops.MAX_MONTHS, description="Training duration limit, months.")
+    months: float = Field(
+        3.0, ge=1e-3, le=ops.MAX_MONTHS, description="Training duration limit, months (≥ 45 minutes)."
+    )
     gpu: Name = Field("h100-sxm", description="Limits scenario or catalog GPU.")
     sparse: bool = Field(False, description="Sparse (MoE) models: E from the width.")
     scaling: Scaling = Field("default", description="Critical batch law.")
@@ -419,9 +422,24 @@ WORK: dict[str, tuple[Callable[..., Any], type[BaseModel], str]] = {
 }
 
 
+def _within_budget() -> ProgressFn:
+    """The endpoints' progress: it reports nowhere, and stops work that outlives the app's time budget
+    with 503 (app.py TIME_BUDGET_S), as a batch of /api/simulate stops."""
+    from dtsim.interfaces.api import app  # at call time: app.py imports this module
+
+    start = time.monotonic()
+
+    def progress(fraction: float) -> None:
+        if fraction < 1 and time.monotonic() - start > app.TIME_BUDGET_S:
+            done = f"{fraction:.0%} done"
+            raise app.ApiError(503, [("body", done, f"time budget of {app.TIME_BUDGET_S:g} s exceeded")])
+
+    return progress
+
+
 def _endpoint(work: Callable[..., Any], model: type[BaseModel], doc: str) -> Callable[..., Any]:
     def endpoint(req: BaseModel) -> Any:
-        return work(_no_progress, **req.model_dump())
+        return work(_within_budget(), **req.model_dump())
 
     endpoint.__annotations__ = {"req": model, "return": Any}  # FastAPI reads the body's model here
     endpoint.__doc__ = doc
