@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field, FiniteFloat
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, FiniteFloat
 
 from dtsim import catalog
 from dtsim.errors import ScenarioError
@@ -34,6 +34,17 @@ PresetId = Literal[tuple(catalog.scenario_presets())]  # type: ignore[valid-type
 Scaling = Literal[ops.SCALING_LAWS]  # type: ignore[valid-type]
 MemoryCheck = Literal[ops.MEMORY_CHECKS]  # type: ignore[valid-type]
 Name = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+def _distinct(values: list[str]) -> list[str]:
+    """A list of names that names each once (a name repeated would only repeat the work)."""
+    twice = next((v for i, v in enumerate(values) if v in values[:i]), None)
+    if twice is not None:
+        raise ValueError(f"{twice!r} is listed twice; name each once")
+    return values
+
+
+Names = Annotated[list[Name], AfterValidator(_distinct)]
 # A comma list of the CLI (`--compression 1,16,150`): a JSON list of numbers (and `auto` where the
 # option takes it), or the CLI's text.
 NumberList = list[FiniteFloat | Literal["auto", "auto-quality"]] | Annotated[str, Field(max_length=2000)]
@@ -109,7 +120,7 @@ class LimitsCurveRequest(ChipFields):
         **STRICT,
         json_schema_extra={"examples": [{"gpu": ["h100-sxm"], "months": 3, "scaling": "default"}]},
     )
-    gpu: list[Name] | None = Field(
+    gpu: Names | None = Field(
         None,
         min_length=1,
         max_length=16,
@@ -146,7 +157,7 @@ class LimitsSearchRequest(ChipFields):
 
 class ValidateRequest(BaseModel):
     model_config = ConfigDict(**STRICT, json_schema_extra={"examples": [{"subset": ["NCCL", "MEG21"]}]})
-    subset: list[Name] | None = Field(
+    subset: Names | None = Field(
         None, min_length=1, max_length=MAX_LIST, description="Group names or record ids (default: all)."
     )
 
@@ -199,7 +210,7 @@ class TargetRequest(ScenarioBase):
         None, description="Inverse query: the most local|quality compute reachable with budget."
     )
     min_nodes: bool = Field(False, description="Inverse query: fewest nodes of one node preset.")
-    node: list[Name] | None = Field(
+    node: Names | None = Field(
         None, min_length=1, max_length=MAX_LIST, description="Node presets to search (default: all)."
     )
     max_nodes: int | None = Field(
@@ -232,10 +243,10 @@ class GovernanceRequest(ScenarioBase):
     base_compute_cap: float = Field(16.0, gt=0, le=1e9, description="Compute cap beside the memory caps.")
     targets: NumberList = Field([1e24, 1e25, 1e26], description="Compute targets, FLOP.")
     metric: Literal["quality", "local"] = Field("quality", description="quality (C·η·χ) or local (C·η).")
-    gpu: list[Name] | None = Field(
+    gpu: Names | None = Field(
         None, min_length=1, max_length=MAX_LIST, description="Accelerators to consider (default: all)."
     )
-    precisions: list[Name] = Field(
+    precisions: Names = Field(
         ["fp16", "fp8"], min_length=1, max_length=16, description="Training precisions an actor may use."
     )
     max_nodes: int = Field(100_000, ge=1, le=MAX_NODE_COUNT, description="Largest node count searched.")
