@@ -194,6 +194,8 @@ def test_one_field_sweep_keeps_its_body_and_response(client):
         ("/api/target", {"solve": "days", "params_b": 10, "budget": 5}, "budget", "does not go with --solve"),
         ("/api/target", {"local_flop": 1e24, "preset": "nope"}, "preset", "Input should be"),
         ("/api/governance", {"precisions": ["fp3"]}, "precisions", "each must be"),
+        ("/api/governance", {"targets": "1e25,auto"}, "targets", "'auto' is not a number"),
+        ("/api/governance", {"compute_cap": "auto"}, "compute_cap", "'auto' is not a number"),
         ("/api/governance", {"gpu": ["h100-sxm", "h100-sxm"]}, "gpu", "listed twice"),
         ("/api/target", {"local_flop": 1e24, "node": ["dgx-h100"] * 2}, "node", "listed twice"),
         ("/api/governance", {"compute_cap": None, "memory_cap": None}, "compute_cap", "give at least one"),

@@ -589,6 +589,11 @@ def governance_analysis(
     from dtsim.physics.memory import PRECISIONS
 
     days = DEFAULT_DAYS if days is None else days
+    for flag, text in (("--compute-cap", compute_cap), ("--memory-cap", memory_cap), ("--targets", targets)):
+        if (text is not None and text.strip().lower() != "none") or flag == "--targets":
+            for v in parse_values(flag, text, ()):  # numbers only: `auto` is for search spaces
+                if isinstance(v, str):
+                    raise ScenarioError([(flag, text, f"{v!r} is not a number")])
     caps = caps_from_options(compute_cap, memory_cap, base_compute_cap)
     tgts = tuple(float(x) for x in parse_values("--targets", targets, ()))
     precs = tuple(p.strip().lower() for p in precisions.split(",") if p.strip())

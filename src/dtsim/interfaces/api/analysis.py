@@ -48,6 +48,7 @@ Names = Annotated[list[Name], AfterValidator(_distinct)]
 # A comma list of the CLI (`--compression 1,16,150`): a JSON list of numbers (and `auto` where the
 # option takes it), or the CLI's text.
 NumberList = list[FiniteFloat | Literal["auto", "auto-quality"]] | Annotated[str, Field(max_length=2000)]
+Numbers = list[FiniteFloat] | Annotated[str, Field(max_length=2000)]  # a list without `auto`
 MAX_LIST = 1000  # values in one list field (the CLI has no bound; an API request must have one)
 MAX_NODE_COUNT = 10_000_000  # largest max_nodes: the node-count grid grows as its logarithm
 # A grid sweep's points in one response: about 90 columns each (the outputs of simulate), so 4,096
@@ -233,15 +234,15 @@ class GovernanceRequest(ScenarioBase):
             "examples": [{"compute_cap": [8, 2], "memory_cap": None, "targets": [1e25], "gpu": ["h100-sxm"]}]
         },
     )
-    compute_cap: NumberList | None = Field(
+    compute_cap: Numbers | None = Field(
         [16, 8, 4, 2, 1], description="Per-node compute caps, H100-equivalents (null: none)."
     )
-    memory_cap: NumberList | None = Field(
+    memory_cap: Numbers | None = Field(
         [2048, 1280, 1024, 512, 256],
         description="Per-node memory caps, GB, applied with base_compute_cap (null: none).",
     )
     base_compute_cap: float = Field(16.0, gt=0, le=1e9, description="Compute cap beside the memory caps.")
-    targets: NumberList = Field([1e24, 1e25, 1e26], description="Compute targets, FLOP.")
+    targets: Numbers = Field([1e24, 1e25, 1e26], description="Compute targets, FLOP.")
     metric: Literal["quality", "local"] = Field("quality", description="quality (C·η·χ) or local (C·η).")
     gpu: Names | None = Field(
         None, min_length=1, max_length=MAX_LIST, description="Accelerators to consider (default: all)."
