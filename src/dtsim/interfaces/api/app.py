@@ -24,7 +24,6 @@ from __future__ import annotations
 import html
 import logging
 import math
-import threading
 import time
 from enum import Enum
 from typing import Annotated, Any, Literal
@@ -568,46 +567,24 @@ def _sensitivity_problems(exc: ScenarioError) -> list[tuple[str, Any, str]]:
     ]
 
 
-_SENSITIVITY_COST: dict[str, float] = {}  # measured once per server process: fixed seconds, seconds per run
-_SENSITIVITY_COST_LOCK = threading.Lock()
-
-
-def measure_sensitivity_cost() -> dict[str, float]:
-    """The cost of a sensitivity analysis on this machine: `fixed` seconds and seconds `per_run`, from
-    the analysis of the default scenario over the assumptions table's distributions at base 2 (the
-    better of two) and at the largest base the API takes, after one untimed warm-up (imports, caches).
-    The cost grows faster than the runs (SALib's bootstrap outgrows the caches), so the line between
-    the two ends overstates what lies between: an analysis becomes a job early rather than late."""
-    from dtsim.analysis.sensitivity import sensitivity as run_sensitivity
-
-    default, table = _sensitivity_inputs({"scenario": {}, "preset": None, "fixed_assumptions": False})
-    run_sensitivity(default, table, "wall_clock_days", 2, 0)
-    times = []
-    for n, repeats in ((2, 2), (MAX_SENSITIVITY_BASE, 1)):
-        best = math.inf
-        for _ in range(repeats):
-            start = time.perf_counter()
-            probe = run_sensitivity(default, table, "wall_clock_days", n, 0)
-            best = min(best, time.perf_counter() - start)
-        times.append((probe.runs, best))
-    (r0, t0), (r1, t1) = times
-    per_run = max((t1 - t0) / (r1 - r0), 0.0)
-    return {"fixed": max(t0 - per_run * r0, 0.0), "per_run": per_run}
-
-
 def _sensitivity_estimate_s(scenario: Scenario, dists: Any, output: str, runs: int) -> float:
-    """Seconds a sensitivity analysis of `runs` model runs is expected to take on this server (fixed +
-    runs × per run, measure_sensitivity_cost's figures, measured in a separate process the first time so
-    the measuring does not hold this process's other requests). Each request also runs the base-2
-    analysis of its own inputs, so a problem with them (an unknown output, nothing that varies) is 422
-    before any job is made."""
+    """Seconds a sensitivity analysis of `runs` model runs is expected to take on this server: the
+    base-2 analysis of the request's own inputs is run (so a problem with them, an unknown output or
+    nothing that varies, is 422 before any job is made) and timed, and its seconds per run are scaled
+    to `runs`. Its fixed cost is counted in every run, so the estimate is high: an analysis becomes a
+    job early rather than late. The server's first probe pays for imports and caches, so the estimate
+    uses the fastest probe this process has timed (the first is run twice)."""
     from dtsim.analysis.sensitivity import sensitivity as run_sensitivity
 
-    run_sensitivity(scenario, dists, output, 2, 0)
-    with _SENSITIVITY_COST_LOCK:
-        if not _SENSITIVITY_COST:
-            _SENSITIVITY_COST.update(jobs.call_in_process(measure_sensitivity_cost))
-    return _SENSITIVITY_COST["fixed"] + runs * _SENSITIVITY_COST["per_run"]
+    for _ in range(2 if math.isinf(_FASTEST_PROBE["s_per_run"]) else 1):
+        start = time.perf_counter()
+        probe = run_sensitivity(scenario, dists, output, 2, 0)
+        per_run = (time.perf_counter() - start) / max(probe.runs, 1)
+        _FASTEST_PROBE["s_per_run"] = min(_FASTEST_PROBE["s_per_run"], per_run)
+    return _FASTEST_PROBE["s_per_run"] * runs
+
+
+_FASTEST_PROBE = {"s_per_run": math.inf}  # the fastest base-2 probe's seconds per run in this process
 
 
 def sensitivity_work(
@@ -706,6 +683,16 @@ def _mount_docs(app: FastAPI) -> None:
             swagger_css_url="/docs-assets/swagger-ui.css",
             swagger_favicon_url="/docs-assets/favicon.png",
         )
+
+
+def settle_heap() -> None:
+    """Move everything built so far (the app, its schemas, the catalog) out of the garbage collector's
+    reach (gc.freeze, Python docs "gc"): a full collection then walks only what requests create, so it
+    no longer pauses a request for the whole heap. `serve` calls it once the app is built."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 def create_app(ui: bool = True) -> FastAPI:
@@ -820,4 +807,5 @@ def create_api_app() -> FastAPI:
     def no_ui() -> HTMLResponse:
         return HTMLResponse(NO_UI_PAGE)
 
+    settle_heap()
     return app

@@ -39,7 +39,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import collections
-import concurrent.futures
 import contextlib
 import fcntl
 import json
@@ -76,7 +75,6 @@ MAX_JOBS_PER_CLIENT = 4  # queued + running jobs of one client
 MAX_INLINE_PER_CLIENT = 24
 JOB_PROCESSES = 2  # worker processes per server process (the machine's cores are shared with requests)
 JOB_NICE = 10  # worker processes run at a lower CPU priority, so requests answered inline come first
-MEASURE_TIMEOUT_S = 300.0  # call_in_process gives up after this long
 JOB_TIME_LIMIT_S = 600.0  # a job running longer is stopped and reported failed
 CANCEL_GRACE_S = 2.0  # a cancelled job that has not stopped by then is terminated
 CANCEL_WAIT_S = 3.0  # DELETE waits this long for the job to stop before answering 202
@@ -500,14 +498,6 @@ class _Runner:
         self._drop(w)
         if job is not None:
             _finish(store, job, "failed", _problems_body([("job", job, message)]), only_if_active=True)
-
-
-def call_in_process(fn: Callable[[], Any], timeout_s: float = MEASURE_TIMEOUT_S) -> Any:
-    """`fn()` (a module-level function) run in a fresh "spawn" process, its result returned: for
-    measuring a cost once per server process without holding that process's requests (the GIL)."""
-    ctx = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(1, mp_context=ctx) as pool:
-        return pool.submit(fn).result(timeout=timeout_s)
 
 
 _runner_lock = threading.Lock()

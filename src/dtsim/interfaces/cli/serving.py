@@ -83,7 +83,7 @@ def run_server(host: str, port: int, workers: int) -> None:
     try:
         import uvicorn
 
-        from dtsim.interfaces.api.app import create_app
+        from dtsim.interfaces.api.app import create_app, settle_heap
         from dtsim.interfaces.api.jobs import STORE_ENV
     except ImportError as exc:
         err.print(
@@ -108,7 +108,9 @@ def run_server(host: str, port: int, workers: int) -> None:
     threading.Thread(target=_announce, args=(host, port, workers, stop), daemon=True).start()
     try:
         if workers == 1:
-            uvicorn.run(create_app(), host=host, port=port, log_level="warning")
+            app = create_app()
+            settle_heap()
+            uvicorn.run(app, host=host, port=port, log_level="warning")
         else:
             uvicorn.run(
                 "dtsim.interfaces.api.app:create_api_app",
