@@ -193,22 +193,36 @@ def test_limits_answer_429_with_retry_after(client, store, monkeypatch):
     assert other.get("/slow", params={**slow, "steps": 1, "delay": 0}).status_code == 202  # room again
 
 
-def test_inline_requests_per_client_are_bounded(client, monkeypatch):
-    monkeypatch.setattr(jobs, "MAX_INLINE_PER_CLIENT", 1)
+def test_requests_in_progress_per_client_are_bounded(store, monkeypatch):
+    """Every API operation counts: while one request of a client is in progress and
+    MAX_REQUESTS_PER_CLIENT is 1, its next gets 429 with Retry-After, another address does not, and
+    the slot is free again once the first has answered."""
+    monkeypatch.setattr(jobs, "MAX_REQUESTS_PER_CLIENT", 1)
+    app = create_app(ui=False)
+    entered = threading.Event()
+
+    async def slow(request: Request, steps: int, delay: float):
+        entered.set()
+        kwargs = {"steps": steps, "delay": delay, "obey": True}
+        return await jobs.run(request, "slow", slow_steps, kwargs, estimate_s=0.0)
+
+    app.add_api_route("/api/slow", slow)
+    app.router.routes.insert(0, app.router.routes.pop())  # ahead of the JSON 404 for unknown /api paths
+    client = TestClient(app)
     first: dict = {}
     t = threading.Thread(
-        target=lambda: first.update(r=client.get("/slow", params={"steps": 1, "delay": 1.5, "estimate": 0}))
+        target=lambda: first.update(r=client.get("/api/slow", params={"steps": 1, "delay": 1.5}))
     )
     t.start()
-    deadline = time.monotonic() + 5
-    while not jobs._inline and time.monotonic() < deadline:
-        time.sleep(0.01)
-    second = client.get("/slow", params={"steps": 1, "delay": 0, "estimate": 0})
-    t.join()
-    assert second.status_code == 429 and second.headers["retry-after"] == str(jobs.RETRY_AFTER_INLINE_S)
+    assert entered.wait(10)
+    second = client.post("/api/simulate", json={})
+    assert second.status_code == 429 and second.headers["retry-after"] == str(jobs.RETRY_AFTER_BUSY_S)
     assert second.json()["detail"][0]["field"] == "client"
+    other = TestClient(app, client=("192.0.2.7", 50000))
+    assert other.post("/api/simulate", json={}).status_code == 200
+    t.join()
     assert first["r"].status_code == 200 and first["r"].json() == {"steps": 1}  # inline: the result itself
-    assert client.get("/slow", params={"steps": 1, "delay": 0, "estimate": 0}).status_code == 200
+    assert client.post("/api/simulate", json={}).status_code == 200
 
 
 @pytest.mark.parametrize("method", ["GET", "DELETE"])

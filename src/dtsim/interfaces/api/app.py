@@ -21,6 +21,7 @@ Bounded by design (docs: README "Web app and HTTP API"):
 
 from __future__ import annotations
 
+import collections
 import html
 import logging
 import math
@@ -248,11 +249,29 @@ class RequestGuard:
         self.app = app
         self.json_paths = json_paths
         self.limit = limit
+        self.in_progress: collections.Counter[str] = collections.Counter()  # API requests per client
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        api = _is_api(scope["path"])
+        if not _is_api(scope["path"]):
+            return await self._guarded(scope, receive, send, False)
+        # one client (its address) has at most MAX_REQUESTS_PER_CLIENT API requests in progress here, so
+        # it cannot hold every worker thread or stream; the counter is the event loop's alone (no lock)
+        client = (scope.get("client") or ("?", 0))[0]
+        if self.in_progress[client] >= jobs.MAX_REQUESTS_PER_CLIENT:
+            busy = f"has {jobs.MAX_REQUESTS_PER_CLIENT} requests in progress, the most one client may; retry when one has answered"
+            response = _error(429, [("client", client, busy)], {"Retry-After": str(jobs.RETRY_AFTER_BUSY_S)})
+            return await response(scope, receive, send)
+        self.in_progress[client] += 1
+        try:
+            return await self._guarded(scope, receive, send, True)
+        finally:
+            self.in_progress[client] -= 1
+            if self.in_progress[client] <= 0:
+                del self.in_progress[client]
+
+    async def _guarded(self, scope, receive, send, api: bool):
         started = False
 
         async def tracked(message):

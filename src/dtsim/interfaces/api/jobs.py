@@ -27,8 +27,8 @@ A job whose server process has gone is reported failed. Finished jobs expire JOB
 end, and the store holds at most MAX_STORED_JOBS jobs.
 
 Admission is bounded: MAX_JOBS_QUEUED jobs queued or running in all (every server process counted, under
-a file lock), MAX_JOBS_PER_CLIENT per client, and MAX_INLINE_PER_CLIENT inline runs at a time per client
-in one server process; past a limit the answer is 429 with Retry-After and a body naming the limit. A
+a file lock) and MAX_JOBS_PER_CLIENT per client; app.py's RequestGuard lets one client have at most
+MAX_REQUESTS_PER_CLIENT API requests in progress in one server process (inline work, event streams); past a limit the answer is 429 with Retry-After and a body naming the limit. A
 client is the connection's remote address (behind a reverse proxy every client is the proxy).
 
 The limits below are engineering choices for a small shared server, not model assumptions.
@@ -70,9 +70,10 @@ from dtsim.errors import QUOTE_CHARS, ScenarioError, quote
 JOB_THRESHOLD_S = 1.0  # issue 17: "work longer than about a second runs as a job"
 MAX_JOBS_QUEUED = 16  # queued + running jobs on the whole server (all worker processes)
 MAX_JOBS_PER_CLIENT = 4  # queued + running jobs of one client
-# inline runs at once per client and server process: anyio's thread pool has 40 threads, so one client
-# holding 24 leaves 16 for everyone else (and 16 keep-alive clients on one address still fit)
-MAX_INLINE_PER_CLIENT = 24
+# requests of one client in progress at once in one server process (every /api operation, event streams
+# included; app.py's RequestGuard enforces it): anyio's thread pool has 40 threads, so one client holding
+# 24 leaves 16 for everyone else (and 16 keep-alive clients on one address still fit)
+MAX_REQUESTS_PER_CLIENT = 24
 JOB_PROCESSES = 2  # worker processes per server process (the machine's cores are shared with requests)
 JOB_NICE = 10  # worker processes run at a lower CPU priority, so requests answered inline come first
 JOB_TIME_LIMIT_S = 600.0  # a job running longer is stopped and reported failed
@@ -81,7 +82,9 @@ CANCEL_WAIT_S = 3.0  # DELETE waits this long for the job to stop before answeri
 JOB_TTL_S = 900.0  # a finished job is kept 15 minutes, then removed
 MAX_STORED_JOBS = 256  # jobs in the store; the oldest finished go first
 MAX_RESULT_BYTES = 16_000_000  # a larger result fails the job instead of filling the disk
-RETRY_AFTER_INLINE_S = 1  # Retry-After of the inline limit (inline work takes at most ~JOB_THRESHOLD_S)
+RETRY_AFTER_BUSY_S = (
+    1  # Retry-After past MAX_REQUESTS_PER_CLIENT (inline work takes at most ~JOB_THRESHOLD_S)
+)
 PROGRESS_STEP = 0.01  # progress is recorded when it moved by at least this much
 EVENT_POLL_S = 0.1  # how often the event stream and the supervisor look at the store
 KEEPALIVE_S = 15.0  # an event stream sends a comment this often while nothing changes
@@ -543,30 +546,6 @@ def prefers_async(request: Request) -> bool:
     return False
 
 
-_inline: collections.Counter[str] = collections.Counter()
-_inline_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def inline_slot(client: str) -> Iterator[bool]:
-    """A slot for one inline run of `client` in this process: yields False when it holds
-    MAX_INLINE_PER_CLIENT already."""
-    with _inline_lock:
-        if _inline[client] >= MAX_INLINE_PER_CLIENT:
-            granted = False
-        else:
-            _inline[client] += 1
-            granted = True
-    try:
-        yield granted
-    finally:
-        if granted:
-            with _inline_lock:
-                _inline[client] -= 1
-                if _inline[client] <= 0:
-                    del _inline[client]
-
-
 def _retry_after(records: list[dict[str, Any]]) -> int:
     """Seconds until the first of these jobs is likely to end: its ETA, or its estimate while queued."""
     waits = []
@@ -629,25 +608,12 @@ async def run(
 ) -> Any:
     """Run `fn(progress, **kwargs)` inline and return its result when it is estimated to take at most
     JOB_THRESHOLD_S and the request does not prefer respond-async; otherwise start a job and answer 202
-    with its id and address. 429 (Retry-After) past the inline or the job limits."""
+    with its id and address. 429 (Retry-After) past the job limits (the requests one client may have
+    in progress are bounded for every API operation by app.py's RequestGuard)."""
     client = _client(request)
     asked_async = prefers_async(request)
     if estimate_s <= JOB_THRESHOLD_S and not asked_async:
-        with inline_slot(client) as granted:
-            if not granted:
-                return _problem_response(
-                    429,
-                    [
-                        (
-                            "client",
-                            client,
-                            f"has {MAX_INLINE_PER_CLIENT} requests running at once, the most one client "
-                            "may; retry when one has answered",
-                        )
-                    ],
-                    {"Retry-After": str(RETRY_AFTER_INLINE_S)},
-                )
-            return await run_in_threadpool(fn, _no_progress, **kwargs)
+        return await run_in_threadpool(fn, _no_progress, **kwargs)
     store = store_dir()
     rec = await run_in_threadpool(_admit, store, kind, client, estimate_s)
     if isinstance(rec, JSONResponse):
@@ -796,7 +762,8 @@ def job_responses(error_model: type) -> dict[int | str, dict[str, Any]]:
         429: {
             "model": error_model,
             "description": f"Too many at once: {MAX_JOBS_QUEUED} jobs on the server, {MAX_JOBS_PER_CLIENT} "
-            f"per client, {MAX_INLINE_PER_CLIENT} inline requests per client. Retry-After says when to retry.",
+            f"per client, or {MAX_REQUESTS_PER_CLIENT} requests of one client in progress at once. Retry-After "
+            "says when to retry.",
         },
     }
 
