@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import math
+import time
 
 import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from dtsim.interfaces.api import analysis
+from dtsim.errors import ScenarioError
+from dtsim.interfaces.api import analysis, jobs
 from dtsim.interfaces.api import app as api
 from dtsim.interfaces.cli.main import app as cli_app
 from dtsim.models.decentralized.engine import simulate
@@ -274,11 +276,39 @@ def test_a_target_nothing_reaches_is_200_with_no_winner(client):
     assert _timeless(resp.json()) == _timeless(json.loads(cli.stdout))
 
 
-def test_work_past_the_time_budget_is_503(client, monkeypatch):
-    monkeypatch.setattr(api, "TIME_BUDGET_S", -1.0)  # spent before the first step
-    body = {"targets": [1e25], "gpu": ["h100-sxm"], "max_nodes": 500}
-    resp = client.post("/api/governance", json=body)
-    assert resp.status_code == 503
-    assert "time budget" in resp.json()["detail"][0]["message"]
-    monkeypatch.setattr(api, "TIME_BUDGET_S", 60.0)
-    assert client.post("/api/governance", json=body).status_code == 200
+def _job_result(client, accepted) -> dict:
+    href = accepted.json()["href"]
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        view = client.get(href).json()
+        if view["state"] in ("done", "failed", "cancelled"):
+            assert view["state"] == "done", view
+            return view["result"]
+        time.sleep(0.1)
+    raise AssertionError(f"{href} did not finish")
+
+
+def test_long_work_runs_as_a_job_with_the_same_answer(client, tmp_path, monkeypatch):
+    monkeypatch.setenv(jobs.STORE_ENV, str(tmp_path / "jobs"))
+    body = {"compute_cap": [8], "memory_cap": None, "targets": [1e25], "gpu": ["h100-sxm"], "max_nodes": 500}
+    inline = client.post("/api/governance", json=body)
+    assert inline.status_code == 200
+    asked = client.post("/api/governance", json=body, headers={"Prefer": "respond-async"})
+    assert asked.status_code == 202, asked.text
+    assert _timeless(_job_result(client, asked)) == _timeless(inline.json())
+    monkeypatch.setattr(jobs, "JOB_THRESHOLD_S", 0.0)  # every estimate is now "long"
+    target = {"local_flop": 1e24, "node": ["dgx-h100"], "max_nodes": 2000}
+    job = client.post("/api/target", json=target)
+    assert job.status_code == 202, job.text
+    cli = _cli(*["target", "--local-flop", "1e24", "--node", "dgx-h100", "--max-nodes", "2000"])
+    assert _timeless(_job_result(client, job)) == _timeless(cli)
+    solve = client.post("/api/target", json={"solve": "days", "params_b": 10})  # estimated at 0: inline
+    assert solve.status_code == 200
+
+
+def test_an_estimate_probes_a_smaller_search_and_scales_it():
+    fields = analysis.TargetRequest(local_flop=1e24, node=["dgx-h100"], max_nodes=100_000).model_dump()
+    assert analysis.target_estimate_s(fields) > 0
+    with pytest.raises(ScenarioError) as bad:  # the probe checks the input before any job is made
+        analysis.target_estimate_s({**fields, "inner_steps": [0]})
+    assert bad.value.problems[0][0] == "inner_steps"

@@ -5,8 +5,8 @@ built by the same code (interfaces/operations.py).
 
 Each operation's work is a module-level function `work(progress, **fields) -> dict` (`WORK`: path →
 (work, request model)): `fields` are the request model's, `progress(fraction)` is called with 0..1 as
-the work proceeds. The endpoints' progress reports nowhere but stops work past the app's time budget
-(503); a jobs runner may call the same function in the background. A value an operation refuses is a ScenarioError naming the body field (a CLI option
+the work proceeds. Work estimated over about a second (target, governance: a timed probe) or asked for
+with `Prefer: respond-async` runs as a background job through that function (api/jobs.py). A value an operation refuses is a ScenarioError naming the body field (a CLI option
 `--inner-steps` becomes `inner_steps`, a scenario field `scenario.num_nodes`), which the app answers
 with 422. app.py adds the routes to its /api router (`register`), so its body guard covers them.
 
@@ -22,12 +22,14 @@ import time
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, FiniteFloat
+from starlette.concurrency import run_in_threadpool
 
 from dtsim import catalog
 from dtsim.errors import ScenarioError
 from dtsim.interfaces import operations as ops
+from dtsim.interfaces.api import jobs
 
 ProgressFn = Callable[[float], None]
 PresetId = Literal[tuple(catalog.scenario_presets())]  # type: ignore[valid-type]
@@ -55,6 +57,10 @@ MAX_NODE_COUNT = 10_000_000  # largest max_nodes: the node-count grid grows as i
 # points (a 64 × 64 heat map) are some 500,000 values, a few MB of JSON. Larger grids: `dtsim sweep`.
 MAX_GRID_POINTS = 4096
 STRICT = ConfigDict(extra="forbid", strict=True)  # true is not 1, "2" is not 2
+
+
+DEFAULT_MAX_NODES = 100_000  # target's and governance's default largest node count
+PROBE_MAX_NODES = 16  # the probe of an estimate searches node counts 1–16 (12% of the default grid's)
 
 
 def _no_progress(_fraction: float) -> None:
@@ -124,7 +130,7 @@ class LimitsCurveRequest(ChipFields):
     gpu: Names | None = Field(
         None,
         min_length=1,
-        max_length=16,
+        max_length=4,
         description="Limits scenarios (h100-sxm, h100-sxm-low-latency, …) or catalog GPUs; several: one "
         "curve each (the response is then {name: points}). Default h100-sxm.",
     )
@@ -408,7 +414,8 @@ def axis_spec(axis: dict[str, Any]) -> str:
 
 # --- routes -------------------------------------------------------------------------------------------------
 
-# path → (work, request model, summary)
+# path → (work, request model, summary); ESTIMATE: path → seconds the work is expected to take (the
+# others are bounded to about a second and run inline unless the request prefers respond-async)
 WORK: dict[str, tuple[Callable[..., Any], type[BaseModel], str]] = {
     "/limits/curve": (
         limits_curve_work,
@@ -434,34 +441,66 @@ WORK: dict[str, tuple[Callable[..., Any], type[BaseModel], str]] = {
 }
 
 
-def _within_budget() -> ProgressFn:
-    """The endpoints' progress: it reports nowhere, and stops work that outlives the app's time budget
-    with 503 (app.py TIME_BUDGET_S), as a batch of /api/simulate stops."""
-    from dtsim.interfaces.api import app  # at call time: app.py imports this module
-
-    start = time.monotonic()
-
-    def progress(fraction: float) -> None:
-        if fraction < 1 and time.monotonic() - start > app.TIME_BUDGET_S:
-            done = f"{fraction:.0%} done"
-            raise app.ApiError(503, [("body", done, f"time budget of {app.TIME_BUDGET_S:g} s exceeded")])
-
-    return progress
+def target_estimate_s(fields: dict[str, Any]) -> float:
+    """Seconds a target search is expected to take here: the same search over node counts up to
+    PROBE_MAX_NODES, timed (a problem with the input is 422 before any job is made), scaled by how many
+    more node counts the asked max_nodes searches (the rows grow with them). A `solve` question is a
+    few searches on one node kind (well under a second): run inline."""
+    if fields.get("solve") is not None:
+        return 0.0
+    return _probe_s(target_work, fields)
 
 
-def _endpoint(work: Callable[..., Any], model: type[BaseModel], doc: str) -> Callable[..., Any]:
-    def endpoint(req: BaseModel) -> Any:
-        return work(_within_budget(), **req.model_dump())
+def governance_estimate_s(fields: dict[str, Any]) -> float:
+    """Seconds a governance analysis is expected to take here, probed as target_estimate_s is."""
+    return _probe_s(governance_work, fields)
 
-    endpoint.__annotations__ = {"req": model, "return": Any}  # FastAPI reads the body's model here
+
+def _probe_s(work: Callable[..., Any], fields: dict[str, Any]) -> float:
+    from dtsim.analysis.search import node_count_grid
+
+    full = fields.get("max_nodes") or DEFAULT_MAX_NODES
+    small = min(full, PROBE_MAX_NODES)
+    start = time.perf_counter()
+    work(_no_progress, **{**fields, "max_nodes": small})
+    return (time.perf_counter() - start) * len(node_count_grid(full)) / len(node_count_grid(small))
+
+
+def _endpoint(
+    kind: str,
+    work: Callable[..., Any],
+    estimate: Callable[[dict[str, Any]], float] | None,
+    model: type,
+    doc: str,
+) -> Callable[..., Any]:
+    async def endpoint(request: Request, req: BaseModel) -> Any:
+        fields = req.model_dump()
+        seconds = 0.0 if estimate is None else await run_in_threadpool(estimate, fields)
+        return await jobs.run(request, kind, work, fields, estimate_s=seconds)
+
+    endpoint.__annotations__ = {"request": Request, "req": model, "return": Any}  # FastAPI reads these
     endpoint.__doc__ = doc
     return endpoint
 
 
 def register(router: APIRouter, responses: dict[int | str, dict[str, Any]]) -> None:
-    """Add every operation to `router` as a POST route."""
+    """Add every operation to `router` as a POST route: work estimated over jobs.JOB_THRESHOLD_S (or
+    asked for with `Prefer: respond-async`) answers 202 and runs as a job (api/jobs.py)."""
+    answers = {**responses, **jobs.job_responses(responses[422]["model"])}
     for path, (work, model, summary) in WORK.items():
-        name = path.strip("/").replace("/", "_")
-        router.post(path, responses=responses, summary=summary, tags=["analysis"], name=name)(
-            _endpoint(work, model, f"The JSON of `dtsim {path.strip('/').replace('/', ' ')} --json`.")
+        kind = path.strip("/").replace("/", "-")
+        command = path.strip("/").replace("/", " ")
+        doc = (
+            f"The JSON of `dtsim {command} --json`. Work estimated over {jobs.JOB_THRESHOLD_S:g} s, or asked "
+            "for with `Prefer: respond-async`, runs as a job: 202 and `GET /api/jobs/{id}`, whose result is "
+            "this same body."
         )
+        router.post(path, responses=answers, summary=summary, tags=["analysis"], name=kind.replace("-", "_"))(
+            _endpoint(kind, work, ESTIMATE.get(path), model, doc)
+        )
+
+
+ESTIMATE: dict[str, Callable[[dict[str, Any]], float]] = {
+    "/target": target_estimate_s,
+    "/governance": governance_estimate_s,
+}
