@@ -142,7 +142,20 @@ def test_openapi_and_docs(client):
         *(f"/api/dataparallel/{op}" for op in ("sync-bandwidth", "traffic")),
         *(f"/api/{op}" for op in ("limits/curve", "limits/search", "validate", "target", "governance")),
         *(f"/api/{op}" for op in ("step", "step/trace", "plan", "collective", "fabric")),
+        "/api/jobs/{job_id}",
+        "/api/jobs/{job_id}/events",
     }
+    # issue 17: every operation shows an example of what it takes (a body, or its path parameters)
+    schemas = spec["components"]["schemas"]
+    for path, ops in spec["paths"].items():
+        for method, op in ops.items():
+            params = [p for p in op.get("parameters", []) if p["in"] == "path"]
+            shown = [p.get("examples") or p.get("example") or p["schema"].get("examples") for p in params]
+            if "requestBody" in op:
+                media = op["requestBody"]["content"]["application/json"]
+                ref = media["schema"].get("$ref", "")
+                shown.append(media.get("examples") or schemas.get(ref.split("/")[-1], {}).get("examples"))
+            assert all(shown), f"{method.upper()} {path} has no example"
     body = spec["paths"]["/api/simulate"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert {"$ref": "#/components/schemas/Scenario"} in body["anyOf"]
     assert "Scenario" in spec["components"]["schemas"] and "Result" in spec["components"]["schemas"]

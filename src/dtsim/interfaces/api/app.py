@@ -141,7 +141,21 @@ class SweepRequest(BaseModel):
 
 
 class SensitivityRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)  # 0 is not false, "2" is not 2
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,  # 0 is not false, "2" is not 2
+        json_schema_extra={
+            "examples": [
+                {
+                    "scenario": {"mfu": {"dist": "uniform", "low": 0.3, "high": 0.5}, "num_nodes": 64},
+                    "output": "wall_clock_days",
+                    "base": 64,
+                    "seed": 1,
+                    "fixed_assumptions": True,
+                }
+            ]
+        },
+    )
     scenario: dict[str, Any] = Field(
         default_factory=dict,
         description="Scenario fields (defaults: MIRI simulator docs §9); any numeric field may be a distribution, e.g. "
@@ -786,7 +800,17 @@ def create_app(ui: bool = True) -> FastAPI:
                             {"$ref": "#/components/schemas/Scenario"},
                             {"$ref": "#/components/schemas/SimulateBatch"},
                         ]
-                    }
+                    },
+                    "examples": {
+                        "scenario": {
+                            "summary": "One scenario (unset fields: MIRI simulator docs §9 defaults)",
+                            "value": {"num_nodes": 72, "bandwidth_mbps": 1000, "parameters_b": 70},
+                        },
+                        "batch": {
+                            "summary": "A batch: each scenario simulated on its own",
+                            "value": {"scenarios": [{"num_nodes": 8}, {"num_nodes": 72, "latency_ms": 150}]},
+                        },
+                    },
                 }
             },
         }

@@ -57,9 +57,10 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from multiprocessing.connection import wait as wait_connections
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Request
+from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
@@ -654,6 +655,11 @@ class JobCancel(JobView):
     message: str = Field(description="What the cancel did.")
 
 
+JobId = Annotated[
+    str, PathParam(description="The id a 202 answer gave.", examples=["3f2b9c0e6d5a4b1c8e7f6a5b4c3d2e1f"])
+]
+
+
 def _lookup(job_id: str) -> tuple[Path, dict[str, Any]] | JSONResponse:
     store = store_dir()
     rec = _read_record(store, job_id) if ID_PATTERN.fullmatch(job_id) else None
@@ -667,7 +673,7 @@ def _lookup(job_id: str) -> tuple[Path, dict[str, Any]] | JSONResponse:
     return store, rec
 
 
-async def get_job(job_id: str) -> Any:
+async def get_job(job_id: JobId) -> Any:
     """The job's state, progress, ETA and, once done, its result."""
     found = _lookup(job_id)
     if isinstance(found, JSONResponse):
@@ -676,7 +682,7 @@ async def get_job(job_id: str) -> Any:
     return await run_in_threadpool(_view, store, rec)
 
 
-async def cancel_job(job_id: str) -> Any:
+async def cancel_job(job_id: JobId) -> Any:
     """Cancel a queued or running job (200 once stopped, 202 while stopping); a finished job stays as it is."""
     found = _lookup(job_id)
     if isinstance(found, JSONResponse):
@@ -703,7 +709,7 @@ def _sse(event: str, data: dict[str, Any]) -> str:
     return f"event: {event}\ndata: {json.dumps(data, allow_nan=False)}\n\n"
 
 
-async def job_events(job_id: str, request: Request) -> Any:
+async def job_events(job_id: JobId, request: Request) -> Any:
     """Server-sent events: `progress` per change ({state, progress, eta_s, updated}), then one event
     named after the final state holding the whole job."""
     found = _lookup(job_id)
