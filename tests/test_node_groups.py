@@ -423,3 +423,29 @@ def test_review_findings_stay_fixed():
     assert dtsim.simulate(pipe | {"num_nodes": 20, "outer_overlap_steps": 3}).efficiency_staleness == 1.0
     goodputs = {dtsim.simulate(pipe | {"num_nodes": n}).goodput for n in (14, 20, 27)}
     assert len(goodputs) == 1  # one 14-stage pipeline each time; idle nodes cannot stop it
+
+
+def test_a_group_naming_hardware_replaces_the_scenarios():
+    """A group's node preset sets its accelerator, count, peak and memory, and a group's accelerator its
+    peak and memory, even where the scenario gives its own (the web page gives every field)."""
+    own = {"gpu": "gh200", "gpus_per_node": 16, "pflops_per_node": 32, "vram_per_node_gb": 2304}
+    node = catalog.nodes()["dgx-h100"]
+    s = dtsim.load_scenario(layers=[own | {"node_groups": [{"count": 2, "node": "dgx-h100"}, {"count": 1}]}])
+    g0, g1 = s._groups
+    assert (g0.gpu, g0.gpus_per_node, g0.pflops_per_node, g0.vram_per_node_gb) == (
+        node.gpu,
+        node.gpu_count,
+        node.pflops,
+        node.vram_gb,
+    )
+    assert (g1.pflops_per_node, g1.vram_per_node_gb) == (32, 2304)  # no hardware of its own: the scenario's
+    a100 = catalog.gpus()["a100-80gb"]
+    s = dtsim.load_scenario(layers=[own | {"node_groups": [{"count": 2, "gpu": "a100-80gb"}]}])
+    (g,) = s._groups
+    assert g.pflops_per_node == pytest.approx(16 * a100.peak_tflops("fp16") / 1000)  # the scenario's count
+    assert g.vram_per_node_gb == pytest.approx(16 * a100.memory_gb)
+    # a node preset's own precision still has to be the scenario's
+    with pytest.raises(dtsim.ScenarioError, match="precision"):
+        dtsim.load_scenario(
+            layers=[own | {"precision": "fp16", "node_groups": [{"count": 1, "node": "16x-h100-fp8"}]}]
+        )

@@ -10,6 +10,7 @@ import pytest
 
 from dtsim.errors import ScenarioError
 from dtsim.interfaces.web import formview as fv
+from dtsim.interfaces.web.viewkit import MAX_UPLOAD_BYTES, problems_text
 from dtsim.interfaces.web.views import governance, network, sensitivity, target
 
 FIELDS = (
@@ -67,11 +68,11 @@ def test_inputs_file():
         ("in.yaml", b"nodes: 3\n", "is not an input of this view; allowed: ranks, size"),
         ("in.yaml", b"ranks: true\n", "ranks = True: must be a number"),
         ("in.yaml", b"fixed: maybe\n", "fixed = 'maybe': must be true or false"),
-        ("in.yaml", b"# " * 60_000, "bytes; at most 100,000"),
+        ("in.yaml", b"# " * (MAX_UPLOAD_BYTES // 2 + 1), f"bytes; at most {MAX_UPLOAD_BYTES:,}"),
     ):
         with pytest.raises(ScenarioError) as exc:
             fv.from_upload(FIELDS, name, raw, current)
-        assert words in fv.problems_text(exc.value)
+        assert words in problems_text(exc.value)
 
 
 def test_every_view_has_distinct_fields_with_valid_defaults():

@@ -11,29 +11,30 @@ JSON, and holds the answer in a hidden `data-testid=result-json` element for the
 Every computation runs off the event loop (`nicegui.run.io_bound`): a change made while one runs is
 computed once that one ends, so the answer shown is always the inputs' latest. A long one shows a
 spinner and how long it has run. Bad input shows the problems (field, value, what is allowed) and
-leaves the inputs and the last answer as they were.
+leaves the inputs and the last answer as they were. Those pieces (error card, share card, spinner,
+result JSON, the newest-inputs-win computation) are web/viewkit.py's, shared with every other view;
+this module adds the form's fields and layout.
 """
 
 from __future__ import annotations
 
-import json
-import logging
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from dtsim.errors import ScenarioError, format_problem
-from dtsim.interfaces.cli.common import json_text
-from dtsim.schema.inputs import decode_text, parse_data
+from dtsim.interfaces.web.viewkit import (
+    Busy,
+    ErrorCard,
+    Latest,
+    ResultJson,
+    ShareCard,
+    inputs_exports,
+    link_notice,
+    read_upload,
+)
 
-log = logging.getLogger("dtsim.web")
-MAX_UPLOAD_BYTES = 100_000  # an inputs file is well under 1 KB
-UPLOAD_TYPES = (".yaml", ".yml", ".json")
-INTERNAL_ERROR = "internal error; the details are in the server's log"
 KINDS = ("number", "int", "select", "text", "lines", "switch")
 
 
@@ -164,14 +165,12 @@ def argv(fields: tuple[Field, ...], values: dict[str, Any]) -> list[str]:
 def from_upload(fields: tuple[Field, ...], name: str, raw: bytes, current: dict[str, Any]) -> dict[str, Any]:
     """An uploaded inputs file (YAML or JSON, as the view exports it: a mapping of input names) over
     `current`, or a ScenarioError naming the file or the field and what is wrong."""
-    shown = name if len(name) <= 80 else name[:79] + "…"
-    if not name.lower().endswith(UPLOAD_TYPES):
-        raise ScenarioError([("file", shown, "must be a .yaml, .yml or .json inputs file")])
-    if len(raw) > MAX_UPLOAD_BYTES:
-        raise ScenarioError([("file", shown, f"is {len(raw):,} bytes; at most {MAX_UPLOAD_BYTES:,}")])
-    data = parse_data(decode_text(raw, shown), name, "file")
-    if not isinstance(data, dict):
-        raise ScenarioError([("file", shown, "must hold a mapping of this view's inputs")])
+    return from_mapping(fields, read_upload(name, raw), current)
+
+
+def from_mapping(fields: tuple[Field, ...], data: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+    """An inputs file's mapping (input name: value) over `current`, or a ScenarioError naming each
+    input it does not have and each value it cannot use."""
     by_name = {f.name: f for f in fields}
     unknown = [k for k in data if k not in by_name]
     if unknown:
@@ -188,10 +187,6 @@ def from_upload(fields: tuple[Field, ...], name: str, raw: bytes, current: dict[
     if problems:
         raise ScenarioError(problems)
     return values
-
-
-def problems_text(exc: ScenarioError) -> str:
-    return "\n".join(format_problem(f, v, m) for f, v, m in exc.problems)
 
 
 def fmt(x: Any, digits: int = 4) -> str:
@@ -214,7 +209,8 @@ def fmt(x: Any, digits: int = 4) -> str:
 @dataclass
 class FormView:
     """One browser tab's form view. `compute(values)` returns the answer (the CLI's `--json` object) or
-    raises ScenarioError; `render(ui, answer, values)` draws it (inside the results column)."""
+    raises ScenarioError; `render(ui, answer, values)` draws it (inside the results column). The error
+    card, share card, spinner, hidden result JSON and the newest-inputs-win computation are viewkit's."""
 
     ui: Any
     shell: Any
@@ -227,12 +223,9 @@ class FormView:
     slow: bool = False  # show a spinner and the elapsed time while computing
     sections: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (heading, field names): one card each
     progress: bool = False  # compute takes progress=(done, total) callback, shown beside the spinner
-    fraction: float | None = None  # the running computation's progress (written by its thread)
     values: dict[str, Any] = field(default_factory=dict)
     answer: dict[str, Any] | None = None
     widgets: dict[str, Any] = field(default_factory=dict)
-    running: bool = False
-    again: bool = False
     loading: bool = False
 
     def build(self) -> FormView:
@@ -253,22 +246,18 @@ class FormView:
                         ui.label(heading).classes("text-weight-bold")
                         for name in names:
                             self._widget(by_name[name])
-                self._share_card()
+                stem = self.shell.current.strip("/") or "view"
+                self.share = ShareCard(
+                    ui, inputs_exports(stem, self.inputs_data, lambda: self.answer), self.import_inputs
+                )
             with ui.column().classes("gap-2").style("flex: 2 1 420px; min-width: 300px"):
                 if problems:
-                    notice = "Ignored in the link: " + "; ".join(problems)
-                    with ui.card().classes("w-full bg-orange-1").props("data-testid=link-error"):
-                        ui.label(notice).classes("text-orange-10 whitespace-pre-wrap")
-                self.error_card = ui.card().classes("w-full bg-red-1").props("data-testid=errors")
-                self.error_card.visible = False
-                with self.error_card:
-                    self.error_label = ui.label().classes("text-red-10 whitespace-pre-wrap")
-                with ui.row().classes("items-center gap-2") as self.busy:
-                    ui.spinner(size="md")
-                    self.busy_label = ui.label("computing…").props("data-testid=busy")
-                self.busy.visible = False
+                    link_notice(ui, "Ignored in the link: " + "; ".join(problems))
+                self.errors = ErrorCard(ui)
+                self.busy = Busy(ui) if self.slow else None
                 self.results = ui.column().classes("w-full gap-2").props("data-testid=results")
-                self.result_json = ui.label().props("data-testid=result-json").style("display: none")
+                self.result_json = ResultJson(ui)
+        self.latest = Latest(self._work, lambda: (dict(self.values),), self.show, self.errors.show, self.busy)
         self.ui.timer(0.0, self.refresh, once=True)
         return self
 
@@ -304,7 +293,7 @@ class FormView:
         try:
             value = f.parse(raw)
         except ScenarioError as exc:
-            self.show_error(problems_text(exc))
+            self.errors.show(exc)
             return
         self.values[f.name] = value
         await self.refresh()
@@ -328,152 +317,36 @@ class FormView:
 
     async def refresh(self) -> None:
         """Compute the answer for the current inputs (once a computation under way ends, if one is)."""
-        from nicegui import run
-
         self.shell.share(to_query(self.fields, self.values))
-        if self.running:
-            self.again = True
-            return
-        self.running = True
-        try:
-            while True:
-                self.again = False
-                values = dict(self.values)
-                started = time.perf_counter()
-                timer = None
-                if self.slow:
-                    self.busy.visible = True
-                    self.busy_label.text = "computing…"
-                    timer = self.ui.timer(0.5, lambda t0=started: self._elapsed(t0))
-                try:
-                    self.fraction = None
-                    if self.progress:
-                        answer = await run.io_bound(self.compute, values, progress=self._note_progress)
-                    else:
-                        answer = await run.io_bound(self.compute, values)
-                except ScenarioError as exc:
-                    answer = None
-                    self.show_error(problems_text(exc))
-                except Exception:  # never a silent failure: the view says so, the log has the traceback
-                    log.exception("%s failed", self.title)
-                    answer = None
-                    self.show_error(INTERNAL_ERROR)
-                finally:
-                    if timer is not None:
-                        timer.cancel()
-                    self.busy.visible = False
-                if answer is not None and not self.again:
-                    self.show(answer, values)
-                if not self.again:
-                    break
-        finally:
-            self.running = False
+        await self.latest()
 
-    def _note_progress(self, done: int, total: int) -> None:
-        """Called from the computation's thread: only noted here, shown by the event loop's timer."""
-        self.fraction = done / total if total else None
+    def _work(self, values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The computation (in a thread): the answer and the inputs it answers."""
+        if self.progress and self.busy is not None:
+            return self.compute(values, progress=self.busy.note), values
+        if self.progress:
+            return self.compute(values, progress=None), values
+        return self.compute(values), values
 
-    def _elapsed(self, started: float) -> None:
-        share = "" if self.fraction is None else f", {self.fraction:.0%} done"
-        self.busy_label.text = f"computing… {time.perf_counter() - started:.0f} s{share}"
-
-    def show_error(self, text: str) -> None:
-        self.error_label.text = text
-        self.error_card.visible = True
-
-    def show(self, answer: dict[str, Any], values: dict[str, Any]) -> None:
-        self.error_card.visible = False
+    def show(self, done: tuple[dict[str, Any], dict[str, Any]]) -> None:
+        answer, values = done
+        self.errors.clear()
         self.answer = answer
         self.results.clear()
         with self.results:
             self.render(self.ui, answer, values)
-        self.result_json.text = json_text(answer, None, _json_default)
+        self.result_json.set(answer)
 
     # --- share, import, export ------------------------------------------------------------------------
-
-    def _share_card(self) -> None:
-        ui = self.ui
-        with ui.card().classes("w-full q-pa-sm"):
-            ui.label("Share, export, import").classes("text-weight-bold")
-            with ui.row().classes("gap-2 flex-wrap"):
-                ui.button("Copy link", on_click=self.copy_link).props("dense data-testid=copy-link")
-                ui.button("Inputs YAML", on_click=lambda: self.export("yaml")).props("dense outline")
-                ui.button("Inputs JSON", on_click=lambda: self.export("json")).props("dense outline")
-                ui.button("Result JSON", on_click=lambda: self.export("result")).props("dense outline")
-            self.uploader = (
-                ui.upload(
-                    label="Import inputs (YAML or JSON)",
-                    auto_upload=True,
-                    on_upload=self.import_file,
-                    max_file_size=MAX_UPLOAD_BYTES,
-                )
-                .props("accept=.yaml,.yml,.json dense data-testid=import")
-                .classes("w-full")
-            )
-            self.uploader.on(
-                "rejected",
-                lambda _e: self.import_failed(
-                    f"Not imported: the browser refused the file (a .yaml, .yml or .json file of at most "
-                    f"{MAX_UPLOAD_BYTES:,} bytes)"
-                ),
-            )
-            self.import_error = (
-                ui.label()
-                .classes("text-red-10 whitespace-pre-wrap")
-                .props("data-testid=import-error role=alert")
-            )
-            self.import_error.visible = False
-
-    def copy_link(self) -> None:
-        self.ui.run_javascript("navigator.clipboard && navigator.clipboard.writeText(location.href)")
-        self.ui.notify("Link copied", timeout=1500)
 
     def inputs_data(self) -> dict[str, Any]:
         return {f.name: self.values.get(f.name) for f in self.fields}
 
-    def export(self, kind: str) -> None:
-        stem = self.shell.current.strip("/") or "view"
-        if kind == "yaml":
-            self.ui.download(
-                yaml.safe_dump(self.inputs_data(), sort_keys=False).encode(), f"{stem}-inputs.yaml"
-            )
-        elif kind == "json":
-            self.ui.download(json.dumps(self.inputs_data(), indent=2).encode(), f"{stem}-inputs.json")
-        elif self.answer is not None:
-            self.ui.download(json_text(self.answer, 2, _json_default).encode(), f"{stem}-result.json")
-
-    async def import_file(self, e: Any) -> None:
-        """Load an uploaded inputs file; one that cannot be used leaves the inputs as they were and says
-        why beside the upload."""
-        name = str(e.file.name or "the file")[:80]
-        try:
-            if e.file.size() > MAX_UPLOAD_BYTES:
-                raise ScenarioError([("file", name, f"is over {MAX_UPLOAD_BYTES:,} bytes")])
-            values = from_upload(self.fields, name, await e.file.read(), self.values)
-        except ScenarioError as exc:
-            self.import_failed(f"Not imported: {name}\n" + problems_text(exc))
-            return
-        except Exception:
-            log.exception("importing %s failed", name)
-            self.import_failed(f"Not imported: {name}: {INTERNAL_ERROR}")
-            return
-        self.import_error.visible = False
-        self.uploader.reset()
-        self.ui.notify(f"Imported {name}", type="positive")
-        await self.set_values(values)
-
-    def import_failed(self, message: str) -> None:
-        self.import_error.text = message
-        self.import_error.visible = True
-        self.uploader.reset()
-        self.ui.notify(message, type="negative", multi_line=True, timeout=10_000)
-
-
-def _json_default(x: Any) -> Any:
-    """numpy scalars as Python numbers; anything else as text (the CLI's --json does the same)."""
-    if hasattr(x, "item"):
-        return x.item()
-    return str(x)
+    def import_inputs(self, data: dict[str, Any]) -> None:
+        """Take an uploaded inputs file's mapping (a ScenarioError, naming the inputs it cannot use,
+        leaves the inputs as they were); the inputs are shown and computed once the import is said."""
+        values = from_mapping(self.fields, data, self.values)
+        self.ui.timer(0.0, lambda: self.set_values(values), once=True)
 
 
 def table(ui: Any, rows: list[dict[str, Any]], testid: str, columns: list[str] | None = None) -> Any:

@@ -1,14 +1,22 @@
-"""What the limits, validation and sweep views share: the error card, the share/import/export card, the
-hidden result JSON a browser test reads, reading an uploaded inputs file and a query's numbers.
+"""The pieces every web view shares, in one place: the problems' text, reading an uploaded inputs file
+within the size and type limits, the error card, the link notice, the share/import/export card, the
+hidden result JSON a browser test reads, the spinner, and running a computation off the event loop for
+the newest inputs only.
 
-`ui` is NiceGUI's module, passed in by the view, so importing this module stays cheap.
+The decentralized page (web/page.py), the form views (web/formview.py: network, target, governance,
+sensitivity, step, plan) and the views with their own layout (limits, validation, sweep) are all built
+on these, so a fix to one (an upload the browser refuses, an exception in a computation) reaches all.
+
+`ui` is NiceGUI's module, passed in by the caller, so importing this module stays cheap.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import yaml
@@ -18,28 +26,58 @@ from dtsim.interfaces.cli.common import json_text
 from dtsim.schema.inputs import decode_text, parse_data
 
 log = logging.getLogger("dtsim.web")
-MAX_UPLOAD_BYTES = 500_000  # an inputs file is under 1 KB; as the decentralized page's cap
+# A scenario file is ~2 KB and a view's inputs file under 1 KB; the upload's multipart body stays under
+# the API's request cap.
+MAX_UPLOAD_BYTES = 500_000
 UPLOAD_TYPES = (".yaml", ".yml", ".json")
 INTERNAL_ERROR = "internal error; the details are in the server's log"
 
+# what a download writes: (bytes, file name), or None when there is nothing to write yet
+Download = tuple[bytes, str] | None
+
 
 def problems_text(exc: ScenarioError, sep: str = "\n") -> str:
-    """The problems one per line: `field = value: what is allowed`."""
+    """The problems one per line (or `sep`-joined): `field = value: what is allowed`, each value quoted
+    in at most 80 characters."""
     return sep.join(format_problem(f, v, m) for f, v, m in exc.problems)
 
 
-def read_upload(name: str, raw: bytes) -> dict[str, Any]:
-    """An uploaded inputs file (YAML, or JSON by its suffix) as a mapping, read as any user file is
-    (schema/inputs.py: size, encoding, alias and nesting limits), or a ScenarioError naming the file."""
+def read_upload(
+    name: str, raw: bytes, kind: str = "inputs", holds: str = "this view's inputs"
+) -> dict[str, Any]:
+    """An uploaded file (YAML, or JSON by its suffix) as a mapping, read as any user file is
+    (schema/inputs.py: size, encoding, alias and nesting limits), or a ScenarioError naming the file.
+    `kind` names the file ("inputs", "scenario") and `holds` what its mapping holds."""
     shown = name if len(name) <= 80 else name[:79] + "…"
     if not name.lower().endswith(UPLOAD_TYPES):
-        raise ScenarioError([("file", shown, "must be a .yaml, .yml or .json inputs file")])
+        raise ScenarioError([("file", shown, f"must be a .yaml, .yml or .json {kind} file")])
     if len(raw) > MAX_UPLOAD_BYTES:
         raise ScenarioError([("file", shown, f"is {len(raw):,} bytes; at most {MAX_UPLOAD_BYTES:,}")])
     data = parse_data(decode_text(raw, shown), name, "file")
     if not isinstance(data, dict):
-        raise ScenarioError([("file", shown, "must hold a mapping of the view's inputs")])
+        raise ScenarioError([("file", shown, f"must hold a mapping of {holds}")])
     return data
+
+
+def rejected_text(entries: Any, kind: str = "inputs") -> str:
+    """Why the browser refused files before sending them (Quasar's `rejected` event, as ShareCard's
+    handler passes it: a list of {name, size, why}): each file's name and the limit it broke."""
+    lines = []
+    for entry in (entries if isinstance(entries, list) else [])[:5]:
+        entry = entry if isinstance(entry, dict) else {}
+        name = str(entry.get("name") or "the file")[:80]
+        if entry.get("why") == "max-file-size":
+            lines.append(f"{name}: is {entry.get('size', 0):,} bytes; at most {MAX_UPLOAD_BYTES:,}")
+        else:
+            lines.append(f"{name}: must be a .yaml, .yml or .json {kind} file")
+    return "Not imported: " + ("\n".join(lines) or "the browser refused the file")
+
+
+def json_default(x: Any) -> Any:
+    """numpy scalars as Python numbers; anything else (a date) as text, as the CLI's --json writes it."""
+    if hasattr(x, "item"):
+        return x.item()
+    return str(x)
 
 
 def number(query: dict[str, Any], key: str, default: float | None, lo: float, hi: float) -> float | None:
@@ -76,52 +114,141 @@ def flag(query: dict[str, Any], key: str) -> bool:
     raise ScenarioError([(key, raw, "must be true or false")])
 
 
-class ViewKit:
-    """A view's error card, link notice, share/import/export card and hidden result JSON."""
+# --- page elements -------------------------------------------------------------------------------------
 
-    def __init__(self, ui: Any, shell: Any, slug: str) -> None:
-        self.ui, self.shell, self.slug = ui, shell, slug
-        self.error_card = ui.card().classes("w-full bg-red-1").props("data-testid=errors role=alert")
-        self.error_card.visible = False
-        with self.error_card:
-            self.error_label = ui.label().classes("text-red-10 whitespace-pre-wrap")
 
-    # --- errors --------------------------------------------------------------------------------------
+class ErrorCard:
+    """A red card saying the problems of the inputs (hidden while there are none)."""
 
-    def show_error(self, exc: ScenarioError | str) -> None:
-        self.error_label.text = exc if isinstance(exc, str) else problems_text(exc)
-        self.error_card.visible = True
+    def __init__(self, ui: Any) -> None:
+        self.card = ui.card().classes("w-full bg-red-1").props("data-testid=errors role=alert")
+        self.card.visible = False
+        with self.card:
+            self.label = ui.label().classes("text-red-10 whitespace-pre-wrap")
 
-    def clear_error(self) -> None:
-        self.error_card.visible = False
+    def show(self, exc: ScenarioError | str) -> None:
+        self.label.text = exc if isinstance(exc, str) else problems_text(exc)
+        self.card.visible = True
 
-    def link_notice(self, text: str) -> None:
-        """A share link whose query cannot be used: said above the view (the defaults are kept)."""
-        with self.ui.card().classes("w-full bg-orange-1").props("data-testid=link-error"):
-            self.ui.label(text).classes("text-orange-10 whitespace-pre-wrap")
+    def clear(self) -> None:
+        self.card.visible = False
 
-    # --- share, import, export -----------------------------------------------------------------------
 
-    def share_card(
+def link_notice(ui: Any, text: str) -> None:
+    """A share link whose query cannot be used: said above the view (the defaults are kept)."""
+    with ui.card().classes("w-full bg-orange-1").props("data-testid=link-error"):
+        ui.label(text).classes("text-orange-10 whitespace-pre-wrap")
+
+
+class ResultJson:
+    """The answer shown, as strict JSON in a hidden element (data-testid=result-json) a browser test
+    reads: a value that is not finite is null, a numpy scalar a number, a date its text."""
+
+    def __init__(self, ui: Any) -> None:
+        self.label = ui.label().props("data-testid=result-json").style("display: none")
+
+    def set(self, payload: Any) -> None:
+        self.label.text = json_text(payload, None, json_default)
+
+    @property
+    def text(self) -> str:
+        return self.label.text
+
+
+class Busy:
+    """A spinner and how long the work has run, with its share done when the work reports one
+    (`fraction`, written by the work's thread and only read here, by the event loop's timer)."""
+
+    def __init__(self, ui: Any, testid: str = "busy") -> None:
+        self.ui = ui
+        with ui.row().classes("items-center gap-2") as self.row:
+            ui.spinner(size="md")
+            self.label = ui.label("computing…").props(f"data-testid={testid}")
+        self.row.visible = False
+        self.fraction: float | None = None
+        self._timer: Any = None
+
+    def start(self) -> None:
+        self.fraction = None
+        self.label.text = "computing…"
+        self.row.visible = True
+        if self._timer is None:
+            started = time.perf_counter()
+            self._timer = self.ui.timer(0.5, lambda: self._tick(started))
+
+    def note(self, done: int, total: int) -> None:
+        """A progress callback for the work (called from its thread)."""
+        self.fraction = done / total if total else None
+
+    def _tick(self, started: float) -> None:
+        share = "" if self.fraction is None else f", {self.fraction:.0%} done"
+        self.label.text = f"computing… {time.perf_counter() - started:.0f} s{share}"
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.row.visible = False
+
+
+def inputs_exports(
+    slug: str, inputs: Callable[[], dict[str, Any]], result: Callable[[], Any]
+) -> list[tuple[str, Callable[[], Download]]]:
+    """The usual downloads of a view: its inputs as YAML and JSON (what an import reads back) and its
+    answer as strict JSON."""
+
+    def answer() -> Download:
+        payload = result()
+        return (
+            None if payload is None else (json_text(payload, 2, json_default).encode(), f"{slug}-result.json")
+        )
+
+    return [
+        ("Inputs YAML", lambda: (yaml.safe_dump(inputs(), sort_keys=False).encode(), f"{slug}-inputs.yaml")),
+        ("Inputs JSON", lambda: (json.dumps(inputs(), indent=2).encode(), f"{slug}-inputs.json")),
+        ("Result JSON", answer),
+    ]
+
+
+class ShareCard:
+    """Copy the share link; download what `exports` write; upload a file (what a download wrote), read
+    with `read_upload` and given to `on_import` as a mapping. `on_import` (sync or async) applies it or
+    raises ScenarioError to refuse it: then the inputs stay as they were and the card says why, beside
+    the upload and in a notification. A file the browser refuses before sending (type, size) is named
+    with the limit it broke; any other failure says so (never silently) and logs the traceback.
+    `link_box` adds a read-only box with the share link's path (data-testid=share-url)."""
+
+    def __init__(
         self,
-        inputs: Callable[[], dict[str, Any]],
-        result: Callable[[], Any],
+        ui: Any,
+        exports: Sequence[tuple[str, Callable[[], Download]]],
         on_import: Callable[[dict[str, Any]], Awaitable[None] | None],
+        *,
+        kind: str = "inputs",
+        holds: str = "this view's inputs",
+        link_box: bool = False,
     ) -> None:
-        """Copy the share link; download the inputs (YAML, JSON) and the result (JSON); upload an inputs
-        file (what a download wrote), `on_import` taking its mapping (raising ScenarioError to refuse)."""
-        ui = self.ui
-        self._inputs, self._result, self._on_import = inputs, result, on_import
-        with ui.card().classes("w-full q-pa-sm"):
+        self.ui, self.on_import, self.kind, self.holds = ui, on_import, kind, holds
+        self.link_input: Any = None
+        self.below_link: Any = None  # with link_box: a column under the link, for what the caller says of it
+        with ui.card().classes("w-full q-pa-sm") as self.card:
             ui.label("Share, export, import").classes("text-weight-bold")
+            if link_box:
+                with ui.row().classes("w-full items-center gap-2 no-wrap"):
+                    self.link_input = (
+                        ui.input("Share link").props("readonly dense data-testid=share-url").classes("flex-1")
+                    )
+                    ui.button("Copy", on_click=self.copy_link).props("dense data-testid=copy-link")
+                self.below_link = ui.column().classes("w-full gap-0")
             with ui.row().classes("gap-2 flex-wrap items-center"):
-                ui.button("Copy share link", on_click=self.copy_link).props("dense data-testid=copy-link")
-                ui.button("Inputs YAML", on_click=lambda: self.export("yaml")).props("dense outline")
-                ui.button("Inputs JSON", on_click=lambda: self.export("json")).props("dense outline")
-                ui.button("Result JSON", on_click=lambda: self.export("result")).props("dense outline")
+                if not link_box:
+                    ui.button("Copy share link", on_click=self.copy_link).props("dense data-testid=copy-link")
+                for text, make in exports:
+                    ui.button(text, on_click=lambda make=make: self.download(make)).props("dense outline")
             self.uploader = (
                 ui.upload(
-                    label="Import inputs (YAML or JSON, as the Inputs buttons write them)",
+                    label=f"Import {'a scenario' if kind == 'scenario' else 'an inputs'} file (YAML or JSON, "
+                    "as the downloads write them)",
                     auto_upload=True,
                     on_upload=self.import_file,
                     max_file_size=MAX_UPLOAD_BYTES,
@@ -129,12 +256,13 @@ class ViewKit:
                 .props("accept=.yaml,.yml,.json dense data-testid=import")
                 .classes("w-full")
             )
+            # files the browser refuses before sending (the accept filter, the size cap): their names
+            # and why, from Quasar's `rejected` event
             self.uploader.on(
                 "rejected",
-                lambda _e: self.import_failed(
-                    f"Not imported: the browser refused the file (a .yaml, .yml or .json file of at most "
-                    f"{MAX_UPLOAD_BYTES:,} bytes)"
-                ),
+                lambda e: self.import_failed(rejected_text(e.args, self.kind)),
+                js_handler="(entries) => emit((entries || []).map(e => ({name: String(e.file?.name ?? ''), "
+                "size: Number(e.file?.size ?? 0), why: String(e.failedPropValidation ?? '')})))",
             )
             self.import_error = (
                 ui.label()
@@ -142,33 +270,24 @@ class ViewKit:
                 .props("data-testid=import-error role=alert")
             )
             self.import_error.visible = False
-        self.result_json = ui.label().props("data-testid=result-json").style("display: none")
-
-    def set_result(self, payload: Any) -> None:
-        """The JSON the view shows (strict: a value that is not finite is null; a date as its text, as
-        the CLI's --json writes it), for a browser test."""
-        self.result_json.text = json_text(payload, None, str)
 
     def copy_link(self) -> None:
         self.ui.run_javascript("navigator.clipboard && navigator.clipboard.writeText(location.href)")
         self.ui.notify("Link copied", timeout=1500)
 
-    def export(self, kind: str) -> None:
-        if kind == "yaml":
-            self.ui.download(yaml.safe_dump(self._inputs(), sort_keys=False).encode(), f"{self.slug}.yaml")
-        elif kind == "json":
-            self.ui.download(json.dumps(self._inputs(), indent=2).encode(), f"{self.slug}.json")
-        elif (result := self._result()) is not None:
-            self.ui.download(json_text(result, 2, str).encode(), f"{self.slug}-result.json")
+    def download(self, make: Callable[[], Download]) -> None:
+        made = make()
+        if made is not None:
+            self.ui.download(*made)
 
     async def import_file(self, e: Any) -> None:
         name = str(e.file.name or "the file")[:80]
         try:
             if e.file.size() > MAX_UPLOAD_BYTES:
                 raise ScenarioError([("file", name, f"is over {MAX_UPLOAD_BYTES:,} bytes")])
-            data = read_upload(name, await e.file.read())
-            done = self._on_import(data)
-            if done is not None:
+            data = read_upload(name, await e.file.read(), self.kind, self.holds)
+            done = self.on_import(data)
+            if inspect.isawaitable(done):
                 await done
         except ScenarioError as exc:
             self.import_failed(f"Not imported: {name}\n" + problems_text(exc))
@@ -188,20 +307,55 @@ class ViewKit:
         self.ui.notify(message, type="negative", multi_line=True, timeout=10_000)
 
 
+class ViewKit:
+    """A view's error card, link notice, share/import/export card and hidden result JSON, for a view
+    that lays itself out (limits, validation, sweep)."""
+
+    def __init__(self, ui: Any, shell: Any, slug: str) -> None:
+        self.ui, self.shell, self.slug = ui, shell, slug
+        self.errors = ErrorCard(ui)
+
+    def show_error(self, exc: ScenarioError | str) -> None:
+        self.errors.show(exc)
+
+    def clear_error(self) -> None:
+        self.errors.clear()
+
+    def link_notice(self, text: str) -> None:
+        link_notice(self.ui, text)
+
+    def share_card(
+        self,
+        inputs: Callable[[], dict[str, Any]],
+        result: Callable[[], Any],
+        on_import: Callable[[dict[str, Any]], Awaitable[None] | None],
+    ) -> None:
+        """The share card (inputs as YAML and JSON, the result as JSON, an inputs file's import) and,
+        after it, the hidden result JSON."""
+        self.share = ShareCard(self.ui, inputs_exports(self.slug, inputs, result), on_import)
+        self.result_json = ResultJson(self.ui)
+
+    def set_result(self, payload: Any) -> None:
+        self.result_json.set(payload)
+
+
 class Latest:
     """Recompute a view off the event loop for its latest inputs only: `work(*args())` runs in a
     thread (NiceGUI's run.io_bound); an input change while it runs is noted and computed once it ends,
     so a burst of changes costs one run after the current one, not one each. `show(result)` or
-    `fail(ScenarioError)` is called for the last inputs only."""
+    `fail(ScenarioError | text)` is called for the last inputs only; an exception other than a
+    ScenarioError is logged and said as INTERNAL_ERROR (never a silent failure). `busy`, when given,
+    is shown while the work runs."""
 
     def __init__(
         self,
         work: Callable[..., Any],
         args: Callable[[], tuple[Any, ...]],
         show: Callable[[Any], None],
-        fail: Callable[[ScenarioError], None],
+        fail: Callable[[ScenarioError | str], None],
+        busy: Busy | None = None,
     ) -> None:
-        self.work, self.args, self.show, self.fail = work, args, show, fail
+        self.work, self.args, self.show, self.fail, self.busy = work, args, show, fail, busy
         self.running = False
         self.pending = False
 
@@ -212,6 +366,8 @@ class Latest:
             self.pending = True
             return
         self.running = True
+        if self.busy is not None:
+            self.busy.start()
         try:
             while True:
                 self.pending = False
@@ -222,8 +378,16 @@ class Latest:
                         self.fail(exc)
                         return
                     continue
+                except Exception:
+                    log.exception("computing %s failed", getattr(self.work, "__qualname__", "a view"))
+                    if not self.pending:
+                        self.fail(INTERNAL_ERROR)
+                        return
+                    continue
                 if not self.pending:
                     self.show(result)
                     return
         finally:
             self.running = False
+            if self.busy is not None:
+                self.busy.stop()

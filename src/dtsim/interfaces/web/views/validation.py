@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from dtsim.errors import ScenarioError
-from dtsim.interfaces.web.viewkit import Latest, ViewKit, problems_text
+from dtsim.interfaces.web.viewkit import Busy, Latest, ViewKit, problems_text
 from dtsim.interfaces.web.views import SHARED_KEYS
 
 PATH = "/validation"
@@ -270,8 +270,7 @@ class ValidationView:
                         .props("dense use-chips clearable data-testid=subset")
                         .classes("flex-1")
                     )
-                    self.spinner = ui.spinner(size="md").props("data-testid=busy")
-                    self.spinner.visible = False
+                    self.latest.busy = Busy(ui)
                 self.filter.on_value_change(self.on_filter)
                 self.headline = ui.label().classes("text-body1").props("data-testid=headline")
                 self.verdicts = ui.label().classes("text-body2").props("data-testid=fit-verdicts")
@@ -338,11 +337,9 @@ class ValidationView:
         await self.refresh()
 
     async def refresh(self) -> None:
-        """Validate off the event loop (~0.3 s for every group), for the latest filter only."""
-        self.spinner.visible = True
+        """Validate off the event loop (~0.3 s for every group; a spinner meanwhile), for the latest filter
+        only."""
         await self.latest()
-        if not self.latest.running:  # a call that only noted a change leaves the spinner to the run
-            self.spinner.visible = False
 
     def accept(self, data: dict[str, Any]) -> None:
         self.version += 1

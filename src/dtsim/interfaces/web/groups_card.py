@@ -1,0 +1,270 @@
+"""The decentralized page's "Node groups" card: a table editor of the scenario's `node_groups` (count, node
+preset or accelerator × accelerators per node, MFU, up/down bandwidth, RTT, region), the regions they use
+with the round-trip times between them, and what the result says about the groups (the limiting group,
+whether the regions became a hierarchy).
+
+The card holds the groups as the scenario file gives them (only the fields a row sets), so the export, the
+share link and the CLI read the same `node_groups`; an empty table is the homogeneous scenario. A
+`region_rtt_ms` table from an imported file or a link is kept and shown (it is not edited here).
+The RTTs shown are the model's: a measured `region_rtt_ms` pair, else physics/wan.py's geographic estimate
+(great-circle distance × route inflation at the speed of light in fiber, Bozkurt et al. 2018), with
+`intra_region_rtt_ms` inside one region — the functions models/decentralized/groups.py calls.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from dtsim import catalog
+from dtsim.assumptions import Assumptions
+from dtsim.physics import wan
+from dtsim.schema.scenario import Scenario
+
+# The columns of the editor: (field, label, kind). Limits are not set on the widgets: a value the schema
+# refuses is shown as the scenario's error naming node_groups[i].field, never clamped by the browser.
+COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("count", "Nodes", "int"),
+    ("node", "Node preset", "node"),
+    ("gpu", "Accelerator", "gpu"),
+    ("gpus_per_node", "Accel./node", "int"),
+    ("mfu", "MFU", "number"),
+    ("bandwidth_up_mbps", "Up Mbit/s", "number"),
+    ("bandwidth_down_mbps", "Down Mbit/s", "number"),
+    ("latency_ms", "RTT ms", "number"),
+    ("region", "Region", "region"),
+)
+NEW_GROUP: dict[str, Any] = {"count": 1}
+# Fields whose being given changes what the model does with node groups (models/decentralized/encode.py):
+# hierarchical or nodes_per_group given keeps the model from making the groups' regions the regional tier
+# of a hierarchy; regional_bandwidth_mbps given replaces the links inside a region. The page holds every
+# field, so with groups it gives these only where they differ from the defaults: the model then decides,
+# as it does for a scenario file that leaves them out.
+LEFT_TO_MODEL = ("hierarchical", "nodes_per_group", "regional_bandwidth_mbps")
+
+
+def compact(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows as node_groups entries: the fields a row sets (blank cells are the scenario's)."""
+    return [{k: v for k, v in g.items() if v is not None and v != ""} for g in groups]
+
+
+def scenario_groups(s: Scenario) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """A scenario's node_groups as editor rows (what each group sets) and its region_rtt_ms."""
+    rows = [g.model_dump(exclude_none=True) for g in s.node_groups or ()]
+    return rows, (dict(s.region_rtt_ms) if s.region_rtt_ms else None)
+
+
+def group_fields(groups: list[dict[str, Any]], rtt: dict[str, Any] | None) -> dict[str, Any]:
+    """The scenario fields the card adds (none for an empty table)."""
+    out: dict[str, Any] = {}
+    if groups:
+        out["node_groups"] = compact(groups)
+    if rtt:
+        out["region_rtt_ms"] = rtt
+    return out
+
+
+def leave_to_model(fields: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """`fields` less the LEFT_TO_MODEL fields at their defaults, when they hold node groups."""
+    if not fields.get("node_groups"):
+        return fields
+    return {k: v for k, v in fields.items() if k not in LEFT_TO_MODEL or v != defaults.get(k)}
+
+
+def file_fields(scenario_fields: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """A scenario file of the page's scenario (`Scenario.to_fields()`, every field) that reads back as
+    the page computes it: with node groups, without the LEFT_TO_MODEL fields the page did not give."""
+    if not given.get("node_groups"):
+        return scenario_fields
+    return {k: v for k, v in scenario_fields.items() if k not in LEFT_TO_MODEL or k in given}
+
+
+def query_pairs(groups: list[dict[str, Any]], rtt: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """The share link's encoding: each field as compact JSON (a YAML flow value, which the link's reader
+    parses as `--set` does)."""
+    return [(k, json.dumps(v, separators=(",", ":"))) for k, v in group_fields(groups, rtt).items()]
+
+
+def link_notice(query_string: str) -> str | None:
+    """Why a share link will not open (the server refuses a query over MAX_QUERY_BYTES), else None."""
+    from dtsim.interfaces.api.app import MAX_QUERY_BYTES
+
+    size = len(query_string.encode())
+    if size <= MAX_QUERY_BYTES:
+        return None
+    return (
+        f"This link's query is {size:,} bytes, over the server's {MAX_QUERY_BYTES:,}: it will not open; "
+        "share the scenario file (Scenario YAML) instead."
+    )
+
+
+def region_rtt_ms(a: str, b: str, rtt: dict[str, Any] | None, asm: Assumptions) -> float | None:
+    """The round trip between two regions in ms as the model takes it: a measured region_rtt_ms pair
+    (either order), else the geographic estimate between the regions table's coordinates
+    (physics/wan.py), `intra_region_rtt_ms` (an assumption) inside one region; None when unknown."""
+    measured = rtt or {}
+    for x, y in ((a, b), (b, a)):
+        if y in measured.get(x, {}):
+            return float(measured[x][y])
+    regions = catalog.regions()
+    if a == b:
+        return float(asm.intra_region_rtt_ms)
+    if a not in regions or b not in regions:
+        return None
+    ra, rb = regions[a], regions[b]
+    return float(wan.geographic_rtt_s(wan.great_circle_m(ra.lat, ra.lon, rb.lat, rb.lon), asm)) * 1e3
+
+
+def region_rows(s: Scenario) -> list[dict[str, Any]]:
+    """One row per region the groups use: its name, its groups (1-based, as the table numbers them),
+    its nodes and the RTT to each other used region."""
+    groups = s.node_groups or ()
+    used = sorted({g.region for g in groups if g.region is not None})
+    asm = Assumptions(s.assumptions)
+    regions = catalog.regions()
+    rows = []
+    for r in used:
+        row: dict[str, Any] = {
+            "region": r,
+            "name": regions[r].name if r in regions else "(measured RTTs only)",
+            "groups": ", ".join(str(i + 1) for i, g in enumerate(groups) if g.region == r),
+            "nodes": sum(g.count for g in groups if g.region == r),
+        }
+        for other in used:
+            ms = region_rtt_ms(r, other, s.region_rtt_ms, asm)
+            row[f"rtt_{other}"] = "—" if ms is None else f"{ms:.1f}"
+        rows.append(row)
+    return rows
+
+
+def groups_summary(result_data: dict[str, Any]) -> str:
+    """What the result says about the groups: the limiting group (1-based) and the hierarchy."""
+    limiting = result_data.get("limiting_group")
+    if limiting is None:
+        return "No node groups: every node is the scenario's."
+    parts = [f"Limiting group: {limiting + 1}."]
+    parts.append(
+        "The groups' regions became the regional groups of a hierarchy (faster than flat DiLoCo)."
+        if result_data.get("hierarchy_by_region")
+        else "No hierarchy by region."
+    )
+    return " ".join(parts)
+
+
+class GroupsCard:
+    """The card; `on_change` is called (with no argument) whenever a row changes."""
+
+    def __init__(self, ui: Any, on_change: Callable[[], None]) -> None:
+        self.ui = ui
+        self.on_change = on_change
+        self.groups: list[dict[str, Any]] = []
+        self.rtt: dict[str, Any] | None = None
+        nodes = {k: k for k in catalog.nodes()}
+        gpus = {k: k for k in catalog.gpus()}
+        self.choices = {"node": nodes, "gpu": gpus, "region": {k: k for k in catalog.regions()}}
+        with (
+            ui.expansion("Node groups", value=False)
+            .classes("w-full dt-group")
+            .props("dense header-class=text-weight-bold data-testid=groups-card")
+        ):
+            ui.label(
+                "Heterogeneous nodes: each row is `count` nodes; a blank cell takes the scenario's value. "
+                "Nodes is then the groups' total. Empty table: the homogeneous scenario."
+            ).classes("text-caption text-grey-8")
+            self.rows_box = ui.column().classes("w-full gap-1").props("data-testid=groups-rows")
+            with ui.row().classes("gap-2"):
+                ui.button("Add group", on_click=self.add).props("dense outline data-testid=groups-add")
+            self.summary = ui.label().classes("text-body2").props("data-testid=groups-summary")
+            self.regions_box = ui.column().classes("w-full").props("data-testid=groups-regions")
+        self._rows()
+
+    # --- state ------------------------------------------------------------------------------------------
+
+    def set(self, groups: list[dict[str, Any]], rtt: dict[str, Any] | None) -> None:
+        """Show these rows (an import, a link) without calling on_change."""
+        self.groups = [dict(g) for g in groups]
+        self.rtt = rtt
+        self._rows()
+
+    def fields(self) -> dict[str, Any]:
+        return group_fields(self.groups, self.rtt)
+
+    def add(self) -> None:
+        self.groups.append(dict(NEW_GROUP))
+        self._rows()
+        self.on_change()
+
+    def remove(self, i: int) -> None:
+        del self.groups[i]
+        if not self.groups:
+            self.rtt = None  # measured RTTs apply to groups' regions only
+        self._rows()
+        self.on_change()
+
+    def edit(self, i: int, key: str, value: Any) -> None:
+        if value is None or value == "":
+            self.groups[i].pop(key, None)
+        else:
+            self.groups[i][key] = (
+                int(value) if key in ("count", "gpus_per_node") and value == int(value) else value
+            )
+        self.on_change()
+
+    # --- drawing ----------------------------------------------------------------------------------------
+
+    def _rows(self) -> None:
+        ui = self.ui
+        self.rows_box.clear()
+        with self.rows_box:
+            for i, g in enumerate(self.groups):
+                with ui.row().classes("w-full items-center gap-1 no-wrap").props(f"data-testid=group-{i}"):
+                    ui.label(f"{i + 1}").classes("text-weight-bold")
+                    with ui.grid(columns=3).classes("flex-1 gap-x-1 gap-y-0"):
+                        for key, label, kind in COLUMNS:
+                            self._cell(i, key, label, kind, g.get(key))
+                    ui.button(icon="delete", on_click=lambda i=i: self.remove(i)).props(
+                        f"dense flat round data-testid=group-{i}-remove"
+                    ).tooltip("Remove this group")
+
+    def _cell(self, i: int, key: str, label: str, kind: str, value: Any) -> None:
+        ui = self.ui
+        testid = f"data-testid=group-{i}-{key}"
+        if kind in self.choices:
+            w = ui.select(
+                self.choices[kind],
+                label=label,
+                value=value if value in self.choices[kind] else None,
+                on_change=lambda e, i=i, key=key: self.edit(i, key, e.value),
+            ).props(f"dense clearable options-dense {testid}")
+        else:
+            w = ui.number(
+                label,
+                value=value,
+                step=1 if kind == "int" else None,
+                on_change=lambda e, i=i, key=key: self.edit(i, key, e.value),
+            ).props(f"dense {testid}")
+        w.classes("w-full")
+
+    def show(self, scenario: Scenario | None, result_data: dict[str, Any] | None) -> None:
+        """The regions table and the groups' summary for the computed scenario."""
+        ui = self.ui
+        self.summary.text = groups_summary(result_data or {})
+        self.regions_box.clear()
+        if scenario is None or not scenario.node_groups:
+            return
+        rows = region_rows(scenario)
+        if not rows:
+            return
+        with self.regions_box:
+            ui.label("Regions and round-trip times (ms)").classes("text-caption text-weight-bold")
+            columns = [
+                {"name": c, "label": c, "field": c, "align": "left"}
+                for c in ("region", "name", "groups", "nodes")
+            ] + [
+                {"name": f"rtt_{r['region']}", "label": f"→ {r['region']}", "field": f"rtt_{r['region']}"}
+                for r in rows
+            ]
+            ui.table(columns=columns, rows=rows, row_key="region").props(
+                "dense flat data-testid=groups-regions-table"
+            ).classes("w-full")

@@ -1,0 +1,144 @@
+"""The Node groups card and the uncertainty switch without a browser: the share link's encoding reads back
+as the same groups, the RTTs the card shows are the ones the model takes, a link over the server's cap
+says so, and the page's P10–P90 is `dtsim simulate --uncertainty N --seed S --json`'s."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import parse_qsl, urlencode
+
+import pytest
+from typer.testing import CliRunner
+
+from dtsim import catalog
+from dtsim.assumptions import Assumptions
+from dtsim.interfaces.cli.main import app as cli
+from dtsim.interfaces.web.fields import parse_query
+from dtsim.interfaces.web.groups_card import (
+    compact,
+    file_fields,
+    groups_summary,
+    leave_to_model,
+    link_notice,
+    query_pairs,
+    region_rows,
+    region_rtt_ms,
+    scenario_groups,
+)
+from dtsim.interfaces.web.uncertainty_band import SAMPLES, SEED, band_text, headline_bands
+from dtsim.models.decentralized.engine import simulate
+from dtsim.schema.scenario import load_scenario
+
+GROUPS = [
+    {"count": 6, "node": "16x-h100-sxm", "region": "us-east", "bandwidth_up_mbps": 500.0},
+    {"count": 4, "mfu": 0.3, "region": "eu-central", "bandwidth_down_mbps": 2000.0},
+]
+
+
+def test_share_link_encoding_reads_back_the_same_groups():
+    rtt = {"us-east": {"eu-central": 95.0}}
+    query = urlencode(query_pairs(GROUPS, rtt))
+    scenario = load_scenario(layers=[parse_query(dict(parse_qsl(query)))])
+    rows, back_rtt = scenario_groups(scenario)
+    assert rows == compact(GROUPS)
+    assert back_rtt == rtt
+    assert scenario.num_nodes == 10
+    # blank cells are not written (the scenario's value applies)
+    assert compact([{"count": 2, "mfu": None, "region": ""}]) == [{"count": 2}]
+    assert query_pairs([], None) == []
+
+
+def test_region_rtt_is_the_models():
+    """Each group given the RTT the card shows as its latency_ms gives the model's sync time from regions
+    (a small model on fast links, so the round trip is a visible part of the sync)."""
+    base = {"parameters_b": 1, "tokens_t": 0.1, "bandwidth_mbps": 100_000}
+    ms = region_rtt_ms("us-east", "eu-central", None, Assumptions({}))
+    assert 60 < ms < 150  # Virginia–Frankfurt is ~6,500 km: about 90 ms with route inflation
+
+    def sync_s(latency_ms):
+        groups = [g | ({"latency_ms": latency_ms} if latency_ms else {}) for g in GROUPS]
+        return simulate(load_scenario(layers=[base | {"node_groups": groups}])).sync_s
+
+    assert sync_s(None) == pytest.approx(sync_s(ms), rel=1e-9)
+    assert sync_s(None) != pytest.approx(sync_s(ms * 1.5), rel=1e-3)  # the RTT shows in the sync
+
+
+def test_region_rows_measured_intra_and_unknown():
+    s = load_scenario(
+        layers=[
+            {
+                "node_groups": [
+                    {"count": 2, "region": "uk"},
+                    {"count": 3, "region": "uk"},
+                    {"count": 1, "region": "lab-a"},
+                ],
+                "region_rtt_ms": {"lab-a": {"uk": 42}},
+            }
+        ]
+    )
+    rows = {r["region"]: r for r in region_rows(s)}
+    assert rows["uk"]["groups"] == "1, 2" and rows["uk"]["nodes"] == 5
+    assert rows["uk"]["rtt_lab-a"] == rows["lab-a"]["rtt_uk"] == "42.0"  # measured, either order
+    intra = catalog.assumption_rows()["intra_region_rtt_ms"]["value"]
+    assert rows["uk"]["rtt_uk"] == f"{intra:.1f}"
+    assert rows["lab-a"]["rtt_lab-a"] == f"{intra:.1f}"
+    assert region_rtt_ms("lab-a", "eu-west", None, Assumptions({})) is None
+
+
+def test_groups_summary_names_the_limiting_group_one_based():
+    assert "Limiting group: 2." in groups_summary({"limiting_group": 1, "hierarchy_by_region": False})
+    assert "became the regional groups" in groups_summary({"limiting_group": 0, "hierarchy_by_region": True})
+    assert groups_summary({"limiting_group": None}).startswith("No node groups")
+
+
+def test_link_over_the_servers_cap_says_so():
+    from dtsim.interfaces.api.app import MAX_QUERY_BYTES
+
+    assert link_notice("a" * MAX_QUERY_BYTES) is None
+    assert "over the server's" in link_notice("a" * (MAX_QUERY_BYTES + 1))
+    # the most groups a scenario holds, every cell set: over the cap (about 13 KB)
+    row = {"count": 100, "node": "16x-h100-sxm", "region": "us-east", "mfu": 0.4, "latency_ms": 100}
+    many = [row | {"bandwidth_up_mbps": 1000, "bandwidth_down_mbps": 1000}] * 64
+    assert link_notice(urlencode(query_pairs(many, None))) is not None
+
+
+def test_headline_band_equals_the_cli(tmp_path):
+    fields = {"node_groups": GROUPS, "bandwidth_mbps": 100}
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(fields))
+    out = CliRunner().invoke(
+        cli, ["simulate", str(path), "--uncertainty", str(SAMPLES), "--seed", str(SEED), "--json"]
+    )
+    assert out.exit_code == 0, out.output
+    cli_bands = json.loads(out.output)["uncertainty"]
+    bands = headline_bands(fields)
+    for key in ("wall_clock_days", "effective_days"):
+        assert bands[key] == cli_bands[key]
+        assert bands[key]["p10"] < bands[key]["p90"]
+    assert band_text({"p10": 1234.56, "p90": 2000}) == "P10–P90: 1,234.6 – 2,000.0 days"
+    assert "no finite range" in band_text({"p10": float("nan"), "p90": 3.0})
+
+
+def test_page_scenario_leaves_the_hierarchy_to_the_model():
+    """The page holds every field; with groups in two regions it gives hierarchical / nodes_per_group /
+    regional_bandwidth_mbps only where changed, so the model may make the regions a hierarchy as it does
+    for a file without them, and the exported file reads back as the same scenario."""
+    from dtsim.interfaces.web.fields import default_values, scenario_to_values, values_to_fields
+
+    defaults = default_values()
+    base = {"parameters_b": 1, "tokens_t": 0.1, "bandwidth_mbps": 50, "regional_bandwidth_mbps": 10_000}
+    groups = [{"count": 8, "region": "us-east"}, {"count": 8, "region": "eu-central"}]
+    file = base | {"node_groups": groups}
+    cli = simulate(load_scenario(layers=[file]))
+    assert cli.hierarchy_by_region  # the regions are the regional tier here
+    page_values = scenario_to_values(load_scenario(layers=[file]))
+    all_fields = values_to_fields(page_values) | {"node_groups": groups}
+    all_fields.pop("num_nodes")
+    page = leave_to_model(all_fields, defaults)
+    assert "hierarchical" not in page and page["regional_bandwidth_mbps"] == 10_000
+    assert simulate(load_scenario(layers=[page])).model_dump() == cli.model_dump()
+    exported = file_fields(load_scenario(layers=[page]).to_fields(), page)
+    assert simulate(load_scenario(layers=[exported])).model_dump() == cli.model_dump()
+    # every field given (as the page held them) is another scenario: no hierarchy by region
+    assert simulate(load_scenario(layers=[all_fields])).hierarchy_by_region is False
+    assert leave_to_model({"hierarchical": False}, defaults) == {"hierarchical": False}  # no groups
