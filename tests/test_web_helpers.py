@@ -24,8 +24,9 @@ from dtsim.interfaces.web.fields import (
     unit,
     values_to_fields,
 )
-from dtsim.interfaces.web.page import problems_text, scenario_from_upload
+from dtsim.interfaces.web.page import scenario_from_upload
 from dtsim.interfaces.web.results import result_csv
+from dtsim.interfaces.web.viewkit import problems_text
 from dtsim.interfaces.web.widgets import InputWidgets, make_widget
 from dtsim.schema.fields import BOUNDS
 from dtsim.schema.scenario import Scenario, load_scenario, scenario_json_schema

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import json
-import logging
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
@@ -24,7 +23,8 @@ from fastapi import FastAPI, Request
 
 from dtsim import catalog
 from dtsim.analysis.sweep import current_value, default_range, sweep
-from dtsim.errors import ScenarioError, format_problem
+from dtsim.errors import ScenarioError
+from dtsim.interfaces.web import viewkit
 from dtsim.interfaces.web.charts import SWEEP_FIELDS, breakdown_chart, sweep_chart
 from dtsim.interfaces.web.fields import (
     GROUPS,
@@ -42,17 +42,20 @@ from dtsim.interfaces.web.results import (
     result_csv,
     summary_text,
 )
+from dtsim.interfaces.web.viewkit import (
+    INTERNAL_ERROR,
+    ErrorCard,
+    ResultJson,
+    ShareCard,
+    problems_text,
+    read_upload,
+)
 from dtsim.interfaces.web.views import Shell, view_modules
 from dtsim.interfaces.web.widgets import InputWidgets, make_widget
 from dtsim.models.decentralized.engine import simulate
 from dtsim.models.decentralized.result import Result
-from dtsim.schema.inputs import decode_text, parse_data
 from dtsim.schema.scenario import Scenario, load_scenario
 
-log = logging.getLogger("dtsim.web")
-MAX_UPLOAD_BYTES = 500_000  # a scenario file is ~2 KB; the upload's multipart body stays under the API's cap
-UPLOAD_TYPES = (".yaml", ".yml", ".json")
-INTERNAL_ERROR = "internal error; the details are in the server's log"
 # A page load builds every widget and chart (about 1.5 MB) and NiceGUI keeps it until its browser
 # connects; one that never does (a script, a bot) was kept 60 s, so a client looping on / grew the server
 # by gigabytes and stalled it for seconds while it pruned. At most MAX_PENDING_PAGES wait at once (a page
@@ -73,31 +76,18 @@ BIG_OUTPUTS = (
     ("wall_clock_days", "Wall-clock (process D tokens)"),
     ("effective_days", "η-adjusted (equivalent quality)"),
 )
-EXPORTS = (
-    ("Scenario YAML", "yaml"),
-    ("Scenario JSON", "json"),
-    ("Result JSON", "result-json"),
-    ("Result CSV", "result-csv"),
-)
-
-
-def problems_text(exc: ScenarioError, sep: str) -> str:
-    """The problems one per line (or `sep`-joined), each value quoted in at most 80 characters."""
-    return sep.join(format_problem(f, v, m) for f, v, m in exc.problems)
 
 
 def scenario_from_upload(name: str, raw: bytes) -> Scenario:
     """An uploaded scenario file (YAML, or JSON by its suffix; a `preset` key allowed) as a Scenario,
-    read as any user file is (schema/inputs.py: size, encoding, alias and nesting limits), or a
-    ScenarioError naming the file and what is wrong."""
-    shown = name if len(name) <= 80 else name[:79] + "…"
-    if not name.lower().endswith(UPLOAD_TYPES):
-        raise ScenarioError([("file", shown, "must be a .yaml, .yml or .json scenario file")])
-    if len(raw) > MAX_UPLOAD_BYTES:
-        raise ScenarioError([("file", shown, f"is {len(raw):,} bytes; at most {MAX_UPLOAD_BYTES:,}")])
-    data = parse_data(decode_text(raw, shown), name, "file")
-    if not isinstance(data, dict):
-        raise ScenarioError([("file", shown, "must hold a mapping of scenario fields")])
+    read as any user file is (viewkit.read_upload: type and size; schema/inputs.py: encoding, alias and
+    nesting limits), or a ScenarioError naming the file and what is wrong."""
+    return scenario_from_data(read_upload(name, raw, "scenario", "scenario fields"))
+
+
+def scenario_from_data(data: dict[str, Any]) -> Scenario:
+    """A scenario file's mapping (its fields, a `preset` key allowed) as a Scenario."""
+    data = dict(data)
     preset = data.pop("preset", None)
     scenario = load_scenario(preset=preset, layers=[data])
     for name in ("node_groups", "region_rtt_ms"):  # no widgets for these yet: never drop them silently
@@ -199,13 +189,9 @@ class Page:
     def _results_column(self) -> None:
         ui = self.ui
         with ui.column().classes("gap-2").style("flex: 2 1 360px; min-width: 300px"):
-            self.error_card = ui.card().classes("w-full bg-red-1").props("data-testid=errors")
-            self.error_card.visible = False
-            with self.error_card:
-                self.error_label = ui.label().classes("text-red-10 whitespace-pre-wrap")
+            self.errors = ErrorCard(ui)
             if self.notice:
-                with ui.card().classes("w-full bg-orange-1").props("data-testid=link-error"):
-                    ui.label(self.notice).classes("text-orange-10 whitespace-pre-wrap")
+                viewkit.link_notice(ui, self.notice)
                 ui.notify(self.notice, type="warning", multi_line=True, timeout=8000)
             self._headline_card()
             self._result_cards()
@@ -215,7 +201,7 @@ class Page:
                 self.warnings_box = ui.column().classes("gap-1 w-full").props("data-testid=warnings")
             self._compare_card()
             self._share_card()
-            self.result_json = ui.label().props("data-testid=result-json").style("display: none")
+            self.result_json = ResultJson(ui)
 
     def _headline_card(self) -> None:
         ui = self.ui
@@ -285,40 +271,10 @@ class Page:
 
     def _share_card(self) -> None:
         ui = self.ui
-        with ui.card().classes("w-full q-pa-sm"):
-            ui.label("Share, export, import").classes("text-weight-bold")
-            with ui.row().classes("w-full items-center gap-2 no-wrap"):
-                self.share_input = (
-                    ui.input("Share link").props("readonly dense data-testid=share-url").classes("flex-1")
-                )
-                ui.button("Copy", on_click=self.copy_link).props("dense data-testid=copy-link")
-            with ui.row().classes("gap-2 flex-wrap"):
-                for text, kind in EXPORTS:
-                    ui.button(text, on_click=lambda kind=kind: self.export(kind)).props("dense outline")
-            self.uploader = (
-                ui.upload(
-                    label="Import a scenario file (YAML or JSON)",
-                    auto_upload=True,
-                    on_upload=self.import_file,
-                    max_file_size=MAX_UPLOAD_BYTES,
-                )
-                .props("accept=.yaml,.yml,.json dense data-testid=import")
-                .classes("w-full")
-            )
-            # files the browser refuses before sending (the accept filter, the size cap): their names
-            # and why, from Quasar's `rejected` event
-            self.uploader.on(
-                "rejected",
-                self.upload_rejected,
-                js_handler="(entries) => emit((entries || []).map(e => ({name: String(e.file?.name ?? ''), "
-                "size: Number(e.file?.size ?? 0), why: String(e.failedPropValidation ?? '')})))",
-            )
-            self.import_error = (
-                ui.label()
-                .classes("text-red-10 whitespace-pre-wrap")
-                .props("data-testid=import-error role=alert")
-            )
-            self.import_error.visible = False
+        self.share = ShareCard(
+            ui, self.exports(), self.import_scenario, kind="scenario", holds="scenario fields", link_box=True
+        )
+        self.share_input = self.share.link_input
 
     # --- behaviour ------------------------------------------------------------------------------------
 
@@ -337,10 +293,9 @@ class Page:
             scenario = self.current_scenario()
             result = simulate(scenario)
         except ScenarioError as exc:
-            self.error_label.text = problems_text(exc, "\n")
-            self.error_card.visible = True
+            self.errors.show(exc)
             return
-        self.error_card.visible = False
+        self.errors.clear()
         self.state.result = result
         self.show_result(result)
         self.update_sweep(scenario)
@@ -377,7 +332,7 @@ class Page:
                 with self.ui.row().classes("no-wrap items-start gap-2"):
                     self.ui.badge(w.code, color="orange-8").props(f"data-testid=warning-{w.code}")
                     self.ui.label(w.message).classes("text-body2")
-        self.result_json.text = json.dumps(data, sort_keys=True)
+        self.result_json.set(data)
 
     def update_share_link(self) -> None:
         query_string = share_query(self.state.values)
@@ -440,61 +395,27 @@ class Page:
         self.state.pinned = None
         self.update_compare()
 
-    def copy_link(self) -> None:
-        self.ui.run_javascript("navigator.clipboard && navigator.clipboard.writeText(location.href)")
-        self.ui.notify("Link copied", timeout=1500)
+    def exports(self) -> list[tuple[str, Any]]:
+        """The share card's downloads: the scenario (YAML, JSON) and the result (JSON, CSV)."""
 
-    def export(self, kind: str) -> None:
-        ui, result = self.ui, self.state.result
-        if kind == "yaml":
-            ui.download(
-                yaml.safe_dump(self.current_scenario().to_fields(), sort_keys=False).encode(), "scenario.yaml"
-            )
-        elif kind == "json":
-            ui.download(json.dumps(self.current_scenario().to_fields(), indent=2).encode(), "scenario.json")
-        elif result is not None and kind == "result-json":
-            ui.download(result.model_dump_json(indent=2).encode(), "result.json")
-        elif result is not None and kind == "result-csv":
-            ui.download(result_csv(result).encode(), "result.csv")
+        def scenario_file(dump: Any, name: str) -> Any:
+            return lambda: (dump(self.current_scenario().to_fields()).encode(), name)
 
-    async def import_file(self, e: Any) -> None:
-        """Load an uploaded scenario file (YAML or JSON, a preset key allowed) into the inputs; a file
-        that cannot be used leaves the inputs as they were and says why, beside the upload and in a
-        notification (the upload's own tick only means the bytes arrived, so it is cleared)."""
-        name = str(e.file.name or "the file")[:80]
-        try:
-            if e.file.size() > MAX_UPLOAD_BYTES:
-                raise ScenarioError([("file", name, f"is over {MAX_UPLOAD_BYTES:,} bytes")])
-            scenario = scenario_from_upload(name, await e.file.read())
-        except ScenarioError as exc:
-            self.import_failed(f"Not imported: {name}\n" + problems_text(exc, "\n"))
-            return
-        except Exception:  # never a silent failure: the page says so, the log has the traceback
-            log.exception("importing %s failed", name)
-            self.import_failed(f"Not imported: {name}: {INTERNAL_ERROR}")
-            return
-        self.import_error.visible = False
+        def result_file(dump: Any, name: str) -> Any:
+            return lambda: None if self.state.result is None else (dump(self.state.result).encode(), name)
+
+        return [
+            ("Scenario YAML", scenario_file(lambda f: yaml.safe_dump(f, sort_keys=False), "scenario.yaml")),
+            ("Scenario JSON", scenario_file(lambda f: json.dumps(f, indent=2), "scenario.json")),
+            ("Result JSON", result_file(lambda r: r.model_dump_json(indent=2), "result.json")),
+            ("Result CSV", result_file(result_csv, "result.csv")),
+        ]
+
+    def import_scenario(self, data: dict[str, Any]) -> None:
+        """Load an uploaded scenario file's mapping into the inputs (the share card reads the file and
+        says what went wrong; a ScenarioError here leaves the inputs as they were)."""
+        scenario = scenario_from_data(data)
         self.set_values(scenario_to_values(scenario))
-        self.ui.notify(f"Imported {name}", type="positive")
-
-    def upload_rejected(self, e: Any) -> None:
-        """The browser refused a file before sending it: say which and why."""
-        entries = e.args if isinstance(e.args, list) else []
-        lines = []
-        for entry in entries[:5]:
-            entry = entry if isinstance(entry, dict) else {}
-            name = str(entry.get("name") or "the file")[:80]
-            if entry.get("why") == "max-file-size":
-                lines.append(f"{name}: is {entry.get('size', 0):,} bytes; at most {MAX_UPLOAD_BYTES:,}")
-            else:
-                lines.append(f"{name}: must be a .yaml, .yml or .json scenario file")
-        self.import_failed("Not imported: " + ("\n".join(lines) or "the browser refused the file"))
-
-    def import_failed(self, message: str) -> None:
-        self.import_error.text = message
-        self.import_error.visible = True
-        self.uploader.reset()
-        self.ui.notify(message, type="negative", multi_line=True, timeout=10_000)
 
     def set_values(self, values: dict[str, Any]) -> None:
         """Show `values` in every input (without a recomputation per widget), then recompute once."""
