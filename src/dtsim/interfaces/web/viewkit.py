@@ -339,6 +339,48 @@ class ViewKit:
         self.result_json.set(payload)
 
 
+class KitView:
+    """What the views that lay themselves out (limits, sweep, validation) do alike. A subclass sets
+    `ui`, `kit` (ViewKit), `latest` (Latest), `widgets`, and defines `on_input(name, value)` and
+    `show(data)`."""
+
+    ui: Any
+    kit: ViewKit
+    latest: Latest
+    widgets: dict[str, Any]
+    version: int = 0  # bumped on every answer shown; charts carry it as data-version
+    data: Any = None  # the answer shown
+    loading: bool = False  # set while inputs are written back to the widgets (no recomputation)
+
+    def bind(self, name: str, w: Any) -> Any:
+        """An input widget: dense, full width, `data-testid=name`, its change given to on_input."""
+        self.widgets[name] = w
+        w.props(f"dense data-testid={name}").classes("w-full")
+        w.on_value_change(lambda e, name=name: self.on_input(name, e.value))
+        return w
+
+    def accept(self, data: Any) -> None:
+        """Show an answer: the error card goes, the answer is kept (for the Result JSON download)."""
+        self.version += 1
+        self.kit.clear_error()
+        self.data = data
+        self.show(data)
+
+    async def try_import(self, *args: Any) -> Any:
+        """The answer for an imported file's inputs, computed off the event loop before they are applied
+        (a ScenarioError refuses the import and leaves the inputs as they were)."""
+        from nicegui import run
+
+        return await run.io_bound(self.latest.work, *args)
+
+    def accept_import(self, data: Any) -> None:
+        """Show an imported file's answer once its inputs are in the widgets; a run of the old inputs
+        still in flight does not show its answer (it runs once more, for the inputs now current)."""
+        self.accept(data)
+        if self.latest.running:
+            self.latest.pending = True
+
+
 class Latest:
     """Recompute a view off the event loop for its latest inputs only: `work(*args())` runs in a
     thread (NiceGUI's run.io_bound); an input change while it runs is noted and computed once it ends,

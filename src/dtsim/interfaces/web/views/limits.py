@@ -15,7 +15,7 @@ from typing import Any
 
 from dtsim import catalog
 from dtsim.errors import ScenarioError
-from dtsim.interfaces.web.viewkit import Latest, ViewKit, choice, flag, number, problems_text
+from dtsim.interfaces.web.viewkit import KitView, Latest, ViewKit, choice, flag, number, problems_text
 from dtsim.interfaces.web.views import SHARED_KEYS
 
 PATH = "/limits"
@@ -327,14 +327,11 @@ def restore(query: dict[str, str]) -> tuple[dict[str, Any], str | None]:
         return dict(DEFAULTS), "Ignored the link's inputs: " + problems_text(exc, "; ")
 
 
-class LimitsView:
+class LimitsView(KitView):
     def __init__(self, ui: Any, query: dict[str, str], shell: Any) -> None:
         self.ui, self.shell = ui, shell
-        self.version = 0
-        self.loading = False
         # the shared keys this view does not use, handed on to the other views
         self.carried = {k: v for k, v in query.items() if k in SHARED_KEYS and k not in KEYS}
-        self.data: dict[str, Any] | None = None
         self.params, notice = restore(query)
         self.widgets: dict[str, Any] = {}
         self.latest = Latest(
@@ -353,40 +350,34 @@ class LimitsView:
     def _inputs(self) -> None:
         ui, p = self.ui, self.params
 
-        def bind(name: str, w: Any) -> Any:
-            self.widgets[name] = w
-            w.props(f"dense data-testid={name}").classes("w-full")
-            w.on_value_change(lambda e, name=name: self.on_input(name, e.value))
-            return w
-
         with ui.card().classes("w-full q-pa-sm"):
             ui.label("Hardware and run").classes("text-weight-bold")
-            bind(
+            self.bind(
                 "gpu", ui.select(hardware_choices(), label="Hardware (preset or catalog GPU)", value=p["gpu"])
             )
-            bind("sparse", ui.switch("Sparse (MoE) models", value=p["sparse"]))
-            bind("scaling", ui.select(list(SCALINGS), label="Critical batch law", value=p["scaling"]))
-            bind("months", ui.number("Time limit (months)", value=p["months"], min=0.01, max=1200))
-            bind("memory", ui.select(list(MEMORIES), label="Memory check", value=p["memory"]))
+            self.bind("sparse", ui.switch("Sparse (MoE) models", value=p["sparse"]))
+            self.bind("scaling", ui.select(list(SCALINGS), label="Critical batch law", value=p["scaling"]))
+            self.bind("months", ui.number("Time limit (months)", value=p["months"], min=0.01, max=1200))
+            self.bind("memory", ui.select(list(MEMORIES), label="Memory check", value=p["memory"]))
         with ui.card().classes("w-full q-pa-sm"):
             ui.label("Custom chip and network (override the preset)").classes("text-weight-bold")
-            bind("peak_tflops", ui.number("Peak dense 16-bit TFLOP/s", value=p["peak_tflops"]))
-            bind("hbm_tb_s", ui.number("HBM bandwidth (TB/s)", value=p["hbm_tb_s"]))
-            bind("memory_gb", ui.number("Memory per GPU (GB)", value=p["memory_gb"]))
-            bind(
+            self.bind("peak_tflops", ui.number("Peak dense 16-bit TFLOP/s", value=p["peak_tflops"]))
+            self.bind("hbm_tb_s", ui.number("HBM bandwidth (TB/s)", value=p["hbm_tb_s"]))
+            self.bind("memory_gb", ui.number("Memory per GPU (GB)", value=p["memory_gb"]))
+            self.bind(
                 "level_bandwidth",
                 ui.input(
                     "Bandwidth per level (bytes/s, bidirectional; comma-separated, NVLink first)",
                     value=p["level_bandwidth"],
                 ),
             )
-            bind(
+            self.bind(
                 "level_latency_us",
                 ui.input("Latency per level (µs, comma-separated)", value=p["level_latency_us"]),
             )
         with ui.card().classes("w-full q-pa-sm"):
             ui.label("Search").classes("text-weight-bold")
-            bind("compute", ui.input("Training compute (FLOP)", value=p["compute"]))
+            self.bind("compute", ui.input("Training compute (FLOP)", value=p["compute"]))
 
     def _outputs(self) -> None:
         ui = self.ui
@@ -432,12 +423,6 @@ class LimitsView:
         """Recompute off the event loop (a curve takes ~0.5 s), for the latest inputs only."""
         await self.latest()
 
-    def accept(self, data: dict[str, Any]) -> None:
-        self.version += 1
-        self.kit.clear_error()
-        self.data = data
-        self.show(data)
-
     def show(self, data: dict[str, Any]) -> None:
         self.plot.options.clear()
         self.plot.options.update(chart(data))
@@ -467,10 +452,8 @@ class LimitsView:
 
     async def import_inputs(self, data: dict[str, Any]) -> None:
         """Apply an uploaded inputs file once its inputs run (else its error, the inputs as they were)."""
-        from nicegui import run
-
         params = parse_params(data)
-        result = await run.io_bound(compute, params)
+        result = await self.try_import(params)
         self.params = params
         self.loading = True
         try:
@@ -478,9 +461,7 @@ class LimitsView:
                 w.set_value(params[name])
         finally:
             self.loading = False
-        self.accept(result)
-        if self.latest.running:  # a run of the old inputs in flight: its answer is not shown
-            self.latest.pending = True
+        self.accept_import(result)
 
 
 def build(ui: Any, query: dict[str, str], shell: Any) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from dtsim import catalog
 from dtsim.errors import ScenarioError
-from dtsim.interfaces.web.viewkit import Latest, ViewKit, choice, problems_text
+from dtsim.interfaces.web.viewkit import KitView, Latest, ViewKit, choice, problems_text
 from dtsim.interfaces.web.views import SHARED_KEYS
 
 PATH = "/sweep"
@@ -308,12 +308,9 @@ def heat_chart(data: dict[str, Any], output: str) -> dict[str, Any]:
     }
 
 
-class SweepView:
+class SweepView(KitView):
     def __init__(self, ui: Any, query: dict[str, str], shell: Any) -> None:
         self.ui, self.shell = ui, shell
-        self.version = 0
-        self.loading = False
-        self.data: dict[str, Any] | None = None
         self.progress = [0, 0]
         self.lock = threading.Lock()
         self.carried = {k: v for k, v in query.items() if k in SHARED_KEYS and k not in KEYS}
@@ -345,19 +342,13 @@ class SweepView:
     def _inputs(self) -> None:
         ui, p = self.ui, self.params
 
-        def bind(name: str, w: Any) -> Any:
-            self.widgets[name] = w
-            w.props(f"dense data-testid={name}").classes("w-full")
-            w.on_value_change(lambda e, name=name: self.on_input(name, e.value))
-            return w
-
         with ui.card().classes("w-full q-pa-sm"):
             ui.label("Scenario").classes("text-weight-bold")
             presets = {"": "(the defaults: MIRI simulator docs §9)"} | {
                 k: k for k in catalog.scenario_presets()
             }
-            bind("preset", ui.select(presets, label="Start from a preset", value=p["preset"]))
-            bind(
+            self.bind("preset", ui.select(presets, label="Start from a preset", value=p["preset"]))
+            self.bind(
                 "set",
                 ui.textarea(
                     "Overrides, one field=value a line (as --set)", value=p["set"].replace(SEP, "\n")
@@ -365,14 +356,14 @@ class SweepView:
             )
         with ui.card().classes("w-full q-pa-sm"):
             ui.label("Vary").classes("text-weight-bold")
-            bind(
+            self.bind(
                 "vary",
                 ui.textarea(
                     "One field a line: field=start:stop:num[:log] or field=v1,v2,… (the grid is the product)",
                     value=p["vary"].replace(SEP, "\n"),
                 ),
             )
-            self.metric = bind(
+            self.metric = self.bind(
                 "metric",
                 ui.input(
                     "Output to chart (a heat map with two fields)",
@@ -385,8 +376,8 @@ class SweepView:
             self.bands_box = ui.checkbox("P10/P50/P90 over draws at every point", value=self.bands_on)
             self.bands_box.props("dense data-testid=bands")
             self.bands_box.on_value_change(self.on_bands)
-            bind("uncertainty", ui.input("Draws per point (rounded up to 2^m)", value=p["uncertainty"]))
-            bind("seed", ui.input("Seed", value=p["seed"]))
+            self.bind("uncertainty", ui.input("Draws per point (rounded up to 2^m)", value=p["uncertainty"]))
+            self.bind("seed", ui.input("Seed", value=p["seed"]))
             self.bar = ui.linear_progress(value=0, show_value=False).props("data-testid=progress")
             self.bar.visible = False
 
@@ -448,12 +439,6 @@ class SweepView:
         params = self.current()
         return params, (self._progress if params["uncertainty"] else None)
 
-    def accept(self, data: dict[str, Any]) -> None:
-        self.version += 1
-        self.kit.clear_error()
-        self.data = data
-        self.show(data)
-
     def _show_progress(self) -> None:
         with self.lock:
             done, total = self.progress
@@ -508,10 +493,8 @@ class SweepView:
 
     async def import_inputs(self, data: dict[str, Any]) -> None:
         """Apply an uploaded inputs file once its inputs run (else its error, the inputs as they were)."""
-        from nicegui import run
-
         params = parse_params(data)
-        result = await run.io_bound(compute, params)
+        result = await self.try_import(params)
         self.params = params | {"uncertainty": params["uncertainty"] or DRAWS}
         self.loading = True
         try:
@@ -522,9 +505,7 @@ class SweepView:
             self.bands_box.set_value(bool(params["uncertainty"]))
         finally:
             self.loading = False
-        self.accept(result)
-        if self.latest.running:  # a run of the old inputs in flight: its answer is not shown
-            self.latest.pending = True
+        self.accept_import(result)
 
 
 def fmt(v: Any) -> str:

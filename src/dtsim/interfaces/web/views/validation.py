@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from dtsim.errors import ScenarioError
-from dtsim.interfaces.web.viewkit import Busy, Latest, ViewKit, problems_text
+from dtsim.interfaces.web.viewkit import Busy, KitView, Latest, ViewKit, problems_text
 from dtsim.interfaces.web.views import SHARED_KEYS
 
 PATH = "/validation"
@@ -235,12 +235,9 @@ def columns(pairs: Any, align: str = "left") -> list[dict[str, Any]]:
     return [{"name": k, "label": t, "field": k, "align": align} for k, t in pairs]
 
 
-class ValidationView:
+class ValidationView(KitView):
     def __init__(self, ui: Any, query: dict[str, str], shell: Any) -> None:
         self.ui, self.shell = ui, shell
-        self.version = 0
-        self.loading = False
-        self.data: dict[str, Any] | None = None
         self.carried = {k: v for k, v in query.items() if k in SHARED_KEYS}
         notice = None
         self.latest = Latest(
@@ -340,12 +337,6 @@ class ValidationView:
         """Validate off the event loop (~0.3 s for every group; a spinner meanwhile), for the latest filter
         only."""
         await self.latest()
-
-    def accept(self, data: dict[str, Any]) -> None:
-        self.version += 1
-        self.kit.clear_error()
-        self.data = data
-        self.show(data)
 
     def show(self, data: dict[str, Any]) -> None:
         ui, rep, view = self.ui, data["report"], data["view"]
