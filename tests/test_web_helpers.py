@@ -58,7 +58,8 @@ def test_share_link_holds_only_changed_fields():
 
 
 def test_every_scenario_field_a_user_sets_has_a_widget():
-    # node groups and their measured RTTs are lists and tables, edited in a scenario file and uploaded
+    # node groups are edited in the Node groups card (web/groups_card.py); their measured RTTs in a
+    # scenario file, uploaded
     settable = set(dtsim.Scenario.model_fields) - {
         "node",
         "bandwidth_mbps",
@@ -264,8 +265,13 @@ def test_upload_alias_bomb_is_refused_within_1_s_and_100_mb():
         ("s.yaml", b"#" * 500_001, "file", "at most 500,000"),
         ("s.yaml", b"num_nodes: -5", "num_nodes", "must be an integer"),
         ("s.yaml", b"preset: nope", "preset", "nope"),
-        # no node-group editor in the page yet: said, not silently dropped
-        ("s.yaml", b"node_groups: [{count: 2, region: uk}]", "node_groups", "cannot edit node groups"),
+        # node groups load into the Node groups card; a bad one names its place
+        (
+            "s.yaml",
+            b"node_groups: [{count: 0, region: uk}]",
+            "node_groups[0].count",
+            "greater than or equal to 1",
+        ),
     ],
 )
 def test_upload_errors_name_the_place(name, raw, field, words):

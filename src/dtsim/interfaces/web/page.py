@@ -16,7 +16,7 @@ import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlencode
 
 import yaml
 from fastapi import FastAPI, Request
@@ -34,6 +34,14 @@ from dtsim.interfaces.web.fields import (
     share_query,
     values_to_fields,
 )
+from dtsim.interfaces.web.groups_card import (
+    GroupsCard,
+    file_fields,
+    leave_to_model,
+    link_notice,
+    query_pairs,
+    scenario_groups,
+)
 from dtsim.interfaces.web.results import (
     RESULT_ROWS,
     bottleneck_text,
@@ -42,6 +50,7 @@ from dtsim.interfaces.web.results import (
     result_csv,
     summary_text,
 )
+from dtsim.interfaces.web.uncertainty_band import UncertaintyBand
 from dtsim.interfaces.web.viewkit import (
     INTERNAL_ERROR,
     ErrorCard,
@@ -89,20 +98,7 @@ def scenario_from_data(data: dict[str, Any]) -> Scenario:
     """A scenario file's mapping (its fields, a `preset` key allowed) as a Scenario."""
     data = dict(data)
     preset = data.pop("preset", None)
-    scenario = load_scenario(preset=preset, layers=[data])
-    for name in ("node_groups", "region_rtt_ms"):  # no widgets for these yet: never drop them silently
-        if getattr(scenario, name) is not None:
-            raise ScenarioError(
-                [
-                    (
-                        name,
-                        "given",
-                        "the page cannot edit node groups yet; run this file with `dtsim simulate FILE` "
-                        "or POST it to /api/simulate",
-                    )
-                ]
-            )
-    return scenario
+    return load_scenario(preset=preset, layers=[data])  # node_groups: the Node groups card shows them
 
 
 @dataclass
@@ -123,7 +119,9 @@ class Page:
         self.state = PageState()
         self.inputs = InputWidgets()
         self.out_labels: dict[str, Any] = {}
-        self.notice = self._restore(query)
+        self.link_groups: tuple[list[dict[str, Any]], dict[str, Any] | None] = ([], None)
+        self.link_uncertainty = query.get("uncertainty") == "true"
+        self.notice = self._restore({k: v for k, v in query.items() if k != "uncertainty"})
         ui.add_head_html(STYLE)
         self._header()
         with ui.row().classes("w-full items-start gap-4 flex-wrap q-pa-sm"):
@@ -132,6 +130,7 @@ class Page:
         self.preset_select.on_value_change(self.on_preset)
         self.node_select.on_value_change(self.on_node)
         self.sweep_select.on_value_change(self.on_sweep_field)
+        self.groups_card.set(*self.link_groups)
         self.set_values(self.state.values)
 
     # --- layout ---------------------------------------------------------------------------------------
@@ -144,7 +143,9 @@ class Page:
         fields = dict(query)
         preset = fields.pop("preset", None)
         try:
-            self.state.values = scenario_to_values(load_scenario(preset=preset, layers=[parse_query(fields)]))
+            scenario = load_scenario(preset=preset, layers=[parse_query(fields)])
+            self.state.values = scenario_to_values(scenario)
+            self.link_groups = scenario_groups(scenario)
         except ScenarioError as exc:
             return "Ignored the link's scenario: " + problems_text(exc, "; ")
         return None
@@ -177,6 +178,7 @@ class Page:
                     "profiles, INTELLECT-1- and Covenant-72B-like runs."
                 )
                 self.node_select.tooltip("Fill the hardware from a node preset (catalog/nodes.yaml).")
+            self.groups_card = GroupsCard(ui, self.refresh)
             for title, inputs in GROUPS:
                 with (
                     ui.expansion(title, value=title in OPEN_GROUPS)
@@ -211,6 +213,8 @@ class Page:
                     ui.badge("", color="indigo").classes("text-subtitle1").props("data-testid=mode")
                 )
                 self.bottleneck_badge = ui.badge("", color="red-7").props("data-testid=bottleneck-badge")
+                self.band = UncertaintyBand(ui, self.uncertainty_fields, on=self.link_uncertainty)
+                self.band.switch.on_value_change(lambda _e: self.update_share_link())
             self.reason_label = (
                 ui.label().classes("text-caption text-grey-8").props("data-testid=mode_reason")
             )
@@ -221,6 +225,7 @@ class Page:
                         self.out_labels["big_" + key] = (
                             ui.label().classes("text-h5").props(f"data-testid=big-{key}")
                         )
+                        self.band.add_label(key)
 
     def _result_cards(self) -> None:
         ui = self.ui
@@ -275,11 +280,28 @@ class Page:
             ui, self.exports(), self.import_scenario, kind="scenario", holds="scenario fields", link_box=True
         )
         self.share_input = self.share.link_input
+        with self.share.below_link:
+            self.link_notice = ui.label().classes("text-orange-10").props("data-testid=share-too-long")
 
     # --- behaviour ------------------------------------------------------------------------------------
 
+    def current_fields(self) -> dict[str, Any]:
+        """The scenario's fields: the inputs', with the node groups' (which then set num_nodes)."""
+        fields = values_to_fields(self.state.values)
+        groups = self.groups_card.fields()
+        if groups.get("node_groups"):
+            fields.pop("num_nodes", None)
+        return leave_to_model(fields | groups, default_values())
+
+    def export_fields(self) -> dict[str, Any]:
+        """The inputs as a scenario file that reads back as the page computes it."""
+        return file_fields(self.current_scenario().to_fields(), self.current_fields())
+
     def current_scenario(self) -> Scenario:
-        return load_scenario(layers=[values_to_fields(self.state.values)])
+        return load_scenario(layers=[self.current_fields()])
+
+    def uncertainty_fields(self) -> dict[str, Any] | None:
+        return self.current_fields() if self.state.result is not None else None
 
     def on_input(self, name: str, value: Any) -> None:
         self.state.values[name] = value
@@ -294,10 +316,14 @@ class Page:
             result = simulate(scenario)
         except ScenarioError as exc:
             self.errors.show(exc)
+            self.state.result = None
+            self.band.update()
             return
         self.errors.clear()
         self.state.result = result
         self.show_result(result)
+        self.show_groups(scenario)
+        self.band.update()
         self.update_sweep(scenario)
         self.update_compare()
         self.update_share_link()
@@ -334,8 +360,29 @@ class Page:
                     self.ui.label(w.message).classes("text-body2")
         self.result_json.set(data)
 
+    def show_groups(self, scenario: Scenario) -> None:
+        """The groups' regions and result; with groups, the Nodes input shows their total (read-only)."""
+        self.groups_card.show(scenario, self.state.result.model_dump(mode="json"))
+        nodes = self.inputs.main.get("num_nodes")
+        if nodes is not None:
+            grouped = bool(scenario.node_groups)
+            nodes.enabled = not grouped
+            if grouped and self.state.values.get("num_nodes") != scenario.num_nodes:
+                self.state.loading = True
+                try:
+                    self.state.values["num_nodes"] = scenario.num_nodes
+                    nodes.value = scenario.num_nodes
+                finally:
+                    self.state.loading = False
+
     def update_share_link(self) -> None:
         query_string = share_query(self.state.values)
+        extra = query_pairs(self.groups_card.groups, self.groups_card.rtt)
+        if self.band.on:
+            extra.append(("uncertainty", "true"))
+        if extra:
+            query_string = "&".join(p for p in (query_string, urlencode(extra)) if p)
+        self.link_notice.text = link_notice(query_string) or ""
         path = "/" + (f"?{query_string}" if query_string else "")
         self.share_input.value = path
         self.shell.share(dict(parse_qsl(query_string)))
@@ -399,7 +446,7 @@ class Page:
         """The share card's downloads: the scenario (YAML, JSON) and the result (JSON, CSV)."""
 
         def scenario_file(dump: Any, name: str) -> Any:
-            return lambda: (dump(self.current_scenario().to_fields()).encode(), name)
+            return lambda: (dump(self.export_fields()).encode(), name)
 
         def result_file(dump: Any, name: str) -> Any:
             return lambda: None if self.state.result is None else (dump(self.state.result).encode(), name)
@@ -415,6 +462,7 @@ class Page:
         """Load an uploaded scenario file's mapping into the inputs (the share card reads the file and
         says what went wrong; a ScenarioError here leaves the inputs as they were)."""
         scenario = scenario_from_data(data)
+        self.groups_card.set(*scenario_groups(scenario))
         self.set_values(scenario_to_values(scenario))
 
     def set_values(self, values: dict[str, Any]) -> None:
