@@ -231,10 +231,13 @@ class GroupsCard:
         ui = self.ui
         testid = f"data-testid=group-{i}-{key}"
         if kind in self.choices:
+            options = dict(self.choices[kind])
+            if value is not None and value not in options:  # a region only region_rtt_ms names
+                options[value] = value
             w = ui.select(
-                self.choices[kind],
+                options,
                 label=label,
-                value=value if value in self.choices[kind] else None,
+                value=value,
                 on_change=lambda e, i=i, key=key: self.edit(i, key, e.value),
             ).props(f"dense clearable options-dense {testid}")
         else:
