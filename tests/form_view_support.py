@@ -122,6 +122,14 @@ def cli_json(argv: list[str]) -> dict[str, Any]:
     return json.loads(out.stdout)
 
 
+def copied_link(page: Any) -> str:
+    """Click the view's Copy share link button and return the link it copied (the copy is
+    asynchronous: the server asks the page to write the clipboard, so it is read once written)."""
+    page.click("[data-testid=copy-link]")
+    page.wait_for_function("navigator.clipboard.readText().then((t) => t.length > 0)", timeout=10_000)
+    return page.evaluate("navigator.clipboard.readText()")
+
+
 def upload(page: Any, path: Path) -> None:
     page.set_input_files("input[type=file]", str(path))
 

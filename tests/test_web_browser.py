@@ -20,6 +20,7 @@ import yaml
 
 import dtsim
 from dtsim.interfaces.web.results import fmt_days
+from tests.form_view_support import copied_link
 from tests.web_support import LAUNCH_ARGS, ensure_chromium
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,8 +110,7 @@ def test_browser_session(server):
         assert page.get_attribute("[data-testid=sweep-chart]", "data-version") != sweep_before
 
         # Share: the copied link restores the scenario and its numbers in a new page.
-        page.click("[data-testid=copy-link]")
-        link = page.evaluate("navigator.clipboard.readText()")
+        link = copied_link(page)
         assert link.startswith(server) and "num_nodes=500" in link and "bandwidth_up_mbps=1000" in link
         assert page.url == link
         page.screenshot(path=str(ARTIFACTS / "web-ui.png"), full_page=True)

@@ -18,10 +18,9 @@ import pytest
 from typer.testing import CliRunner
 
 from dtsim.interfaces.cli.main import app
-from tests.web_support import LAUNCH_ARGS, ensure_chromium
+from tests.form_view_support import ARTIFACTS, browser_page, copied_link, wait_changed
+from tests.form_view_support import result as shown
 
-ROOT = Path(__file__).resolve().parents[1]
-ARTIFACTS = ROOT / "artifacts"
 # A curve is ~30 cluster and layout searches: 0.4-0.9 s alone on this 2-core machine, 2.8-3.5 s at a load
 # average of 7.6. It cannot meet issue 17's 150 ms for single-layout answers, so the test bounds what the
 # page adds to the model's own time (measured in this process for the same inputs): the browser's median
@@ -33,19 +32,6 @@ def cli_json(*args: str):
     res = CliRunner().invoke(app, list(args))
     assert res.exit_code == 0, res.output
     return json.loads(res.stdout)
-
-
-def shown(page) -> dict:
-    return json.loads(page.locator("[data-testid=result-json]").text_content())
-
-
-def wait_changed(page, before: str, timeout: float = 30_000) -> None:
-    page.wait_for_function(
-        "(b) => { const t = document.querySelector('[data-testid=result-json]')?.textContent; "
-        "return t && t.length > 10 && t !== b; }",
-        arg=before,
-        timeout=timeout,
-    )
 
 
 def test_binding_terms_add_up_to_the_run_time():
@@ -104,21 +90,9 @@ def test_a_carried_gpu_without_a_limits_model_is_dropped_alone():
 
 
 def test_limits_view_in_a_browser(server, tmp_path):
-    from playwright.sync_api import sync_playwright
-
     from dtsim.interfaces.web.views.limits import DEFAULTS, compute
 
-    chromium = ensure_chromium()
-    ARTIFACTS.mkdir(exist_ok=True)
-    hosts: set[str] = set()
-    errors: list[str] = []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, args=LAUNCH_ARGS, headless=True)
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server)
-        page = context.new_page()
-        page.on("request", lambda r: hosts.add(r.url.split("/")[2]))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    with browser_page(server) as (context, page, hosts, errors):
         page.goto(server + "/limits")
         page.wait_for_function(
             "document.querySelector('[data-testid=result-json]')?.textContent.length > 10", timeout=30_000
@@ -167,8 +141,7 @@ def test_limits_view_in_a_browser(server, tmp_path):
         assert page.get_attribute("[data-testid=limits-chart]", "data-version")
 
         # The share link restores the inputs and the numbers in a new page.
-        page.click("[data-testid=copy-link]")
-        link = page.evaluate("navigator.clipboard.readText()")
+        link = copied_link(page)
         assert "gpu=v100-sxm" in link and "months=6" in link and "compute=3e25" in link
         page.screenshot(path=str(ARTIFACTS / "web-view-limits.png"), full_page=True)
         other = context.new_page()
@@ -213,6 +186,5 @@ def test_limits_view_in_a_browser(server, tmp_path):
         assert imported["curve"] == cli_json("limits", "curve", "--gpu", "a100-sxm", "--json")
         assert imported["reference"]["setting"] == "A100 SXM"
         assert not page.locator("[data-testid=import-error]").is_visible()
-        browser.close()
     assert hosts == {server.split("/")[2]}, f"the page reached beyond localhost: {hosts}"
     assert not errors, errors

@@ -16,6 +16,7 @@ from tests.form_view_support import (
     change,
     choose,
     cli_json,
+    copied_link,
     open_view,
     result,
     upload,
@@ -72,8 +73,7 @@ def test_network_view(server, tmp_path):
         assert page.locator("[data-testid=result-json]").text_content() == before
 
         # share link: a new page restores the inputs and the answer
-        page.click("[data-testid=copy-link]")
-        link = page.evaluate("navigator.clipboard.readText()")
+        link = copied_link(page)
         assert "ranks=64" in link and "op=all-gather" in link and link == page.url
         page.screenshot(path=str(ARTIFACTS / "web-view-network.png"), full_page=True)
         other = context.new_page()

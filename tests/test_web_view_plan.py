@@ -17,6 +17,7 @@ from tests.form_view_support import (
     bad_upload_says_why,
     browser_latency,
     change,
+    copied_link,
     open_view,
     result,
     upload,
@@ -103,11 +104,7 @@ def test_plan_view(server, tmp_path):
         assert same(result(page)) == cli_plan(values)
 
         # share link: a new page restores the inputs and the answer
-        page.click("[data-testid=copy-link]")
-        page.wait_for_function(  # the copy is asynchronous (the server asks the page to write it)
-            "navigator.clipboard.readText().then((t) => t.length > 0)", timeout=10_000
-        )
-        link = page.evaluate("navigator.clipboard.readText()")
+        link = copied_link(page)
         assert "gbs=384" in link and "model" not in link and link == page.url  # the defaults are left out
         other = context.new_page()
         assert same(open_view(other, link)) == same(result(page))

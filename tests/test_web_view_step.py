@@ -22,6 +22,7 @@ from tests.form_view_support import (
     change,
     choose,
     cli_json,
+    copied_link,
     open_view,
     result,
     upload,
@@ -106,11 +107,7 @@ def test_step_view(server, tmp_path):
         page.wait_for_selector("[data-testid=errors]", state="hidden", timeout=10_000)
 
         # share link: a new page restores the inputs and the answer
-        page.click("[data-testid=copy-link]")
-        page.wait_for_function(  # the copy is asynchronous (the server asks the page to write it)
-            "navigator.clipboard.readText().then((t) => t.length > 0)", timeout=10_000
-        )
-        link = page.evaluate("navigator.clipboard.readText()")
+        link = copied_link(page)
         assert "tp=4" in link and "schedule=gpipe" in link and link == page.url
         page.screenshot(path=str(ARTIFACTS / "web-view-step.png"), full_page=True)
         other = context.new_page()

@@ -11,16 +11,14 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from dtsim.interfaces.cli.main import app
-from tests.web_support import LAUNCH_ARGS, ensure_chromium
+from tests.form_view_support import ARTIFACTS, browser_page, copied_link, wait_changed
+from tests.form_view_support import result as shown
 
-ROOT = Path(__file__).resolve().parents[1]
-ARTIFACTS = ROOT / "artifacts"
 # A 15-point grid runs in ~5 ms; the round trip (the textarea's event, the thread, four charts and a
 # table sent back) is most of the time. Issue 17's aim is 150 ms; the bound is what was measured with
 # other jobs running (see the printed median) with margin.
@@ -31,19 +29,6 @@ def cli_json(*args: str):
     res = CliRunner().invoke(app, ["sweep", *args, "--json"])
     assert res.exit_code == 0, res.output
     return json.loads(res.stdout)
-
-
-def shown(page):
-    return json.loads(page.locator("[data-testid=result-json]").text_content())
-
-
-def wait_changed(page, before: str, timeout: float = 30_000) -> None:
-    page.wait_for_function(
-        "(b) => { const t = document.querySelector('[data-testid=result-json]')?.textContent; "
-        "return t && t.length > 10 && t !== b; }",
-        arg=before,
-        timeout=timeout,
-    )
 
 
 def test_sweep_inputs_are_checked_by_field():
@@ -94,19 +79,7 @@ def test_charts_of_a_grid():
 
 
 def test_sweep_view_in_a_browser(server, tmp_path):
-    from playwright.sync_api import sync_playwright
-
-    chromium = ensure_chromium()
-    ARTIFACTS.mkdir(exist_ok=True)
-    hosts: set[str] = set()
-    errors: list[str] = []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, args=LAUNCH_ARGS, headless=True)
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server)
-        page = context.new_page()
-        page.on("request", lambda r: hosts.add(r.url.split("/")[2]))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    with browser_page(server) as (context, page, hosts, errors):
         page.goto(server + "/sweep")
         page.wait_for_function(
             "document.querySelector('[data-testid=result-json]')?.textContent.length > 10", timeout=30_000
@@ -163,8 +136,7 @@ def test_sweep_view_in_a_browser(server, tmp_path):
 
         # The share link restores the inputs and the numbers.
         page.wait_for_function("document.querySelector('[data-testid=errors]').offsetParent === null")
-        page.click("[data-testid=copy-link]")
-        link = page.evaluate("navigator.clipboard.readText()")
+        link = copied_link(page)
         assert "uncertainty=64" in link and "latency_ms%3D80" in link
         other = context.new_page()
         other.on("request", lambda r: hosts.add(r.url.split("/")[2]))
@@ -189,6 +161,5 @@ def test_sweep_view_in_a_browser(server, tmp_path):
         wait_changed(page, before)
         assert shown(page) == cli_json("--preset", "intellect-1", "--vary", "bandwidth_mbps=100,1000")
         assert not page.locator("[data-testid=import-error]").is_visible()
-        browser.close()
     assert hosts == {server.split("/")[2]}, f"the page reached beyond localhost: {hosts}"
     assert not errors, errors

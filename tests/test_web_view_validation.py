@@ -16,10 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from dtsim.interfaces.cli.main import app
-from tests.web_support import LAUNCH_ARGS, ensure_chromium
+from tests.form_view_support import ARTIFACTS, browser_page, result, wait_changed
 
-ROOT = Path(__file__).resolve().parents[1]
-ARTIFACTS = ROOT / "artifacts"
 # Validating a few groups takes ~20 ms; the page's round trip (the select's event, the thread, two
 # charts and three tables sent back) more. Issue 17's aim is 150 ms; the bound is what was measured
 # with other jobs running (see the printed median) with margin.
@@ -35,18 +33,9 @@ def cli_report(subset: str | None) -> dict:
 
 
 def shown(page) -> dict:
-    out = json.loads(page.locator("[data-testid=result-json]").text_content())
+    out = result(page)
     out.pop("seconds")
     return out
-
-
-def wait_changed(page, before: str, timeout: float = 30_000) -> None:
-    page.wait_for_function(
-        "(b) => { const t = document.querySelector('[data-testid=result-json]')?.textContent; "
-        "return t && t.length > 10 && t !== b; }",
-        arg=before,
-        timeout=timeout,
-    )
 
 
 def open_menu(page) -> None:
@@ -73,19 +62,7 @@ def test_subset_errors_name_the_field():
 
 
 def test_validation_view_in_a_browser(server, tmp_path):
-    from playwright.sync_api import sync_playwright
-
-    chromium = ensure_chromium()
-    ARTIFACTS.mkdir(exist_ok=True)
-    hosts: set[str] = set()
-    errors: list[str] = []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, args=LAUNCH_ARGS, headless=True)
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server)
-        page = context.new_page()
-        page.on("request", lambda r: hosts.add(r.url.split("/")[2]))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    with browser_page(server) as (context, page, hosts, errors):
         page.goto(server + "/validation")
         page.wait_for_function(
             "document.querySelector('[data-testid=result-json]')?.textContent.length > 10", timeout=30_000
@@ -164,6 +141,5 @@ def test_validation_view_in_a_browser(server, tmp_path):
         wait_changed(page, before)
         assert shown(page) == cli_report("NCCL-A100x8")
         assert "NCCL-A100x8" in page.text_content("[data-testid=subset]")
-        browser.close()
     assert hosts == {server.split("/")[2]}, f"the page reached beyond localhost: {hosts}"
     assert not errors, errors
