@@ -261,13 +261,15 @@ class GroupsCard:
             return
         with self.regions_box:
             ui.label("Regions and round-trip times (ms)").classes("text-caption text-weight-bold")
+            ui.label(", ".join(f"{r['region']}: {r['name']}" for r in rows)).classes(
+                "text-caption text-grey-8"
+            )
             columns = [
-                {"name": c, "label": c, "field": c, "align": "left"}
-                for c in ("region", "name", "groups", "nodes")
+                {"name": c, "label": c, "field": c, "align": "left"} for c in ("region", "groups", "nodes")
             ] + [
                 {"name": f"rtt_{r['region']}", "label": f"→ {r['region']}", "field": f"rtt_{r['region']}"}
                 for r in rows
             ]
             ui.table(columns=columns, rows=rows, row_key="region").props(
                 "dense flat data-testid=groups-regions-table"
-            ).classes("w-full")
+            ).classes("w-full").style("overflow-x: auto")
