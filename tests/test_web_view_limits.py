@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dtsim.interfaces.cli.main import app
-from tests.form_view_support import ARTIFACTS, browser_page, copied_link, wait_changed
+from tests.form_view_support import ARTIFACTS, browser_page, copied_link, open_view, wait_changed
 from tests.form_view_support import result as shown
 
 # A curve is ~30 cluster and layout searches: 0.4-0.9 s alone on this 2-core machine, 2.8-3.5 s at a load
@@ -93,10 +93,7 @@ def test_limits_view_in_a_browser(server, tmp_path):
     from dtsim.interfaces.web.views.limits import DEFAULTS, compute
 
     with browser_page(server) as (context, page, hosts, errors):
-        page.goto(server + "/limits")
-        page.wait_for_function(
-            "document.querySelector('[data-testid=result-json]')?.textContent.length > 10", timeout=30_000
-        )
+        open_view(page, server + "/limits")
         first = shown(page)
         assert first["curve"] == cli_json("limits", "curve", "--json")
         assert first["search"] == cli_json("limits", "search", "--compute", "1e26", "--json")
@@ -145,11 +142,7 @@ def test_limits_view_in_a_browser(server, tmp_path):
         assert "gpu=v100-sxm" in link and "months=6" in link and "compute=3e25" in link
         page.screenshot(path=str(ARTIFACTS / "web-view-limits.png"), full_page=True)
         other = context.new_page()
-        other.on("request", lambda r: hosts.add(r.url.split("/")[2]))
-        other.goto(link)
-        other.wait_for_function(
-            "document.querySelector('[data-testid=result-json]')?.textContent.length > 10", timeout=30_000
-        )
+        open_view(other, link)
         assert shown(other) == data
         assert other.input_value("[data-testid=months]") == "6"
         assert other.input_value("[data-testid=compute]") == "3e25"

@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dtsim.interfaces.cli.main import app
-from tests.form_view_support import ARTIFACTS, browser_page, copied_link, wait_changed
+from tests.form_view_support import ARTIFACTS, browser_page, copied_link, open_view, wait_changed
 from tests.form_view_support import result as shown
 
 # A 15-point grid runs in ~5 ms; the round trip (the textarea's event, the thread, four charts and a
@@ -80,10 +80,7 @@ def test_charts_of_a_grid():
 
 def test_sweep_view_in_a_browser(server, tmp_path):
     with browser_page(server) as (context, page, hosts, errors):
-        page.goto(server + "/sweep")
-        page.wait_for_function(
-            "document.querySelector('[data-testid=result-json]')?.textContent.length > 10", timeout=30_000
-        )
+        open_view(page, server + "/sweep")
         assert shown(page) == cli_json("--vary", "num_nodes=8:1024:15:log")
         assert page.locator("[data-testid=line-wall_clock_days]").is_visible()
 
@@ -139,11 +136,7 @@ def test_sweep_view_in_a_browser(server, tmp_path):
         link = copied_link(page)
         assert "uncertainty=64" in link and "latency_ms%3D80" in link
         other = context.new_page()
-        other.on("request", lambda r: hosts.add(r.url.split("/")[2]))
-        other.goto(link)
-        other.wait_for_function(
-            "document.querySelector('[data-testid=result-json]')?.textContent.length > 10", timeout=60_000
-        )
+        open_view(other, link)
         assert shown(other) == banded
         assert other.input_value("[data-testid=set]") == "latency_ms=80"
 

@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dtsim.interfaces.cli.main import app
-from tests.form_view_support import ARTIFACTS, browser_page, result, wait_changed
+from tests.form_view_support import ARTIFACTS, browser_page, open_view, result, wait_changed
 
 # Validating a few groups takes ~20 ms; the page's round trip (the select's event, the thread, two
 # charts and three tables sent back) more. Issue 17's aim is 150 ms; the bound is what was measured
@@ -63,10 +63,7 @@ def test_subset_errors_name_the_field():
 
 def test_validation_view_in_a_browser(server, tmp_path):
     with browser_page(server) as (context, page, hosts, errors):
-        page.goto(server + "/validation")
-        page.wait_for_function(
-            "document.querySelector('[data-testid=result-json]')?.textContent.length > 10", timeout=30_000
-        )
+        open_view(page, server + "/validation")
         everything = shown(page)
         assert everything == cli_report(None)
         pooled = everything["datacenter_check"]
@@ -102,19 +99,12 @@ def test_validation_view_in_a_browser(server, tmp_path):
         link = page.evaluate("navigator.clipboard.readText()")
         assert "subset=NCCL%2CMEG21%2CKOR22%2CMPT%2CGLOO" in link
         other = context.new_page()
-        other.on("request", lambda r: hosts.add(r.url.split("/")[2]))
-        other.goto(link)
-        other.wait_for_function(
-            "document.querySelector('[data-testid=result-json]')?.textContent.length > 10", timeout=30_000
-        )
+        open_view(other, link)
         assert shown(other) == data
         assert "MPT" in other.text_content("[data-testid=subset]")
 
         # A link naming an unknown group: a notice naming the field, every group shown.
-        other.goto(server + "/validation?subset=NOPE")
-        other.wait_for_function(
-            "document.querySelector('[data-testid=result-json]')?.textContent.length > 10", timeout=30_000
-        )
+        open_view(other, server + "/validation?subset=NOPE")
         assert "subset = 'NOPE'" in other.text_content("[data-testid=link-error]")
         assert shown(other) == everything
 
