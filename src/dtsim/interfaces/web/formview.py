@@ -19,6 +19,7 @@ this module adds the form's fields and layout.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -347,6 +348,17 @@ class FormView:
         leaves the inputs as they were); the inputs are shown and computed once the import is said."""
         values = from_mapping(self.fields, data, self.values)
         self.ui.timer(0.0, lambda: self.set_values(values), once=True)
+
+
+def form_page(module: str, **options: Any) -> Callable[[Any, dict[str, str], Any], None]:
+    """A form view module's `build(ui, query, shell)`: a FormView of that module's `fields()`, `compute`
+    and `render`, with `options` (title, intro, slow, progress, sections)."""
+
+    def build(ui: Any, query: dict[str, str], shell: Any) -> None:
+        m = sys.modules[module]
+        FormView(ui, shell, query, m.fields(), m.compute, m.render, **options).build()
+
+    return build
 
 
 def table(ui: Any, rows: list[dict[str, Any]], testid: str, columns: list[str] | None = None) -> Any:

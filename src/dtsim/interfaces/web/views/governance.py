@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from dtsim import catalog
-from dtsim.interfaces.web.formview import Field, FormView, fmt, table
+from dtsim.interfaces.web.formview import Field, fmt, form_page, table
 
 PATH = "/governance"
 LABEL = "Governance"
@@ -153,17 +153,11 @@ def render(ui: Any, a: dict[str, Any], _v: dict[str, Any]) -> None:
         table(ui, rows, "systems-table")
 
 
-def build(ui: Any, query: dict[str, str], shell: Any) -> None:
-    FormView(
-        ui,
-        shell,
-        query,
-        fields(),
-        compute,
-        render,
-        title="Governance: per-node caps",
-        intro="What a per-node compute or memory cap leaves an actor (the cheapest way to each compute target) "
-        "and which legitimate systems it catches (the threshold analysis of the MIRI simulator docs).",
-        slow=True,
-        progress=True,
-    ).build()
+build = form_page(
+    __name__,
+    title="Governance: per-node caps",
+    intro="What a per-node compute or memory cap leaves an actor (the cheapest way to each compute target) "
+    "and which legitimate systems it catches (the threshold analysis of the MIRI simulator docs).",
+    slow=True,
+    progress=True,
+)

@@ -10,7 +10,7 @@ from typing import Any
 
 from dtsim import catalog
 from dtsim.errors import ScenarioError
-from dtsim.interfaces.web.formview import Field, FormView, fmt, key_values
+from dtsim.interfaces.web.formview import Field, fmt, form_page, key_values
 
 PATH = "/network"
 LABEL = "Network"
@@ -220,19 +220,13 @@ def render(ui: Any, answer: dict[str, Any], v: dict[str, Any]) -> None:
         key_values(ui, [(k, fmt(x), f"fabric-{k}") for k, x in p.items()])
 
 
-def build(ui: Any, query: dict[str, str], shell: Any) -> None:
-    FormView(
-        ui,
-        shell,
-        query,
-        fields(),
-        compute,
-        render,
-        title="Network: collective and fabric",
-        intro="α-β time of one collective (Data Parallelism from Associativity; Camilli 2025 §3.5) and the "
-        "scale-across fabric of a cluster spread over datacenters (Camilli 2025 ch. 3).",
-        sections=(
-            ("Collective", tuple(f.name for f in COLLECTIVE_FIELDS)),
-            ("Fabric", tuple(f.name for f in FABRIC_FIELDS)),
-        ),
-    ).build()
+build = form_page(
+    __name__,
+    title="Network: collective and fabric",
+    intro="α-β time of one collective (Data Parallelism from Associativity; Camilli 2025 §3.5) and the "
+    "scale-across fabric of a cluster spread over datacenters (Camilli 2025 ch. 3).",
+    sections=(
+        ("Collective", tuple(f.name for f in COLLECTIVE_FIELDS)),
+        ("Fabric", tuple(f.name for f in FABRIC_FIELDS)),
+    ),
+)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from dtsim.errors import ScenarioError
-from dtsim.interfaces.web.formview import Field, FormView, table, warnings_box
+from dtsim.interfaces.web.formview import Field, form_page, table, warnings_box
 from dtsim.interfaces.web.views import step as step_view
 
 PATH = "/plan"
@@ -217,23 +217,17 @@ def render(ui: Any, answer: dict[str, Any], v: dict[str, Any]) -> None:
             )
 
 
-def build(ui: Any, query: dict[str, str], shell: Any) -> None:
-    FormView(
-        ui,
-        shell,
-        query,
-        fields(),
-        compute,
-        render,
-        title="Datacenter plan (dtsim plan)",
-        intro="Every valid layout (TP, PP, CP, virtual stages, micro-batch, ZeRO, recomputation, schedules) "
-        "evaluated by the step model and ranked by step time; those that do not fit in GPU memory are "
-        "counted, and when none fits the closest are shown with what to change.",
-        slow=True,
-        sections=(
-            ("Model", tuple(f.name for f in step_view.MODEL_FIELDS)),
-            ("Cluster and network", step_view.CLUSTER),
-            ("Search", tuple(f.name for f in SEARCH_FIELDS) + LAYOUT_OPTIONS),
-            ("Run", tuple(f.name for f in step_view.RUN_FIELDS)),
-        ),
-    ).build()
+build = form_page(
+    __name__,
+    title="Datacenter plan (dtsim plan)",
+    intro="Every valid layout (TP, PP, CP, virtual stages, micro-batch, ZeRO, recomputation, schedules) "
+    "evaluated by the step model and ranked by step time; those that do not fit in GPU memory are "
+    "counted, and when none fits the closest are shown with what to change.",
+    slow=True,
+    sections=(
+        ("Model", tuple(f.name for f in step_view.MODEL_FIELDS)),
+        ("Cluster and network", step_view.CLUSTER),
+        ("Search", tuple(f.name for f in SEARCH_FIELDS) + LAYOUT_OPTIONS),
+        ("Run", tuple(f.name for f in step_view.RUN_FIELDS)),
+    ),
+)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from dtsim import catalog
-from dtsim.interfaces.web.formview import Field, FormView, fmt, table, warnings_box
+from dtsim.interfaces.web.formview import Field, fmt, form_page, table, warnings_box
 
 PATH = "/sensitivity"
 LABEL = "Sensitivity"
@@ -181,16 +181,10 @@ def render(ui: Any, a: dict[str, Any], _v: dict[str, Any]) -> None:
     warnings_box(ui, a.get("warnings") or [])
 
 
-def build(ui: Any, query: dict[str, str], shell: Any) -> None:
-    FormView(
-        ui,
-        shell,
-        query,
-        fields(),
-        compute,
-        render,
-        title="Sensitivity: which inputs drive an output",
-        intro="Sobol indices (Sobol 2001; Saltelli et al. 2010 sampling, SALib) and a tornado over the scenario's "
-        "distributions and the assumptions table's (docs/assumptions.md).",
-        slow=True,
-    ).build()
+build = form_page(
+    __name__,
+    title="Sensitivity: which inputs drive an output",
+    intro="Sobol indices (Sobol 2001; Saltelli et al. 2010 sampling, SALib) and a tornado over the scenario's "
+    "distributions and the assumptions table's (docs/assumptions.md).",
+    slow=True,
+)

@@ -15,7 +15,7 @@ from typing import Any
 
 from dtsim import catalog
 from dtsim.errors import ScenarioError
-from dtsim.interfaces.web.formview import Field, FormView, fmt, key_values, warnings_box
+from dtsim.interfaces.web.formview import Field, fmt, form_page, key_values, warnings_box
 
 PATH = "/step"
 LABEL = "Step"
@@ -437,22 +437,16 @@ async def download_trace(ui: Any, v: dict[str, Any]) -> None:
     ui.download(data, "step-trace.json")
 
 
-def build(ui: Any, query: dict[str, str], shell: Any) -> None:
-    FormView(
-        ui,
-        shell,
-        query,
-        fields(),
-        compute,
-        render,
-        title="Datacenter step (dtsim step)",
-        intro="Step time, MFU and memory of one parallel layout: the GEMM model of Erdil & Schneider-Joseph "
-        "2024 §8.1.1 with the pipeline schedules and collectives of the datacenter model; the interval is the "
-        "model's measured error.",
-        sections=(
-            ("Model", tuple(f.name for f in MODEL_FIELDS)),
-            ("Cluster and network", CLUSTER),
-            ("Layout", tuple(f.name for f in LAYOUT_FIELDS)),
-            ("Run", tuple(f.name for f in RUN_FIELDS)),
-        ),
-    ).build()
+build = form_page(
+    __name__,
+    title="Datacenter step (dtsim step)",
+    intro="Step time, MFU and memory of one parallel layout: the GEMM model of Erdil & Schneider-Joseph "
+    "2024 §8.1.1 with the pipeline schedules and collectives of the datacenter model; the interval is the "
+    "model's measured error.",
+    sections=(
+        ("Model", tuple(f.name for f in MODEL_FIELDS)),
+        ("Cluster and network", CLUSTER),
+        ("Layout", tuple(f.name for f in LAYOUT_FIELDS)),
+        ("Run", tuple(f.name for f in RUN_FIELDS)),
+    ),
+)

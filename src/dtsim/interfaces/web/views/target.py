@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from dtsim import catalog
-from dtsim.interfaces.web.formview import Field, FormView, fmt, key_values, table, warnings_box
+from dtsim.interfaces.web.formview import Field, fmt, form_page, key_values, table, warnings_box
 
 PATH = "/target"
 LABEL = "Target"
@@ -214,17 +214,11 @@ def render(ui: Any, a: dict[str, Any], _v: dict[str, Any]) -> None:
     (render_solve if "solve" in a else render_search)(ui, a)
 
 
-def build(ui: Any, query: dict[str, str], shell: Any) -> None:
-    FormView(
-        ui,
-        shell,
-        query,
-        fields(),
-        compute,
-        render,
-        title="Target",
-        intro="The fewest nodes, the days or the largest model for a training run, with the factor that limits "
-        "it; or the cheapest or fastest configuration that reaches a target (MIRI simulator docs' threshold "
-        "questions, searched exhaustively).",
-        slow=True,
-    ).build()
+build = form_page(
+    __name__,
+    title="Target",
+    intro="The fewest nodes, the days or the largest model for a training run, with the factor that limits "
+    "it; or the cheapest or fastest configuration that reaches a target (MIRI simulator docs' threshold "
+    "questions, searched exhaustively).",
+    slow=True,
+)
