@@ -44,22 +44,6 @@ FABRIC_FIELDS = (
 )
 # busbw chart: message sizes from 1 KB to 16 GB, a factor of 4 apart
 CHART_SIZES_MB = tuple(1e-3 * 4**i for i in range(13))
-# fabric's API argument -> (its field here, factor from the field's unit to the API's SI unit), as the CLI
-FABRIC_UNITS = {
-    "cluster_power_w": ("cluster_power_gw", 1e9),
-    "datacenters": ("datacenters", 1),
-    "pod_power_w": ("pod_power_kw", 1e3),
-    "pod_peak_flop_s": ("pod_pflops", 1e15),
-    "parameters": ("params_t", 1e12),
-    "tokens": ("tokens_t", 1e12),
-    "bits_per_param": ("bits", 1),
-    "train_days": ("train_days", 1),
-    "network_fraction": ("network_fraction", 1),
-    "sync_budget_s": ("sync_budget_ms", 1e-3),
-    "ring_km": ("ring_km", 1),
-    "hop_latency_s": ("hop_us", 1e-6),
-    "critical_batch_k": ("critical_batch_k", 1),
-}
 
 
 def fields() -> tuple[Field, ...]:
@@ -125,20 +109,11 @@ def busbw_curve(v: dict[str, Any]) -> list[dict[str, float]]:
 
 
 def run_fabric(v: dict[str, Any]) -> dict[str, Any]:
-    """`dtsim fabric --json` for these inputs (errors name this view's fields, as the CLI names its flags)."""
-    from dtsim.models.network import fabric
+    """`dtsim fabric --json` for these inputs, by the CLI's own functions (this view's fields are the
+    CLI's inputs, so errors name them as the CLI does)."""
+    from dtsim.interfaces.cli.datacenter import fabric_json, fabric_plan
 
-    args = {k: (None if v[f] is None else v[f] * factor) for k, (f, factor) in FABRIC_UNITS.items()}
-    try:
-        p = fabric(**args)
-    except ScenarioError as exc:
-        raise ScenarioError(
-            [
-                (FABRIC_UNITS[f][0], v[FABRIC_UNITS[f][0]], m) if f in FABRIC_UNITS else (f, x, m)
-                for f, x, m in exc.problems
-            ]
-        ) from None
-    return {k: (None if x == float("inf") else x) for k, x in p.__dict__.items()}
+    return fabric_json(fabric_plan(v))
 
 
 def compute(v: dict[str, Any]) -> dict[str, Any]:
