@@ -203,7 +203,7 @@ def test_seed_001_eq_3_19_is_reachable_from_the_cli():
     d = json.loads(res.stdout)
     assert d["time_s"] == pytest.approx(22 * (200 * 5e-6 + 1e9 / (23 * 100e9)), rel=1e-12)
     res = runner.invoke(app, ["collective", "--algorithm", "wan-ring", "--hop-km", "-1"])
-    assert res.exit_code == 2 and "hop_km = -1.0" in res.output
+    assert res.exit_code == 2 and "--hop-km = -1.0" in res.output
 
 
 # --- the all-reduce algorithm NCCL picks: ring, tree or NVLS (issue 13 item 1) --------------------------

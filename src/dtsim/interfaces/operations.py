@@ -590,7 +590,8 @@ def governance_analysis(
 
     days = DEFAULT_DAYS if days is None else days
     for flag, text in (("--compute-cap", compute_cap), ("--memory-cap", memory_cap), ("--targets", targets)):
-        if (text is not None and text.strip().lower() != "none") or flag == "--targets":
+        # an empty or `none` cap list means no such caps (caps_from_options), as before
+        if flag == "--targets" or (text and text.strip().lower() != "none"):
             for v in parse_values(flag, text, ()):  # numbers only: `auto` is for search spaces
                 if isinstance(v, str):
                     raise ScenarioError([(flag, text, f"{v!r} is not a number")])

@@ -50,9 +50,20 @@ def with_progress(what: str, show: bool, run: Callable[[Callable[[int, int], Non
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     columns = (TextColumn(what), BarColumn(), TextColumn("{task.completed:,}/{task.total:,}"))
-    with Progress(*columns, TimeRemainingColumn(), console=console(stderr=True), transient=True) as bar:
-        task = bar.add_task(what, total=1)  # the run reports its real total with its first step
-        return run(lambda done, total: bar.update(task, completed=done, total=total))
+    bar = Progress(*columns, TimeRemainingColumn(), console=console(stderr=True), transient=True)
+    tasks: list[Any] = []
+
+    def report(done: int, total: int) -> None:
+        if not tasks:  # the bar appears with the run's first step: an input refused before it prints alone
+            bar.start()
+            tasks.append(bar.add_task(what, total=total))
+        bar.update(tasks[0], completed=done, total=total)
+
+    try:
+        return run(report)
+    finally:
+        if tasks:
+            bar.stop()
 
 
 _NOT_FINITE = object()

@@ -1070,7 +1070,9 @@ def collective(
     try:
         r = collective_result(op, algorithm, ranks, size_mb, fabric, bandwidth_gbs, latency_us, hop_km, torus)
     except ScenarioError as exc:
-        fail(ScenarioError([(f.replace("_", "-"), v, m) for f, v, m in exc.problems]))
+        # named as the options are: size_mb → --size-mb (the API names its body fields)
+        flags = lambda f: "/".join("--" + p.replace("_", "-") for p in f.split("/"))  # noqa: E731
+        fail(ScenarioError([(flags(f), v, m) for f, v, m in exc.problems]))
         return
     if as_json:
         print_json(r.as_dict())
@@ -1162,7 +1164,9 @@ def fabric(
     try:
         p = fabric_plan(values)
     except ScenarioError as exc:
-        fail(ScenarioError([(f.replace("_", "-"), v, m) for f, v, m in exc.problems]))
+        # named as the options are: size_mb → --size-mb (the API names its body fields)
+        flags = lambda f: "/".join("--" + p.replace("_", "-") for p in f.split("/"))  # noqa: E731
+        fail(ScenarioError([(flags(f), v, m) for f, v, m in exc.problems]))
         return
     if as_json:
         print_json(fabric_json(p))
