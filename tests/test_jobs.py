@@ -7,7 +7,6 @@ which the worker imports by name."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -142,7 +141,7 @@ def test_cancel_a_job_that_stops_when_asked(client):
     assert body["state"] == "cancelled" and 0 < body["progress"] < 0.5 and body["result"] is None
     time.sleep(0.5)
     assert client.get(href).json()["progress"] == body["progress"]  # the work stopped
-    assert _alive(pid)  # it stopped by itself: its worker process serves the next job
+    assert jobs.alive(pid)  # it stopped by itself: its worker process serves the next job
     again = client.delete(href)
     assert again.status_code == 200 and "already ended (cancelled)" in again.json()["message"]
 
@@ -152,15 +151,15 @@ def test_cancel_a_job_that_ignores_it_terminates_its_process(client):
     href = r.json()["href"]
     wait_state(client, href, {"running"})
     pid = jobs.worker_pid(r.json()["id"])
-    assert _alive(pid)
+    assert jobs.alive(pid)
     start = time.monotonic()
     d = client.delete(href)
     assert d.json()["state"] == "cancelled", d.text  # within CANCEL_WAIT_S: the grace, then terminated
     assert time.monotonic() - start < jobs.CANCEL_WAIT_S + 1
     deadline = time.monotonic() + 5
-    while _alive(pid) and time.monotonic() < deadline:
+    while jobs.alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(pid)
+    assert not jobs.alive(pid)
     view = client.get(href).json()
     assert view["state"] == "cancelled" and view["progress"] < 1
     # the pool starts a new process for the next job
@@ -262,19 +261,6 @@ def test_finished_jobs_expire_and_the_store_is_bounded(client, store, monkeypatc
         h = client.get("/slow", params={"steps": 1, "delay": 0}, headers=ASYNC).json()["href"]
         wait_state(client, h, {"done"})
     assert len(list(store.glob("*.json"))) <= 3
-
-
-def _alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie (exited, not yet reaped) has stopped too
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 # --- dtsim serve ----------------------------------------------------------------------------------------------

@@ -180,7 +180,9 @@ def _finish(store: Path, job_id: str, state: str, error: dict | None = None, onl
     _save(store, rec)
 
 
-def _alive(pid: int | None) -> bool:
+def alive(pid: int | None) -> bool:
+    """Whether process `pid` still runs: it exists (another user's counts) and is not a zombie (exited,
+    not yet reaped)."""
     if not pid:
         return False
     try:
@@ -189,7 +191,10 @@ def _alive(pid: int | None) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return not Path("/proc/self").exists()  # no /proc (not Linux): kill(pid, 0) is all we know
 
 
 def _problems_body(problems: list[tuple[str, Any, str]]) -> dict[str, Any]:
@@ -207,7 +212,7 @@ def _problems_body(problems: list[tuple[str, Any, str]]) -> dict[str, Any]:
 
 def _effective(rec: dict[str, Any]) -> dict[str, Any]:
     """The record as it stands: an active job whose server process has ended is failed."""
-    if rec["state"] in ACTIVE and not _alive(rec.get("owner_pid")):
+    if rec["state"] in ACTIVE and not alive(rec.get("owner_pid")):
         rec = dict(rec, state="failed")
         rec["error"] = _problems_body([("job", rec["id"], "the server process that ran it has ended")])
     return rec
