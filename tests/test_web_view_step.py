@@ -28,6 +28,7 @@ from tests.form_view_support import (
     upload,
     wait_changed,
 )
+from tests.web_support import LATENCY_GATE_S, record_latency
 
 
 def cli_step(values: dict) -> dict:
@@ -84,8 +85,8 @@ def test_step_view(server, tmp_path):
         assert page.text_content("[data-testid=mfu]").startswith(f"{shown['step']['mfu']:.1%}")
 
         latency = browser_latency(page, "gbs", ["64", "192", "256", "320", "128"])
-        print(f"/step: input to answer, median of 5 in the browser: {latency * 1e3:.0f} ms")
-        assert latency < 0.15
+        record_latency("/step", latency)
+        assert latency < LATENCY_GATE_S
 
         # the trace button downloads what `dtsim step --trace FILE` writes for these inputs
         with page.expect_download() as download:

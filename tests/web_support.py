@@ -78,3 +78,27 @@ def server():
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         proc.kill()
+
+
+# Issue 17 aims at 150 ms from an input change to the numbers in the browser for a single-scenario view.
+# The tests measure it and record it (artifacts/web-latency.json, which CI keeps); they fail only past
+# LATENCY_GATE_S, a bound for regressions that a shared, loaded CI machine still meets.
+LATENCY_AIM_S = 0.15
+LATENCY_GATE_S = 0.5
+
+
+def record_latency(view: str, median_s: float) -> None:
+    """Print and record one view's median input-to-answer time in the browser."""
+    import json
+
+    print(
+        f"{view}: input to answer, median in the browser: {median_s * 1e3:.0f} ms (aim {LATENCY_AIM_S * 1e3:.0f})"
+    )
+    path = Path(__file__).resolve().parents[1] / "artifacts" / "web-latency.json"
+    path.parent.mkdir(exist_ok=True)
+    try:
+        seen = json.loads(path.read_text())
+    except (OSError, ValueError):
+        seen = {}
+    seen[view] = {"median_ms": round(median_s * 1e3, 1), "aim_ms": LATENCY_AIM_S * 1e3}
+    path.write_text(json.dumps(seen, indent=1, sort_keys=True))
