@@ -308,3 +308,15 @@ def test_the_dp_all_reduce_takes_nvls_in_a_node_and_the_tree_across_many():
         "dp_comm_exposed"
     ]
     assert tree < 0.8 * ring
+
+
+def test_collective_ranks_are_bounded_alike_in_the_cli_page_and_api():
+    """1e12 ranks was answered by the page (6.2e9 ms) while the API refused it: one bound now."""
+    from dtsim.interfaces.web.views.network import run_collective
+
+    res = runner.invoke(app, ["collective", "--ranks", str(10**12)])
+    assert res.exit_code == 2 and "--ranks = 1000000000000: must be an integer between 1 and" in res.output
+    with pytest.raises(ScenarioError, match="ranks"):
+        run_collective(
+            {"op": "allreduce", "algorithm": "ring", "ranks": 10**12, "size_mb": 1.0, "hop_km": 0.0}
+        )

@@ -106,3 +106,20 @@ def test_network_errors_name_the_view_fields():
         network.compute(values)
     fields = [p[0] for p in exc.value.problems]
     assert "datacenters" in fields and "size_mb" in fields
+
+
+def test_sensitivity_view_refuses_the_base_the_api_refuses():
+    """The page ran any N in the server (N = 99,999: millions of runs nothing could stop); it now has
+    POST /api/sensitivity's bound."""
+    from dtsim.errors import ScenarioError
+    from dtsim.interfaces.web.views.sensitivity import MAX_SENSITIVITY_BASE, compute
+
+    values = {
+        "preset": "default",
+        "set": [],
+        "fixed_assumptions": False,
+        "output": "wall_clock_days",
+        "seed": 1,
+    }
+    with pytest.raises(ScenarioError, match=f"between 2 and {MAX_SENSITIVITY_BASE:,}"):
+        compute(values | {"base": 99_999})

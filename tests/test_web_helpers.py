@@ -161,10 +161,14 @@ class _FakeControl:
         self.enabled = True
         self.handlers = []
 
-    def props(self, *_a):
+    def props(self, *a):
+        self.prop_text = " ".join([getattr(self, "prop_text", ""), *map(str, a)])
         return self
 
-    classes = style = tooltip = props
+    def classes(self, *_a):
+        return self
+
+    style = tooltip = classes
 
     def on_value_change(self, handler):
         self.handlers.append(handler)
@@ -197,7 +201,10 @@ def test_widgets_get_the_schema_limits_and_choices():
     for name, w in widgets.main.items():
         spec = INPUTS[name]
         if spec.kind in NUMERIC:
-            assert (w.kwargs["min"], w.kwargs["max"]) == (spec.min, spec.max), name
+            # the bounds are the input's HTML min/max, never NiceGUI's, which clamp on blur (silently)
+            assert "min" not in w.kwargs and "max" not in w.kwargs, name
+            for key, bound in (("min", spec.min), ("max", spec.max)):
+                assert bound is None or f" {key}={bound}" in w.prop_text, (name, w.prop_text)
         if spec.kind == "select":
             assert w.args[0] == list(spec.options), name
     for name, mode in widgets.mode.items():

@@ -241,10 +241,10 @@ class GovernanceRequest(ScenarioBase):
         },
     )
     compute_cap: Numbers | None = Field(
-        [16, 8, 4, 2, 1], description="Per-node compute caps, H100-equivalents (null: none)."
+        [16.0, 8.0, 4.0, 2.0, 1.0], description="Per-node compute caps, H100-equivalents (null: none)."
     )
     memory_cap: Numbers | None = Field(
-        [2048, 1280, 1024, 512, 256],
+        [2048.0, 1280.0, 1024.0, 512.0, 256.0],  # floats: the list's type (ints warned when dumped)
         description="Per-node memory caps, GB, applied with base_compute_cap (null: none).",
     )
     base_compute_cap: float = Field(16.0, gt=0, le=1e9, description="Compute cap beside the memory caps.")

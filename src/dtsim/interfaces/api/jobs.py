@@ -704,8 +704,10 @@ async def cancel_job(job_id: JobId) -> Any:
         view = _view(store, rec)
         if view["state"] in FINAL:
             break
-    if view["state"] in FINAL:
-        return JobCancel(**view, message=f"cancelled; the job is {view['state']}")
+    if view["state"] == "cancelled":
+        return JobCancel(**view, message="cancelled")
+    if view["state"] in FINAL:  # it ended on its own before it saw the request
+        return JobCancel(**view, message=f"the job ended ({view['state']}) before it could be cancelled")
     body = JobCancel(**view, message="cancellation requested; the job is stopping")
     return JSONResponse(status_code=202, content=body.model_dump())
 

@@ -992,6 +992,9 @@ def plan(
         raise typer.Exit(1)
 
 
+MAX_RANKS = 10**9  # ranks a collective may span (CLI, page and POST /api/collective alike)
+
+
 def collective_result(
     op: str,
     algorithm: str,
@@ -1008,6 +1011,8 @@ def collective_result(
     arguments do (size_mb, not the library's size_bytes)."""
     from dtsim.models.network import collective as run_collective
 
+    if not 1 <= ranks <= MAX_RANKS:
+        raise ScenarioError([("ranks", ranks, f"must be an integer between 1 and {MAX_RANKS:,}")])
     if not size_mb > 0:
         raise ScenarioError([("size_mb", size_mb, "must be > 0")])
     if (bandwidth_gbs is not None and not bandwidth_gbs > 0) or (

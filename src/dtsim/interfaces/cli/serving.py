@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -71,6 +72,19 @@ def _exit_on_sigterm(signum: int, _frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
+def _exit_now(code: int) -> None:
+    """Leave on SIGTERM without waiting for page computations still running in NiceGUI's threads (the
+    interpreter would join them at exit, so one long analysis kept a stopped server alive for minutes):
+    the atexit handlers run first (jobs' worker processes are stopped, stores removed), then the process
+    ends."""
+    import atexit
+
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def run_server(host: str, port: int, workers: int) -> None:
     if not 1 <= port <= 65535:  # uvicorn took 99999 as 34463 (mod 65536) and -1 as a crash
         fail(ScenarioError([("--port", port, "must be a TCP port, 1–65535")]))
@@ -120,6 +134,12 @@ def run_server(host: str, port: int, workers: int) -> None:
                 workers=workers,
                 log_level="warning",
             )
+    except SystemExit as exc:
+        if exc.code == 128 + signal.SIGTERM:
+            stop.set()
+            shutil.rmtree(store, ignore_errors=True)
+            _exit_now(exc.code)
+        raise
     finally:
         stop.set()
         shutil.rmtree(store, ignore_errors=True)

@@ -426,6 +426,8 @@ class Latest:
                         self.fail(INTERNAL_ERROR)
                         return
                     continue
+                if result is None:  # run.io_bound gives None once the server is stopping: nothing to show
+                    return
                 if not self.pending:
                     self.show(result)
                     return

@@ -42,15 +42,21 @@ def _number(ui, spec: Input, value: Any, set_value: Callable[[Any], None]) -> An
     w = ui.number(
         spec.label,
         value=value,
-        min=spec.min,
-        max=spec.max,
         step=spec.step,
         on_change=lambda e: set_value(to_number(e.value, spec.kind)),
     )
-    w.props(f"dense data-testid={spec.name}" + (" clearable" if spec.kind == "optional" else "")).classes(
-        "w-full"
-    )
+    w.props(
+        f"dense data-testid={spec.name}{limits_props(spec)}"
+        + (" clearable" if spec.kind == "optional" else "")
+    ).classes("w-full")
     return w
+
+
+def limits_props(spec: Input) -> str:
+    """The schema's bounds as the input's HTML min/max (its spinner stops there), not as NiceGUI's
+    min/max, which clamp a typed value when the field loses focus: a value out of range stays as typed
+    and the model's error names it (no silent clamp)."""
+    return "".join(f" {k}={v}" for k, v in (("min", spec.min), ("max", spec.max)) if v is not None)
 
 
 def _select(ui, spec: Input, value: Any, set_value: Callable[[Any], None]) -> Any:
@@ -69,15 +75,9 @@ def _steps(ui, spec: Input, value: Any, set_value: Callable[[Any], None], widget
     """A step count or one of the schema's automatic choices ('auto', 'auto-quality')."""
     with ui.row().classes("w-full no-wrap gap-2"):
         w = (
-            ui.number(
-                spec.label,
-                value=None if isinstance(value, str) else value,
-                min=spec.min,
-                max=spec.max,
-                step=spec.step,
-            )
+            ui.number(spec.label, value=None if isinstance(value, str) else value, step=spec.step)
             .classes("flex-1")
-            .props(f"dense data-testid={spec.name}")
+            .props(f"dense data-testid={spec.name}{limits_props(spec)}")
         )
         mode = (
             ui.select(list(spec.options), value=value if isinstance(value, str) else "fixed")

@@ -357,7 +357,9 @@ class LimitsView(KitView):
             )
             self.bind("sparse", ui.switch("Sparse (MoE) models", value=p["sparse"]))
             self.bind("scaling", ui.select(list(SCALINGS), label="Critical batch law", value=p["scaling"]))
-            self.bind("months", ui.number("Time limit (months)", value=p["months"], min=0.01, max=1200))
+            self.bind(
+                "months", ui.number("Time limit (months)", value=p["months"]).props("min=0.01 max=1200")
+            )
             self.bind("memory", ui.select(list(MEMORIES), label="Memory check", value=p["memory"]))
         with ui.card().classes("w-full q-pa-sm"):
             ui.label("Custom chip and network (override the preset)").classes("text-weight-bold")

@@ -73,22 +73,17 @@ def nccl_bus_factor(op: str, ranks: int) -> float:
 
 def run_collective(v: dict[str, Any], size_mb: float | None = None) -> dict[str, Any]:
     """`dtsim collective --json` for these inputs (the CLI's own checks and unit conversions)."""
-    from dtsim.models.network import collective
+    from dtsim.interfaces.cli.datacenter import collective_result
 
     size_mb = v["size_mb"] if size_mb is None else size_mb
-    bw, lat = v.get("bandwidth_gbs"), v.get("latency_us")
-    if not size_mb > 0:
-        raise ScenarioError([("size_mb", size_mb, "must be > 0")])
-    if (bw is not None and not bw > 0) or (lat is not None and not lat >= 0):
-        raise ScenarioError([("bandwidth_gbs/latency_us", (bw, lat), "must be > 0 and ≥ 0")])
-    r = collective(
+    r = collective_result(
         v["op"],
-        v["ranks"],
-        size_mb * 1e6,
         v["algorithm"],
+        v["ranks"],
+        size_mb,
         v.get("fabric"),
-        None if bw is None else bw * 1e9,
-        None if lat is None else lat * 1e-6,
+        v.get("bandwidth_gbs"),
+        v.get("latency_us"),
         v["hop_km"],
         v.get("torus"),
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from dtsim import catalog
+from dtsim.errors import ScenarioError
 from dtsim.interfaces.web.formview import Field, fmt, form_page, table, warnings_box
 
 PATH = "/sensitivity"
@@ -51,6 +52,10 @@ def fields() -> tuple[Field, ...]:
     return tuple(replace(f, options=choices.get(f.name, f.options)) for f in FIELDS)
 
 
+# the most base samples the page runs; the same bound as POST /api/sensitivity's `base`
+MAX_SENSITIVITY_BASE = 1024
+
+
 def compute(v: dict[str, Any]) -> dict[str, Any]:
     """`dtsim sensitivity --json` for these inputs."""
     from dtsim.analysis.sensitivity import sensitivity
@@ -59,6 +64,16 @@ def compute(v: dict[str, Any]) -> dict[str, Any]:
     scenario, dists = load_uncertain_scenario(
         None, v.get("preset"), v.get("set") or [], fixed_assumptions=v["fixed_assumptions"]
     )
+    if not 2 <= v["base"] <= MAX_SENSITIVITY_BASE:  # the API's bound: the page runs in the server too
+        raise ScenarioError(
+            [
+                (
+                    "--base",
+                    v["base"],
+                    f"must be between 2 and {MAX_SENSITIVITY_BASE:,} (as POST /api/sensitivity)",
+                )
+            ]
+        )
     return sensitivity(scenario, dists, v["output"], v["base"], v.get("seed")).as_dict()
 
 

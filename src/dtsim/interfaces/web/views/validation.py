@@ -150,8 +150,9 @@ def scatter_chart(report: dict[str, Any] | None) -> dict[str, Any]:
     return {
         "animation": False,
         "tooltip": {"trigger": "item"},
-        "legend": {"type": "scroll", "bottom": 0, "data": groups},
-        "grid": {"left": 70, "right": 20, "top": 20, "bottom": 70},
+        # every group named at once, wrapping onto more lines (a "scroll" legend paged them: 1/4)
+        "legend": {"type": "plain", "bottom": 0, "data": groups},
+        "grid": {"left": 70, "right": 20, "top": 20, "bottom": 170},
         "xAxis": {
             "type": "log",
             "name": "measured (each record's own unit)",
@@ -279,7 +280,7 @@ class ValidationView(KitView):
                     self.scatter = (
                         ui.echart(scatter_chart(None))
                         .classes("w-full")
-                        .style("height: 460px")
+                        .style("height: 580px")
                         .props("data-testid=scatter-chart")
                     )
                 with ui.card().classes("q-pa-sm").style("flex: 1 1 420px"):
