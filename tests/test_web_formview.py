@@ -112,7 +112,8 @@ def test_sensitivity_view_refuses_the_base_the_api_refuses():
     """The page ran any N in the server (N = 99,999: millions of runs nothing could stop); it now has
     POST /api/sensitivity's bound."""
     from dtsim.errors import ScenarioError
-    from dtsim.interfaces.web.views.sensitivity import MAX_SENSITIVITY_BASE, compute
+    from dtsim.interfaces.api.app import MAX_SENSITIVITY_BASE
+    from dtsim.interfaces.web.views.sensitivity import compute
 
     values = {
         "preset": "default",

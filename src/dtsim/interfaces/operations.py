@@ -676,6 +676,22 @@ def grid_columns(result, names: list[str] | None = None) -> dict[str, list[Any]]
     return out
 
 
+def json_ready(x: Any) -> Any:
+    """`x` as the JSON an API answer holds, in one walk: a NumPy scalar as its Python value, a non-finite
+    number as null (JSON has no NaN or infinity), tuples as lists, anything else json.dumps cannot write
+    as json_default writes it; the CLI's `--json` (cli/common.json_text) gives the same document."""
+    if isinstance(x, bool | int | str) or x is None:
+        return x
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: json_ready(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [json_ready(v) for v in x]
+    value = json_default(x)
+    return value if isinstance(value, str) else json_ready(value)
+
+
 def json_default(x: Any) -> Any:
     """json.dumps's fallback of the analysis payloads: a NumPy scalar as its Python value, else text."""
     import numpy as np  # lazy (fast --help); loaded already whenever a numpy value is serialised

@@ -17,7 +17,6 @@ for the API's uncertainty), Dask (`--scheduler`, `--workers`), files (`--runs`, 
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
@@ -82,11 +81,9 @@ def _refused(exc: ScenarioError, prefix: str = "") -> ScenarioError:
 
 
 def _json(payload: Any) -> Any:
-    """The payload as the CLI's `--json` writes it (cli/common.json_text: numpy values as numbers, a
-    non-finite value as null), read back: the API returns the same document."""
-    from dtsim.interfaces.cli.common import json_text
-
-    return json.loads(json_text(payload, None, ops.json_default))
+    """The payload as the CLI's `--json` writes it (numpy values as numbers, a non-finite value as
+    null), built in one walk (operations.json_ready), not written out as text and read back."""
+    return ops.json_ready(payload)
 
 
 def _text(values: Any) -> str | None:

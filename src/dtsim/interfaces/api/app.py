@@ -643,14 +643,10 @@ def sensitivity_work(
 
 
 def _finite(x: Any) -> Any:
-    """JSON has no NaN or infinity: a non-finite number becomes null."""
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
-    if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_finite(v) for v in x]
-    return x
+    """JSON has no NaN or infinity: a non-finite number becomes null (operations.json_ready)."""
+    from dtsim.interfaces.operations import json_ready
+
+    return json_ready(x)
 
 
 @router.get("/presets", responses=COMMON_ERRORS, summary="Scenario presets, node presets and accelerators")

@@ -992,6 +992,13 @@ def plan(
         raise typer.Exit(1)
 
 
+def as_flags(exc: ScenarioError) -> ScenarioError:
+    """The problems named as the command's options are (size_mb → --size-mb, a/b → --a/--b): the
+    shared functions name their inputs as the API's body fields."""
+    flag = lambda f: "/".join("--" + p.replace("_", "-") for p in f.split("/"))  # noqa: E731
+    return ScenarioError([(flag(f), v, m) for f, v, m in exc.problems])
+
+
 MAX_RANKS = 10**9  # ranks a collective may span (CLI, page and POST /api/collective alike)
 
 
@@ -1075,9 +1082,7 @@ def collective(
     try:
         r = collective_result(op, algorithm, ranks, size_mb, fabric, bandwidth_gbs, latency_us, hop_km, torus)
     except ScenarioError as exc:
-        # named as the options are: size_mb → --size-mb (the API names its body fields)
-        flags = lambda f: "/".join("--" + p.replace("_", "-") for p in f.split("/"))  # noqa: E731
-        fail(ScenarioError([(flags(f), v, m) for f, v, m in exc.problems]))
+        fail(as_flags(exc))
         return
     if as_json:
         print_json(r.as_dict())
@@ -1169,9 +1174,7 @@ def fabric(
     try:
         p = fabric_plan(values)
     except ScenarioError as exc:
-        # named as the options are: size_mb → --size-mb (the API names its body fields)
-        flags = lambda f: "/".join("--" + p.replace("_", "-") for p in f.split("/"))  # noqa: E731
-        fail(ScenarioError([(flags(f), v, m) for f, v, m in exc.problems]))
+        fail(as_flags(exc))
         return
     if as_json:
         print_json(fabric_json(p))

@@ -106,22 +106,6 @@ def _check_common(months: float, scaling: str, memory: str) -> None:
     check_limits_common(months, scaling, memory)
 
 
-def _hardware(
-    names: list[str] | None,
-    bandwidth: str | None,
-    latency: str | None,
-    peak_tflops: float | None = None,
-    hbm_tb_s: float | None = None,
-    memory_gb: float | None = None,
-):
-    from dtsim.interfaces.operations import limits_hardware
-
-    bws, lats = _levels(bandwidth, latency)
-    return limits_hardware(
-        names, bws, None if lats is None else [x * 1e-6 for x in lats], peak_tflops, hbm_tb_s, memory_gb
-    )
-
-
 def _levels(bandwidth: str | None, latency_us: str | None) -> tuple[list[float] | None, list[float] | None]:
     """--level-bandwidth (bytes/s) and --level-latency-us (µs) as lists of numbers."""
     try:

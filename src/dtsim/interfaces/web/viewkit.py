@@ -23,6 +23,7 @@ import yaml
 
 from dtsim.errors import ScenarioError, format_problem
 from dtsim.interfaces.cli.common import json_text
+from dtsim.interfaces.operations import json_default
 from dtsim.schema.inputs import decode_text, parse_data
 
 log = logging.getLogger("dtsim.web")
@@ -71,13 +72,6 @@ def rejected_text(entries: Any, kind: str = "inputs") -> str:
         else:
             lines.append(f"{name}: must be a .yaml, .yml or .json {kind} file")
     return "Not imported: " + ("\n".join(lines) or "the browser refused the file")
-
-
-def json_default(x: Any) -> Any:
-    """numpy scalars as Python numbers; anything else (a date) as text, as the CLI's --json writes it."""
-    if hasattr(x, "item"):
-        return x.item()
-    return str(x)
 
 
 def number(query: dict[str, Any], key: str, default: float | None, lo: float, hi: float) -> float | None:

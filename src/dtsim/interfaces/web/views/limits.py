@@ -9,6 +9,7 @@ settings (catalog/limits_reference.yaml) is drawn beside dtsim's when one exists
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict
 from typing import Any
@@ -61,7 +62,7 @@ def hardware_choices() -> dict[str, str]:
 def parse_params(query: dict[str, Any]) -> dict[str, Any]:
     """The view's inputs from a share link's query or an uploaded file (missing keys: the defaults), or
     a ScenarioError naming the field."""
-    unknown = sorted(set(query) - set(KEYS) - {"model", "nodes", "gpus_per_node", "tokens", "preset"})
+    unknown = sorted(set(query) - set(KEYS) - set(SHARED_KEYS))
     if unknown:
         raise ScenarioError(
             [(unknown[0], query[unknown[0]], "is not an input here; inputs: " + ", ".join(KEYS))]
@@ -145,13 +146,19 @@ def compute(p: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+@functools.cache
+def _reference_table() -> dict[str, Any]:
+    """catalog/limits_reference.yaml, read once per process (it does not change while the server runs)."""
+    return catalog.load_table("limits_reference.yaml")
+
+
 def reference_curve(p: dict[str, Any]) -> dict[str, Any] | None:
     """The reference implementation's curve for these settings (catalog/limits_reference.yaml): only
     for an unmodified preset it was run on, at its 3 months; None otherwise."""
     custom = any(
         p[k] for k in ("level_bandwidth", "level_latency_us", "peak_tflops", "hbm_tb_s", "memory_gb")
     )
-    table = catalog.load_table("limits_reference.yaml")
+    table = _reference_table()
     if custom or p["months"] != table["months"]:
         return None
     for c in table["curves"]:

@@ -52,14 +52,11 @@ def fields() -> tuple[Field, ...]:
     return tuple(replace(f, options=choices.get(f.name, f.options)) for f in FIELDS)
 
 
-# the most base samples the page runs; the same bound as POST /api/sensitivity's `base`
-MAX_SENSITIVITY_BASE = 1024
-
-
 def compute(v: dict[str, Any]) -> dict[str, Any]:
     """`dtsim sensitivity --json` for these inputs."""
     from dtsim.analysis.sensitivity import sensitivity
     from dtsim.analysis.uncertainty import load_uncertain_scenario
+    from dtsim.interfaces.api.app import MAX_SENSITIVITY_BASE  # the API's bound: one home
 
     scenario, dists = load_uncertain_scenario(
         None, v.get("preset"), v.get("set") or [], fixed_assumptions=v["fixed_assumptions"]

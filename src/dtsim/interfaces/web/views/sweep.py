@@ -476,9 +476,8 @@ class SweepView(KitView):
         names = [a["field"] for a in axes] + list(dict.fromkeys([metric, *LINE_OUTPUTS]))
         names += [f"{metric}_{lv}" for lv in data["band_levels"]] + ["mode", "bottleneck"]
         names = [n for n in dict.fromkeys(names) if n in column_names(data)]
-        rows = []
-        for i, _ in enumerate(column(data, names[0])[:TABLE_ROWS]):
-            rows.append({"i": i, **{n: fmt(column(data, n)[i]) for n in names}})
+        cols = {n: column(data, n)[:TABLE_ROWS] for n in names}  # each column built once, not per cell
+        rows = [{"i": i, **{n: fmt(cols[n][i]) for n in names}} for i in range(len(cols[names[0]]))]
         self.table_box.clear()
         with self.table_box:
             ui.table(
