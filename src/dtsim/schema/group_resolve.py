@@ -11,26 +11,6 @@ from dtsim import catalog
 from dtsim.errors import ScenarioError
 
 HARDWARE = ("node", "gpu", "gpus_per_node", "pflops_per_node", "vram_per_node_gb", "precision")
-# What a group's own node preset or accelerator replaces of the scenario's hardware: a node preset sets
-# the accelerator, its count, the peak and the memory (NodeGroup.node), and its precision when it has
-# one; an accelerator the peak and memory it derives with the GPU count (as `gpu` does for a scenario).
-# Without this a scenario that gives its own pflops_per_node (the web page always does) kept them for a
-# group naming another node.
-REPLACED = {
-    "node": ("node", "gpu", "gpus_per_node", "pflops_per_node", "vram_per_node_gb"),
-    "gpu": ("node", "pflops_per_node", "vram_per_node_gb"),
-}
-
-
-def _group_base(base: dict[str, Any], own: dict[str, Any]) -> dict[str, Any]:
-    """The scenario's hardware fields a group with hardware `own` builds on."""
-    drop = {k for key, keys in REPLACED.items() if key in own for k in keys}
-    node = catalog.nodes().get(str(own["node"]).lower()) if "node" in own else None
-    if node is not None and node.precision is not None:
-        drop.add("precision")
-    return {k: v for k, v in base.items() if k not in drop}
-
-
 @dataclass(frozen=True)
 class ResolvedGroup:
     count: int
@@ -86,7 +66,7 @@ def resolve_groups(s: Any) -> tuple[ResolvedGroup, ...] | None:
         own = g.hardware()
         if own:
             try:
-                hw = make_scenario(catalog.merge_layers(_group_base(base, own), own))
+                hw = make_scenario(catalog.merge_layers(base, own))
             except ScenarioError as exc:
                 raise ScenarioError([(f"{where}.{f}", v, m) for f, v, m in exc.problems]) from None
             if hw.precision != s.precision:
