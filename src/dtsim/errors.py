@@ -107,3 +107,32 @@ def validation_problems(
         problems.append((field, value, msg))
     seen: set[str] = set()
     return [p for p in problems if not (p[0] in seen or seen.add(p[0]))]
+
+
+def _utf8(text: object) -> str:
+    """Text safe to encode as UTF-8 (a lone surrogate from a key becomes a \\udXXX escape)."""
+    return str(text).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _shown(value: Any) -> Any:
+    """A value as an error body quotes it: null, true/false, a number that JSON holds exactly and
+    text of at most QUOTE_CHARS characters as they are; anything else (a list, a mapping, long text, a
+    huge or non-finite number) as its first QUOTE_CHARS characters of text (quote), so an error never
+    echoes a whole request back."""
+    import math
+
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int) and abs(value) < 2**53:
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    if isinstance(value, str) and len(value) <= QUOTE_CHARS:
+        return _utf8(value)
+    return _utf8(quote(value))
+
+
+def problems_body(problems: list[tuple[str, Any, str]]) -> dict[str, Any]:
+    """The HTTP API's error body, `{"detail": [{field, value, message}, ...]}`, one entry per problem
+    (the same for an answer and for a failed job's record)."""
+    return {"detail": [{"field": _utf8(f), "value": _shown(v), "message": _utf8(m)} for f, v, m in problems]}

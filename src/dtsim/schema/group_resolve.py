@@ -11,6 +11,8 @@ from dtsim import catalog
 from dtsim.errors import ScenarioError
 
 HARDWARE = ("node", "gpu", "gpus_per_node", "pflops_per_node", "vram_per_node_gb", "precision")
+
+
 @dataclass(frozen=True)
 class ResolvedGroup:
     count: int

@@ -42,9 +42,10 @@ from dtsim import __version__, catalog
 from dtsim.analysis.grid import MAX_GRID, VARYABLE
 from dtsim.analysis.sweep import MAX_POINTS, SWEEP_OUTPUTS, SWEEPABLE, default_range, sweep
 from dtsim.assumptions import table as assumptions_table
-from dtsim.errors import QUOTE_CHARS, ScenarioError, quote
+from dtsim.errors import ScenarioError, problems_body
 from dtsim.interfaces.api import jobs
 from dtsim.interfaces.api.analysis import MAX_GRID_POINTS
+from dtsim.interfaces.api.jobs import INTERNAL_ERROR
 from dtsim.models.decentralized.engine import simulate
 from dtsim.models.decentralized.result import Result
 from dtsim.schema.inputs import decode_text, parse_json
@@ -59,7 +60,6 @@ MAX_BATCH = 1000
 MAX_SENSITIVITY_BASE = 1024
 TIME_BUDGET_S = 20.0
 JSON_TYPE = "application/json"
-INTERNAL_ERROR = "internal error; the details are in the server's log"
 log = logging.getLogger("dtsim.api")
 
 
@@ -207,29 +207,7 @@ class ApiError(Exception):
 def _error(
     status: int, problems: list[tuple[str, Any, str]], headers: dict[str, str] | None = None
 ) -> JSONResponse:
-    body = {"detail": [{"field": _text(f), "value": _shown(v), "message": _text(m)} for f, v, m in problems]}
-    return JSONResponse(status_code=status, content=body, headers=headers)
-
-
-def _text(text: str) -> str:
-    """Text safe to encode as UTF-8 (a lone surrogate from a key becomes a \\udXXX escape)."""
-    return str(text).encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def _shown(value: Any) -> Any:
-    """A value as an error body quotes it: null, true/false, a number that JSON holds exactly and
-    text of at most QUOTE_CHARS characters as they are; anything else (a list, a mapping, long text, a
-    huge or non-finite number) as its first QUOTE_CHARS characters of text (errors.quote), so an error
-    never echoes a whole request back."""
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, int) and abs(value) < 2**53:
-        return value
-    if isinstance(value, float) and math.isfinite(value):
-        return value
-    if isinstance(value, str) and len(value) <= QUOTE_CHARS:
-        return _text(value)
-    return _text(quote(value))
+    return JSONResponse(status_code=status, content=problems_body(problems), headers=headers)
 
 
 def _is_api(path: str) -> bool:
@@ -241,7 +219,7 @@ def _refusal(api: bool, status: int, problems: list[tuple[str, Any, str]], heade
     if api:
         return _error(status, problems, headers)
     text = "; ".join(f"{f}: {m}" for f, _v, m in problems)
-    page = f"<!doctype html><title>dtsim: {status}</title><p>{html.escape(_text(text))}</p>"
+    page = f"<!doctype html><title>dtsim: {status}</title><p>{html.escape(text.encode('utf-8', 'backslashreplace').decode('utf-8'))}</p>"
     return HTMLResponse(page, status_code=status, headers=headers)
 
 

@@ -65,7 +65,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from dtsim.errors import QUOTE_CHARS, ScenarioError, quote
+from dtsim.errors import ScenarioError, problems_body
 
 # --- limits (engineering choices, not model assumptions) -----------------------------------------------------
 JOB_THRESHOLD_S = 1.0  # issue 17: "work longer than about a second runs as a job"
@@ -197,24 +197,11 @@ def alive(pid: int | None) -> bool:
         return not Path("/proc/self").exists()  # no /proc (not Linux): kill(pid, 0) is all we know
 
 
-def _problems_body(problems: list[tuple[str, Any, str]]) -> dict[str, Any]:
-    def shown(v: Any) -> Any:
-        if v is None or isinstance(v, bool) or (isinstance(v, int) and abs(v) < 2**53):
-            return v
-        if isinstance(v, float) and math.isfinite(v):
-            return v
-        if isinstance(v, str) and len(v) <= QUOTE_CHARS:
-            return v
-        return quote(v)
-
-    return {"detail": [{"field": str(f), "value": shown(v), "message": str(m)} for f, v, m in problems]}
-
-
 def _effective(rec: dict[str, Any]) -> dict[str, Any]:
     """The record as it stands: an active job whose server process has ended is failed."""
     if rec["state"] in ACTIVE and not alive(rec.get("owner_pid")):
         rec = dict(rec, state="failed")
-        rec["error"] = _problems_body([("job", rec["id"], "the server process that ran it has ended")])
+        rec["error"] = problems_body([("job", rec["id"], "the server process that ran it has ended")])
     return rec
 
 
@@ -336,11 +323,11 @@ def _execute(store: Path, job_id: str, fn: Callable[..., Any], kwargs: dict[str,
         _finish(store, job_id, "cancelled")
         return
     except ScenarioError as exc:
-        _finish(store, job_id, "failed", _problems_body(exc.problems))
+        _finish(store, job_id, "failed", problems_body(exc.problems))
         return
     except Exception:
         log.error("job %s (%s) failed:\n%s", job_id, rec["kind"], traceback.format_exc())
-        _finish(store, job_id, "failed", _problems_body([("server", None, INTERNAL_ERROR)]))
+        _finish(store, job_id, "failed", problems_body([("server", None, INTERNAL_ERROR)]))
         return
     _write_atomic(store / f"{job_id}.result", text)
     _finish(store, job_id, "done")
@@ -457,7 +444,7 @@ class _Runner:
                 store, job = w.store, w.job
                 self._drop(w)
                 problem = ("job", job, f"ran past the time limit of {JOB_TIME_LIMIT_S:g} s and was stopped")
-                _finish(store, job, "failed", _problems_body([problem]), only_if_active=True)
+                _finish(store, job, "failed", problems_body([problem]), only_if_active=True)
         with self.lock:
             waiting = list(self.pending)
         for item in waiting:
@@ -483,7 +470,7 @@ class _Runner:
             except Exception as exc:  # e.g. an argument that cannot be pickled
                 log.error("job %s could not be sent to a worker process: %r", job_id, exc)
                 worker.job = None
-                _finish(store, job_id, "failed", _problems_body([("server", None, INTERNAL_ERROR)]))
+                _finish(store, job_id, "failed", problems_body([("server", None, INTERNAL_ERROR)]))
 
     def _idle(self) -> _Worker | None:
         for w in self.workers:
@@ -506,7 +493,7 @@ class _Runner:
         store, job = w.store, w.job
         self._drop(w)
         if job is not None:
-            _finish(store, job, "failed", _problems_body([("job", job, message)]), only_if_active=True)
+            _finish(store, job, "failed", problems_body([("job", job, message)]), only_if_active=True)
 
 
 _runner_lock = threading.Lock()
@@ -534,7 +521,7 @@ def worker_pid(job_id: str) -> int | None:
 def _problem_response(
     status: int, problems: list[tuple[str, Any, str]], headers: dict[str, str] | None = None
 ) -> JSONResponse:
-    return JSONResponse(status_code=status, content=_problems_body(problems), headers=headers)
+    return JSONResponse(status_code=status, content=problems_body(problems), headers=headers)
 
 
 def _client(request: Request) -> str:
