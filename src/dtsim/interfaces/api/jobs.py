@@ -723,16 +723,15 @@ async def job_events(job_id: JobId, request: Request) -> Any:
                 return  # the job expired
             complete = chunk[: chunk.rfind("\n") + 1]
             offset += len(complete.encode("utf-8"))
+            rec = _read_record(store, job_id)  # once a tick, read after the events it may explain
+            if rec is None:
+                return
             for line in complete.splitlines():
                 ev = json.loads(line)
                 if ev["state"] in ACTIVE:
-                    rec = _read_record(store, job_id)
-                    eta = _eta(dict(rec, **ev), at=ev["updated"]) if rec else None
+                    eta = _eta(dict(rec, **ev), at=ev["updated"])
                     yield _sse("progress", {**ev, "eta_s": eta, "updated": _iso(ev["updated"])})
                     quiet_since = time.monotonic()
-            rec = _read_record(store, job_id)
-            if rec is None:
-                return
             view = _view(store, rec)
             if view["state"] in FINAL:
                 yield _sse(view["state"], view)
