@@ -306,9 +306,21 @@ def test_long_work_runs_as_a_job_with_the_same_answer(client, tmp_path, monkeypa
     assert solve.status_code == 200
 
 
+def test_a_search_no_larger_than_the_probe_is_answered_by_the_probe():
+    """max_nodes within the probe's: the probe searched everything asked, so it is the answer (the search
+    ran twice before); a larger one is only estimated."""
+    fields = analysis.TargetRequest(local_flop=1e24, node=["dgx-h100"], max_nodes=8).model_dump()
+    seconds, answer = analysis.target_estimate(fields)
+    assert seconds > 0 and answer is not None
+    assert {k: v for k, v in answer.items() if k != "search"} == {
+        k: v for k, v in analysis.target_work(**fields).items() if k != "search"
+    }
+    assert analysis.target_estimate({**fields, "max_nodes": 100_000})[1] is None
+
+
 def test_an_estimate_probes_a_smaller_search_and_scales_it():
     fields = analysis.TargetRequest(local_flop=1e24, node=["dgx-h100"], max_nodes=100_000).model_dump()
-    assert analysis.target_estimate_s(fields) > 0
+    assert analysis.target_estimate(fields)[0] > 0
     with pytest.raises(ScenarioError) as bad:  # the probe checks the input before any job is made
-        analysis.target_estimate_s({**fields, "inner_steps": [0]})
+        analysis.target_estimate({**fields, "inner_steps": [0]})
     assert bad.value.problems[0][0] == "inner_steps"

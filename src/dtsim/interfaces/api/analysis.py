@@ -438,41 +438,49 @@ WORK: dict[str, tuple[Callable[..., Any], type[BaseModel], str]] = {
 }
 
 
-def target_estimate_s(fields: dict[str, Any]) -> float:
+Estimate = tuple[float, Any]  # (seconds expected, the answer itself when the estimate computed it)
+
+
+def target_estimate(fields: dict[str, Any]) -> Estimate:
     """Seconds a target search is expected to take here: the same search over node counts up to
     PROBE_MAX_NODES, timed (a problem with the input is 422 before any job is made), scaled by how many
     more node counts the asked max_nodes searches (the rows grow with them). A `solve` question is a
     few searches on one node kind (well under a second): run inline."""
     if fields.get("solve") is not None:
-        return 0.0
-    return _probe_s(target_work, fields)
+        return 0.0, None
+    return _probe(target_work, fields)
 
 
-def governance_estimate_s(fields: dict[str, Any]) -> float:
-    """Seconds a governance analysis is expected to take here, probed as target_estimate_s is."""
-    return _probe_s(governance_work, fields)
+def governance_estimate(fields: dict[str, Any]) -> Estimate:
+    """Seconds a governance analysis is expected to take here, probed as target_estimate is."""
+    return _probe(governance_work, fields)
 
 
-def _probe_s(work: Callable[..., Any], fields: dict[str, Any]) -> float:
+def _probe(work: Callable[..., Any], fields: dict[str, Any]) -> Estimate:
+    """The probe's scaled time, and its answer when it searched everything asked (max_nodes at most
+    PROBE_MAX_NODES): that request is answered by the probe, not run twice."""
     from dtsim.analysis.search import node_count_grid
 
     full = fields.get("max_nodes") or DEFAULT_MAX_NODES
     small = min(full, PROBE_MAX_NODES)
     start = time.perf_counter()
-    work(_no_progress, **{**fields, "max_nodes": small})
-    return (time.perf_counter() - start) * len(node_count_grid(full)) / len(node_count_grid(small))
+    answer = work(_no_progress, **{**fields, "max_nodes": small})
+    seconds = (time.perf_counter() - start) * len(node_count_grid(full)) / len(node_count_grid(small))
+    return seconds, answer if small == full else None
 
 
 def _endpoint(
     kind: str,
     work: Callable[..., Any],
-    estimate: Callable[[dict[str, Any]], float] | None,
+    estimate: Callable[[dict[str, Any]], Estimate] | None,
     model: type,
     doc: str,
 ) -> Callable[..., Any]:
     async def endpoint(request: Request, req: BaseModel) -> Any:
         fields = req.model_dump()
-        seconds = 0.0 if estimate is None else await run_in_threadpool(estimate, fields)
+        seconds, answer = (0.0, None) if estimate is None else await run_in_threadpool(estimate, fields)
+        if answer is not None and not jobs.prefers_async(request):
+            return answer  # the estimate's probe was the whole request
         return await jobs.run(request, kind, work, fields, estimate_s=seconds)
 
     endpoint.__annotations__ = {"request": Request, "req": model, "return": Any}  # FastAPI reads these
@@ -498,6 +506,6 @@ def register(router: APIRouter, responses: dict[int | str, dict[str, Any]]) -> N
 
 
 ESTIMATE: dict[str, Callable[[dict[str, Any]], float]] = {
-    "/target": target_estimate_s,
-    "/governance": governance_estimate_s,
+    "/target": target_estimate,
+    "/governance": governance_estimate,
 }
