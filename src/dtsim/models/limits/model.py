@@ -65,17 +65,31 @@ def gemm_time_per_step(shape: Shape, hw: LimitsHardware, tp_model, tp_ff, dp, pp
     f1 = shape.d_ff // np.asarray(tp_ff)
     d1 = shape.d_model // np.asarray(tp_model)
     b1 = shape.batch_tokens // (np.asarray(dp) * np.asarray(m) * shape.sparsity)
-    fwd = _gemm(f1, d1, b1, hw) + _gemm(d1, f1, b1, hw)
-    act = _gemm(d1, f1, b1, hw) + _gemm(f1, d1, b1, hw)
-    wgt = _gemm(f1, d1, b1, hw, True) + _gemm(d1, f1, b1, hw, True)
+    # One call for the four distinct GEMMs: the forward pair (f′×d′ and d′×f′ weights on b′ tokens) and
+    # the weight-gradient pair. The activation-gradient GEMMs multiply by the transposed weights, the
+    # forward pair's shapes in the other order, so they take the forward pair's time.
+    f1, d1, b1 = np.broadcast_arrays(f1, d1, b1)
+    weight_grads = np.array([False, False, True, True]).reshape(4, *(1,) * f1.ndim)
+    t = _gemm(np.stack([f1, d1, f1, d1]), np.stack([d1, f1, d1, f1]), b1, hw, weight_grads)
+    fwd = t[0] + t[1]
+    wgt = t[2] + t[3]
     per = (shape.layers // np.asarray(pp)) * (shape.sparsity // np.asarray(ep)) * np.asarray(m)
-    return per * (fwd + act + wgt), (f1, d1, b1)
+    return per * (fwd + fwd + wgt), (f1, d1, b1)
 
 
 def _suffix_products(x):
     """For per-level factors x[..., H]: ∏_{k>h} x[..., k] for each h."""
     rev = np.cumprod(x[..., ::-1], axis=-1)[..., ::-1]
     return np.concatenate([rev[..., 1:], np.ones((*x.shape[:-1], 1), dtype=x.dtype)], axis=-1)
+
+
+def _over_levels(ufunc, x):
+    """`ufunc` reduced over the last (level) axis, one level at a time: the same numbers as
+    `ufunc.reduce(x, axis=-1)` (in the same order) without numpy's slow path for a short last axis."""
+    out = x[..., 0]
+    for h in range(1, x.shape[-1]):
+        out = ufunc(out, x[..., h])
+    return out
 
 
 def communication(shape: Shape, hw: LimitsHardware, n_gpus, levels: dict[str, np.ndarray], v):
@@ -92,8 +106,8 @@ def communication(shape: Shape, hw: LimitsHardware, n_gpus, levels: dict[str, np
     dpl, tpm, tpf, ppl, epl = (levels[k].astype(float) for k in ("dp", "tp_model", "tp_ff", "pp", "ep"))
 
     dp_bw = hierarchical_ring_words(dpl) * shape.params * by / agg
-    dp_comm = dp_bw.max(axis=-1)
-    dp_lat = (2.0 * lat * (dpl > 1)).sum(axis=-1)
+    dp_comm = _over_levels(np.maximum, dp_bw)
+    dp_lat = _over_levels(np.add, 2.0 * lat * (dpl > 1))
 
     tp_bw = (
         (hierarchical_ring_words(tpm) * shape.d_ff + hierarchical_ring_words(tpf) * shape.d_model)
@@ -103,11 +117,11 @@ def communication(shape: Shape, hw: LimitsHardware, n_gpus, levels: dict[str, np
         * by
         / agg
     )
-    tp_comm = tp_bw.max(axis=-1)
-    tp_lat = (2.0 * 2.0 * L * lat * ((tpm > 1).astype(float) + (tpf > 1))).sum(axis=-1)
+    tp_comm = _over_levels(np.maximum, tp_bw)
+    tp_lat = _over_levels(np.add, 2.0 * 2.0 * L * lat * ((tpm > 1).astype(float) + (tpf > 1)))
 
-    n_pp = ppl.prod(axis=-1)
-    n_ep = epl.prod(axis=-1)
+    n_pp = _over_levels(np.multiply, ppl)
+    n_ep = _over_levels(np.multiply, epl)
     v = np.asarray(v, dtype=float)
     pp_suffix = _suffix_products(ppl)
     ep_prefix = np.concatenate([np.ones((*epl.shape[:-1], 1)), np.cumprod(epl, axis=-1)], axis=-1)
@@ -116,7 +130,7 @@ def communication(shape: Shape, hw: LimitsHardware, n_gpus, levels: dict[str, np
     word_bytes = shape.d_model * B * by
     # h*: the highest level that holds pipeline stages (-1 when there is no pipeline)
     idx = np.arange(H)
-    hstar = np.where(ppl > 1, idx, -1).max(axis=-1)
+    hstar = _over_levels(np.maximum, np.where(ppl > 1, idx, -1))
     for ph in range(H):
         lower = 2.0 * pp_suffix[..., ph] * (ppl[..., ph] - 1.0) * v
         top = 2.0 * (ppl[..., ph] * v - 1.0)

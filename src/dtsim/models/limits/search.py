@@ -211,10 +211,14 @@ def optimal_layout(
     memory: str = "per-gpu",
     schedules=("1f1b", "zero-bubble"),
     prune: bool = True,
+    within_s: float = np.inf,
 ) -> Best | None:
     """The fastest layout of `shape` on `n` GPUs (ties: least communication), or None. With
     `prune=False` every layout and split is evaluated and their step times are kept in
-    `Best.extra["all_step_s"]` (for checking the search)."""
+    `Best.extra["all_step_s"]` (for checking the search). `within_s` starts the branch and bound at
+    that step time: layouts that cannot beat it are not evaluated, so the answer is the same whenever
+    the fastest step is shorter than `within_s`, and None or a slower layout otherwise (the cluster
+    search asks only whether a cluster meets its time limit)."""
     c = base_layouts(shape, n, schedules)
     if len(c) == 0:
         return None
@@ -253,7 +257,7 @@ def optimal_layout(
     if not prune:
         bound = np.zeros_like(bound)
     ranked = np.argsort(bound, kind="stable")
-    best_t = np.inf
+    best_t = within_s if prune else np.inf
     found = []
     searched = 0
     start = 0
@@ -283,8 +287,9 @@ def optimal_layout(
     comm = {key: np.concatenate([f[2][key] for f in found]) for key in found[0][2]}
     t = np.concatenate([f[3] for f in found])
     total_comm = comm["tp_comm"] + comm["dp_comm"] + comm["pp_comm"]
-    order = np.lexsort((total_comm, t))
-    i = int(order[0])
+    # the fastest; among equally fast the least communication; then the first (a stable sort's order)
+    fastest = np.flatnonzero(t == t.min())
+    i = int(fastest[np.argmin(total_comm[fastest])])
     k = int(kk[i])
     u = float(utilization(shape, hw, n, t[i]))
     months = float(t[i] * shape.steps / SECONDS_PER_MONTH)
@@ -336,6 +341,14 @@ def cluster_size(
     `months`, with its best layout; None if no N up to E·2^max_doublings can."""
     limit_s = months * SECONDS_PER_MONTH
     min_n = shape.training_flop / (limit_s * hw.sustained_flop_s)
+    # Whatever the cluster, a step is at least 6·L kernel latencies: each GPU runs 6 GEMMs per layer it
+    # holds, per expert and per micro-batch (model.gemm_time_per_step), L/N_PP layers and m ≥ N_PP
+    # micro-batches, and each GEMM takes at least the kernel latency (physics.gemm). A run whose steps
+    # cannot fit the limit at that floor has no cluster: the latency wall (Erdil & Schneider-Joseph
+    # 2024 §4), answered without trying ever larger clusters.
+    if shape.steps * 6.0 * shape.layers * hw.matmul_latency_s >= limit_s:
+        return None
+    within_s = limit_s / shape.steps
     for i in range(max_doublings):
         n = shape.sparsity * 2**i
         if n < min_n:
@@ -348,7 +361,7 @@ def cluster_size(
                 fits_levels = False
         if not fits_levels:
             continue
-        best = optimal_layout(shape, hw, n, memory, schedules)
+        best = optimal_layout(shape, hw, n, memory, schedules, within_s=within_s)
         if best is not None and best.months < months:
             return best
     return None
