@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +46,17 @@ def _is_percent(unit: str) -> bool:
     return unit.strip().startswith("%")
 
 
-def run_records(records: list[Any], groups: dict) -> list[RunPrediction]:
+def run_records(
+    records: list[Any], groups: dict, predicted: Mapping[str, RunPrediction] | None = None
+) -> list[RunPrediction]:
+    """One row per record: its prediction, or why there is none. A record whose id is in `predicted`
+    takes that row instead of being predicted again."""
     fitted = fitted_ids()
     rows = []
     for rec in records:
+        if predicted is not None and rec.id in predicted:
+            rows.append(predicted[rec.id])
+            continue
         group = groups.get(rec.group)
         common = {
             "id": rec.id,
@@ -201,17 +209,22 @@ def validate(
     dataset: Dataset,
     subset: list[str] | None = None,
     calibration: str | Path | dict[str, Any] | None = None,
+    predicted: Mapping[str, RunPrediction] | None = None,
 ) -> ValidationReport:
     """Predict every record (or those of the named groups / ids) and summarise; `calibration` (a file
-    written by `dtsim calibrate --out`, or its document) replaces catalog/calibration.yaml."""
+    written by `dtsim calibrate --out`, or its document) replaces catalog/calibration.yaml.
+    `predicted`: the rows, by record id, of an earlier report on the same dataset under the same
+    calibration, used instead of predicting those records again (the page filters one dataset)."""
     with calibration_in_use(calibration):
-        return _validate(dataset, subset)
+        return _validate(dataset, subset, predicted)
 
 
-def _validate(dataset: Dataset, subset: list[str] | None) -> ValidationReport:
+def _validate(
+    dataset: Dataset, subset: list[str] | None, predicted: Mapping[str, RunPrediction] | None = None
+) -> ValidationReport:
     t0 = time.perf_counter()
     records = dataset.subset(subset)
-    rows = run_records(records, dataset.groups)
+    rows = run_records(records, dataset.groups, predicted)
     summary = summarise(rows, dataset.groups)
     doc = catalog.calibration_document()
     return ValidationReport(

@@ -8,6 +8,7 @@ runs off the event loop.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from dtsim.errors import ScenarioError
@@ -58,6 +59,16 @@ def dataset() -> Any:
 _DATASET: Any = None
 
 
+@functools.cache
+def predicted() -> dict[str, Any]:
+    """Every bundled record's row (its prediction, or why there is none), by id: computed once per
+    server process, so a change of the group filter only summarises again (the records and the
+    calibration do not change while the server runs)."""
+    from dtsim.validation import validate
+
+    return {row.id: row for row in validate(dataset()).runs}
+
+
 def group_names() -> list[str]:
     return list(dataset().groups)
 
@@ -88,7 +99,7 @@ def compute(subset: list[str]) -> dict[str, Any]:
     from dtsim.validation import validate
     from dtsim.validation.model_error import coverage_rows
 
-    report = validate(dataset(), subset or None)
+    report = validate(dataset(), subset or None, predicted=predicted())
     out = report.as_dict()
     coverage = report.interval_coverage
     view = {
