@@ -255,6 +255,46 @@ def test_the_chosen_layout_is_never_slower_than_any_evaluated_one(case):
     assert best.step_s == pytest.approx(full.step_s, rel=1e-12)  # pruning loses nothing
 
 
+@SETTINGS
+@given(cases(), st.floats(0.5, 2.0))
+def test_a_step_time_to_beat_changes_nothing_when_it_is_beaten(case, factor):
+    """The cluster search starts the branch and bound at the time limit's step time: the answer is the
+    unbounded search's whenever its step beats that time, and nothing beats it otherwise."""
+    shape, hw, n = case
+    free = optimal_layout(shape, hw, n)
+    if free is None:
+        return
+    within = free.step_s * factor
+    bounded = optimal_layout(shape, hw, n, within_s=within)
+    if free.step_s < within:
+        assert bounded == free
+    else:
+        assert bounded is None or bounded.step_s >= within * (1 - 1e-12)
+
+
+def test_the_kernel_latency_floor_bounds_every_cluster_and_ends_the_curve():
+    """A step is at least 6·L kernel latencies whatever the cluster (search.cluster_size): no layout on
+    any cluster beats it, and a run whose steps cannot fit the limit at that floor has no cluster, so
+    the curve ends there at once."""
+    from dtsim.models.limits.search import SECONDS_PER_MONTH, cluster_size
+
+    hw = get_hardware("h100-sxm")
+    last = curve(hw)[-1].d_model
+
+    def floor_months(shape):
+        return shape.steps * 6 * shape.layers * hw.matmul_latency_s / SECONDS_PER_MONTH
+
+    # the first width past the curve's end whose floor alone is over the 3-month limit
+    walled = next(shape_for(d) for d in d_model_grid() if d > last and floor_months(shape_for(d)) >= 3.0)
+    assert cluster_size(walled, hw, months=3.0) is None
+    assert cluster_size(walled, hw, months=floor_months(walled) * 1.5) is not None
+    for shape in (shape_for(last), walled):
+        floor_s = 6 * shape.layers * hw.matmul_latency_s
+        for i in (20, 30, 40):
+            best = optimal_layout(shape, hw, 2**i)
+            assert best is None or best.step_s >= floor_s
+
+
 # --- memory and CLI -------------------------------------------------------------------------------------------
 
 
