@@ -12,7 +12,8 @@ GPUs); the reference implementation's aggregate check, and the per-GPU memory in
 activations, are reported beside it.
 
 The cluster-size search tries N = E·2^i from the smallest N that could finish at the GPU's
-sustained rate, and returns the first that trains the run within the time limit.
+sustained rate, and returns the first that trains the run within the time limit (none at once when
+the run's steps cannot fit the limit even at 6·L kernel latencies, the floor of any cluster's step).
 """
 
 from __future__ import annotations
