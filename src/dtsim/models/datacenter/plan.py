@@ -10,7 +10,6 @@ or do not fit in GPU memory are counted by reason.
 from __future__ import annotations
 
 import itertools
-import math
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -37,6 +36,7 @@ from dtsim.models.datacenter.workload import (
     moe_problems,
     run_budget_problems,
 )
+from dtsim.models.limits.search import divisors  # ascending, trial division up to √n
 from dtsim.physics.transformer import Architecture, at_sequence, count_params
 
 
@@ -67,13 +67,6 @@ class PlanOptions:
     assumptions: dict[str, Any] = field(default_factory=dict)
 
 
-def _divisors(n: int) -> list[int]:
-    """The divisors of n, ascending, found up to √n (a cluster of 10^11 GPUs takes 3·10^5 trials, not
-    10^11)."""
-    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
-    return small + [n // d for d in reversed(small) if d * d != n]
-
-
 def enumerate_layouts(
     a: Architecture, cluster: Cluster, opt: PlanOptions
 ) -> tuple[dict[str, np.ndarray], dict[str, int]]:
@@ -102,16 +95,16 @@ def enumerate_layouts(
                     out.append((3, g))
         return out
 
-    ep_choices = [1] if a.moe is None else [e for e in _divisors(a.moe.experts)]
+    ep_choices = [1] if a.moe is None else [e for e in divisors(a.moe.experts)]
     # With FlashAttention selective recomputation changes nothing (the scores are never stored).
     recompute_choices = [r for r in opt.recompute_choices if not (opt.flash_attention and r == "selective")]
-    for tp, cp in itertools.product(_divisors(n), opt.cp_choices):
+    for tp, cp in itertools.product(divisors(n), opt.cp_choices):
         if n % (tp * cp) or (cp > 1 and seq % (2 * cp)):
             continue
         if a.heads % tp or a.n_kv % tp:
             rejected["tensor parallel does not divide heads"] += 1
             continue
-        for pp in _divisors(n // (tp * cp)):
+        for pp in divisors(n // (tp * cp)):
             dp = n // (tp * cp * pp)
             shards = zero_shards(dp * cp, tp)
             for balanced in (False, True):
