@@ -10,7 +10,7 @@ import pytest
 
 from dtsim.errors import ScenarioError
 from dtsim.interfaces.web import formview as fv
-from dtsim.interfaces.web.viewkit import MAX_UPLOAD_BYTES, problems_text
+from dtsim.interfaces.web.viewkit import MAX_UPLOAD_BYTES, problems_text, read_upload
 from dtsim.interfaces.web.views import governance, network, sensitivity, target
 
 FIELDS = (
@@ -57,11 +57,17 @@ def test_bad_link_values_are_named_and_keep_their_defaults():
     assert "size = 'inf': must be a finite number" in text
 
 
+def imported(name: str, raw: bytes, current: dict) -> dict:
+    """What a form view does with an uploaded inputs file: its share card reads it (ShareCard.import_file:
+    read_upload) and FormView.import_inputs takes the mapping over the current inputs (from_mapping)."""
+    return fv.from_mapping(FIELDS, read_upload(name, raw), current)
+
+
 def test_inputs_file():
     current = fv.defaults(FIELDS)
-    got = fv.from_upload(FIELDS, "in.yaml", b"ranks: 16\nset: [mfu=0.4]\n", current)
+    got = imported("in.yaml", b"ranks: 16\nset: [mfu=0.4]\n", current)
     assert got == {**current, "ranks": 16, "set": ["mfu=0.4"]}
-    assert fv.from_upload(FIELDS, "in.json", json.dumps({"fixed": True}).encode(), current)["fixed"] is True
+    assert imported("in.json", json.dumps({"fixed": True}).encode(), current)["fixed"] is True
     for name, raw, words in (
         ("in.txt", b"ranks: 1", "must be a .yaml, .yml or .json"),
         ("in.yaml", b"- 1\n", "must hold a mapping"),
@@ -71,7 +77,7 @@ def test_inputs_file():
         ("in.yaml", b"# " * (MAX_UPLOAD_BYTES // 2 + 1), f"bytes; at most {MAX_UPLOAD_BYTES:,}"),
     ):
         with pytest.raises(ScenarioError) as exc:
-            fv.from_upload(FIELDS, name, raw, current)
+            imported(name, raw, current)
         assert words in problems_text(exc.value)
 
 

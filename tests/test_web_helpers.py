@@ -24,9 +24,9 @@ from dtsim.interfaces.web.fields import (
     unit,
     values_to_fields,
 )
-from dtsim.interfaces.web.page import scenario_from_upload
+from dtsim.interfaces.web.page import scenario_from_data
 from dtsim.interfaces.web.results import result_csv
-from dtsim.interfaces.web.viewkit import problems_text
+from dtsim.interfaces.web.viewkit import problems_text, read_upload
 from dtsim.interfaces.web.widgets import InputWidgets, make_widget
 from dtsim.schema.fields import BOUNDS
 from dtsim.schema.scenario import Scenario, load_scenario, scenario_json_schema
@@ -236,6 +236,13 @@ def test_tooltips_quote_the_assumptions_table():
 
 
 # --- uploaded scenario files (issue 15: a 426-byte upload took 23 s; a bad one failed silently) -----------
+
+
+def scenario_from_upload(name: str, raw: bytes):
+    """What the page does with an uploaded scenario file: its share card reads it (ShareCard.import_file:
+    read_upload with the card's kind and holds, as page.py makes it) and import_scenario loads the
+    mapping (scenario_from_data)."""
+    return scenario_from_data(read_upload(name, raw, "scenario", "scenario fields"))
 
 
 def test_upload_alias_bomb_is_refused_within_1_s_and_100_mb():

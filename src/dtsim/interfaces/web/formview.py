@@ -33,7 +33,6 @@ from dtsim.interfaces.web.viewkit import (
     ShareCard,
     inputs_exports,
     link_notice,
-    read_upload,
 )
 
 KINDS = ("number", "int", "select", "text", "lines", "switch")
@@ -161,12 +160,6 @@ def to_query(fields: tuple[Field, ...], values: dict[str, Any]) -> dict[str, str
 def argv(fields: tuple[Field, ...], values: dict[str, Any]) -> list[str]:
     """CLI arguments for `values` (each field as its option)."""
     return [a for f in fields for a in f.argv(values.get(f.name))]
-
-
-def from_upload(fields: tuple[Field, ...], name: str, raw: bytes, current: dict[str, Any]) -> dict[str, Any]:
-    """An uploaded inputs file (YAML or JSON, as the view exports it: a mapping of input names) over
-    `current`, or a ScenarioError naming the file or the field and what is wrong."""
-    return from_mapping(fields, read_upload(name, raw), current)
 
 
 def from_mapping(fields: tuple[Field, ...], data: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:

@@ -57,7 +57,6 @@ from dtsim.interfaces.web.viewkit import (
     ResultJson,
     ShareCard,
     problems_text,
-    read_upload,
 )
 from dtsim.interfaces.web.views import Shell, view_modules
 from dtsim.interfaces.web.widgets import InputWidgets, make_widget
@@ -85,13 +84,6 @@ BIG_OUTPUTS = (
     ("wall_clock_days", "Wall-clock (process D tokens)"),
     ("effective_days", "η-adjusted (equivalent quality)"),
 )
-
-
-def scenario_from_upload(name: str, raw: bytes) -> Scenario:
-    """An uploaded scenario file (YAML, or JSON by its suffix; a `preset` key allowed) as a Scenario,
-    read as any user file is (viewkit.read_upload: type and size; schema/inputs.py: encoding, alias and
-    nesting limits), or a ScenarioError naming the file and what is wrong."""
-    return scenario_from_data(read_upload(name, raw, "scenario", "scenario fields"))
 
 
 def scenario_from_data(data: dict[str, Any]) -> Scenario:
