@@ -109,9 +109,18 @@ def hierarchical_ring_words(per_level):
     (the levels' bandwidth phases overlap; the caller divides by each level's aggregate bandwidth).
     `per_level` has shape (..., H): the participants at each level, lowest first."""
     p = np.asarray(per_level, dtype=float)
-    above = np.cumprod(p[..., ::-1], axis=-1)[..., ::-1]
-    above = np.concatenate([above[..., 1:], np.ones((*p.shape[:-1], 1))], axis=-1)
-    return 2.0 * (p - 1.0) * above
+    return 2.0 * (p - 1.0) * products_above(p)
+
+
+def products_above(x):
+    """For per-level factors x[..., H] (lowest level first): ∏_{k>h} x[..., k] for each level h (1 at
+    the top), multiplied from the top down, one level at a time (numpy's cumprod over a short last
+    axis is several times slower than these H − 1 multiplications)."""
+    x = np.asarray(x)
+    out = np.ones(x.shape, dtype=np.result_type(x, float))
+    for h in range(x.shape[-1] - 2, -1, -1):
+        out[..., h] = out[..., h + 1] * x[..., h + 1]
+    return out
 
 
 def nccl_ring_busbw(per_node, nodes, intra_bw, nic_bw_per_gpu):

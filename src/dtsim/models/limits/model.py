@@ -35,7 +35,7 @@ import numpy as np
 
 from dtsim.models.limits.hardware import LimitsHardware
 from dtsim.models.limits.scaling import Shape
-from dtsim.physics.collectives import hierarchical_ring_words
+from dtsim.physics.collectives import hierarchical_ring_words, products_above
 from dtsim.physics.gemm import gemm_time
 from dtsim.physics.pipeline import bubble_fraction_seed002 as bubble_fraction
 
@@ -75,12 +75,6 @@ def gemm_time_per_step(shape: Shape, hw: LimitsHardware, tp_model, tp_ff, dp, pp
     wgt = t[2] + t[3]
     per = (shape.layers // np.asarray(pp)) * (shape.sparsity // np.asarray(ep)) * np.asarray(m)
     return per * (fwd + fwd + wgt), (f1, d1, b1)
-
-
-def _suffix_products(x):
-    """For per-level factors x[..., H]: ∏_{k>h} x[..., k] for each h."""
-    rev = np.cumprod(x[..., ::-1], axis=-1)[..., ::-1]
-    return np.concatenate([rev[..., 1:], np.ones((*x.shape[:-1], 1), dtype=x.dtype)], axis=-1)
 
 
 def _over_levels(ufunc, x):
@@ -123,8 +117,11 @@ def communication(shape: Shape, hw: LimitsHardware, n_gpus, levels: dict[str, np
     n_pp = _over_levels(np.multiply, ppl)
     n_ep = _over_levels(np.multiply, epl)
     v = np.asarray(v, dtype=float)
-    pp_suffix = _suffix_products(ppl)
-    ep_prefix = np.concatenate([np.ones((*epl.shape[:-1], 1)), np.cumprod(epl, axis=-1)], axis=-1)
+    pp_suffix = products_above(ppl)
+    # ∏_{k<h} N_EP(k) for h = 0…H (1 below the lowest level)
+    ep_prefix = np.ones((*epl.shape[:-1], H + 1))
+    for h in range(H):
+        ep_prefix[..., h + 1] = ep_prefix[..., h] * epl[..., h]
     pp_comm = np.zeros(np.broadcast(dp_comm, v).shape)
     pp_lat = np.zeros_like(pp_comm)
     word_bytes = shape.d_model * B * by
