@@ -1159,3 +1159,18 @@ def test_plan_searches_hsdp_and_step_agrees_with_it():
     again = step(Workload(model=arch, cluster=cluster, layout=Layout(**lay)))
     assert again.step_time_s == pytest.approx(best.step_time_s, rel=1e-9)
     assert again.memory_per_gpu_gb == pytest.approx(best.memory_per_gpu_gb, rel=1e-9)
+
+
+def test_products_above_each_level_are_the_suffix_products():
+    """physics.collectives.products_above: ∏_{k>h} x_k per level, 1 at the top, for any leading shape."""
+    from dtsim.physics.collectives import hierarchical_ring_words, products_above
+
+    rng = np.random.default_rng(7)
+    for shape in ((3,), (5, 1), (4, 2), (2, 3, 4)):
+        x = rng.integers(1, 9, size=shape).astype(float)
+        want = np.concatenate(
+            [np.cumprod(x[..., ::-1], axis=-1)[..., ::-1][..., 1:], np.ones((*shape[:-1], 1))], -1
+        )
+        assert np.array_equal(products_above(x), want)
+        assert np.array_equal(hierarchical_ring_words(x), 2.0 * (x - 1.0) * want)
+    assert products_above(np.array([8.0, 4.0, 2.0])).tolist() == [8.0, 2.0, 1.0]
