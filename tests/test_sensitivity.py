@@ -77,6 +77,24 @@ def test_sensitivity_of_simulate_ranks_bandwidth_first_on_a_network_bound_run():
     assert res.point == pytest.approx(unc.run_monte_carlo(scenario, {}, 1).outputs["wall_clock_days"]["p50"])
 
 
+def test_sensitivity_reports_runs_done_and_total_as_the_other_analyses_do():
+    """progress(done, total), as run_monte_carlo, the grid and the searches call theirs: the runs go in
+    pieces, `total` is the Saltelli runs N·(d + 2) and the tornado's 2d + 1 throughout and the last call has done == total; the pieces change no
+    number."""
+    scenario, dists = unc.load_uncertain_scenario(
+        set_texts=["bandwidth_mbps=50..200", "mfu=0.3..0.5"], fixed_assumptions=True
+    )
+    calls = []
+    res = sensitivity(
+        scenario, dists, "wall_clock_days", n=2048, seed=1, progress=lambda d, t: calls.append((d, t))
+    )
+    total = 2048 * (len(dists) + 2) + 2 * len(dists) + 1
+    assert len(calls) > 2 and {t for _d, t in calls} == {total}, calls
+    done = [d for d, _t in calls]
+    assert done == sorted(done) and done[0] > 0 and done[-1] == total, done
+    assert res.as_dict() == sensitivity(scenario, dists, "wall_clock_days", n=2048, seed=1).as_dict()
+
+
 def test_sensitivity_cli_json_table_and_plot(tmp_path):
     out = _json(["sensitivity", "--set", "bandwidth_mbps=50..200", "--base", "256", "--seed", "1", "--json"])
     assert out["output"] == "wall_clock_days" and out["base_samples"] == 256

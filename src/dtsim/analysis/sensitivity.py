@@ -194,12 +194,13 @@ def sensitivity(
     output: str = "wall_clock_days",
     n: int = DEFAULT_BASE,
     seed: int | None = None,
-    progress: Callable[[float], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Sensitivity:
     """Sobol indices and tornado of a `simulate` output over the scenario's distributions (from
     `load_uncertain_scenario`: the fields given as distributions and, unless held fixed, the
-    assumptions table's). The public API of `dtsim sensitivity`. `progress(fraction)`, when given, is
-    called as the runs proceed (the API's jobs: it may raise to stop the work)."""
+    assumptions table's). The public API of `dtsim sensitivity`. `progress(done, total)`, when given, is
+    called with the model runs done and the runs in all as they proceed, as the other analyses call
+    theirs (the API's jobs: it may raise to stop the work)."""
     from dtsim.analysis.uncertainty import evaluate_rows
     from dtsim.schema.fields import INTEGER_FIELDS
 
@@ -226,7 +227,7 @@ def sensitivity(
         for lo in range(0, n, step):
             parts.append(evaluate({k: v[lo : lo + step] for k, v in values.items()}))
             total[1] += min(step, n - lo)
-            progress(min(total[1] / total[0], 1.0))
+            progress(min(total[1], total[0]), total[0])
         return np.concatenate(parts)
 
     return sobol_analysis(

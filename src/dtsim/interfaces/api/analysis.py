@@ -66,11 +66,6 @@ def _no_progress(_fraction: float) -> None:
     return None
 
 
-def _steps(progress: ProgressFn) -> Callable[[int, int], None]:
-    """A (done, total) callback (the analysis modules') reporting done/total as a fraction."""
-    return lambda done, total: progress(min(1.0, done / total) if total else 1.0)
-
-
 def _field(name: str) -> str:
     """A CLI option as the body field it is here: `--inner-steps` (or `inner-steps`) → `inner_steps`."""
     return name.removeprefix("--").replace("-", "_")
@@ -262,7 +257,7 @@ class GovernanceRequest(ScenarioBase):
 def limits_curve_work(progress: ProgressFn = _no_progress, **fields: Any) -> Any:
     """`dtsim limits curve --json`."""
     try:
-        _hws, series = ops.limits_curve(**fields, progress=_steps(progress))
+        _hws, series = ops.limits_curve(**fields, progress=jobs.counted(progress))
     except ScenarioError as exc:
         raise _refused(exc) from None
     return _json(ops.curve_payload(series))
@@ -309,7 +304,7 @@ def target_work(progress: ProgressFn = _no_progress, **fields: Any) -> dict[str,
     solve = fields.pop("solve", None)
     try:
         if solve is None:
-            return _json(ops.target_search(base, dists, **fields, progress=_steps(progress)).payload)
+            return _json(ops.target_search(base, dists, **fields, progress=jobs.counted(progress)).payload)
         others = {k: fields.pop(k, None) for k in SOLVE_OTHERS}
         others["min_nodes"] = fields.pop("min_nodes", False) or None
         answer = ops.target_solve(base, dists, solve, **fields, others=others)
@@ -325,7 +320,7 @@ def governance_work(progress: ProgressFn = _no_progress, **fields: Any) -> dict[
     caps = {k: _text(fields.get(k)) or "none" for k in ("compute_cap", "memory_cap")}
     fields |= caps | {"targets": _text(fields["targets"]), "precisions": ",".join(fields["precisions"])}
     try:
-        answer = ops.governance_analysis(base, dists, **fields, progress=_steps(progress))
+        answer = ops.governance_analysis(base, dists, **fields, progress=jobs.counted(progress))
     except ScenarioError as exc:
         raise _refused(exc) from None
     return _json(answer.payload)
@@ -370,7 +365,7 @@ def grid_sweep_work(
             ]
         )
     try:
-        result = run_grid(base, axes, _steps(progress))
+        result = run_grid(base, axes, jobs.counted(progress))
     except ScenarioError as exc:  # a value the batch path refuses: the axis that gave it, else the base
         where = {a.field: f"vary[{i}]" for i, a in enumerate(axes)}
         named = [(where.get(f.split("[")[0], f"scenario.{f}"), v, m) for f, v, m in exc.problems]

@@ -614,7 +614,7 @@ def sensitivity_work(
     kw = {"scenario": scenario, "preset": preset, "fixed_assumptions": fixed_assumptions}
     try:
         loaded, dists = _sensitivity_inputs(kw)
-        res = run_sensitivity(loaded, dists, output, base, seed, progress=progress)
+        res = run_sensitivity(loaded, dists, output, base, seed, progress=jobs.counted(progress))
     except ScenarioError as exc:
         raise ScenarioError(_sensitivity_problems(exc)) from None
     return _finite(res.as_dict())

@@ -110,6 +110,11 @@ def _no_progress(fraction: float) -> None:
     """The progress callback of inline work: nothing watches it and nothing cancels it."""
 
 
+def counted(progress: Progress) -> Callable[[int, int], None]:
+    """A (done, total) callback, as the analyses call theirs, reporting done/total to `progress`."""
+    return lambda done, total: progress(min(1.0, done / total) if total else 1.0)
+
+
 # --- the store ---------------------------------------------------------------------------------------------
 
 _private_store: Path | None = None
