@@ -6,7 +6,10 @@ builds the JSON that `dtsim … --json` prints and the API returns — written o
 - `validation_report`: `dtsim validate` (the measured runs against dtsim's predictions);
 - `target_search`, `target_solve`: `dtsim target` and its `--solve` questions;
 - `governance_analysis`: `dtsim governance` (the threshold analysis of the MIRI simulator docs);
-- `grid_columns`: a `dtsim sweep` grid's columns as JSON values.
+- `grid_columns`: a `dtsim sweep` grid's columns as JSON values;
+- `model_architecture`, `step_layouts`, `target_size_payload`, `collective_result`, `fabric_plan` /
+  `fabric_json`: `dtsim step`, `plan`, `collective` and `fabric` (POST /api/step, /plan, /collective,
+  /fabric and the /step, /plan and /network views).
 
 Errors are ScenarioError naming the CLI's option (`--subset`, `--node`, …); the API names the body field
 (api/analysis.py maps `--inner-steps` to `inner_steps`). A `progress(done, total)` callback, where a
@@ -699,3 +702,224 @@ def json_default(x: Any) -> Any:
     if isinstance(x, np.generic):
         return x.item()
     return str(x)
+
+
+# --- dtsim step, plan, collective, fabric (the datacenter commands) ----------------------------------------
+
+
+def check_attention_kernel(kernel: str | None, no_flash: bool) -> str:
+    """The attention kernel a command runs (FlashAttention-2 unless given); refuses an unknown one and
+    one given beside --no-flash-attention, which runs no FlashAttention kernel."""
+    from dtsim.models.datacenter.workload import attention_kernel_problems
+
+    if kernel is None:
+        return "flash2"
+    problems = attention_kernel_problems(kernel, name="--attention-kernel")
+    if not problems and no_flash:
+        problems = [("--attention-kernel", kernel, "needs FlashAttention: drop --no-flash-attention")]
+    if problems:
+        raise ScenarioError(problems)
+    return kernel
+
+
+# The cluster's and the model shape's inputs, named as the CLI's flags are (with underscores) and as the
+# API's body fields and the /step and /plan views' inputs are
+CLUSTER_FLAGS = (
+    "gpu",
+    "nodes",
+    "gpus_per_node",
+    "fabric",
+    "nics_per_node",
+    "nic_gbps",
+    "nvlink_gbps",
+    "nvlink_domain",
+    "torus",
+    "oversubscription",
+    "nvls",
+)
+SHAPE_FLAGS = ("hidden", "layers", "heads", "kv_heads", "ffn", "ffn_type", "vocab", "seq_len")
+
+
+def model_architecture(
+    model: str | dict[str, Any] | None,
+    shape: dict[str, Any],
+    name=lambda field: "--" + field.replace("_", "-"),
+):
+    """The Architecture of a catalog id or of an architecture's fields (a file's contents), the shape
+    fields given (not None) overriding it; without a model, of the shape fields alone. Never reads a
+    file (the HTTP API's way in); `name` shows a shape field in the message when one is missing."""
+    from dtsim.models.datacenter.workload import build  # lazy: pydantic models (fast `dtsim --help`)
+    from dtsim.physics.transformer import Architecture, get_architecture
+
+    given = {k: v for k, v in shape.items() if v is not None}
+    if isinstance(model, dict):
+        return build(Architecture, {**model, **given}, "model.")
+    if model is not None:
+        arch = get_architecture(model)
+        if given:
+            return build(Architecture, {**arch.model_dump(exclude_none=True), **given}, "model.")
+        return arch
+    missing = [k for k in ("hidden", "layers", "heads", "vocab", "seq_len") if k not in given]
+    if missing:
+        raise ScenarioError(
+            [
+                (
+                    "model",
+                    None,
+                    f"give {name('model')} or the shape fields; missing: "
+                    + ", ".join(name(m) for m in missing),
+                )
+            ]
+        )
+    return build(Architecture, {"name": "custom", **given}, "model.")
+
+
+def step_layouts(rows: list[dict[str, Any]], base: dict[str, Any], run: dict[str, Any], doc):
+    """Each row's layout (the flags filling what it leaves out) stepped; every bad row is reported,
+    named `layouts[i].field`."""
+    from dtsim.models.datacenter.step import layout_problems, steps
+    from dtsim.models.datacenter.workload import Layout, Workload, build
+
+    built, problems = {}, []
+    for i, row in enumerate(rows):
+        try:
+            built[i] = build(Layout, {**base, **row}, f"layouts[{i}].")
+        except ScenarioError as exc:
+            problems += exc.problems
+    if not built:
+        raise ScenarioError(problems)
+    try:
+        workload = build(Workload, {**run, "layout": next(iter(built.values()))})
+    except ScenarioError as exc:  # a bad run flag: reported with every bad row
+        raise ScenarioError(exc.problems + problems) from None
+    if problems:  # every bad row at once: the rules the rows that did build break, too
+        prefixes = [f"layouts[{i}]." for i in built]
+        raise ScenarioError(problems + layout_problems(workload, list(built.values()), prefixes))
+    # all rows in one vectorized evaluation; steps() names a row's broken rule layouts[i].field
+    return steps(workload, list(built.values()), calibration=doc)
+
+
+def layout_label(lay: dict[str, Any]) -> str:
+    """A compact one-line layout: dp·tp·pp(·vpp) with the switches that differ from the defaults."""
+    parts = [f"dp{lay['dp']} tp{lay['tp']} pp{lay['pp']}" + (f" v{lay['vpp']}" if lay["vpp"] > 1 else "")]
+    if lay.get("cp", 1) > 1:
+        parts.append(f"cp{lay['cp']}")
+    if lay.get("ep", 1) > 1:
+        parts.append(f"ep{lay['ep']}")
+    parts.append(f"mbs{lay['mbs']} zero{lay['zero']} rc:{lay['recompute']}")
+    if lay.get("shard_group"):
+        parts.append(f"shard{lay['shard_group']}")
+    if lay.get("pp_layers"):
+        parts.append("layers " + "/".join(map(str, lay["pp_layers"])))
+    if lay["sequence_parallel"]:
+        parts.append("sp")
+    parts.append(lay["schedule"])
+    if lay["embedding_stages"] == "balanced":
+        parts.append("emb-balanced")
+    return " ".join(parts)
+
+
+# plan --target-params-b's shapes unless given: GPT-2's vocabulary, GPT-3's 2,048-token sequence
+TARGET_VOCAB, TARGET_SEQ_LEN = 50257, 2048
+
+
+def target_size_payload(
+    target_params_b: float, cluster, opt, vocab: int | None, seq_len: int | None, top: int, doc
+) -> dict[str, Any]:
+    """The JSON of `dtsim plan --target-params-b --json` (and of POST /api/plan with target_params_b):
+    the `top` fastest model shapes near the target, each with its best layout (plan_by_size; a GPT-2
+    vocabulary and a 2,048-token sequence unless given)."""
+    from dtsim.models.datacenter.plan import plan_by_size
+
+    rows, searched = plan_by_size(
+        target_params_b * 1e9, cluster, opt, vocab or TARGET_VOCAB, seq_len or TARGET_SEQ_LEN, calibration=doc
+    )
+    return {"target_params_b": target_params_b, "shapes_searched": searched, "shapes": rows[:top]}
+
+
+MAX_RANKS = 10**9  # ranks a collective may span (CLI, page and POST /api/collective alike)
+
+
+def collective_result(
+    op: str,
+    algorithm: str,
+    ranks: int,
+    size_mb: float,
+    fabric: str | None,
+    bandwidth_gbs: float | None,
+    latency_us: float | None,
+    hop_km: float,
+    torus: str | None,
+):
+    """`dtsim.collective` at the CLI's units (MB, GB/s, µs): the result whose as_dict() is the JSON of
+    `dtsim collective --json` and of POST /api/collective; a problem names the input as these
+    arguments do (size_mb, not the library's size_bytes)."""
+    from dtsim.models.network import collective as run_collective
+
+    if not 1 <= ranks <= MAX_RANKS:
+        raise ScenarioError([("ranks", ranks, f"must be an integer between 1 and {MAX_RANKS:,}")])
+    if not size_mb > 0:
+        raise ScenarioError([("size_mb", size_mb, "must be > 0")])
+    if (bandwidth_gbs is not None and not bandwidth_gbs > 0) or (
+        latency_us is not None and not latency_us >= 0
+    ):
+        raise ScenarioError(
+            [("bandwidth_gbs/latency_us", (bandwidth_gbs, latency_us), "must be > 0 and ≥ 0")]
+        )
+    try:
+        return run_collective(
+            op,
+            ranks,
+            size_mb * 1e6,
+            algorithm,
+            fabric,
+            None if bandwidth_gbs is None else bandwidth_gbs * 1e9,
+            None if latency_us is None else latency_us * 1e-6,
+            hop_km,
+            torus,
+        )
+    except ScenarioError as exc:
+        names = {"size_bytes": ("size_mb", size_mb)}
+        names["bandwidth_bytes_s/latency_s"] = ("bandwidth_gbs/latency_us", (bandwidth_gbs, latency_us))
+        raise ScenarioError([(*names.get(f, (f, v)), m) for f, v, m in exc.problems]) from None
+
+
+# `dtsim.fabric`'s argument → (the CLI's input, named as its flag with underscores, and the factor from
+# that input's unit to the argument's SI unit)
+FABRIC_INPUTS: dict[str, tuple[str, float]] = {
+    "cluster_power_w": ("cluster_power_gw", 1e9),
+    "datacenters": ("datacenters", 1),
+    "pod_power_w": ("pod_power_kw", 1e3),
+    "pod_peak_flop_s": ("pod_pflops", 1e15),
+    "parameters": ("params_t", 1e12),
+    "tokens": ("tokens_t", 1e12),
+    "bits_per_param": ("bits", 1),
+    "train_days": ("train_days", 1),
+    "network_fraction": ("network_fraction", 1),
+    "sync_budget_s": ("sync_budget_ms", 1e-3),
+    "ring_km": ("ring_km", 1),
+    "hop_latency_s": ("hop_us", 1e-6),
+    "critical_batch_k": ("critical_batch_k", 1),
+}
+
+
+def fabric_plan(values: dict[str, Any]):
+    """`dtsim.fabric` of the CLI's inputs at its units (`values` keyed as FABRIC_INPUTS names them: GW,
+    kW, PFLOP/s, trillions, ms, µs); a problem names the input that way, with the value given."""
+    from dtsim.models.network import fabric as plan
+
+    args = {
+        k: (None if values[name] is None else values[name] * factor)
+        for k, (name, factor) in FABRIC_INPUTS.items()
+    }
+    try:
+        return plan(**args)
+    except ScenarioError as exc:
+        shown = {k: (name, values[name]) for k, (name, _) in FABRIC_INPUTS.items()}
+        raise ScenarioError([(*shown.get(f, (f, v)), m) for f, v, m in exc.problems]) from None
+
+
+def fabric_json(p) -> dict[str, Any]:
+    """The JSON of `dtsim fabric --json` and of POST /api/fabric: the plan's fields, an unbounded
+    bandwidth (no room left in the sync budget) as null."""
+    return {k: (None if v == float("inf") else v) for k, v in p.__dict__.items()}

@@ -1,6 +1,6 @@
 """POST /api/step, /api/plan, /api/collective, /api/fabric: the datacenter commands `dtsim step`,
 `dtsim plan`, `dtsim collective` and `dtsim fabric` as operations, answering with the JSON of their
-`--json` output (built by the same code: the library's results and the CLI module's shared functions).
+`--json` output (built by the same code: the library's results and interfaces/operations.py's shared functions).
 
 A body is flat, as the command line is: the model (a catalog id, an architecture's fields, or the
 shape fields), the cluster and its network (Cluster's fields), the layout (Layout's fields: the
@@ -26,7 +26,7 @@ from starlette.concurrency import run_in_threadpool
 
 from dtsim import catalog
 from dtsim.errors import ScenarioError
-from dtsim.interfaces.cli import datacenter as cli
+from dtsim.interfaces import operations as ops
 from dtsim.models.datacenter.step import StepResult
 from dtsim.models.datacenter.workload import Cluster, Layout
 from dtsim.models.network import ALLREDUCE_ALGORITHMS, OPS
@@ -42,8 +42,8 @@ STRICT = ConfigDict(extra="forbid", strict=True)
 # rows of one step batch: /api/simulate's batch size (app.MAX_BATCH), about 0.35 s and 2.5 MB of answer
 # (a --layouts file may hold 10,000)
 MAX_LAYOUTS = 1000
-SHAPE_FIELDS = cli.SHAPE_FLAGS  # hidden, layers, heads, kv_heads, ffn, ffn_type, vocab, seq_len
-CLUSTER_FIELDS = cli.CLUSTER_FLAGS  # gpu, nodes, gpus_per_node, fabric, nics_per_node, ...
+SHAPE_FIELDS = ops.SHAPE_FLAGS  # hidden, layers, heads, kv_heads, ffn, ffn_type, vocab, seq_len
+CLUSTER_FIELDS = ops.CLUSTER_FLAGS  # gpu, nodes, gpus_per_node, fabric, nics_per_node, ...
 
 OPERATIONS: list[tuple[str, Callable[..., Any], Any, str, str, bool]] = []  # ..., tag, may answer with a job
 
@@ -136,7 +136,7 @@ class WorkloadFields(BaseModel):
         )
 
     def architecture(self) -> Architecture:
-        return cli.model_architecture(
+        return ops.model_architecture(
             self.model, {k: getattr(self, k) for k in SHAPE_FIELDS}, name=lambda field: field
         )
 
@@ -364,7 +364,7 @@ def _step(req: StepRequest) -> JSONResponse:
         for row in rows:  # a list in JSON, as a --layouts file's "5,6,6,5" is read
             if isinstance(row.get("pp_layers"), list):
                 row["pp_layers"] = tuple(row["pp_layers"])
-        results = cli.step_layouts(rows, req.layout_fields(), req.run_fields(), None)
+        results = ops.step_layouts(rows, req.layout_fields(), req.run_fields(), None)
         return _answer({"layouts": [r.model_dump(mode="json") for r in results]})
 
 
@@ -390,7 +390,7 @@ def plan_work(progress: Any, **fields: Any) -> dict[str, Any]:
         cluster = req.cluster()
         opt = PlanOptions(**{k: getattr(req, k) for k in PLAN_OPTIONS})
         if req.target_params_b is not None:
-            payload = cli.target_size_payload(
+            payload = ops.target_size_payload(
                 req.target_params_b, cluster, opt, req.vocab, req.seq_len, req.top, None
             )
         else:
@@ -419,7 +419,7 @@ def plan_estimate_s(req: PlanRequest) -> float:
         if req.target_params_b is None:
             shapes = [req.architecture()]
         else:
-            vocab, seq = req.vocab or cli.TARGET_VOCAB, req.seq_len or cli.TARGET_SEQ_LEN
+            vocab, seq = req.vocab or ops.TARGET_VOCAB, req.seq_len or ops.TARGET_SEQ_LEN
             shapes = shapes_near(req.target_params_b * 1e9, vocab, seq)
         if not shapes:
             return 0.0
@@ -507,7 +507,7 @@ async def api_plan(request: Request, req: PlanRequest) -> Any:
 @_operation("/collective", dict[str, Any], "α-β time of one collective", tag="network")
 def api_collective(req: CollectiveRequest) -> Any:
     """The JSON of `dtsim collective --json` (Data Parallelism from Associativity; Camilli 2025 §3.5)."""
-    return _answer(cli.collective_result(**req.model_dump()).as_dict())
+    return _answer(ops.collective_result(**req.model_dump()).as_dict())
 
 
 @_operation("/fabric", dict[str, Any], "Scale-across fabric dimensioning (Camilli 2025 ch. 3)", tag="network")
@@ -515,4 +515,4 @@ def api_fabric(req: FabricRequest) -> Any:
     """The JSON of `dtsim fabric --json`: pods, batch, sync budget, the minimum WAN bandwidth per
     datacenter (null when the budget is spent on latency alone: no bandwidth suffices) and the MFU the
     schedule needs."""
-    return _answer(cli.fabric_json(cli.fabric_plan(req.model_dump())))
+    return _answer(ops.fabric_json(ops.fabric_plan(req.model_dump())))

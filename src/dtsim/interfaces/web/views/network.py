@@ -73,7 +73,7 @@ def nccl_bus_factor(op: str, ranks: int) -> float:
 
 def run_collective(v: dict[str, Any], size_mb: float | None = None) -> dict[str, Any]:
     """`dtsim collective --json` for these inputs (the CLI's own checks and unit conversions)."""
-    from dtsim.interfaces.cli.datacenter import collective_result
+    from dtsim.interfaces.operations import collective_result
 
     size_mb = v["size_mb"] if size_mb is None else size_mb
     r = collective_result(
@@ -106,7 +106,7 @@ def busbw_curve(v: dict[str, Any]) -> list[dict[str, float]]:
 def run_fabric(v: dict[str, Any]) -> dict[str, Any]:
     """`dtsim fabric --json` for these inputs, by the CLI's own functions (this view's fields are the
     CLI's inputs, so errors name them as the CLI does)."""
-    from dtsim.interfaces.cli.datacenter import fabric_json, fabric_plan
+    from dtsim.interfaces.operations import fabric_json, fabric_plan
 
     return fabric_json(fabric_plan(v))
 

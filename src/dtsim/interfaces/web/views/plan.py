@@ -43,7 +43,7 @@ def fields() -> tuple[Field, ...]:
 
 def compute(v: dict[str, Any]) -> dict[str, Any]:
     """`dtsim plan --json` for these inputs (the CLI's checks of the counts and options)."""
-    from dtsim.interfaces.cli.datacenter import check_attention_kernel
+    from dtsim.interfaces.operations import check_attention_kernel
     from dtsim.models.datacenter.plan import PlanOptions, plan
 
     counts = {k: v[k] for k in ("gbs", "top", "dp_multiple", "gbs_multiple")}
@@ -146,7 +146,7 @@ def heatmap(cells: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def layout_rows(layouts: list[dict[str, Any]], days: bool) -> list[dict[str, Any]]:
-    from dtsim.interfaces.cli.datacenter import layout_label
+    from dtsim.interfaces.operations import layout_label
 
     rows = []
     for i, r in enumerate(layouts, 1):

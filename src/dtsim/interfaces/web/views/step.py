@@ -136,8 +136,8 @@ def body_names(exc: ScenarioError) -> ScenarioError:
 
 
 def architecture(v: dict[str, Any]):
-    """The model as `dtsim step` resolves --model and the shape flags (cli.datacenter.model_architecture)."""
-    from dtsim.interfaces.cli.datacenter import model_architecture
+    """The model as `dtsim step` resolves --model and the shape flags (operations.model_architecture)."""
+    from dtsim.interfaces.operations import model_architecture
 
     return model_architecture(v.get("model"), {k: v.get(k) for k in SHAPE}, name=lambda f: f)
 
@@ -152,7 +152,7 @@ def cluster(v: dict[str, Any]):
 def workload(v: dict[str, Any]):
     """The Workload `dtsim step` builds from the same options (its layout flags' defaults for the
     switches this form does not show)."""
-    from dtsim.interfaces.cli.datacenter import check_attention_kernel
+    from dtsim.interfaces.operations import check_attention_kernel
     from dtsim.models.datacenter.workload import Layout, Workload, build
 
     try:
