@@ -295,6 +295,74 @@ def test_the_kernel_latency_floor_bounds_every_cluster_and_ends_the_curve():
             assert best is None or best.step_s >= floor_s
 
 
+def test_kept_layout_searches_give_what_fresh_searches_give(monkeypatch):
+    """cluster_size keeps its layout searches (they do not depend on the time limit): a run of limits
+    that re-uses them answers exactly as searches from an empty store, the store stays bounded, and an
+    answer handed out is a copy (changing it changes no later answer)."""
+    import importlib
+
+    from dtsim.models.limits.search import cluster_size
+
+    search_module = importlib.import_module(
+        "dtsim.models.limits.search"
+    )  # the package's `search` is a function
+
+    hw = get_hardware("v100-sxm")
+    shapes = [shape_for(d) for d in d_model_grid()[:12:3]]
+    limits = (6.0, 4.0, 0.5, 12.0, 4.0, 6.0)
+
+    def fresh(shape, months):
+        search_module._SEARCHED.clear()
+        return cluster_size(shape, hw, months)
+
+    want = {(s.d_model, m): fresh(s, m) for s in shapes for m in limits}
+    search_module._SEARCHED.clear()
+    for m in limits:
+        for s in shapes:
+            got = cluster_size(s, hw, m)
+            assert got == want[(s.d_model, m)]
+            if got is not None:
+                got.memory["check_used"] = "changed"
+                got.layout["dp"] = -1
+    again = cluster_size(shapes[0], hw, 6.0)
+    assert again == want[(shapes[0].d_model, 6.0)]
+
+    monkeypatch.setattr(search_module, "SEARCHES_KEPT", 5)
+    for m in (1.0, 2.0, 3.0, 5.0, 7.0, 9.0):
+        cluster_size(shapes[-1], get_hardware("a100-sxm"), m)
+    assert len(search_module._SEARCHED) <= 5
+
+
+def test_a_kept_search_is_used_only_where_it_says_the_same():
+    """A kept layout search that found nothing faster than its starting step time answers only for
+    shorter step times; one whose answer beat it answers for any; anything else searches again."""
+    import importlib
+
+    search_module = importlib.import_module("dtsim.models.limits.search")
+    best = optimal_layout(shape_for(12288), get_hardware("h100-sxm"), 2048)
+    calls = []
+
+    def search(answer):
+        return lambda: calls.append(answer) or answer
+
+    search_module._SEARCHED.clear()
+    key = ("hw", "shape", 1, "per-gpu", ("1f1b",))
+    t = best.step_s
+    assert search_module._searched(key, t / 2, search(None)) is None  # nothing beats t/2
+    assert search_module._searched(key, t / 4, search("again")) is None  # nor t/4: kept
+    assert search_module._searched(key, t * 2, search(best)) == best  # 2t may be beaten: searched again
+    assert calls == [None, best]
+    assert search_module._searched(key, t / 10, search("again")) == best  # the optimum: kept
+    assert search_module._searched(key, t * 10, search("again")) == best
+    assert calls == [None, best]
+    # a search that found only layouts slower than its starting time: not the optimum, kept for less
+    slow = ("hw", "shape", 2, "per-gpu", ("1f1b",))
+    assert search_module._searched(slow, t / 2, search(best)) == best
+    assert search_module._searched(slow, t / 3, search("again")) == best
+    assert search_module._searched(slow, t * 2, search("searched")) == "searched"
+    assert calls == [None, best, best, "searched"]
+
+
 # --- memory and CLI -------------------------------------------------------------------------------------------
 
 

@@ -19,7 +19,11 @@ the run's steps cannot fit the limit even at 6·L kernel latencies, the floor of
 from __future__ import annotations
 
 import bisect
+import copy
 import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -330,6 +334,34 @@ def optimal_layout(
     )
 
 
+# Layout searches already done, by (hardware, shape, N, memory check, schedules): a layout search does
+# not depend on the time limit, so a curve or a search run again with another limit (the page's months
+# field, a `limits search` whose months are a distribution) re-uses them. Each entry keeps the step time
+# its branch and bound started from (`within_s`): the answer stands for any limit when it beat that
+# time, and otherwise (nothing beat it) for any shorter step time.
+_SEARCHED: OrderedDict[tuple[Any, ...], tuple[Best | None, float]] = OrderedDict()
+_SEARCHED_LOCK = threading.Lock()
+SEARCHES_KEPT = 4096  # entries (about 2 KB each)
+
+
+def _searched(key: tuple[Any, ...], within_s: float, search: Callable[[], Best | None]) -> Best | None:
+    """`search()` (an `optimal_layout` started at `within_s`), or a kept answer that says the same."""
+    with _SEARCHED_LOCK:
+        hit = _SEARCHED.get(key)
+        if hit is not None:
+            _SEARCHED.move_to_end(key)
+    if hit is not None:
+        best, used = hit
+        if (best is not None and best.step_s < used) or within_s <= used:
+            return copy.deepcopy(best)
+    best = search()
+    with _SEARCHED_LOCK:
+        _SEARCHED[key] = (copy.deepcopy(best), within_s)
+        while len(_SEARCHED) > SEARCHES_KEPT:
+            _SEARCHED.popitem(last=False)
+    return best
+
+
 def cluster_size(
     shape: Shape,
     hw: LimitsHardware,
@@ -350,6 +382,7 @@ def cluster_size(
     if shape.steps * 6.0 * shape.layers * hw.matmul_latency_s >= limit_s:
         return None
     within_s = limit_s / shape.steps
+    hardware = repr(hw)  # every field of the hardware, mappings included: the kept searches' key
     for i in range(max_doublings):
         n = shape.sparsity * 2**i
         if n < min_n:
@@ -362,7 +395,11 @@ def cluster_size(
                 fits_levels = False
         if not fits_levels:
             continue
-        best = optimal_layout(shape, hw, n, memory, schedules, within_s=within_s)
+        best = _searched(
+            (hardware, shape, n, memory, tuple(schedules)),
+            within_s,
+            lambda n=n: optimal_layout(shape, hw, n, memory, schedules, within_s=within_s),
+        )
         if best is not None and best.months < months:
             return best
     return None
