@@ -165,3 +165,40 @@ def test_the_decentralized_model_asks_strategies_instead_of_testing_mode_codes()
     }
     assert found == {}
     assert mode_code_tests("if mode == 3:\n    pass\n") == [1]  # the check itself can fail
+
+
+# The HTTP API, the web pages and the shared JSON builders do not import the command line (typer, rich):
+# what the CLI shares with them lives in dtsim.interfaces.operations.
+NO_CLI = ("dtsim.interfaces.api", "dtsim.interfaces.web", "dtsim.interfaces.operations")
+
+
+def cli_imports(modules: dict[str, str]) -> list[str]:
+    """Every import of dtsim.interfaces.cli (lazy ones included) by a module of NO_CLI."""
+    return [
+        f"{name}:{line} imports {target}"
+        for name, source in sorted(modules.items())
+        if name.startswith(NO_CLI)
+        for line, target, names in imports(source)
+        if any(is_cli(m) for m in (target, *(f"{target}.{n}" for n in names)))
+    ]
+
+
+def is_cli(module: str) -> bool:
+    return module == "dtsim.interfaces.cli" or module.startswith("dtsim.interfaces.cli.")
+
+
+def test_the_api_and_the_pages_do_not_import_the_cli():
+    assert cli_imports(package_modules()) == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f():\n    from dtsim.interfaces.cli.datacenter import layout_label\n",
+        "from dtsim.interfaces import cli\n",
+        "import dtsim.interfaces.cli.common\n",
+    ],
+)
+def test_the_cli_import_check_reads_each_import_form(source):
+    assert len(cli_imports({"dtsim.interfaces.web.views.probe": source})) == 1
+    assert cli_imports({"dtsim.interfaces.cli.probe": source}) == []  # the CLI may import itself

@@ -199,6 +199,16 @@ def validation_report(
 # --- dtsim target -------------------------------------------------------------------------------------------
 
 
+def bound_text(c: Any) -> str:
+    """A group's error bound (validation.report.BoundCheck) as the validation table shows it: ✓ or ✗,
+    then `med≤15%`, `max≤30%` or `pt≤5` (its median_abs_error, max_abs_error or max_abs_points)."""
+    mark = "✓" if c.ok else "✗"
+    if c.bound == "max_abs_points":
+        return f"{mark}pt≤{c.limit:g}"
+    short = "med" if c.bound == "median_abs_error" else "max"
+    return f"{mark}{short}≤{c.limit:.0%}"
+
+
 def row_dict(row) -> dict[str, Any] | None:
     """One configuration of a target search as JSON (null for a value its mode does not have)."""
     if row is None:
@@ -695,6 +705,40 @@ def json_ready(x: Any) -> Any:
     return value if isinstance(value, str) else json_ready(value)
 
 
+_NOT_FINITE = object()
+
+
+def json_text(
+    payload: Any,
+    indent: int | None = 2,
+    default: Callable[[Any], Any] | None = None,
+    not_finite: list[str] | None = None,
+) -> str:
+    """`payload` as strict JSON: a value that is not finite (NaN, ±Infinity: an undefined or unbounded
+    quantity) is written as null and its place (`a.b[2]`) appended to `not_finite` when given, so the
+    text parses with any JSON reader (RFC 8259 has no NaN or Infinity). `dtsim … --json` names those
+    places on stderr (cli/common.json_text); the pages' JSON is this text."""
+    import json
+
+    loose = json.dumps(payload, indent=indent, default=default)  # once; again only if not finite
+    if "NaN" not in loose and "Infinity" not in loose:
+        return loose
+    data = json.loads(loose, parse_constant=lambda _: _NOT_FINITE)
+    where = [] if not_finite is None else not_finite
+
+    def clean(value: Any, path: str) -> Any:
+        if value is _NOT_FINITE:
+            where.append(path or "(the value)")
+            return None
+        if isinstance(value, dict):
+            return {k: clean(v, f"{path}.{k}" if path else k) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        return value
+
+    return json.dumps(clean(data, ""), indent=indent, allow_nan=False)
+
+
 def json_default(x: Any) -> Any:
     """json.dumps's fallback of the analysis payloads: a NumPy scalar as its Python value, else text."""
     import numpy as np  # lazy (fast --help); loaded already whenever a numpy value is serialised
@@ -702,6 +746,44 @@ def json_default(x: Any) -> Any:
     if isinstance(x, np.generic):
         return x.item()
     return str(x)
+
+
+# --- the --uncertainty options (sweep, target, governance, step, plan, limits) -----------------------------
+
+
+def uncertainty_flags_alone(uncertainty: int | None, **flags: Any) -> None:
+    """An --uncertainty companion flag (`--seed`, `--levels`, … by name) given without --uncertainty is
+    an error naming it; with --uncertainty, a bad count, `--seed` or `--levels` fails here, before any
+    search, grid or model runs."""
+    given = [(k, v) for k, v in flags.items() if not (v is None or v is False or v == [])]  # 0 is given
+    if uncertainty is None:
+        if given:
+            raise ScenarioError([(given[0][0], given[0][1], "needs --uncertainty N")])
+        return
+    from dtsim.analysis.uncertainty import check_seed, parse_levels, sample_count
+
+    sample_count(uncertainty)
+    check_seed(flags.get("--seed"))
+    parse_levels(flags.get("--levels"))
+
+
+def uncertain_base(file, preset, set_, uncertainty, seed, levels, fixed_assumptions, corr):
+    """The base scenario and its distributions (load_uncertain_scenario; the assumptions table's only
+    when drawing), after checking the --uncertainty options (uncertainty_flags_alone). Without
+    --uncertainty the distributions given run at their medians (the CLI says so on stderr)."""
+    from dtsim.analysis.uncertainty import load_uncertain_scenario
+
+    uncertainty_flags_alone(
+        uncertainty,
+        **{"--seed": seed, "--levels": levels, "--fixed-assumptions": fixed_assumptions, "--corr": corr},
+    )
+    return load_uncertain_scenario(
+        file,
+        preset,
+        set_ or [],
+        fixed_assumptions=fixed_assumptions or uncertainty is None,
+        corr_texts=corr or [],
+    )
 
 
 # --- dtsim step, plan, collective, fabric (the datacenter commands) ----------------------------------------

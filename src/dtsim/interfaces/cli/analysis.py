@@ -23,7 +23,6 @@ from dtsim.interfaces.cli.common import (
     fail,
     print_json,
     table,
-    uncertainty_flags_alone,
     with_progress,
 )
 
@@ -232,22 +231,12 @@ def sweep(
 
 
 def uncertain_base(file, preset, set_, uncertainty, seed, levels, fixed_assumptions, corr):
-    """The base scenario and its distributions (load_uncertain_scenario; the assumptions table's only
-    when drawing), after checking the --uncertainty options (cli/common.py)."""
-    from dtsim.analysis.uncertainty import load_uncertain_scenario
-
-    uncertainty_flags_alone(
-        uncertainty,
-        **{"--seed": seed, "--levels": levels, "--fixed-assumptions": fixed_assumptions, "--corr": corr},
+    """operations.uncertain_base, saying on stderr (so that --json output stays one document) that
+    distributions given without --uncertainty ran at their medians."""
+    base, dists = operations.uncertain_base(
+        file, preset, set_, uncertainty, seed, levels, fixed_assumptions, corr
     )
-    base, dists = load_uncertain_scenario(
-        file,
-        preset,
-        set_ or [],
-        fixed_assumptions=fixed_assumptions or uncertainty is None,
-        corr_texts=corr or [],
-    )
-    if uncertainty is None and dists:  # said on stderr, so that --json output stays one document
+    if uncertainty is None and dists:
         err.print(f"note: {at_medians(dists)}", highlight=False)
     return base, dists
 
@@ -391,7 +380,7 @@ def target(
 
     days_given, days = days, DEFAULT_DAYS if days is None else days
     try:
-        uncertainty_flags_alone(uncertainty, **{"--prob": prob})
+        operations.uncertainty_flags_alone(uncertainty, **{"--prob": prob})
         base, dists = uncertain_base(file, preset, set_, uncertainty, seed, levels, fixed_assumptions, corr)
         if solve is not None:
             _target_solve(

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 from dtsim.errors import ScenarioError
+from dtsim.interfaces import operations
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -66,35 +67,16 @@ def with_progress(what: str, show: bool, run: Callable[[Callable[[int, int], Non
             bar.stop()
 
 
-_NOT_FINITE = object()
-
-
 def json_text(payload: Any, indent: int | None = 2, default: Callable[[Any], Any] | None = None) -> str:
-    """`payload` as strict JSON: a value that is not finite (NaN, ±Infinity: an undefined or unbounded
-    quantity) is written as null and named on stderr, so every `--json` output parses with any JSON
-    reader (RFC 8259 has no NaN or Infinity)."""
-    import json
-
-    loose = json.dumps(payload, indent=indent, default=default)  # once; again only if not finite
-    if "NaN" not in loose and "Infinity" not in loose:
-        return loose
-    data = json.loads(loose, parse_constant=lambda _: _NOT_FINITE)
+    """`payload` as strict JSON (operations.json_text: a value that is not finite, NaN or ±Infinity, an
+    undefined or unbounded quantity, is written as null), each such value named on stderr, so every
+    `--json` output parses with any JSON reader (RFC 8259 has no NaN or Infinity)."""
     where: list[str] = []
-
-    def clean(value: Any, path: str) -> Any:
-        if value is _NOT_FINITE:
-            where.append(path or "(the value)")
-            return None
-        if isinstance(value, dict):
-            return {k: clean(v, f"{path}.{k}" if path else k) for k, v in value.items()}
-        if isinstance(value, list):
-            return [clean(v, f"{path}[{i}]") for i, v in enumerate(value)]
-        return value
-
-    data = clean(data, "")
-    shown = ", ".join(where[:5]) + (f" and {len(where) - 5:,} more" if len(where) > 5 else "")
-    err.print(f"note: not finite, written as null: {shown}", highlight=False, markup=False)
-    return json.dumps(data, indent=indent, allow_nan=False)
+    text = operations.json_text(payload, indent, default, where)
+    if where:
+        shown = ", ".join(where[:5]) + (f" and {len(where) - 5:,} more" if len(where) > 5 else "")
+        err.print(f"note: not finite, written as null: {shown}", highlight=False, markup=False)
+    return text
 
 
 def print_json(payload: Any, indent: int | None = 2, default: Callable[[Any], Any] | None = None) -> None:
@@ -190,19 +172,3 @@ def at_medians(dists: Any) -> str:
         + ", ".join(f"{k}: {v.describe()}" for k, v in dists.items())
         + "; add --uncertainty N for ranges."
     )
-
-
-def uncertainty_flags_alone(uncertainty: int | None, **flags: Any) -> None:
-    """An --uncertainty companion flag (`--seed`, `--levels`, … by name) given without --uncertainty is
-    an error naming it; with --uncertainty, a bad count, `--seed` or `--levels` fails here, before any
-    search, grid or model runs."""
-    given = [(k, v) for k, v in flags.items() if not (v is None or v is False or v == [])]  # 0 is given
-    if uncertainty is None:
-        if given:
-            raise ScenarioError([(given[0][0], given[0][1], "needs --uncertainty N")])
-        return
-    from dtsim.analysis.uncertainty import check_seed, parse_levels, sample_count
-
-    sample_count(uncertainty)
-    check_seed(flags.get("--seed"))
-    parse_levels(flags.get("--levels"))

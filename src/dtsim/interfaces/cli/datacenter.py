@@ -23,7 +23,6 @@ from dtsim.interfaces.cli.common import (
     json_text,
     print_json,
     table,
-    uncertainty_flags_alone,
     with_progress,
 )
 from dtsim.interfaces.operations import (
@@ -37,6 +36,7 @@ from dtsim.interfaces.operations import (
     model_architecture,
     step_layouts,
     target_size_payload,
+    uncertainty_flags_alone,
 )
 
 ModelOpt = Annotated[

@@ -24,8 +24,8 @@ from dtsim.interfaces.cli.common import (
     fail,
     print_json,
     table,
-    uncertainty_flags_alone,
 )
+from dtsim.interfaces.operations import uncertainty_flags_alone
 
 if TYPE_CHECKING:
     from dtsim.models.limits.curve import LimitsPoint

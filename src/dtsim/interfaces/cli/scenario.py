@@ -19,9 +19,9 @@ from dtsim.interfaces.cli.common import (
     fail,
     print_json,
     table,
-    uncertainty_flags_alone,
     with_progress,
 )
+from dtsim.interfaces.operations import uncertainty_flags_alone
 
 # The models, the schema (pydantic) and the catalog (YAML) are imported inside the commands that
 # use them, so that `dtsim --help` and `dtsim --version` start without them (issue 12 item 8).

@@ -10,9 +10,10 @@ import typer
 from dtsim.errors import ScenarioError
 from dtsim.interfaces.cli.common import console, err, fail, print_json, table, with_progress
 from dtsim.interfaces.cli.datacenter import CalibrationOpt, calibration_option
+from dtsim.interfaces.operations import bound_text
 
 if TYPE_CHECKING:  # the validation package loads numpy and pydantic: only when a command runs
-    from dtsim.validation.report import BoundCheck, ValidationReport
+    from dtsim.validation.report import ValidationReport
 
 RunsOpt = Annotated[
     Path | None,
@@ -70,14 +71,6 @@ def plot_file(result: ValidationReport, path: Path) -> Path:
     fig.savefig(path)
     plt.close(fig)
     return path
-
-
-def _bound_text(c: BoundCheck) -> str:
-    mark = "✓" if c.ok else "✗"
-    if c.bound == "max_abs_points":
-        return f"{mark}pt≤{c.limit:g}"
-    short = "med" if c.bound == "median_abs_error" else "max"
-    return f"{mark}{short}≤{c.limit:.0%}"
 
 
 def _ids(ids: list[str]) -> str:
@@ -171,7 +164,7 @@ def validate(
     ):
         s.add_column(col, no_wrap=col in ("group", "runs", "roles"), overflow="fold")
     for g, e in result.summary.items():
-        bounds = " ".join(_bound_text(c) for c in e.bounds)
+        bounds = " ".join(bound_text(c) for c in e.bounds)
         s.add_row(
             g,
             ",".join(e.roles),

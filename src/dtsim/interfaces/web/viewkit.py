@@ -22,8 +22,7 @@ from typing import Any
 import yaml
 
 from dtsim.errors import ScenarioError, format_problem
-from dtsim.interfaces.cli.common import json_text
-from dtsim.interfaces.operations import json_default
+from dtsim.interfaces.operations import json_default, json_text
 from dtsim.schema.inputs import decode_text, parse_data
 
 log = logging.getLogger("dtsim.web")

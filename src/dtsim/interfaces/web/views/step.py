@@ -419,7 +419,7 @@ def render(ui: Any, answer: dict[str, Any], v: dict[str, Any]) -> None:
 
 def trace_bytes(v: dict[str, Any]) -> bytes:
     """The iteration as a Trace Event Format file (chrome_trace), as `dtsim step --trace FILE` writes it."""
-    from dtsim.interfaces.cli.common import json_text
+    from dtsim.interfaces.operations import json_text
     from dtsim.models.datacenter.trace import chrome_trace
 
     return json_text(chrome_trace(workload(v)), indent=None).encode()

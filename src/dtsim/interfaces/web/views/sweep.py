@@ -89,8 +89,7 @@ def _compute(p: dict[str, Any], progress: Any = None) -> dict[str, Any]:
 
     from dtsim.analysis.grid import add_bands, check_axes, grid_size, metric_names, parse_vary, run_grid
     from dtsim.analysis.uncertainty import HEADLINE, level_name
-    from dtsim.interfaces.cli.analysis import uncertain_base
-    from dtsim.interfaces.operations import grid_columns, json_default
+    from dtsim.interfaces.operations import grid_columns, json_default, uncertain_base
 
     p = parse_params(p)
     draws = None

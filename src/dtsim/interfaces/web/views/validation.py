@@ -95,7 +95,7 @@ def parse_subset(value: Any) -> list[str]:
 def compute(subset: list[str]) -> dict[str, Any]:
     """`dtsim validate --json [--subset …]`'s object for these groups, and the rows the view shows: the
     function operations.validation_report runs, on the bundled records read once (`dataset`)."""
-    from dtsim.interfaces.cli.validation import _bound_text
+    from dtsim.interfaces.operations import bound_text as _bound_text
     from dtsim.validation import validate
     from dtsim.validation.model_error import coverage_rows
 
