@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 import dtsim
 from dtsim.errors import ScenarioError, format_problem, quote
+from dtsim.interfaces import operations
 from dtsim.interfaces.cli.common import json_text
 from dtsim.interfaces.cli.main import app
 from dtsim.models.decentralized.warning_rules import NETWORK_PARTS
@@ -50,6 +51,11 @@ def test_json_text_writes_non_finite_values_as_null_and_names_them(capsys):
     assert strict_json(text) == {"a": 1.0, "b": [None, 2], "c": {"d": None}}
     assert "b[0], c.d" in capsys.readouterr().err
     assert json_text({"a": 1}) == json.dumps({"a": 1}, indent=2)
+    assert json_text({"a": "NaN or Infinity"}) == json.dumps({"a": "NaN or Infinity"}, indent=2)
+    assert capsys.readouterr().err == ""  # text that reads "NaN" is not a non-finite number: no note
+    where = []  # the shared builder (operations.json_text, the pages' JSON) says where, and prints nothing
+    assert operations.json_text([1.0, float("-inf")], None, None, where) == "[1.0, null]" and where == ["[1]"]
+    assert capsys.readouterr().err == ""
 
 
 def test_an_alias_bomb_is_refused_fast_by_file_and_by_set(tmp_path):
