@@ -1,7 +1,9 @@
 """Background jobs for the HTTP API: long work runs in a small pool of separate processes, reports its
 progress, streams it as server-sent events and can be cancelled (issue 17 items 2 and 4).
 
-An operation hands its work to `run(request, kind, fn, kwargs, estimate_s=…)`. `fn` is a module-level
+An operation hands its work to `run(request, kind, fn, kwargs, estimate_s=…)`; the web page's long work
+(web/jobrun.py) is started with `submit` and followed with `job`, `request_cancel` stopping it: the same
+runner, store and limits. `fn` is a module-level
 function `fn(progress, **kwargs) -> dict` (JSON values only); `progress(fraction)` reports 0–1 and raises
 `JobCancelled` once the job was cancelled. Work estimated at JOB_THRESHOLD_S or less runs inline (in the
 server's thread pool) and its result is the response, unless the request says `Prefer: respond-async`
@@ -553,12 +555,21 @@ def _retry_after(records: list[dict[str, Any]]) -> int:
     return max(1, math.ceil(min(waits))) if waits else 1
 
 
-def _admit(store: Path, kind: str, client: str, estimate_s: float) -> dict[str, Any] | JSONResponse:
+class JobRefused(Exception):
+    """A job the limits do not admit now: `problems` name the limit (the 429 body), `retry_after_s` says
+    when to try again."""
+
+    def __init__(self, problems: list[tuple[str, Any, str]], retry_after_s: int) -> None:
+        super().__init__(problems)
+        self.problems, self.retry_after_s = problems, retry_after_s
+
+
+def _admit(store: Path, kind: str, client: str, estimate_s: float) -> dict[str, Any]:
+    """A new queued job's record, or JobRefused past MAX_JOBS_QUEUED or MAX_JOBS_PER_CLIENT."""
     with _locked(store):
         active = [r for r in _expire(store, _records(store)) if r["state"] in ACTIVE]
         if len(active) >= MAX_JOBS_QUEUED:
-            return _problem_response(
-                429,
+            raise JobRefused(
                 [
                     (
                         "jobs",
@@ -566,12 +577,11 @@ def _admit(store: Path, kind: str, client: str, estimate_s: float) -> dict[str, 
                         f"the server runs or queues at most {MAX_JOBS_QUEUED} jobs at once; retry later",
                     )
                 ],
-                {"Retry-After": str(_retry_after(active))},
+                _retry_after(active),
             )
         mine = [r for r in active if r["client"] == client]
         if len(mine) >= MAX_JOBS_PER_CLIENT:
-            return _problem_response(
-                429,
+            raise JobRefused(
                 [
                     (
                         "client",
@@ -580,7 +590,7 @@ def _admit(store: Path, kind: str, client: str, estimate_s: float) -> dict[str, 
                         f"{MAX_JOBS_PER_CLIENT}: wait for one to end or cancel it",
                     )
                 ],
-                {"Retry-After": str(_retry_after(mine))},
+                _retry_after(mine),
             )
         now = _now()
         rec = {
@@ -601,6 +611,41 @@ def _admit(store: Path, kind: str, client: str, estimate_s: float) -> dict[str, 
         return rec
 
 
+def submit(
+    kind: str, fn: Callable[..., Any], kwargs: dict[str, Any], *, client: str, estimate_s: float
+) -> str:
+    """Queue `fn(progress, **kwargs)` as a job of `client` (its remote address) on this server process's
+    workers and return its id, or raise JobRefused past the limits. The API's operations (`run`) and the
+    web page's long work (web/jobrun.py) both start their jobs here: one runner, one set of limits."""
+    store = store_dir()
+    rec = _admit(store, kind, client, estimate_s)
+    _get_runner().submit(store, rec["id"], fn, kwargs)
+    return rec["id"]
+
+
+def job(job_id: str) -> dict[str, Any] | None:
+    """A job as GET /api/jobs/{id} answers it (state, progress, eta_s, result, error), or None when there
+    is no such job (or it expired)."""
+    found = _lookup(job_id)
+    if isinstance(found, JSONResponse):
+        return None
+    store, rec = found
+    return _view(store, rec)
+
+
+def request_cancel(job_id: str) -> bool:
+    """Ask a queued or running job to stop (its cancel marker; the supervisor terminates a job that
+    ignores it): False when there is no such job or it has already ended."""
+    if not ID_PATTERN.fullmatch(job_id):
+        return False
+    store = store_dir()
+    rec = _read_record(store, job_id)
+    if rec is None or _effective(rec)["state"] in FINAL:
+        return False
+    (store / f"{job_id}.cancel").touch()
+    return True
+
+
 async def run(
     request: Request, kind: str, fn: Callable[..., Any], kwargs: dict[str, Any], *, estimate_s: float
 ) -> Any:
@@ -612,17 +657,16 @@ async def run(
     asked_async = prefers_async(request)
     if estimate_s <= JOB_THRESHOLD_S and not asked_async:
         return await run_in_threadpool(fn, _no_progress, **kwargs)
-    store = store_dir()
-    rec = await run_in_threadpool(_admit, store, kind, client, estimate_s)
-    if isinstance(rec, JSONResponse):
-        return rec
-    _get_runner().submit(store, rec["id"], fn, kwargs)
-    href = f"/api/jobs/{rec['id']}"
+    try:
+        job_id = await run_in_threadpool(submit, kind, fn, kwargs, client=client, estimate_s=estimate_s)
+    except JobRefused as exc:
+        return _problem_response(429, exc.problems, {"Retry-After": str(exc.retry_after_s)})
+    href = f"/api/jobs/{job_id}"
     headers = {"Location": href}
     if asked_async:
         headers["Preference-Applied"] = "respond-async"
     return JSONResponse(
-        status_code=202, content={"id": rec["id"], "state": rec["state"], "href": href}, headers=headers
+        status_code=202, content={"id": job_id, "state": "queued", "href": href}, headers=headers
     )
 
 
