@@ -84,3 +84,26 @@ def test_the_cli_table_shows_the_parts():
     assert "Memory by part (GB)" in text
     assert f"zero3 unit buffers {parts['zero3_unit_buffers']:,.1f}" in text
     assert f"activations {parts['activations']:,.1f}" in text
+
+
+def test_parts_sum_to_the_memory_per_gpu_for_every_candidate_of_a_plan():
+    """Over a plan's candidates (pipeline stages where the last one, with the logits, is the peak and where
+    a middle one is; every schedule and ZeRO stage): the parts are one stage's and sum to its memory."""
+    import numpy as np
+
+    from dtsim.assumptions import Assumptions
+    from dtsim.models.datacenter.plan import PlanOptions, enumerate_layouts
+    from dtsim.models.datacenter.step import evaluate, resolve_hardware
+    from dtsim.physics.transformer import at_sequence, get_architecture
+
+    a, cluster = get_architecture("llama3.1-70b"), Cluster(nodes=16, gpus_per_node=8, gpu="h100-sxm")
+    cols, _ = enumerate_layouts(a, cluster, PlanOptions(gbs=512))
+    asm = Assumptions({})
+    out = evaluate(
+        at_sequence(a, a.seq_len), resolve_hardware(cluster, "bf16", True, asm), cols, asm, a.seq_len, 16
+    )
+    parts = sum(np.asarray(out[f"memory_{k}_gb"], dtype=float) for k in PARTS)
+    total = np.asarray(out["memory_per_gpu_gb"], dtype=float)
+    assert len(total) > 10_000 and np.all(np.abs(parts - total) <= 1e-12 * total)
+    last_peak = (np.asarray(cols["pp"]) > 1) & (np.asarray(out["memory_logits_gb"]) > 0)
+    assert 0 < last_peak.sum() < len(total)  # the last stage (or DualPipe's rank 0) peaks in some, not all

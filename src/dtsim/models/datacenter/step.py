@@ -742,26 +742,31 @@ def evaluate(
     )
     # the fp32 logits live on the output layer's rank: the only one, or DualPipe's rank 0, which also
     # holds the first stage's activations
-    logits_mem = np.where((pp == 1) | dual, 1.0, 0.0) * tokens * a.vocab / tp * 4.0
-    memory = w + g + o + unit_buffers + activations + logits_mem + asm.framework_overhead_gb * 1e9
-    last_stage_memory = (
-        last_params * (weight_bytes / w_div + grad_bytes / g_div + asm.optimizer_bytes / o_div)
-        + unit_buffers
-        + layers_last * act_layer
-        + tokens * a.vocab / tp * 4.0
-        + asm.framework_overhead_gb * 1e9
-    )
-    # the peak stage's memory by part (StepResult.memory_breakdown_gb), from the sum that sets the peak
-    last = last_stage_memory > memory
-    memory_parts = {
-        "weights": np.where(last, last_params * weight_bytes / w_div, w),
-        "gradients": np.where(last, last_params * grad_bytes / g_div, g),
-        "optimizer": np.where(last, last_params * asm.optimizer_bytes / o_div, o),
+    logits = tokens * a.vocab / tp * 4.0
+    overhead = asm.framework_overhead_gb * 1e9
+    # the memory of the busiest stage and of the last stage, by part; the larger sum is the peak, and its
+    # parts are StepResult.memory_breakdown_gb
+    stage_parts = {
+        "weights": w,
+        "gradients": g,
+        "optimizer": o,
         "zero3_unit_buffers": unit_buffers,
-        "activations": np.where(last, layers_last * act_layer, activations),
-        "logits": np.where(last, tokens * a.vocab / tp * 4.0, logits_mem),
-        "framework_overhead": asm.framework_overhead_gb * 1e9 * np.ones_like(memory),
+        "activations": activations,
+        "logits": np.where((pp == 1) | dual, 1.0, 0.0) * logits,
+        "framework_overhead": overhead,
     }
+    last_parts = {
+        "weights": last_params * weight_bytes / w_div,
+        "gradients": last_params * grad_bytes / g_div,
+        "optimizer": last_params * asm.optimizer_bytes / o_div,
+        "zero3_unit_buffers": unit_buffers,
+        "activations": layers_last * act_layer,
+        "logits": logits,
+        "framework_overhead": overhead,
+    }
+    memory, last_stage_memory = sum(stage_parts.values()), sum(last_parts.values())
+    last = last_stage_memory > memory
+    memory_parts = {k: np.where(last, last_parts[k], x) for k, x in stage_parts.items()}
     memory = np.maximum(memory, last_stage_memory)
 
     # --- throughput --------------------------------------------------------------------------------------------------
