@@ -97,3 +97,109 @@ def test_governance_view(server, tmp_path):
         assert page.locator("[data-testid=result-json]").text_content() == before
     assert hosts == {server.split("/")[2]}, f"the view reached beyond localhost: {hosts}"
     assert not errors, errors
+
+
+# --- the analysis runs as one of the API's jobs (web/jobrun.py) ------------------------------------------
+
+# for page.add_init_script: every fraction the job's progress bar showed and every job id it carried
+WATCH_JOB = """window.__dt_job = {fractions: [], ids: []};
+setInterval(() => { const b = document.querySelector('[data-testid=job-progress]'); if (!b) return;
+  const w = window.__dt_job, f = b.getAttribute('data-fraction'), id = b.getAttribute('data-job');
+  if (f !== null && w.fractions[w.fractions.length - 1] !== Number(f)) w.fractions.push(Number(f));
+  if (id && !w.ids.includes(id)) w.ids.push(id); }, 10);"""
+RUNNING = "document.querySelector('[data-testid=job-progress]')?.getAttribute('data-state') === 'running'"
+# four accelerators: a search of a couple of seconds, long enough for the bar to move
+MEDIUM = {"gpus": ["h100-sxm", "a100-80gb", "h200", "b200"], "targets": "1e24,1e25"}
+
+
+def api(server: str, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+    import json
+    import urllib.error
+    import urllib.request
+
+    data = None if body is None else json.dumps(body).encode()
+    headers = {"Content-Type": "application/json", "Prefer": "respond-async"}
+    req = urllib.request.Request(server + path, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def final_state(server: str, job_id: str, timeout: float = 20.0) -> dict:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        status, job = api(server, "GET", f"/api/jobs/{job_id}")
+        assert status == 200, job
+        if job["state"] in ("done", "failed", "cancelled") or time.monotonic() > deadline:
+            return job
+        time.sleep(0.1)
+
+
+def test_governance_runs_as_a_cancellable_job(server):
+    values = {f.name: f.default for f in FIELDS} | MEDIUM
+    query = "gpus=h100-sxm%0Aa100-80gb%0Ah200%0Ab200&targets=1e24,1e25"
+    with browser_page(server) as (context, page, hosts, errors):
+        # the progress bar moves (a fraction between 0 and 1, then 1) and the job's result is the CLI's
+        page.add_init_script(WATCH_JOB)
+        shown = untimed(open_view(page, f"{server}/governance?{query}"))
+        assert shown == expected(values)
+        page.wait_for_function("window.__dt_job.fractions.includes(1)", timeout=5_000)
+        seen = page.evaluate("window.__dt_job")
+        assert any(0 < f < 1 for f in seen["fractions"]), f"the progress bar did not move: {seen}"
+        assert len(seen["ids"]) == 1, seen
+        job = final_state(server, seen["ids"][0])
+        assert job["state"] == "done" and job["kind"] == "governance" and untimed(job["result"]) == shown
+        assert not page.locator("[data-testid=job-progress]").is_visible()
+
+        # a newer input cancels the running job; the answer is the newer inputs'
+        other = context.new_page()
+        other.add_init_script(WATCH_JOB)
+        other.goto(f"{server}/governance")  # the defaults: a search of ~10 s
+        other.wait_for_function(RUNNING, timeout=30_000)
+        first = other.evaluate("window.__dt_job.ids[0]")
+        before = other.locator("[data-testid=result-json]").text_content()
+        other.fill("[data-testid=gpus]", "h100-sxm")
+        wait_changed(other, before)
+        assert final_state(server, first)["state"] == "cancelled"
+        small = {f.name: f.default for f in FIELDS} | {"gpus": ["h100-sxm"]}
+        assert untimed(result(other)) == expected(small)
+
+        # closing the tab cancels its running job
+        other.fill("[data-testid=gpus]", "")
+        other.wait_for_function(f"window.__dt_job.ids.length === 3 && {RUNNING}", timeout=30_000)
+        running = other.evaluate("window.__dt_job.ids[2]")
+        assert final_state(server, running, timeout=1.0)["state"] == "running"
+        other.close()
+        assert final_state(server, running)["state"] == "cancelled"
+
+        # past the job limits the view says so (no hang); once jobs end it computes again
+        held = []
+        for _ in range(4):  # one client's limit (jobs.MAX_JOBS_PER_CLIENT), the page's client included
+            status, body = api(server, "POST", "/api/sensitivity", {"base": 1024})
+            assert status == 202, body
+            held.append(body["id"])
+        try:
+            page.fill("[data-testid=days]", "365")
+            page.wait_for_function(
+                "document.querySelector('[data-testid=errors]')?.textContent.includes('the server is busy')",
+                timeout=10_000,
+            )
+            said = page.text_content("[data-testid=errors]")
+            assert "one client may have at most 4" in said and "Retry in about" in said, said
+            assert page.locator("[data-testid=errors]").is_visible()
+            assert not page.locator("[data-testid=job-progress]").is_visible()
+        finally:
+            for job_id in held:
+                api(server, "DELETE", f"/api/jobs/{job_id}")
+        assert all(final_state(server, j)["state"] == "cancelled" for j in held)
+        before = page.locator("[data-testid=result-json]").text_content()
+        page.fill("[data-testid=days]", "366")
+        wait_changed(page, before)
+        assert untimed(result(page)) == expected(values | {"days": 366.0})
+        assert not page.locator("[data-testid=errors]").is_visible()
+    assert hosts == {server.split("/")[2]}, f"the view reached beyond localhost: {hosts}"
+    assert not errors, errors

@@ -9,11 +9,13 @@ the field, its default kept), imports and exports the inputs as YAML or JSON, ex
 JSON, and holds the answer in a hidden `data-testid=result-json` element for the browser tests.
 
 Every computation runs off the event loop (`nicegui.run.io_bound`): a change made while one runs is
-computed once that one ends, so the answer shown is always the inputs' latest. A long one shows a
-spinner and how long it has run. Bad input shows the problems (field, value, what is allowed) and
-leaves the inputs and the last answer as they were. Those pieces (error card, share card, spinner,
-result JSON, the newest-inputs-win computation) are web/viewkit.py's, shared with every other view;
-this module adds the form's fields and layout.
+computed once that one ends, so the answer shown is always the inputs' latest. A slow view's work
+(governance, sensitivity, target searches, large plans) runs as one of the API's jobs in a worker
+process (web/jobrun.py), its progress bar and ETA shown; a newer input or closing the tab cancels it.
+Bad input shows the problems (field, value, what is allowed) and leaves the inputs and the last answer
+as they were. Those pieces (error card, share card, spinner, result JSON, the newest-inputs-win
+computation) are web/viewkit.py's, shared with every other view, and the job's progress bar is
+web/jobrun.py's; this module adds the form's fields and layout.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dtsim.errors import ScenarioError, format_problem
+from dtsim.interfaces.web.jobrun import JobLatest, JobProgress
 from dtsim.interfaces.web.viewkit import (
     Busy,
     ErrorCard,
@@ -217,6 +220,8 @@ class FormView:
     slow: bool = False  # show a spinner and the elapsed time while computing
     sections: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (heading, field names): one card each
     progress: bool = False  # compute takes progress=(done, total) callback, shown beside the spinner
+    module: str = ""  # the view's module: a slow view's compute runs there as an API job (web/jobrun.py)
+    inline: Callable[[dict[str, Any]], bool] | None = None  # slow view: inputs quick enough for in-process
     values: dict[str, Any] = field(default_factory=dict)
     answer: dict[str, Any] | None = None
     widgets: dict[str, Any] = field(default_factory=dict)
@@ -248,10 +253,26 @@ class FormView:
                 if problems:
                     link_notice(ui, "Ignored in the link: " + "; ".join(problems))
                 self.errors = ErrorCard(ui)
-                self.busy = Busy(ui) if self.slow else None
+                self.busy = Busy(ui) if self.slow and not self.module else None
+                self.job_progress = JobProgress(ui) if self.slow and self.module else None
                 self.results = ui.column().classes("w-full gap-2").props("data-testid=results")
                 self.result_json = ResultJson(ui)
-        self.latest = Latest(self._work, lambda: (dict(self.values),), self.show, self.errors.show, self.busy)
+        if self.job_progress is not None:  # long work: a job of the API's runner, its progress shown
+            self.latest = JobLatest(
+                kind=self.module.rsplit(".", 1)[-1],
+                work=self._work,
+                args=lambda: (dict(self.values),),
+                kwargs=lambda values: {"module": self.module, "values": values, "counted": self.progress},
+                show=self.show,
+                fail=self.errors.show,
+                progress=self.job_progress,
+                client=ui.context.client,
+                inline=self.inline,
+            )
+        else:
+            self.latest = Latest(
+                self._work, lambda: (dict(self.values),), self.show, self.errors.show, self.busy
+            )
         self.ui.timer(0.0, self.refresh, once=True)
         return self
 
@@ -349,7 +370,8 @@ def form_page(module: str, **options: Any) -> Callable[[Any, dict[str, str], Any
 
     def build(ui: Any, query: dict[str, str], shell: Any) -> None:
         m = sys.modules[module]
-        FormView(ui, shell, query, m.fields(), m.compute, m.render, **options).build()
+        jobbed = {"module": module, "inline": getattr(m, "inline", None)} if options.get("slow") else {}
+        FormView(ui, shell, query, m.fields(), m.compute, m.render, **options, **jobbed).build()
 
     return build
 

@@ -5,7 +5,8 @@ layout fits, the closest ones and what to change, as the command says.
 
 The answer is `dtsim.models.datacenter.plan.plan(...).as_dict()`, the `--json` object of `dtsim plan`
 for the same options (the model, cluster and run fields are /step's). A large search (a 175B model
-on 384 GPUs) takes about a second: it runs off the event loop with a spinner."""
+on 384 GPUs) takes about a second: it runs as a job of the API's (web/jobrun.py) with its progress
+shown; a small one answers in-process."""
 
 from __future__ import annotations
 
@@ -41,10 +42,14 @@ def fields() -> tuple[Field, ...]:
     return (*shared, *SEARCH_FIELDS, *options, *run)
 
 
-def compute(v: dict[str, Any]) -> dict[str, Any]:
-    """`dtsim plan --json` for these inputs (the CLI's checks of the counts and options)."""
+INLINE_S = 0.1  # a plan estimated at most this long answers in-process; a longer one runs as a job
+
+
+def inputs(v: dict[str, Any]):
+    """The architecture, cluster and PlanOptions of these inputs (the CLI's checks of the counts and
+    options), or a ScenarioError named as the page names the fields."""
     from dtsim.interfaces.operations import check_attention_kernel
-    from dtsim.models.datacenter.plan import PlanOptions, plan
+    from dtsim.models.datacenter.plan import PlanOptions
 
     counts = {k: v[k] for k in ("gbs", "top", "dp_multiple", "gbs_multiple")}
     small = [(k, x, "must be an integer ≥ 1") for k, x in counts.items() if x < 1]
@@ -68,9 +73,32 @@ def compute(v: dict[str, Any]) -> dict[str, Any]:
             tokens=v.get("tokens"),
             usd_per_gpu_hour=v.get("usd_per_gpu_hour"),
         )
+    except ScenarioError as exc:
+        raise step_view.body_names(exc) from None
+    return arch, cluster, opt
+
+
+def compute(v: dict[str, Any]) -> dict[str, Any]:
+    """`dtsim plan --json` for these inputs (the CLI's checks of the counts and options)."""
+    from dtsim.models.datacenter.plan import plan
+
+    arch, cluster, opt = inputs(v)
+    try:
         return plan(arch, cluster, opt, top=v["top"]).as_dict()
     except ScenarioError as exc:
         raise step_view.body_names(exc) from None
+
+
+def inline(v: dict[str, Any]) -> bool:
+    """Whether the plan is quick enough to answer in-process: its candidate layouts (enumerated, not
+    evaluated) × the seconds per candidate POST /api/plan estimates with, at most INLINE_S; a larger
+    search (a 175B model on 384 GPUs) runs as a job (web/jobrun.py) with its progress shown."""
+    from dtsim.interfaces.api.datacenter import PLAN_S_PER_CANDIDATE
+    from dtsim.models.datacenter.plan import enumerate_layouts
+
+    arch, cluster, opt = inputs(v)
+    candidates = len(enumerate_layouts(arch, cluster, opt)[0]["dp"])
+    return candidates * PLAN_S_PER_CANDIDATE["moe" if arch.moe else "dense"] <= INLINE_S
 
 
 def heatmap(cells: list[dict[str, Any]]) -> dict[str, Any]:

@@ -5,7 +5,8 @@ tornado (the output with one input at its P10, then its P90, the others at their
 The scenario is a preset with its fields' distributions (`--set mfu=0.3..0.5` lines) and, unless held
 fixed, the assumptions table's distributions. The answer is `dtsim sensitivity --json` from the same
 call (analysis/sensitivity.py `sensitivity`, Saltelli sampling with SALib); the view's default N is
-small (64, some 1,600 runs) so it answers in seconds, off the event loop with the time it has run."""
+small (64, some 1,600 runs) so it answers in seconds, as a job of the API's (web/jobrun.py) with its
+progress and ETA shown."""
 
 from __future__ import annotations
 
@@ -52,8 +53,8 @@ def fields() -> tuple[Field, ...]:
     return tuple(replace(f, options=choices.get(f.name, f.options)) for f in FIELDS)
 
 
-def compute(v: dict[str, Any]) -> dict[str, Any]:
-    """`dtsim sensitivity --json` for these inputs."""
+def compute(v: dict[str, Any], progress: Any = None) -> dict[str, Any]:
+    """`dtsim sensitivity --json` for these inputs; `progress(done, total)` counts the model runs."""
     from dtsim.analysis.sensitivity import sensitivity
     from dtsim.analysis.uncertainty import load_uncertain_scenario
     from dtsim.interfaces.api.app import MAX_SENSITIVITY_BASE  # the API's bound: one home
@@ -71,7 +72,7 @@ def compute(v: dict[str, Any]) -> dict[str, Any]:
                 )
             ]
         )
-    return sensitivity(scenario, dists, v["output"], v["base"], v.get("seed")).as_dict()
+    return sensitivity(scenario, dists, v["output"], v["base"], v.get("seed"), progress=progress).as_dict()
 
 
 def short(name: str) -> str:
@@ -199,4 +200,5 @@ build = form_page(
     intro="Sobol indices (Sobol 2001; Saltelli et al. 2010 sampling, SALib) and a tornado over the scenario's "
     "distributions and the assumptions table's (docs/assumptions.md).",
     slow=True,
+    progress=True,
 )

@@ -140,6 +140,12 @@ def compute(v: dict[str, Any]) -> dict[str, Any]:
     ).payload
 
 
+def inline(v: dict[str, Any]) -> bool:
+    """A direct question (`solve`: a few searches on one node kind) answers in-process, as POST
+    /api/target answers it inline; a search for a target runs as a job (web/jobrun.py)."""
+    return bool(v.get("solve"))
+
+
 def render_solve(ui: Any, a: dict[str, Any]) -> None:
     with ui.card().classes("w-full q-pa-sm"):
         ui.label(a["question"]).classes("text-h6").props("data-testid=answer")
