@@ -153,7 +153,12 @@ def sobol_analysis(
         warnings.append(f"{output} does not vary with these inputs: every index is 0")
     else:
         res = sobol_analyze.analyze(
-            problem, y, calc_second_order=False, num_resamples=200, conf_level=0.95, seed=seed
+            problem,
+            y,
+            calc_second_order=False,
+            num_resamples=200,
+            conf_level=0.95,
+            seed=_bootstrap_seed(seed),
         )
         s1, st, s1c, stc = (np.asarray(res[k], dtype=float) for k in ("S1", "ST", "S1_conf", "ST_conf"))
         if float(np.max(stc)) > 0.1:
@@ -186,6 +191,15 @@ def sobol_analysis(
         indices=indices,
         warnings=warnings,
     )
+
+
+def _bootstrap_seed(seed: int | None) -> int | None:
+    """The seed of SALib's bootstrap of the confidence intervals, derived from the run's seed: SALib
+    seeds it only when the seed is truthy (`if seed:` in SALib.analyze.sobol), so seed 0 would give
+    different intervals on every run."""
+    if seed is None:
+        return None
+    return int(np.random.SeedSequence(seed).generate_state(1)[0]) or 1
 
 
 def sensitivity(
