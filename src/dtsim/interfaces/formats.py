@@ -4,10 +4,13 @@ from __future__ import annotations
 
 
 def duration(seconds: float | None) -> str:
-    """A duration in the unit that reads best: seconds below 2 min, minutes below 2 h, hours below
-    2 days, else days; '—' when unknown."""
-    if seconds is None:
+    """A duration in the unit that reads best: milliseconds below 1 s (3 significant figures, so a
+    positive time never reads 0), seconds below 2 min, minutes below 2 h, hours below 2 days, else
+    days; '—' when unknown (None or NaN)."""
+    if seconds is None or seconds != seconds:
         return "—"
+    if 0 < seconds < 1:
+        return f"{seconds * 1e3:.3g} ms"
     if seconds < 120:
         return f"{seconds:,.2f} s"
     if seconds < 7200:
@@ -15,3 +18,10 @@ def duration(seconds: float | None) -> str:
     if seconds < 172800:
         return f"{seconds / 3600:,.1f} h"
     return f"{seconds / 86400:,.1f} days"
+
+
+def days_text(days: float | None) -> str:
+    """A duration given in days (a result's wall_clock_days, effective_days, max_days), in the unit
+    that reads best (`duration`): a run shorter than two days in hours, minutes, seconds or
+    milliseconds, never "0.0 days" for a positive time; '—' when unknown."""
+    return "—" if days is None else duration(days * 86400.0)

@@ -7,7 +7,7 @@ import csv
 import io
 from typing import Any
 
-from dtsim.interfaces.formats import duration
+from dtsim.interfaces.formats import days_text, duration
 from dtsim.interfaces.web.fields import tip_text
 from dtsim.models.decentralized.result import Result
 
@@ -44,7 +44,9 @@ CSV_SKIPPED = (
 
 
 def fmt_days(x: float | None) -> str:
-    return "—" if x is None else f"{x:,.1f} days"
+    """A result's days as the page shows them (formats.days_text: below two days in hours, minutes or
+    seconds, so a short run never reads "0.0 days")."""
+    return days_text(x)
 
 
 def fmt_pct(x: float | None) -> str:

@@ -1,0 +1,61 @@
+"""The shared duration formats (interfaces/formats.py): a positive time never reads as zero."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dtsim.interfaces.formats import days_text, duration
+from dtsim.interfaces.web.results import fmt_days, summary_text
+from dtsim.models.decentralized.engine import simulate
+from dtsim.schema.scenario import load_scenario
+
+
+@pytest.mark.parametrize(
+    ("days", "text"),
+    [
+        (None, "—"),
+        (float("nan"), "—"),
+        (0.0, "0.00 s"),
+        (1234.56, "1,234.6 days"),
+        (2.0, "2.0 days"),
+        (1.5, "36.0 h"),
+        (0.05, "72.0 min"),
+        (0.001, "86.40 s"),
+        (1e-5, "864 ms"),
+        (1e-6, "86.4 ms"),
+        (1e-12, "8.64e-05 ms"),
+    ],
+)
+def test_days_text_picks_a_unit(days, text):
+    assert days_text(days) == text
+    assert fmt_days(days) == text
+
+
+@given(st.floats(min_value=1e-15, max_value=1e9, allow_nan=False))
+def test_a_positive_time_never_reads_zero(days):
+    text = days_text(days)
+    number = float(text.split()[0].replace(",", ""))
+    assert number > 0, text
+    # and the text reads back within its precision (3 significant figures or one decimal)
+    unit = {"days": 86400, "h": 3600, "min": 60, "s": 1, "ms": 1e-3}[text.split()[1]]
+    assert math.isclose(number * unit, days * 86400, rel_tol=0.02, abs_tol=unit * 0.06), text
+
+
+def test_duration_below_a_second_in_milliseconds():
+    assert duration(0.004) == "4 ms"
+    assert duration(0.5) == "500 ms"
+    assert duration(1.0) == "1.00 s"
+    assert duration(90) == "90.00 s"
+
+
+def test_a_very_short_run_does_not_read_zero_days():
+    """10 million nodes: the run takes minutes; the headline said "0.0 days"."""
+    r = simulate(load_scenario(layers=[{"num_nodes": 10_000_000}]))
+    assert 0 < r.wall_clock_days < 0.05
+    assert "0.0 days" not in summary_text(r)
+    assert fmt_days(r.wall_clock_days) == days_text(r.wall_clock_days) != "0.0 days"
+    assert fmt_days(r.wall_clock_days).split()[1] in ("h", "min", "s", "ms")
