@@ -5,6 +5,7 @@ says so, and the page's P10–P90 is `dtsim simulate --uncertainty N --seed S --
 from __future__ import annotations
 
 import json
+from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 import pytest
@@ -115,7 +116,8 @@ def test_headline_band_equals_the_cli(tmp_path):
     for key in ("wall_clock_days", "effective_days"):
         assert bands[key] == cli_bands[key]
         assert bands[key]["p10"] < bands[key]["p90"]
-    assert band_text({"p10": 1234.56, "p90": 2000}) == "P10–P90: 1,234.6 – 2,000.0 days"
+    assert band_text({"p10": 1234.56, "p90": 2000}) == "P10–P90: 1,234.6 days – 2,000.0 days"
+    assert band_text({"p10": 0.0004, "p90": 0.03}) == "P10–P90: 34.56 s – 43.2 min"
     assert "no finite range" in band_text({"p10": float("nan"), "p90": 3.0})
 
 
@@ -142,3 +144,72 @@ def test_page_scenario_leaves_the_hierarchy_to_the_model():
     # every field given (as the page held them) is another scenario: no hierarchy by region
     assert simulate(load_scenario(layers=[all_fields])).hierarchy_by_region is False
     assert leave_to_model({"hierarchical": False}, defaults) == {"hierarchical": False}  # no groups
+
+
+class _Widget:
+    """What the band's widgets need of NiceGUI's: a text, a value and chainable settings."""
+
+    def __init__(self, value: Any = None) -> None:
+        self.text, self.value, self.shown = "", value, {}
+
+    def props(self, text: str) -> _Widget:
+        self.shown.update(p.split("=", 1) for p in text.split() if "=" in p)
+        return self
+
+    def classes(self, *_a: Any) -> _Widget:
+        return self
+
+    style = tooltip = classes
+
+
+class _UI:
+    def switch(self, _label: str, value: bool = False, on_change: Any = None) -> _Widget:
+        return _Widget(value)
+
+    def label(self, *_a: Any) -> _Widget:
+        return _Widget()
+
+
+def test_band_draws_once_after_the_current_run_for_a_burst(monkeypatch):
+    """A keystroke each started its own Monte Carlo run (64 draws): ten changes while one runs now
+    cost one more run, for the newest inputs, and only its range is shown."""
+    import asyncio
+    import threading
+
+    import nicegui.core
+
+    from dtsim.interfaces.web import uncertainty_band
+
+    calls: list[int] = []
+    gate = threading.Event()
+
+    def bands(fields: dict[str, Any]) -> dict[str, Any]:
+        calls.append(fields["num_nodes"])
+        gate.wait(10)
+        n = float(fields["num_nodes"])
+        return {k: {"p10": n, "p90": 2 * n} for k in uncertainty_band.HEADLINE}
+
+    monkeypatch.setattr(uncertainty_band, "headline_bands", bands)
+    fields = {"num_nodes": 1}
+
+    async def burst() -> uncertainty_band.UncertaintyBand:
+        monkeypatch.setattr(nicegui.core, "loop", asyncio.get_running_loop())
+        band = uncertainty_band.UncertaintyBand(_UI(), lambda: dict(fields), on=True)
+        band.add_label("wall_clock_days")
+        for n in range(1, 11):
+            fields["num_nodes"] = n
+            band.update()
+            await asyncio.sleep(0.01)
+        assert band.latest.running and band.latest.pending
+        gate.set()
+        for _ in range(500):
+            await asyncio.sleep(0.01)
+            if not band.latest.running:
+                break
+        return band
+
+    band = asyncio.run(burst())
+    assert calls == [1, 10]
+    assert json.loads(band.json.text)["wall_clock_days"] == {"p10": 10.0, "p90": 20.0}
+    assert band.labels["wall_clock_days"].text == band_text({"p10": 10.0, "p90": 20.0})
+    assert band.status.text == f"{SAMPLES} draws, seed {SEED}"

@@ -5,7 +5,7 @@ The range is `dtsim simulate --uncertainty SAMPLES --seed SEED`'s: the same `loa
 own distributions) and `run_monte_carlo` (scrambled Sobol draws through the batch path,
 analysis/uncertainty.py), with a small fixed sample count and seed so that it answers in well under a
 second and the same inputs always show the same range. It runs off the event loop
-(`nicegui.run.io_bound`); an answer for inputs that have changed since is dropped.
+through viewkit.Latest (newest inputs win: a burst of changes costs one run after the current one).
 
 Only the headline: the sweep chart has no band (41 points × the draws would be one Monte Carlo run per
 point, about 41 × the headline's time on every input change).
@@ -14,13 +14,13 @@ point, about 41 × the headline's time on every input change).
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable
 from typing import Any
 
 from dtsim.errors import ScenarioError, format_problem
+from dtsim.interfaces.formats import days_text
+from dtsim.interfaces.web.viewkit import Latest
 
-log = logging.getLogger("dtsim.web")
 # Not model constants: how many draws the page makes (a power of two: Sobol points balance at 2^m) and
 # their seed, so that a range can be reproduced with the CLI.
 SAMPLES = 64
@@ -43,7 +43,7 @@ def band_text(summary: dict[str, Any]) -> str:
     p10, p90 = summary.get("p10"), summary.get("p90")
     if p10 is None or p90 is None or p10 != p10 or p90 != p90:
         return "P10–P90: no finite range"
-    return f"P10–P90: {p10:,.1f} – {p90:,.1f} days"
+    return f"P10–P90: {days_text(p10)} – {days_text(p90)}"
 
 
 class UncertaintyBand:
@@ -53,7 +53,6 @@ class UncertaintyBand:
     def __init__(self, ui: Any, fields_of: Callable[[], dict[str, Any] | None], on: bool = False) -> None:
         self.ui = ui
         self.fields_of = fields_of
-        self.version = 0
         self.labels: dict[str, Any] = {}
         self.switch = (
             ui.switch("Show uncertainty", value=on, on_change=lambda _e: self.update())
@@ -66,6 +65,7 @@ class UncertaintyBand:
         )
         self.status = ui.label().classes("text-caption text-grey-8").props("data-testid=uncertainty-status")
         self.json = ui.label().props("data-testid=uncertainty-json").style("display: none")
+        self.latest = Latest(draw, lambda: (self.wanted(),), self._show, self._fail)
 
     def add_label(self, key: str) -> None:
         """The range label of one headline output, placed where the caller's layout is."""
@@ -81,42 +81,45 @@ class UncertaintyBand:
         self.json.text = ""
         self.status.text = status
 
+    def wanted(self) -> dict[str, Any] | None:
+        """The fields to draw for now: None while the switch is off or the inputs make no scenario."""
+        return self.fields_of() if self.on else None
+
     def update(self) -> None:
-        """Recompute the range for the current inputs (nothing when the switch is off)."""
-        self.version += 1
-        if not self.on:
+        """Recompute the range for the current inputs (cleared when the switch is off). The draws run
+        off the event loop through viewkit.Latest, as the other views' work does: a change while they
+        run is noted and drawn once they end, so a burst of keystrokes costs one run after the
+        current one (each change started its own run), and only the newest inputs' range is shown."""
+        if self.wanted() is None:  # off, or the inputs' error is shown already
             self._clear()
-            return
-        fields = self.fields_of()
-        if fields is None:  # the inputs do not make a scenario: their error is shown already
-            self._clear()
+            if self.latest.running:  # the run in flight is for inputs no longer wanted
+                self.latest.pending = True
             return
         from nicegui import background_tasks
 
         self.status.text = "drawing…"
-        background_tasks.create(self._run(self.version, fields), name="uncertainty")
+        background_tasks.create(self.latest(), name="uncertainty")
 
-    async def _run(self, version: int, fields: dict[str, Any]) -> None:
-        from nicegui import run
-
-        try:
-            bands = await run.io_bound(headline_bands, fields)
-        except ScenarioError as exc:
-            if version == self.version:
-                self._clear("Uncertainty: " + "; ".join(format_problem(f, v, m) for f, v, m in exc.problems))
+    def _show(self, drawn: tuple[dict[str, Any], ...]) -> None:
+        if not drawn:  # switched off (or the scenario failed) since the change that asked for it
+            self._clear()
             return
-        except Exception:
-            log.exception("uncertainty draws failed")
-            if version == self.version:
-                self._clear("Uncertainty: internal error; the details are in the server's log")
-            return
-        if version != self.version:  # the inputs changed while drawing
-            return
+        bands = drawn[0]
         for key, lab in self.labels.items():
             lab.text = band_text(bands[key])
             lab.props(f"data-p10={bands[key].get('p10')} data-p90={bands[key].get('p90')}")
         self.status.text = f"{SAMPLES} draws, seed {SEED}"
         self.json.text = json.dumps(_finite(bands), sort_keys=True, allow_nan=False)
+
+    def _fail(self, exc: ScenarioError | str) -> None:
+        text = exc if isinstance(exc, str) else "; ".join(format_problem(f, v, m) for f, v, m in exc.problems)
+        self._clear("Uncertainty: " + text)
+
+
+def draw(fields: dict[str, Any] | None) -> tuple[dict[str, Any], ...]:
+    """The headline bands of `fields` as a one-item tuple, or () for no fields (never None: Latest
+    takes None for a server that is stopping)."""
+    return () if fields is None else (headline_bands(fields),)
 
 
 def _finite(x: Any) -> Any:
