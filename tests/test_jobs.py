@@ -379,3 +379,45 @@ def test_jobs_are_shared_by_the_worker_processes(public_server):
             break
     assert len(owners) == 2 and owners <= set(workers)  # both processes made jobs ...
     assert all(r == results[0] for r in results)  # ... and every GET found each one, done, the same
+
+
+def test_the_web_page_uses_the_same_runner_and_limits(client, store, monkeypatch):
+    """web/jobrun.py's calls: `submit` (a page's job counts with the API jobs of its address), `job`
+    (GET /api/jobs/{id}'s view) and `request_cancel`; past a limit JobRefused holds the 429's problem."""
+    monkeypatch.setattr(jobs, "MAX_JOBS_PER_CLIENT", 2)
+    slow = {"steps": 400, "delay": 0.05, "obey": True}
+    href = client.get("/slow", params={**slow, "estimate": 20.0}).json()["href"]  # address "testclient"
+    job_id = jobs.submit("slow", slow_steps, slow, client="testclient", estimate_s=20.0)
+    with pytest.raises(jobs.JobRefused) as refused:
+        jobs.submit("slow", slow_steps, slow, client="testclient", estimate_s=20.0)
+    field, value, message = refused.value.problems[0]
+    assert (field, value) == ("client", "testclient") and "at most 2" in message
+    assert 1 <= refused.value.retry_after_s <= 20
+    assert client.get("/slow", params={**slow, "estimate": 20.0}).status_code == 429  # the page's job counted
+    assert jobs.job(job_id)["kind"] == "slow" and client.get(f"/api/jobs/{job_id}").status_code == 200
+    while jobs.job(job_id)["state"] != "running":
+        time.sleep(0.05)
+    assert jobs.request_cancel(job_id)
+    deadline = time.monotonic() + 10
+    while jobs.job(job_id)["state"] != "cancelled" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert jobs.job(job_id)["state"] == "cancelled"
+    assert not jobs.request_cancel(job_id)  # it has ended
+    assert jobs.job("0" * 32) is None and not jobs.request_cancel("not-an-id")
+    client.delete(href)
+
+
+def test_a_view_job_answers_as_the_cli(monkeypatch):
+    """web/jobrun.py's work in a job's process: the view's compute with its progress, the CLI's JSON."""
+    from dtsim.interfaces.web import jobrun
+    from dtsim.interfaces.web.formview import argv
+    from dtsim.interfaces.web.views import sensitivity
+    from tests.form_view_support import cli_json
+
+    values = {f.name: f.default for f in sensitivity.fields()} | {"base": 8, "set": ["mfu=0.3..0.5"]}
+    seen: list[float] = []
+    answer = jobrun.view_job(seen.append, module=sensitivity.__name__, values=values, counted=True)
+    assert answer == cli_json(["sensitivity", *argv(sensitivity.fields(), values)])
+    assert seen == sorted(seen) and seen[-1] == 1.0 and len(seen) > 1
+    with pytest.raises(ValueError, match="not a web view"):
+        jobrun.view_job(seen.append, module="os", values={}, counted=False)
