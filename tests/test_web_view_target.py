@@ -5,6 +5,9 @@ says why), and the time from an input change to the answer is measured in the br
 
 from __future__ import annotations
 
+import json
+import urllib.request
+
 import yaml
 
 from dtsim.interfaces.web.formview import argv
@@ -72,6 +75,12 @@ def test_target_view(server, tmp_path):
         assert shown == expected(search)
         assert shown["winner"]["num_nodes"] >= 1
         assert other.locator("[data-testid=modes-table]").is_visible()
+        # the search ran as one of the API's jobs; the question above answered in the server process
+        job_id = other.get_attribute("[data-testid=job-progress]", "data-job")
+        with urllib.request.urlopen(f"{server}/api/jobs/{job_id}") as resp:
+            job = json.loads(resp.read())
+        assert job["kind"] == "target" and job["state"] == "done" and untimed(job["result"]) == shown
+        assert page.get_attribute("[data-testid=job-progress]", "data-job") is None
         # the inverse queries: the most compute for a budget, the fewest nodes of one preset
         reach = {
             **search,

@@ -97,8 +97,9 @@ def base_scenario(v: dict[str, Any]):
     return load_uncertain_scenario(None, v["preset"], v.get("set") or [], fixed_assumptions=True)
 
 
-def compute(v: dict[str, Any]) -> dict[str, Any]:
-    """`dtsim target --json` for these inputs."""
+def compute(v: dict[str, Any], progress: Any = None) -> dict[str, Any]:
+    """`dtsim target --json` for these inputs; a search reports `progress(done, total)` (its job can
+    then stop where it is when cancelled)."""
     from dtsim.interfaces import operations as ops
 
     base, dists = base_scenario(v)
@@ -137,6 +138,7 @@ def compute(v: dict[str, Any]) -> dict[str, Any]:
         min_nodes=bool(v.get("min_nodes")),
         node=node,
         max_nodes=v.get("max_nodes"),
+        progress=progress,
     ).payload
 
 
@@ -227,4 +229,5 @@ build = form_page(
     "it; or the cheapest or fastest configuration that reaches a target (MIRI simulator docs' threshold "
     "questions, searched exhaustively).",
     slow=True,
+    progress=True,
 )
