@@ -125,6 +125,31 @@ def test_browser_session(server):
         assert other.input_value("[data-testid=num_nodes]") == "500"
         assert other.input_value("[data-testid=bandwidth_up_mbps]") == "1000"
 
+        # A very short run (10 million nodes) reads in minutes, not "0.0 days".
+        before = page.text_content("[data-testid=result-json]")
+        page.fill("[data-testid=num_nodes]", "10000000")
+        _wait_changed(page, "[data-testid=result-json]", None, before)
+        short = _result_json(page)["wall_clock_days"]
+        assert 0 < short < 0.05
+        headline = page.text_content("[data-testid=big-wall_clock_days]")
+        assert headline == fmt_days(short) and headline.split()[1] in ("h", "min", "s", "ms"), headline
+        assert float(headline.split()[0].replace(",", "")) > 0
+        assert "0.0 days" not in page.text_content("[data-testid=summary]")
+
+        # To another view and back by the navigation links: this page's own (non-shared) edits stay.
+        page.click("[data-testid=nav-step]")
+        page.wait_for_url("**/step**")
+        page.wait_for_selector("[data-testid=nav-decentralized]")
+        page.click("[data-testid=nav-decentralized]")
+        page.wait_for_function("document.querySelector('[data-testid=result-json]')?.textContent.length > 10")
+        assert page.input_value("[data-testid=bandwidth_up_mbps]") == "1000"
+        assert page.input_value("[data-testid=num_nodes]") == "10000000"
+        assert _result_json(page)["wall_clock_days"] == short
+        before = page.text_content("[data-testid=result-json]")
+        page.fill("[data-testid=num_nodes]", "500")
+        _wait_changed(page, "[data-testid=result-json]", None, before)
+        assert _result_json(page) == shown
+
         # Compare: pin this scenario, change a field, see both side by side.
         page.click("[data-testid=pin]")
         before = page.text_content("[data-testid=result-json]")

@@ -10,7 +10,9 @@ Each view is a module of this package with
 simulator (web/page.py) stays at "/". What the views share is the URL query: a view calls
 `shell.share(params)` whenever its state changes, which rewrites the address bar (the share link) and
 carries the fields every view understands (SHARED_KEYS: the model, the accelerator, the cluster size)
-into the navigation links, so moving from `step` to `plan` keeps the model and cluster.
+into the navigation links, so moving from `step` to `plan` keeps the model and cluster. A link clicked
+also brings back its view's own last query in this browser tab (NAV_MEMORY), so a view's other edits
+survive a visit to another view.
 """
 
 from __future__ import annotations
@@ -36,6 +38,29 @@ NAVIGATION: tuple[tuple[str, str, str | None], ...] = (
 )
 # Query keys a view hands on to the others when the user moves between views.
 SHARED_KEYS = ("model", "gpu", "nodes", "gpus_per_node", "tokens", "preset")
+# Each view's last query in this browser tab (sessionStorage: one tab's, kept across its page loads),
+# written when the tab leaves a view (its address bar is its share link: `share` keeps it current). A
+# navigation link, when clicked, takes its view's last query with the shared keys it carries over it,
+# so moving to another view and back keeps the view's own edits (the links carried only SHARED_KEYS).
+NAV_MEMORY = """<script>
+(() => {
+  const key = (path) => "dtsim-query:" + path;
+  const keep = () => sessionStorage.setItem(key(location.pathname), location.search);
+  window.addEventListener("pagehide", keep);
+  document.addEventListener("click", (event) => {
+    const a = event.target.closest && event.target.closest("[data-testid=nav] a[href]");
+    if (!a) return;
+    keep();
+    const url = new URL(a.getAttribute("href"), location.href);
+    const last = sessionStorage.getItem(key(url.pathname));
+    if (last === null) return;
+    const params = new URLSearchParams(last);
+    for (const [k, v] of url.searchParams) params.set(k, v);
+    const query = params.toString();
+    a.setAttribute("href", url.pathname + (query ? "?" + query : ""));
+  }, true);
+})();
+</script>"""
 
 
 def view_modules() -> list[Any]:
@@ -61,6 +86,7 @@ class Shell:
 
     def build(self) -> Shell:
         ui = self.ui
+        ui.add_head_html(NAV_MEMORY)
         with ui.header().classes("items-center justify-between bg-indigo-9 q-py-xs gap-2 no-wrap"):
             ui.label("dtsim").classes("text-h6")
             with ui.row().classes("gap-1 items-center flex-wrap").props("data-testid=nav"):
