@@ -147,6 +147,27 @@ def bad_upload_says_why(page: Any, path: Path, words: str) -> None:
     assert page.locator(RESULT).text_content() == before
 
 
+# The tables of a view that do not show every column inside their card, and whether the page itself
+# runs past the window (document.documentElement.scrollWidth > clientWidth).
+TABLES_CUT = """() => {
+  const vw = document.documentElement.clientWidth;
+  const cut = [...document.querySelectorAll('.q-table__middle')].filter(m => {
+    const card = (m.closest('.q-card') || m).getBoundingClientRect();
+    return m.scrollWidth > m.clientWidth + 1 || card.right > vw + 1;
+  }).map(m => m.closest('[data-testid]')?.getAttribute('data-testid'));
+  return {cut, page_overflow: document.documentElement.scrollWidth > vw};
+}"""
+
+
+def tables_fit(page: Any, width: int = 1400, height: int = 900) -> None:
+    """At `width`×`height`, every table shows all its columns inside its card and the page does not
+    run past the window (the wide tables' columns were cut at the card's edge)."""
+    page.set_viewport_size({"width": width, "height": height})
+    page.wait_for_timeout(300)  # the layout settles
+    seen = page.evaluate(TABLES_CUT)
+    assert seen == {"cut": [], "page_overflow": False}, seen
+
+
 def untimed(answer: dict[str, Any]) -> dict[str, Any]:
     """An answer without its wall-clock timing (`search.seconds`), which differs run to run."""
     out = dict(answer)

@@ -349,3 +349,34 @@ def test_chart_legends_are_not_paged():
     assert (
         sweep_chart("num_nodes", [1, 2], [1.0, 2.0], [0.4, 0.4], 1)["legend"].get("type", "plain") == "plain"
     )
+
+
+def test_every_chart_keeps_its_axis_names_inside():
+    """ECharts 6 keeps axis names and labels inside `grid.outerBounds` when given one: without it the
+    titles above a y axis ("days", "utilization", "PP") were cut at the chart's top edge (the browser
+    tests check the drawn charts). Every chart's options come through charts.framed."""
+    from dtsim.interfaces.web.charts import breakdown_chart, framed, sweep_chart
+    from dtsim.interfaces.web.views import limits, network, validation
+
+    plain = framed({"grid": {"left": 60}, "legend": {"bottom": 0}})
+    assert plain["grid"] == {
+        "left": 60,
+        "outerBounds": {"left": 4, "right": 10, "top": 4, "bottom": 4},
+        "outerBoundsContain": "all",
+    }
+    # a legend or title at the top keeps its row: the axis names stay below it
+    assert framed({"legend": {"top": 0}})["grid"]["outerBounds"]["top"] == 30
+    assert framed({"title": {"text": "x"}})["grid"]["outerBounds"]["top"] == 30
+
+    values = {f.name: f.default for f in network.fields()}
+    charts = [
+        breakdown_chart(dtsim.simulate()),
+        sweep_chart("num_nodes", [1, 2], [1.0, 2.0], [0.4, 0.4], 1),
+        limits.chart(None),
+        validation.scatter_chart(None),
+        validation.residual_chart(None),
+        network.busbw_chart(network.busbw_curve(values), 100.0, "allreduce"),
+    ]
+    for options in charts:
+        assert options["grid"]["outerBoundsContain"] == "all"
+        assert set(options["grid"]["outerBounds"]) == {"left", "right", "top", "bottom"}

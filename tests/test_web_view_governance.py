@@ -19,6 +19,7 @@ from tests.form_view_support import (
     cli_json,
     open_view,
     result,
+    tables_fit,
     untimed,
     upload,
     wait_changed,
@@ -55,6 +56,10 @@ def test_governance_view(server, tmp_path):
             assert cheapest_cell(cap["cheapest"]["1e+24"]) in table
         assert "1e+24 FLOP" in page.text_content("[data-testid=binding]")
         assert page.locator("[data-testid=systems-table]").is_visible()
+        wide = context.new_page()  # the default ten caps and three targets: the widest tables
+        open_view(wide, f"{server}/governance?gpus=h100-sxm&max_nodes=1000")
+        tables_fit(wide)
+        wide.close()
 
         change(page, "targets", "1e24,1e25")
         change(page, "days", "365")

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from dtsim.interfaces.cli.main import app
 from tests.form_view_support import ARTIFACTS, browser_page, copied_link, open_view, wait_changed
 from tests.form_view_support import result as shown
-from tests.web_support import record_latency
+from tests.web_support import charts_keep_their_text, record_latency
 
 # A curve is ~30 cluster and layout searches: 0.4-0.9 s alone on this 2-core machine, 2.8-3.5 s at a load
 # average of 7.6. It cannot meet issue 17's 150 ms for single-layout answers, so the test bounds what the
@@ -100,6 +100,7 @@ def test_limits_view_in_a_browser(server, tmp_path):
         assert first["search"] == cli_json("limits", "search", "--compute", "1e26", "--json")
         assert first["reference"]["setting"] == "H100 SXM"
         assert "32,768 GPUs" in page.text_content("[data-testid=search]")
+        charts_keep_their_text(page)  # "utilization" and the linear-scaling label were cut
 
         # Another preset from the menu, a 6-month limit and a target compute.
         before = page.text_content("[data-testid=result-json]")

@@ -22,7 +22,7 @@ from tests.form_view_support import (
     upload,
     wait_changed,
 )
-from tests.web_support import LATENCY_GATE_S, record_latency
+from tests.web_support import LATENCY_GATE_S, charts_keep_their_text, record_latency
 
 
 def expected(values: dict) -> dict:
@@ -44,6 +44,7 @@ def test_network_view(server, tmp_path):
         curve = shown["busbw_curve"]
         # the chart's busbw rises with the message size towards the links' bus bandwidth
         assert curve[0]["busbw_gb_s"] < curve[-1]["busbw_gb_s"] <= shown["collective"]["bus_bandwidth_gb_s"]
+        charts_keep_their_text(page)
 
         # fill the form: the numbers are the CLI's for the same inputs
         change(page, "ranks", "64")

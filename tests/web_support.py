@@ -80,6 +80,40 @@ def server():
         proc.kill()
 
 
+# The texts of the page's ECharts (axis names, tick labels, mark labels) drawn past their chart's edge,
+# read from each chart's zrender scene (NiceGUI's getElement(id).chart). A text's measured height is
+# unreliable in headless Chromium, so a text is taken as tall as its font.
+CHART_TEXT_CUT = """() => {
+  const out = [];
+  for (const div of document.querySelectorAll('[_echarts_instance_]')) {
+    const chart = getElement(div.id.replace(/^c/, ''))?.chart;
+    const name = div.getAttribute('data-testid') || div.id;
+    if (!chart) { out.push(name + ': no chart'); continue; }
+    const W = chart.getWidth(), H = chart.getHeight();
+    for (const el of chart.getZr().storage.getDisplayList(true)) {
+      if (el.type !== 'tspan' || el.ignore || el.invisible || !el.style.text) continue;
+      const text = el.parent && el.parent.type === 'text' ? el.parent : el;
+      const r = text.getBoundingRect().clone();
+      if (text.transform) r.applyTransform(text.transform);
+      const size = parseFloat(String(el.style.font || '').match(/(\\d+(?:\\.\\d+)?)px/)?.[1] || 12);
+      if (r.height < size) { const cy = r.y + r.height / 2; r.y = cy - size / 2; r.height = size; }
+      if (r.x < -1 || r.y < -1 || r.x + r.width > W + 1 || r.y + r.height > H + 1)
+        out.push(`${name}: '${el.style.text}' at ${Math.round(r.x)},${Math.round(r.y)} (${W}x${H})`);
+    }
+  }
+  return out;
+}"""
+
+
+def charts_keep_their_text(page, min_charts: int = 1) -> None:
+    """Every chart on the page draws its axis titles and labels inside its own area (titles above a y
+    axis were cut at the top edge)."""
+    page.wait_for_timeout(300)  # the charts' last layout
+    assert page.locator("[_echarts_instance_]").count() >= min_charts
+    cut = page.evaluate(CHART_TEXT_CUT)
+    assert cut == [], cut
+
+
 # Issue 17 aims at 150 ms from an input change to the numbers in the browser for a single-scenario view.
 # The tests measure it and record it (artifacts/web-latency.json, which CI keeps); they fail only past
 # LATENCY_GATE_S, a bound for regressions that a shared, loaded CI machine still meets.

@@ -30,6 +30,23 @@ SWEEP_FIELDS = (
 )
 
 
+def framed(options: dict[str, Any]) -> dict[str, Any]:
+    """A chart's options with its axes' names and labels kept inside the chart: ECharts 6 shrinks the
+    grid until every axis name and tick label lies within `grid.outerBounds` (a y axis's title above
+    its top, a long last tick label, rotated category labels, a name at an axis's end), which the
+    charts' fixed margins alone did not (titles were cut at the top and right edges). The bounds are
+    the canvas less a few pixels, and less a top legend's or title's row, so a title never runs under
+    them. Every chart of the page and the views is built through this one function."""
+    legend = options.get("legend")
+    top_row = (isinstance(legend, dict) and legend.get("show", True) and "bottom" not in legend) or (
+        "title" in options
+    )
+    grid = dict(options.get("grid") or {})
+    grid.setdefault("outerBounds", {"left": 4, "right": 10, "top": 30 if top_row else 4, "bottom": 4})
+    grid.setdefault("outerBoundsContain", "all")
+    return {**options, "grid": grid}
+
+
 def _bar(name: str, color: str, data: list[float], **extra: Any) -> dict[str, Any]:
     return {"name": name, "type": "bar", "stack": "t", "color": color, "data": data, **extra}
 
@@ -54,16 +71,18 @@ def breakdown_chart(r: Result | None) -> dict[str, Any]:
     )
     exposed = sum((b.get(k) or 0.0) for k in ("global_sync", "regional_sync")) if r else 0.0
     series.append(_bar("sync exposed", "#c62828", [0, round(exposed, 6)]))
-    return {
-        "animation": False,
-        "tooltip": {"trigger": "axis", "axisPointer": {"type": "shadow"}},
-        # every entry visible at once, wrapping onto more lines (a "scroll" legend paged them)
-        "legend": {"type": "plain", "bottom": 0, "left": "center"},
-        "grid": {"left": 90, "right": 20, "top": 10, "bottom": 90},
-        "xAxis": {"type": "value", "name": "seconds", "nameLocation": "middle", "nameGap": 22},
-        "yAxis": {"type": "category", "data": ["outer step", "sync"], "inverse": True},
-        "series": series,
-    }
+    return framed(
+        {
+            "animation": False,
+            "tooltip": {"trigger": "axis", "axisPointer": {"type": "shadow"}},
+            # every entry visible at once, wrapping onto more lines (a "scroll" legend paged them)
+            "legend": {"type": "plain", "bottom": 0, "left": "center"},
+            "grid": {"left": 90, "right": 20, "top": 10, "bottom": 90},
+            "xAxis": {"type": "value", "name": "seconds", "nameLocation": "middle", "nameGap": 22},
+            "yAxis": {"type": "category", "data": ["outer step", "sync"], "inverse": True},
+            "series": series,
+        }
+    )
 
 
 def sweep_chart(
@@ -77,42 +96,46 @@ def sweep_chart(
     log_x = field_name not in ("mfu", "latency_ms") or (
         values and min(values) > 0 and max(values) / min(values) > 20
     )
-    return {
-        "animation": False,
-        "tooltip": {"trigger": "axis"},
-        "legend": {"bottom": 0, "data": ["wall-clock days", "global MFU"]},
-        "grid": {"left": 60, "right": 60, "top": 20, "bottom": 60},
-        "xAxis": {
-            "type": "log" if log_x else "value",
-            "name": field_name,
-            "nameLocation": "middle",
-            "nameGap": 26,
-        },
-        "yAxis": [
-            {"type": "log", "name": "days"},
-            {"type": "value", "name": "MFU %", "min": 0},
-        ],
-        "series": [
-            {
-                "name": "wall-clock days",
-                "type": "line",
-                "showSymbol": False,
-                "color": "#1565c0",
-                "data": [[x, y] for x, y in zip(values, days, strict=True) if y is not None and y > 0],
-                "markLine": {
-                    "symbol": "none",
-                    "label": {"formatter": "current"},
-                    "lineStyle": {"type": "dashed"},
-                    "data": [{"xAxis": current}] if current else [],
+    return framed(
+        {
+            "animation": False,
+            "tooltip": {"trigger": "axis"},
+            "legend": {"bottom": 0, "data": ["wall-clock days", "global MFU"]},
+            "grid": {"left": 60, "right": 60, "top": 20, "bottom": 60},
+            "xAxis": {
+                "type": "log" if log_x else "value",
+                "name": field_name,
+                "nameLocation": "middle",
+                "nameGap": 26,
+            },
+            "yAxis": [
+                {"type": "log", "name": "days"},
+                {"type": "value", "name": "MFU %", "min": 0},
+            ],
+            "series": [
+                {
+                    "name": "wall-clock days",
+                    "type": "line",
+                    "showSymbol": False,
+                    "color": "#1565c0",
+                    "data": [[x, y] for x, y in zip(values, days, strict=True) if y is not None and y > 0],
+                    "markLine": {
+                        "symbol": "none",
+                        "label": {"formatter": "current"},
+                        "lineStyle": {"type": "dashed"},
+                        "data": [{"xAxis": current}] if current else [],
+                    },
                 },
-            },
-            {
-                "name": "global MFU",
-                "type": "line",
-                "yAxisIndex": 1,
-                "showSymbol": False,
-                "color": "#2e7d32",
-                "data": [[x, round(100 * y, 4)] for x, y in zip(values, mfu, strict=True) if y is not None],
-            },
-        ],
-    }
+                {
+                    "name": "global MFU",
+                    "type": "line",
+                    "yAxisIndex": 1,
+                    "showSymbol": False,
+                    "color": "#2e7d32",
+                    "data": [
+                        [x, round(100 * y, 4)] for x, y in zip(values, mfu, strict=True) if y is not None
+                    ],
+                },
+            ],
+        }
+    )

@@ -75,9 +75,13 @@ BUSY_PAGE = (
     "try again in a minute.</p>"
 )
 
+# Every page's and view's style. A table's cells wrap (Quasar's are one line each), so a wide table
+# (governance's caps, sensitivity's indices) shows every column inside its card at laptop width
+# instead of running past the card's edge; one still too wide scrolls sideways inside the card.
 STYLE = (
     "<style>.dt-k{color:#555} .dt-v{font-variant-numeric:tabular-nums;text-align:right}"
-    ".dt-group .q-expansion-item__content{padding:0 8px}</style>"
+    ".dt-group .q-expansion-item__content{padding:0 8px}"
+    ".q-table th,.q-table td{white-space:normal} .q-table__middle{max-width:100%;overflow-x:auto}</style>"
 )
 OPEN_GROUPS = ("Model and data", "Infrastructure", "Network")
 BIG_OUTPUTS = (

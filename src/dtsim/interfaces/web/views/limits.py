@@ -16,6 +16,7 @@ from typing import Any
 
 from dtsim import catalog
 from dtsim.errors import ScenarioError
+from dtsim.interfaces.web.charts import framed
 from dtsim.interfaces.web.viewkit import KitView, Latest, ViewKit, choice, flag, number, problems_text
 from dtsim.interfaces.web.views import SHARED_KEYS
 
@@ -189,7 +190,7 @@ def chart(data: dict[str, Any] | None) -> dict[str, Any]:
                 "data": [[q["training_flop"], q["utilization"]] for q in pts],
                 "markLine": {
                     "symbol": "none",
-                    "label": {"formatter": "linear scaling stops"},
+                    "label": {"formatter": "linear scaling stops", "position": "insideEndTop"},
                     "lineStyle": {"type": "dashed", "color": "#999"},
                     "data": [{"yAxis": data["linear_scaling_stop"]["threshold_utilization"]}]
                     if data["linear_scaling_stop"]
@@ -247,15 +248,22 @@ def chart(data: dict[str, Any] | None) -> dict[str, Any]:
                     ],
                 }
             )
-    return {
-        "animation": False,
-        "tooltip": {"trigger": "item"},
-        "legend": {"type": "scroll", "bottom": 0},
-        "grid": {"left": 60, "right": 20, "top": 20, "bottom": 70},
-        "xAxis": {"type": "log", "name": "training compute (FLOP)", "nameLocation": "middle", "nameGap": 26},
-        "yAxis": {"type": "value", "name": "utilization", "min": 0, "max": 1},
-        "series": series,
-    }
+    return framed(
+        {
+            "animation": False,
+            "tooltip": {"trigger": "item"},
+            "legend": {"type": "scroll", "bottom": 0},
+            "grid": {"left": 60, "right": 20, "top": 20, "bottom": 70},
+            "xAxis": {
+                "type": "log",
+                "name": "training compute (FLOP)",
+                "nameLocation": "middle",
+                "nameGap": 26,
+            },
+            "yAxis": {"type": "value", "name": "utilization", "min": 0, "max": 1},
+            "series": series,
+        }
+    )
 
 
 TABLE_COLUMNS = (

@@ -10,6 +10,7 @@ from typing import Any
 
 from dtsim import catalog
 from dtsim.errors import ScenarioError
+from dtsim.interfaces.web.charts import framed
 from dtsim.interfaces.web.formview import Field, fmt, form_page, key_values
 
 PATH = "/network"
@@ -128,28 +129,30 @@ def compute(v: dict[str, Any]) -> dict[str, Any]:
 
 def busbw_chart(curve: list[dict[str, float]], rated: float, op: str) -> dict[str, Any]:
     """Bus bandwidth (GB/s) over message size (log axis), with the rated bus bandwidth as a line."""
-    return {
-        "animation": False,
-        "tooltip": {"trigger": "axis"},
-        "grid": {"left": 60, "right": 20, "top": 30, "bottom": 45},
-        "xAxis": {"type": "log", "name": "message size (MB)", "nameLocation": "middle", "nameGap": 28},
-        "yAxis": {"type": "value", "name": "bus bandwidth (GB/s)"},
-        "legend": {"top": 0},
-        "series": [
-            {
-                "name": f"{op} busbw (nccl-tests convention)",
-                "type": "line",
-                "data": [[p["size_mb"], p["busbw_gb_s"]] for p in curve],
-            },
-            {
-                "name": "link bus bandwidth",
-                "type": "line",
-                "lineStyle": {"type": "dashed"},
-                "symbol": "none",
-                "data": [[curve[0]["size_mb"], rated], [curve[-1]["size_mb"], rated]],
-            },
-        ],
-    }
+    return framed(
+        {
+            "animation": False,
+            "tooltip": {"trigger": "axis"},
+            "grid": {"left": 60, "right": 20, "top": 30, "bottom": 45},
+            "xAxis": {"type": "log", "name": "message size (MB)", "nameLocation": "middle", "nameGap": 28},
+            "yAxis": {"type": "value", "name": "bus bandwidth (GB/s)"},
+            "legend": {"top": 0},
+            "series": [
+                {
+                    "name": f"{op} busbw (nccl-tests convention)",
+                    "type": "line",
+                    "data": [[p["size_mb"], p["busbw_gb_s"]] for p in curve],
+                },
+                {
+                    "name": "link bus bandwidth",
+                    "type": "line",
+                    "lineStyle": {"type": "dashed"},
+                    "symbol": "none",
+                    "data": [[curve[0]["size_mb"], rated], [curve[-1]["size_mb"], rated]],
+                },
+            ],
+        }
+    )
 
 
 def render(ui: Any, answer: dict[str, Any], v: dict[str, Any]) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from dtsim.errors import ScenarioError
+from dtsim.interfaces.web.charts import framed
 from dtsim.interfaces.web.formview import Field, form_page, table, warnings_box
 from dtsim.interfaces.web.views import step as step_view
 
@@ -113,64 +114,66 @@ def heatmap(cells: list[dict[str, Any]]) -> dict[str, Any]:
     def cell(c: dict[str, Any], value: float | None, text: str) -> dict[str, Any]:
         return {"value": [tps.index(c["tp"]), pps.index(c["pp"]), value], "label": {"formatter": text}}
 
-    return {
-        "animation": False,
-        "tooltip": {"position": "top"},
-        "grid": {"left": 60, "right": 20, "top": 20, "bottom": 90},
-        "xAxis": {
-            "type": "category",
-            "data": [str(t) for t in tps],
-            "name": "TP",
-            "splitArea": {"show": True},
-        },
-        "yAxis": {
-            "type": "category",
-            "data": [str(p) for p in pps],
-            "name": "PP",
-            "splitArea": {"show": True},
-        },
-        "visualMap": {
-            "seriesIndex": 0,
-            "min": round(best, 6),
-            "max": round(max(times), 6),
-            "calculable": True,
-            "orient": "horizontal",
-            "left": "center",
-            "bottom": 0,
-            "text": ["slower (s/iter)", "faster"],
-            "inRange": {"color": ["#1b5e20", "#81c784", "#fff59d", "#ef6c00"]},
-        },
-        "series": [
-            {
-                "name": "best step time (s)",
-                "type": "heatmap",
-                "label": {"show": True},
-                "data": [
-                    cell(
-                        c,
-                        round(c["best_step_time_s"], 6),
-                        f"{c['best_step_time_s']:.3g}" + (" ★" if c["best_step_time_s"] == best else ""),
-                    )
-                    for c in fit
-                ],
+    return framed(
+        {
+            "animation": False,
+            "tooltip": {"position": "top"},
+            "grid": {"left": 60, "right": 20, "top": 20, "bottom": 90},
+            "xAxis": {
+                "type": "category",
+                "data": [str(t) for t in tps],
+                "name": "TP",
+                "splitArea": {"show": True},
             },
-            {
-                "name": "nothing fits (least GB per GPU)",
-                "type": "heatmap",
-                "itemStyle": {"color": "#e0e0e0"},
-                "label": {"show": True, "color": "#b71c1c"},
-                "data": [
-                    cell(
-                        c,
-                        round(c["min_memory_per_gpu_gb"], 3),
-                        f"no fit {c['min_memory_per_gpu_gb']:.0f} GB",
-                    )
-                    for c in cells
-                    if c["best_step_time_s"] is None
-                ],
+            "yAxis": {
+                "type": "category",
+                "data": [str(p) for p in pps],
+                "name": "PP",
+                "splitArea": {"show": True},
             },
-        ],
-    }
+            "visualMap": {
+                "seriesIndex": 0,
+                "min": round(best, 6),
+                "max": round(max(times), 6),
+                "calculable": True,
+                "orient": "horizontal",
+                "left": "center",
+                "bottom": 0,
+                "text": ["slower (s/iter)", "faster"],
+                "inRange": {"color": ["#1b5e20", "#81c784", "#fff59d", "#ef6c00"]},
+            },
+            "series": [
+                {
+                    "name": "best step time (s)",
+                    "type": "heatmap",
+                    "label": {"show": True},
+                    "data": [
+                        cell(
+                            c,
+                            round(c["best_step_time_s"], 6),
+                            f"{c['best_step_time_s']:.3g}" + (" ★" if c["best_step_time_s"] == best else ""),
+                        )
+                        for c in fit
+                    ],
+                },
+                {
+                    "name": "nothing fits (least GB per GPU)",
+                    "type": "heatmap",
+                    "itemStyle": {"color": "#e0e0e0"},
+                    "label": {"show": True, "color": "#b71c1c"},
+                    "data": [
+                        cell(
+                            c,
+                            round(c["min_memory_per_gpu_gb"], 3),
+                            f"no fit {c['min_memory_per_gpu_gb']:.0f} GB",
+                        )
+                        for c in cells
+                        if c["best_step_time_s"] is None
+                    ],
+                },
+            ],
+        }
+    )
 
 
 def layout_rows(layouts: list[dict[str, Any]], days: bool) -> list[dict[str, Any]]:

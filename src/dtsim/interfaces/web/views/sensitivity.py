@@ -14,6 +14,7 @@ from typing import Any
 
 from dtsim import catalog
 from dtsim.errors import ScenarioError
+from dtsim.interfaces.web.charts import framed
 from dtsim.interfaces.web.formview import Field, fmt, form_page, table, warnings_box
 
 PATH = "/sensitivity"
@@ -89,35 +90,37 @@ def tornado_chart(a: dict[str, Any]) -> dict[str, Any]:
     def delta(x: float | None) -> float | None:
         return None if x is None or point is None else x - point
 
-    return {
-        "animation": False,
-        "tooltip": {"trigger": "axis", "axisPointer": {"type": "shadow"}},
-        "legend": {"top": 0},
-        "grid": {"left": 200, "right": 30, "top": 30, "bottom": 40},
-        "xAxis": {
-            "type": "value",
-            "name": f"{a['output']} − {fmt(point)} (the point)",
-            "nameLocation": "middle",
-            "nameGap": 26,
-        },
-        "yAxis": {"type": "category", "data": [short(r["input"]) for r in rows]},
-        "series": [
-            {
-                "name": f"input at P{lo_level * 100:.0f}",
-                "type": "bar",
-                "stack": "t",
-                "color": "#1565c0",
-                "data": [delta(r["low"]) for r in rows],
+    return framed(
+        {
+            "animation": False,
+            "tooltip": {"trigger": "axis", "axisPointer": {"type": "shadow"}},
+            "legend": {"top": 0},
+            "grid": {"left": 200, "right": 30, "top": 30, "bottom": 40},
+            "xAxis": {
+                "type": "value",
+                "name": f"{a['output']} − {fmt(point)} (the point)",
+                "nameLocation": "middle",
+                "nameGap": 26,
             },
-            {
-                "name": f"input at P{hi_level * 100:.0f}",
-                "type": "bar",
-                "stack": "t",
-                "color": "#c62828",
-                "data": [delta(r["high"]) for r in rows],
-            },
-        ],
-    }
+            "yAxis": {"type": "category", "data": [short(r["input"]) for r in rows]},
+            "series": [
+                {
+                    "name": f"input at P{lo_level * 100:.0f}",
+                    "type": "bar",
+                    "stack": "t",
+                    "color": "#1565c0",
+                    "data": [delta(r["low"]) for r in rows],
+                },
+                {
+                    "name": f"input at P{hi_level * 100:.0f}",
+                    "type": "bar",
+                    "stack": "t",
+                    "color": "#c62828",
+                    "data": [delta(r["high"]) for r in rows],
+                },
+            ],
+        }
+    )
 
 
 def _box(est: float | None, conf: float | None) -> list[float | None]:
@@ -132,32 +135,34 @@ def sobol_chart(a: dict[str, Any]) -> dict[str, Any]:
     """S1 and ST of the inputs of largest ST: the line is the estimate, the box its bootstrap 95 %
     interval."""
     rows = a["indices"][:CHART_INPUTS]
-    return {
-        "animation": False,
-        "tooltip": {"trigger": "item"},
-        "legend": {"top": 0},
-        "grid": {"left": 50, "right": 20, "top": 30, "bottom": 110},
-        "xAxis": {
-            "type": "category",
-            "data": [short(r["input"]) for r in rows],
-            "axisLabel": {"rotate": 40, "interval": 0},
-        },
-        "yAxis": {"type": "value", "name": "Sobol index"},
-        "series": [
-            {
-                "name": "S1 (alone)",
-                "type": "boxplot",
-                "color": "#2e7d32",
-                "data": [_box(r["S1"], r["S1_conf"]) for r in rows],
+    return framed(
+        {
+            "animation": False,
+            "tooltip": {"trigger": "item"},
+            "legend": {"top": 0},
+            "grid": {"left": 50, "right": 20, "top": 30, "bottom": 110},
+            "xAxis": {
+                "type": "category",
+                "data": [short(r["input"]) for r in rows],
+                "axisLabel": {"rotate": 40, "interval": 0},
             },
-            {
-                "name": "ST (with interactions)",
-                "type": "boxplot",
-                "color": "#6a1b9a",
-                "data": [_box(r["ST"], r["ST_conf"]) for r in rows],
-            },
-        ],
-    }
+            "yAxis": {"type": "value", "name": "Sobol index"},
+            "series": [
+                {
+                    "name": "S1 (alone)",
+                    "type": "boxplot",
+                    "color": "#2e7d32",
+                    "data": [_box(r["S1"], r["S1_conf"]) for r in rows],
+                },
+                {
+                    "name": "ST (with interactions)",
+                    "type": "boxplot",
+                    "color": "#6a1b9a",
+                    "data": [_box(r["ST"], r["ST_conf"]) for r in rows],
+                },
+            ],
+        }
+    )
 
 
 def render(ui: Any, a: dict[str, Any], _v: dict[str, Any]) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from dtsim import catalog
 from dtsim.errors import ScenarioError
+from dtsim.interfaces.web.charts import framed
 from dtsim.interfaces.web.formview import Field, fmt, form_page, key_values, warnings_box
 
 PATH = "/step"
@@ -259,20 +260,22 @@ def memory_chart(s: dict[str, Any], gpu_memory_gb: float) -> dict[str, Any]:
             },
         }
     )
-    return {
-        "animation": False,
-        "tooltip": {"trigger": "item"},
-        "legend": {"top": 0, "type": "plain"},
-        "grid": {"left": 60, "right": 70, "top": 60, "bottom": 30},
-        "xAxis": {
-            "type": "value",
-            "name": "GB",
-            "max": round(max(gpu_memory_gb, s["memory_per_gpu_gb"]) * 1.05, 1),
-            "axisLabel": {"showMaxLabel": False},
-        },
-        "yAxis": {"type": "category", "data": ["per GPU"]},
-        "series": series,
-    }
+    return framed(
+        {
+            "animation": False,
+            "tooltip": {"trigger": "item"},
+            "legend": {"top": 0, "type": "plain"},
+            "grid": {"left": 60, "right": 70, "top": 60, "bottom": 30},
+            "xAxis": {
+                "type": "value",
+                "name": "GB",
+                "max": round(max(gpu_memory_gb, s["memory_per_gpu_gb"]) * 1.05, 1),
+                "axisLabel": {"showMaxLabel": False},
+            },
+            "yAxis": {"type": "category", "data": ["per GPU"]},
+            "series": series,
+        }
+    )
 
 
 RENDER_RECT = """function (params, api) {
@@ -329,7 +332,7 @@ def timeline_chart(line: dict[str, Any], step_time_s: float) -> dict[str, Any]:
             if cat in line["totals"]
         ]
         x = {"type": "value", "name": "s (totals per stage)"}
-    return {**base, "xAxis": x, "series": series}
+    return framed({**base, "xAxis": x, "series": series})
 
 
 def render(ui: Any, answer: dict[str, Any], v: dict[str, Any]) -> None:

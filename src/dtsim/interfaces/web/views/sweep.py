@@ -18,6 +18,7 @@ from typing import Any
 
 from dtsim import catalog
 from dtsim.errors import ScenarioError
+from dtsim.interfaces.web.charts import framed
 from dtsim.interfaces.web.viewkit import KitView, Latest, ViewKit, choice, problems_text
 from dtsim.interfaces.web.views import SHARED_KEYS
 
@@ -238,22 +239,24 @@ def line_chart(data: dict[str, Any], output: str) -> dict[str, Any]:
         )
     values = [v for v in y if isinstance(v, int | float)]
     log_y = bool(values) and min(values) > 0 and max(values) / min(values) > 1e3
-    return {
-        "animation": False,
-        "title": {"text": output, "textStyle": {"fontSize": 13}},
-        "tooltip": {"trigger": "axis"},
-        "legend": {"bottom": 0},
-        "grid": {"left": 70, "right": 20, "top": 30, "bottom": 55},
-        "xAxis": {
-            "type": "log" if axis["log"] else ("value" if axis["numeric"] else "category"),
-            **({} if axis["numeric"] else {"data": [str(v) for v in axis["values"]]}),
-            "name": axis["field"],
-            "nameLocation": "middle",
-            "nameGap": 26,
-        },
-        "yAxis": {"type": "log" if log_y else "value", "scale": True},
-        "series": series,
-    }
+    return framed(
+        {
+            "animation": False,
+            "title": {"text": output, "textStyle": {"fontSize": 13}},
+            "tooltip": {"trigger": "axis"},
+            "legend": {"bottom": 0},
+            "grid": {"left": 70, "right": 20, "top": 30, "bottom": 55},
+            "xAxis": {
+                "type": "log" if axis["log"] else ("value" if axis["numeric"] else "category"),
+                **({} if axis["numeric"] else {"data": [str(v) for v in axis["values"]]}),
+                "name": axis["field"],
+                "nameLocation": "middle",
+                "nameGap": 26,
+            },
+            "yAxis": {"type": "log" if log_y else "value", "scale": True},
+            "series": series,
+        }
+    )
 
 
 def column_names(data: dict[str, Any]) -> set[str]:
@@ -276,35 +279,37 @@ def heat_chart(data: dict[str, Any], output: str) -> dict[str, Any]:
         [j, i, z[i * len(b["values"]) + j]] for i in range(len(a["values"])) for j in range(len(b["values"]))
     ]
     finite = [c[2] for c in cells if isinstance(c[2], int | float)]
-    return {
-        "animation": False,
-        "title": {"text": f"log10 of {name}" if use_log else name, "textStyle": {"fontSize": 13}},
-        "tooltip": {"position": "top"},
-        "grid": {"left": 90, "right": 30, "top": 30, "bottom": 90},
-        "xAxis": {
-            "type": "category",
-            "data": [f"{v:.4g}" if isinstance(v, float) else str(v) for v in b["values"]],
-            "name": b["field"],
-            "nameLocation": "middle",
-            "nameGap": 45,
-            "axisLabel": {"rotate": 30},
-        },
-        "yAxis": {
-            "type": "category",
-            "data": [f"{v:.4g}" if isinstance(v, float) else str(v) for v in a["values"]],
-            "name": a["field"],
-        },
-        "visualMap": {
-            "min": min(finite) if finite else 0,
-            "max": max(finite) if finite else 1,
-            "calculable": True,
-            "orient": "vertical",
-            "right": 0,
-            "top": "center",
-            "itemHeight": 200,
-        },
-        "series": [{"name": name, "type": "heatmap", "data": cells}],
-    }
+    return framed(
+        {
+            "animation": False,
+            "title": {"text": f"log10 of {name}" if use_log else name, "textStyle": {"fontSize": 13}},
+            "tooltip": {"position": "top"},
+            "grid": {"left": 90, "right": 30, "top": 30, "bottom": 90},
+            "xAxis": {
+                "type": "category",
+                "data": [f"{v:.4g}" if isinstance(v, float) else str(v) for v in b["values"]],
+                "name": b["field"],
+                "nameLocation": "middle",
+                "nameGap": 45,
+                "axisLabel": {"rotate": 30},
+            },
+            "yAxis": {
+                "type": "category",
+                "data": [f"{v:.4g}" if isinstance(v, float) else str(v) for v in a["values"]],
+                "name": a["field"],
+            },
+            "visualMap": {
+                "min": min(finite) if finite else 0,
+                "max": max(finite) if finite else 1,
+                "calculable": True,
+                "orient": "vertical",
+                "right": 0,
+                "top": "center",
+                "itemHeight": 200,
+            },
+            "series": [{"name": name, "type": "heatmap", "data": cells}],
+        }
+    )
 
 
 class SweepView(KitView):

@@ -12,6 +12,7 @@ import functools
 from typing import Any
 
 from dtsim.errors import ScenarioError
+from dtsim.interfaces.web.charts import framed
 from dtsim.interfaces.web.viewkit import Busy, KitView, Latest, ViewKit, problems_text
 from dtsim.interfaces.web.views import SHARED_KEYS
 
@@ -158,50 +159,54 @@ def scatter_chart(report: dict[str, Any] | None) -> dict[str, Any]:
                     "data": [[lo, lo * f], [hi, hi * f]],
                 }
             )
-    return {
-        "animation": False,
-        "tooltip": {"trigger": "item"},
-        # every group named at once, wrapping onto more lines (a "scroll" legend paged them: 1/4)
-        "legend": {"type": "plain", "bottom": 0, "data": groups},
-        "grid": {"left": 70, "right": 20, "top": 20, "bottom": 170},
-        "xAxis": {
-            "type": "log",
-            "name": "measured (each record's own unit)",
-            "nameLocation": "middle",
-            "nameGap": 26,
-        },
-        "yAxis": {"type": "log", "name": "predicted by dtsim"},
-        "series": series,
-    }
+    return framed(
+        {
+            "animation": False,
+            "tooltip": {"trigger": "item"},
+            # every group named at once, wrapping onto more lines (a "scroll" legend paged them: 1/4)
+            "legend": {"type": "plain", "bottom": 0, "data": groups},
+            "grid": {"left": 70, "right": 20, "top": 20, "bottom": 170},
+            "xAxis": {
+                "type": "log",
+                "name": "measured (each record's own unit)",
+                "nameLocation": "middle",
+                "nameGap": 26,
+            },
+            "yAxis": {"type": "log", "name": "predicted by dtsim"},
+            "series": series,
+        }
+    )
 
 
 def residual_chart(report: dict[str, Any] | None) -> dict[str, Any]:
     """Each predicted run's error (predicted / measured − 1, in %) in its group's column."""
     rows = [r for r in (report or {}).get("runs", []) if r["error"] is not None]
     groups = list(dict.fromkeys(r["group"] for r in rows))
-    return {
-        "animation": False,
-        "tooltip": {"trigger": "item"},
-        "grid": {"left": 60, "right": 20, "top": 20, "bottom": 110},
-        "xAxis": {"type": "category", "data": groups, "axisLabel": {"rotate": 40, "interval": 0}},
-        "yAxis": {"type": "value", "name": "error %"},
-        "series": [
-            {
-                "name": "error",
-                "type": "scatter",
-                "symbolSize": 6,
-                "data": [
-                    {
-                        "value": [groups.index(r["group"]), round(100 * r["error"], 4)],
-                        "name": r["id"],
-                        "itemStyle": {"color": PALETTE[groups.index(r["group"]) % len(PALETTE)]},
-                    }
-                    for r in rows
-                ],
-                "markLine": {"symbol": "none", "silent": True, "data": [{"yAxis": 0}]},
-            }
-        ],
-    }
+    return framed(
+        {
+            "animation": False,
+            "tooltip": {"trigger": "item"},
+            "grid": {"left": 60, "right": 20, "top": 20, "bottom": 110},
+            "xAxis": {"type": "category", "data": groups, "axisLabel": {"rotate": 40, "interval": 0}},
+            "yAxis": {"type": "value", "name": "error %"},
+            "series": [
+                {
+                    "name": "error",
+                    "type": "scatter",
+                    "symbolSize": 6,
+                    "data": [
+                        {
+                            "value": [groups.index(r["group"]), round(100 * r["error"], 4)],
+                            "name": r["id"],
+                            "itemStyle": {"color": PALETTE[groups.index(r["group"]) % len(PALETTE)]},
+                        }
+                        for r in rows
+                    ],
+                    "markLine": {"symbol": "none", "silent": True, "data": [{"yAxis": 0}]},
+                }
+            ],
+        }
+    )
 
 
 GROUP_COLUMNS = (
