@@ -237,6 +237,16 @@ def test_bad_uploads_and_share_links_say_why(server, tmp_path):
             assert page.input_value("[data-testid=num_nodes]") == str(dtsim.load_scenario().num_nodes)
             # the upload's own "done" tick is cleared: nothing claims the file was taken
             page.wait_for_function("document.querySelectorAll('.q-uploader__file').length === 0")
+        # two bad fields (the reader stops at its first stage): both said
+        two = tmp_path / "two.yaml"
+        two.write_text("mfu: 5\nbandwidth_mbps: -1\n")
+        page.set_input_files("input[type=file]", str(two))
+        page.wait_for_function(
+            "document.querySelector('[data-testid=import-error]')?.textContent.includes('two.yaml')"
+        )
+        said = error.text_content()
+        assert "mfu = " in said and "bandwidth_mbps = -1" in said, said
+        assert page.text_content("[data-testid=result-json]") == first
         page.screenshot(path=str(ARTIFACTS / "web-ui-bad-upload.png"), full_page=True)
 
         good = tmp_path / "good.yaml"

@@ -11,7 +11,7 @@ import pytest
 from dtsim.errors import ScenarioError
 from dtsim.interfaces.web import formview as fv
 from dtsim.interfaces.web.viewkit import MAX_UPLOAD_BYTES, problems_text, read_upload
-from dtsim.interfaces.web.views import governance, network, sensitivity, target
+from dtsim.interfaces.web.views import governance, network, plan, sensitivity, step, target
 
 FIELDS = (
     fv.Field("ranks", "Ranks", "int", 8),
@@ -51,10 +51,10 @@ def test_link_round_trip_and_cli_options():
 def test_bad_link_values_are_named_and_keep_their_defaults():
     values, problems = fv.from_query(FIELDS, {"ranks": "2.5", "op": "c", "size": "inf", "nodes": "3"})
     assert values == fv.defaults(FIELDS)  # `nodes` (another view's shared key) is left alone
-    text = " ".join(problems)
-    assert "ranks = '2.5': must be a whole number" in text
-    assert "op = 'c': must be one of a, b" in text
-    assert "size = 'inf': must be a finite number" in text
+    text = " ".join(problems)  # each named by its label and its key in the link
+    assert "Ranks [ranks] = '2.5': must be a whole number" in text
+    assert "Op [op] = 'c': must be one of a, b" in text
+    assert "Size [size] = 'inf': must be a finite number" in text
 
 
 def imported(name: str, raw: bytes, current: dict) -> dict:
@@ -81,11 +81,81 @@ def test_inputs_file():
         assert words in problems_text(exc.value)
 
 
+def test_an_inputs_file_says_every_problem():
+    """An unknown key hid the file's bad values (only the first kind of problem was said)."""
+    with pytest.raises(ScenarioError) as exc:
+        imported("in.yaml", b"nodes: 3\nranks: many\nop: c\n", fv.defaults(FIELDS))
+    assert [p[0] for p in exc.value.problems] == ["nodes", "ranks", "op"]
+
+
+FORM_VIEWS = (network, target, governance, sensitivity, step, plan)
+
+
+def test_page_errors_name_inputs_by_their_labels():
+    """A problem's field given as the input's name or CLI option, and an option in its message, are
+    said as the page labels the input; other names are left alone."""
+    fields = sensitivity.fields()
+    exc = ScenarioError(
+        [
+            ("--base", 1, "must be between 2 and 1,024"),
+            ("seed", "x", "must be a number"),
+            ("mfu", "abc", "must be a number"),  # a scenario field of a `name=value` line
+            ("target", None, "give --base or --seed, not --nope"),
+        ]
+    )
+    assert fv.page_names(fields, exc).problems == [
+        ("Base samples (N)", 1, "must be between 2 and 1,024"),
+        ("Seed (sampling and bootstrap)", "x", "must be a number"),
+        ("mfu", "abc", "must be a number"),
+        ("target", None, "give “Base samples (N)” or “Seed (sampling and bootstrap)”, not --nope"),
+    ]
+    assert fv.page_names(fields, exc, keys=True).problems[0][0] == "Base samples (N) [base]"
+    pair = ScenarioError([("bandwidth_gbs/latency_us", (-1, None), "must be > 0 and ≥ 0")])
+    assert (
+        fv.page_names(network.fields(), pair).problems[0][0] == "Bus bandwidth (GB/s) / Per-step latency (µs)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("view", "change", "label"),
+    [
+        (sensitivity, {"base": 1}, "Base samples (N)"),
+        (
+            governance,
+            {"precisions": "fp3", "targets": "1e24", "max_nodes": 10},
+            "Precisions an actor may use",
+        ),
+        (target, {"days": -3.0}, "Time limit (days; blank: 547.875)"),
+        (network, {"size_mb": -1.0}, "Message size (MB, 10^6 bytes)"),
+        (step, {"nodes": 0}, "Nodes (count)"),
+    ],
+)
+def test_a_refused_answer_names_the_input_by_its_label(view, change, label):
+    """The views' computations name inputs as the CLI does (`--base`, `size_mb`); the page says them
+    by the labels the user sees (FormView.show_error)."""
+    fields = view.fields()
+    with pytest.raises(ScenarioError) as exc:
+        view.compute(fv.defaults(fields) | change)
+    shown = problems_text(fv.page_names(fields, exc.value))
+    assert shown.startswith(label + " = "), shown
+    assert not fv.FLAG.search(shown), shown
+
+
+def test_sensitivity_says_a_bad_base_and_a_bad_scenario_together():
+    values = fv.defaults(sensitivity.fields()) | {"base": 1, "set": ["mfu=abc"]}
+    with pytest.raises(ScenarioError) as exc:
+        sensitivity.compute(values)
+    assert [p[0] for p in exc.value.problems] == ["--base", "mfu"]
+
+
 def test_every_view_has_distinct_fields_with_valid_defaults():
-    for view in (network, target, governance, sensitivity):
+    for view in FORM_VIEWS:
         fields = view.fields()
         names = [f.name for f in fields]
         assert len(names) == len(set(names)), view.PATH
+        labels = [f.label for f in fields]  # an error names the input by its label: one input each
+        assert len(labels) == len(set(labels)), view.PATH
+        assert not any(fv.FLAG.search(f.label) for f in fields), view.PATH
         for f in fields:
             if f.kind == "select" and f.default is not None:
                 assert f.default in f.options, (view.PATH, f.name)

@@ -294,6 +294,24 @@ def test_upload_errors_name_the_place(name, raw, field, words):
     assert any(f == field and words in f"{v} {m}" for f, v, m in info.value.problems), info.value.problems
 
 
+def test_upload_says_every_problem_of_the_file():
+    """The scenario reader stops at its first stage (an unknown key before the values, one range
+    before another): the page said one problem of a file holding several."""
+    for raw, fields in (
+        (b"mfu: 5\nbandwidth_mbps: -1\n", {"mfu", "bandwidth_mbps"}),
+        (b"nope: 1\nmfu: 5\n", {"nope", "mfu"}),
+        (b"preset: zz\nlatency_ms: -4\nnode_groups: [{count: 0, region: uk}]\n", {"preset", "latency_ms"}),
+    ):
+        with pytest.raises(ScenarioError) as info:
+            scenario_from_upload("two.yaml", raw)
+        named = {f for f, _v, _m in info.value.problems}
+        assert fields <= named, info.value.problems
+    # a file's problems only: what leaving a bad key out causes is not said
+    with pytest.raises(ScenarioError) as info:
+        scenario_from_upload("one.yaml", b"num_nodes: 0\n")
+    assert [p[0] for p in info.value.problems] == ["num_nodes"]
+
+
 def test_upload_reads_yaml_json_and_a_preset():
     assert scenario_from_upload("a.YML", b"\xef\xbb\xbfnum_nodes: 7\n").num_nodes == 7
     assert scenario_from_upload("a.json", b'{"num_nodes": 9}').num_nodes == 9

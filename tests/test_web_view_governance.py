@@ -90,13 +90,13 @@ def test_governance_view(server, tmp_path):
         assert untimed(result(page)) == expected(values)
         bad = tmp_path / "bad.yaml"
         bad.write_text(yaml.safe_dump({"metric": "flops"}))
-        bad_upload_says_why(page, bad, "metric = 'flops': must be one of quality, local")
+        bad_upload_says_why(page, bad, "Metric [metric] = 'flops': must be one of quality, local")
 
         # an option the command refuses: named, the answer stays
         before = page.locator("[data-testid=result-json]").text_content()
         page.fill("[data-testid=precisions]", "fp12")
         page.wait_for_function(
-            "document.querySelector('[data-testid=errors]')?.textContent.includes('--precisions')",
+            "document.querySelector('[data-testid=errors]')?.textContent.includes(\"Precisions an actor may use = 'fp12'\")",
             timeout=30_000,
         )
         assert page.locator("[data-testid=result-json]").text_content() == before

@@ -67,7 +67,8 @@ def test_network_view(server, tmp_path):
         before = page.locator("[data-testid=result-json]").text_content()
         page.fill("[data-testid=ranks]", "0")
         page.wait_for_function(
-            "document.querySelector('[data-testid=errors]')?.textContent.includes('ranks')", timeout=10_000
+            "document.querySelector('[data-testid=errors]')?.textContent.includes('Ranks (GPUs) = 0')",
+            timeout=10_000,
         )
         assert page.locator("[data-testid=result-json]").text_content() == before
         page.fill("[data-testid=ranks]", "64")
@@ -95,7 +96,7 @@ def test_network_view(server, tmp_path):
         assert page.input_value("[data-testid=ranks]") == "16"
         bad = tmp_path / "bad.yaml"
         bad.write_text("ranks: many\n")
-        bad_upload_says_why(page, bad, "ranks = 'many': must be a number")
+        bad_upload_says_why(page, bad, "Ranks (GPUs) [ranks] = 'many': must be a number")
         unknown = tmp_path / "unknown.json"
         unknown.write_text('{"nodes": 3}')
         bad_upload_says_why(page, unknown, "not an input of this view")
@@ -103,7 +104,7 @@ def test_network_view(server, tmp_path):
         # a link that cannot be used: a notice naming the field, its default kept
         notice_page = context.new_page()
         shown = open_view(notice_page, server + "/network?ranks=abc&size_mb=10")
-        assert "ranks" in notice_page.text_content("[data-testid=link-error]")
+        assert "Ranks (GPUs) [ranks] = 'abc'" in notice_page.text_content("[data-testid=link-error]")
         assert shown["collective"]["ranks"] == 8 and shown["collective"]["size_bytes"] == 10e6
     assert hosts == {server.split("/")[2]}, f"the view reached beyond localhost: {hosts}"
     assert not errors, errors

@@ -127,7 +127,8 @@ def test_plan_view(server, tmp_path):
         before = page.locator("[data-testid=result-json]").text_content()
         upload(page, bad)
         page.wait_for_function(
-            "document.querySelector('[data-testid=errors]')?.textContent.includes('top')", timeout=10_000
+            "document.querySelector('[data-testid=errors]')?.textContent.includes('Layouts listed = 0')",
+            timeout=10_000,
         )
         assert page.locator("[data-testid=result-json]").text_content() == before
         listed = tmp_path / "list.yaml"
@@ -140,7 +141,7 @@ def test_plan_view(server, tmp_path):
         # a link that cannot be used: a notice naming the field, its default kept
         notice = context.new_page()
         shown = open_view(notice, server + "/plan?gbs=lots&nodes=2")
-        assert "gbs" in notice.text_content("[data-testid=link-error]")
+        assert "Global batch (sequences) [gbs] = 'lots'" in notice.text_content("[data-testid=link-error]")
         assert shown["layouts"][0]["layout"]["gbs"] == 512
     assert hosts == {server.split("/")[2]}, f"the view reached beyond localhost: {hosts}"
     assert not errors, errors

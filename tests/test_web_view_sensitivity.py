@@ -74,14 +74,17 @@ def test_sensitivity_view(server, tmp_path):
         assert shown == expected(values)
         assert [r["input"] for r in shown["indices"]] == ["mfu"]  # only the scenario's own distribution
         bad = tmp_path / "bad.yaml"
-        bad.write_text("base: 1.5\n")
-        bad_upload_says_why(page, bad, "base = 1.5: must be a whole number")
+        bad.write_text("base: 1.5\nseed: x\n")  # two bad fields: both said, by label and key
+        bad_upload_says_why(page, bad, "Base samples (N) [base] = 1.5: must be a whole number")
+        said = page.text_content("[data-testid=import-error]")
+        assert "Seed (sampling and bootstrap) [seed] = 'x': must be a number" in said
 
         # an input the analysis refuses: named, the answer stays
         before = page.locator("[data-testid=result-json]").text_content()
         page.fill("[data-testid=base]", "1")
         page.wait_for_function(
-            "document.querySelector('[data-testid=errors]')?.textContent.includes('--base')", timeout=30_000
+            "document.querySelector('[data-testid=errors]')?.textContent.includes('Base samples (N) = 1')",
+            timeout=30_000,
         )
         assert page.locator("[data-testid=result-json]").text_content() == before
     assert hosts == {server.split("/")[2]}, f"the view reached beyond localhost: {hosts}"

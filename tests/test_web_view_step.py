@@ -100,7 +100,8 @@ def test_step_view(server, tmp_path):
         before = page.locator("[data-testid=result-json]").text_content()
         page.fill("[data-testid=tp]", "3")
         page.wait_for_function(
-            "document.querySelector('[data-testid=errors]')?.textContent.includes('tp')", timeout=10_000
+            "document.querySelector('[data-testid=errors]')?.textContent.includes('Tensor parallel (TP) = 3')",
+            timeout=10_000,
         )
         assert page.locator("[data-testid=errors]").is_visible()
         assert page.locator("[data-testid=result-json]").text_content() == before
@@ -131,7 +132,7 @@ def test_step_view(server, tmp_path):
         assert page.input_value("[data-testid=nodes]") == "64"
         bad = tmp_path / "bad.yaml"
         bad.write_text("tp: many\n")
-        bad_upload_says_why(page, bad, "tp = 'many': must be a number")
+        bad_upload_says_why(page, bad, "Tensor parallel (TP) [tp] = 'many': must be a number")
         unknown = tmp_path / "unknown.json"
         unknown.write_text('{"size_mb": 3}')
         bad_upload_says_why(page, unknown, "not an input of this view")
@@ -148,7 +149,7 @@ def test_step_view(server, tmp_path):
         # a link that cannot be used: a notice naming the field, its default kept
         notice = context.new_page()
         shown = open_view(notice, server + "/step?tp=abc&nodes=4")
-        assert "tp" in notice.text_content("[data-testid=link-error]")
+        assert "Tensor parallel (TP) [tp] = 'abc'" in notice.text_content("[data-testid=link-error]")
         assert shown["step"]["layout"]["tp"] == 2 and shown["step"]["n_gpus"] == 32
     assert hosts == {server.split("/")[2]}, f"the view reached beyond localhost: {hosts}"
     assert not errors, errors

@@ -115,14 +115,18 @@ def test_target_view(server, tmp_path):
         assert untimed(result(page)) == expected(values)
         bad = tmp_path / "bad.yaml"
         bad.write_text("solve: weeks\n")
-        bad_upload_says_why(page, bad, "solve = 'weeks': must be one of")
+        bad_upload_says_why(
+            page, bad, "Question (blank: search for a target) [solve] = 'weeks': must be one of"
+        )
 
         # an input the command refuses: the error names it, the answer stays
         before = page.locator("[data-testid=result-json]").text_content()
         page.fill("[data-testid=days]", "30")
         page.wait_for_function(
-            "document.querySelector('[data-testid=errors]')?.textContent.includes('--days')", timeout=30_000
+            "document.querySelector('[data-testid=errors]')?.textContent.includes('Time limit (days; blank: 547.875) = 30')",
+            timeout=30_000,
         )
+        assert "--" not in page.text_content("[data-testid=errors]")  # the page's names, not the CLI's
         assert page.locator("[data-testid=result-json]").text_content() == before
     assert hosts == {server.split("/")[2]}, f"the view reached beyond localhost: {hosts}"
     assert not errors, errors

@@ -21,6 +21,7 @@ web/jobrun.py's; this module adds the form's fields and layout.
 from __future__ import annotations
 
 import math
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -137,16 +138,45 @@ def defaults(fields: tuple[Field, ...]) -> dict[str, Any]:
     return {f.name: ([] if f.kind == "lines" and f.default is None else f.default) for f in fields}
 
 
+FLAG = re.compile(r"--[a-z][a-z0-9-]*")
+
+
+def page_names(fields: tuple[Field, ...], exc: ScenarioError, keys: bool = False) -> ScenarioError:
+    """`exc` with every field named as the page labels it: a problem's field given by its input name
+    (`base`), its CLI option (`--base`) or both of a pair (`bandwidth_gbs/latency_us`), and a CLI
+    option in a message, become the input's label ("Base samples (N)"). With `keys`, the label is
+    followed by the name the share link or an inputs file writes (`Base samples (N) [base]`). Other
+    names (a scenario field in a `name=value` line, a file) are left as they are."""
+    by_key: dict[str, Field] = {}
+    for f in fields:
+        for key in (f.name, f.option):
+            by_key.setdefault(key, f)
+
+    def label(key: str) -> str:
+        f = by_key[key]
+        return f"{f.label} [{f.name}]" if keys else f.label
+
+    def named(field: str) -> str:
+        parts = str(field).split("/")
+        return " / ".join(label(p) for p in parts) if all(p in by_key for p in parts) else str(field)
+
+    def said(message: str) -> str:
+        return FLAG.sub(lambda m: f"“{by_key[m[0]].label}”" if m[0] in by_key else m[0], str(message))
+
+    return ScenarioError([(named(f), v, said(m)) for f, v, m in exc.problems])
+
+
 def from_query(fields: tuple[Field, ...], query: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
     """The inputs a share link gives (keys the view does not have, such as other views' shared keys,
-    are left alone) and the problems of the values it could not use (their defaults kept)."""
+    are left alone) and the problems of the values it could not use (their defaults kept), each named
+    by its label and its key in the link."""
     values, problems = defaults(fields), []
     for f in fields:
         if f.name in query:
             try:
                 values[f.name] = f.parse(query[f.name])
             except ScenarioError as exc:
-                problems += [format_problem(*p) for p in exc.problems]
+                problems += [format_problem(*p) for p in page_names(fields, exc, keys=True).problems]
     return values, problems
 
 
@@ -166,17 +196,15 @@ def argv(fields: tuple[Field, ...], values: dict[str, Any]) -> list[str]:
 
 
 def from_mapping(fields: tuple[Field, ...], data: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
-    """An inputs file's mapping (input name: value) over `current`, or a ScenarioError naming each
-    input it does not have and each value it cannot use."""
+    """An inputs file's mapping (input name: value) over `current`, or a ScenarioError naming every
+    input it does not have and every value it cannot use, in the file's order."""
     by_name = {f.name: f for f in fields}
-    unknown = [k for k in data if k not in by_name]
-    if unknown:
-        allowed = ", ".join(by_name)
-        raise ScenarioError(
-            [(str(k), data[k], f"is not an input of this view; allowed: {allowed}") for k in unknown]
-        )
+    allowed = ", ".join(by_name)
     values, problems = dict(current), []
     for k, v in data.items():
+        if k not in by_name:
+            problems.append((str(k), v, f"is not an input of this view; allowed: {allowed}"))
+            continue
         try:
             values[k] = by_name[k].parse(v)
         except ScenarioError as exc:
@@ -264,14 +292,14 @@ class FormView:
                 args=lambda: (dict(self.values),),
                 kwargs=lambda values: {"module": self.module, "values": values, "counted": self.progress},
                 show=self.show,
-                fail=self.errors.show,
+                fail=self.show_error,
                 progress=self.job_progress,
                 client=ui.context.client,
                 inline=self.inline,
             )
         else:
             self.latest = Latest(
-                self._work, lambda: (dict(self.values),), self.show, self.errors.show, self.busy
+                self._work, lambda: (dict(self.values),), self.show, self.show_error, self.busy
             )
         self.ui.timer(0.0, self.refresh, once=True)
         return self
@@ -308,7 +336,7 @@ class FormView:
         try:
             value = f.parse(raw)
         except ScenarioError as exc:
-            self.errors.show(exc)
+            self.show_error(exc)
             return
         self.values[f.name] = value
         await self.refresh()
@@ -327,6 +355,11 @@ class FormView:
         finally:
             self.loading = False
         await self.refresh()
+
+    def show_error(self, exc: ScenarioError | str) -> None:
+        """The problems in the error card, each input named by its label (the CLI's and the API's
+        names stay theirs)."""
+        self.errors.show(exc if isinstance(exc, str) else page_names(self.fields, exc))
 
     # --- computing ------------------------------------------------------------------------------------
 
@@ -359,8 +392,12 @@ class FormView:
 
     def import_inputs(self, data: dict[str, Any]) -> None:
         """Take an uploaded inputs file's mapping (a ScenarioError, naming the inputs it cannot use,
-        leaves the inputs as they were); the inputs are shown and computed once the import is said."""
-        values = from_mapping(self.fields, data, self.values)
+        leaves the inputs as they were, each named by its label and its key in the file); the inputs are
+        shown and computed once the import is said."""
+        try:
+            values = from_mapping(self.fields, data, self.values)
+        except ScenarioError as exc:
+            raise page_names(self.fields, exc, keys=True) from None
         self.ui.timer(0.0, lambda: self.set_values(values), once=True)
 
 

@@ -91,10 +91,15 @@ BIG_OUTPUTS = (
 
 
 def scenario_from_data(data: dict[str, Any]) -> Scenario:
-    """A scenario file's mapping (its fields, a `preset` key allowed) as a Scenario."""
-    data = dict(data)
-    preset = data.pop("preset", None)
-    return load_scenario(preset=preset, layers=[data])  # node_groups: the Node groups card shows them
+    """A scenario file's mapping (its fields, a `preset` key allowed) as a Scenario, or a ScenarioError
+    with every problem the file holds (viewkit.every_problem)."""
+
+    def load(fields: dict[str, Any]) -> Scenario:
+        fields = dict(fields)
+        preset = fields.pop("preset", None)
+        return load_scenario(preset=preset, layers=[fields])  # node_groups: the Node groups card shows them
+
+    return viewkit.every_problem(load, data)
 
 
 @dataclass

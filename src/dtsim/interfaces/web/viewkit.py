@@ -59,6 +59,37 @@ def read_upload(
     return data
 
 
+def top_key(field: str) -> str:
+    """The key of a file's mapping a problem's field names: `node_groups[0].count` → `node_groups`."""
+    return str(field).split(".")[0].split("[")[0]
+
+
+def every_problem(load: Callable[[dict[str, Any]], Any], data: dict[str, Any]) -> Any:
+    """`load(data)`, or a ScenarioError with every problem of the file found, not only those of the
+    first check that refused it (a reader stops at its first stage: the unknown keys before the
+    values, a value's range before the fields that depend on it). After a refusal the keys its
+    problems name are left out and the rest is read again, until it reads or no key is named; a
+    later round adds only problems of keys still in the file (not the leaving out's consequences)."""
+    problems: list[tuple[str, Any, str]] = []
+    rest = dict(data)
+    while True:
+        try:
+            out = load(rest)
+        except ScenarioError as exc:
+            found = [p for p in exc.problems if p not in problems]
+            if problems:  # a later round: what the file itself holds
+                found = [p for p in found if top_key(p[0]) in rest]
+            problems += found
+            named = {top_key(f) for f, _v, _m in exc.problems} & set(rest)
+            if not named or not found:
+                raise ScenarioError(problems) from None
+            rest = {k: v for k, v in rest.items() if k not in named}
+            continue
+        if problems:
+            raise ScenarioError(problems)
+        return out
+
+
 def rejected_text(entries: Any, kind: str = "inputs") -> str:
     """Why the browser refused files before sending them (Quasar's `rejected` event, as ShareCard's
     handler passes it: a list of {name, size, why}): each file's name and the limit it broke."""

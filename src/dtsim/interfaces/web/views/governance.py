@@ -32,7 +32,7 @@ FIELDS = (
         "compute_cap", "Compute caps per node (H100-equivalents, or none)", "text", "16,8,4,2,1", blank="none"
     ),
     Field("memory_cap", "Memory caps per node (GB, or none)", "text", "2048,1280,1024,512,256", blank="none"),
-    Field("base_compute_cap", "Compute cap beside the memory caps", "number", 16.0),
+    Field("base_compute_cap", "Compute cap beside the memory caps (H100-equivalents)", "number", 16.0),
     Field("targets", "Compute targets (FLOP)", "text", "1e24,1e25,1e26"),
     Field(
         "metric",
@@ -52,7 +52,7 @@ FIELDS = (
         tip="Accelerator ids of catalog/gpus.yaml, e.g. h100-sxm.",
     ),
     Field("precisions", "Precisions an actor may use", "text", "fp16,fp8"),
-    Field("max_nodes", "Largest node count searched", "int", 100_000),
+    Field("max_nodes", "Largest node count searched (nodes)", "int", 100_000),
 )
 
 

@@ -33,7 +33,13 @@ FIELDS = (
         tip="A field's value or its distribution, e.g. mfu=0.3..0.5 (dtsim sensitivity --set).",
     ),
     Field("output", "Output to explain", "select", "wall_clock_days"),
-    Field("base", "Saltelli base samples N (runs: N·(inputs+2))", "int", DEFAULT_BASE),
+    Field(
+        "base",
+        "Base samples (N)",
+        "int",
+        DEFAULT_BASE,
+        tip="Saltelli base samples: N·(inputs + 2) runs; 2 to 1,024 here.",
+    ),
     Field("seed", "Seed (sampling and bootstrap)", "int", 1, optional=True),
     Field(
         "fixed_assumptions",
@@ -60,19 +66,23 @@ def compute(v: dict[str, Any], progress: Any = None) -> dict[str, Any]:
     from dtsim.analysis.uncertainty import load_uncertain_scenario
     from dtsim.interfaces.api.app import MAX_SENSITIVITY_BASE  # the API's bound: one home
 
-    scenario, dists = load_uncertain_scenario(
-        None, v.get("preset"), v.get("set") or [], fixed_assumptions=v["fixed_assumptions"]
-    )
+    problems = []
     if not 2 <= v["base"] <= MAX_SENSITIVITY_BASE:  # the API's bound: the page runs in the server too
-        raise ScenarioError(
-            [
-                (
-                    "--base",
-                    v["base"],
-                    f"must be between 2 and {MAX_SENSITIVITY_BASE:,} (as POST /api/sensitivity)",
-                )
-            ]
+        problems.append(
+            (
+                "--base",
+                v["base"],
+                f"must be between 2 and {MAX_SENSITIVITY_BASE:,} (as POST /api/sensitivity)",
+            )
         )
+    try:  # the scenario's problems said with N's, not after it is mended
+        scenario, dists = load_uncertain_scenario(
+            None, v.get("preset"), v.get("set") or [], fixed_assumptions=v["fixed_assumptions"]
+        )
+    except ScenarioError as exc:
+        raise ScenarioError(problems + exc.problems) from None
+    if problems:
+        raise ScenarioError(problems)
     return sensitivity(scenario, dists, v["output"], v["base"], v.get("seed"), progress=progress).as_dict()
 
 

@@ -34,19 +34,19 @@ MODEL_FIELDS = (
     Field("ffn", "FFN size", "int", None, optional=True),
     Field("ffn_type", "FFN type", "select", None, options=("gelu", "swiglu"), optional=True),
     Field("vocab", "Vocabulary", "int", None, optional=True),
-    Field("seq_len", "Sequence length", "int", None, optional=True),
+    Field("seq_len", "Sequence length (tokens)", "int", None, optional=True),
 )
 SHAPE = tuple(f.name for f in MODEL_FIELDS[1:])
 CLUSTER_FIELDS = (
     Field("gpu", "GPU (blank: the fabric's, else a100-80gb)", "select", None, optional=True),
-    Field("nodes", "Nodes", "int", 2),
+    Field("nodes", "Nodes (count)", "int", 2),
     Field("gpus_per_node", "GPUs per node (blank: the fabric's, else 8)", "int", None, optional=True),
     Field("fabric", "Cluster fabric preset", "select", None, optional=True),
     Field("nics_per_node", "NICs per node", "int", None, optional=True),
     Field("nic_gbps", "NIC line rate (Gb/s)", "number", None, optional=True, tip="200 = HDR, 400 = NDR"),
     Field("nvlink_gbps", "NVLink per GPU, one way (Gb/s)", "number", None, optional=True),
     Field("nvlink_domain", "NVLink domain (GPUs)", "int", None, optional=True),
-    Field("oversubscription", "Oversubscription above the leaves", "number", None, optional=True),
+    Field("oversubscription", "Oversubscription above the leaves (ratio)", "number", None, optional=True),
     Field("torus", "TPU slice (e.g. 4x4x4; TPU GPUs)", "text", None, optional=True),
 )
 CLUSTER = tuple(f.name for f in CLUSTER_FIELDS)
@@ -70,12 +70,12 @@ LAYOUT_FIELDS = (
     Field("attention_kernel", "Attention kernel (blank: flash2)", "select", None, options=(), optional=True),
     Field("fp32_params", "FP32 parameters only (FSDP/JAX)", "switch", False),
     Field("moe_capacity_factor", "MoE capacity factor (blank: dropless)", "number", None, optional=True),
-    Field("moe_imbalance", "MoE busiest-rank load / mean", "number", 1.0),
+    Field("moe_imbalance", "MoE busiest-rank load / mean (ratio)", "number", 1.0),
 )
 RUN_FIELDS = (
     Field("precision", "Precision", "select", "bf16", options=("bf16", "fp16", "fp8")),
-    Field("tokens", "Training tokens (days, cost, energy)", "number", None, optional=True),
-    Field("usd_per_gpu_hour", "Rental $ per GPU-hour", "number", None, optional=True),
+    Field("tokens", "Training tokens (count; for days, cost, energy)", "number", None, optional=True),
+    Field("usd_per_gpu_hour", "Rental price (USD per GPU-hour)", "number", None, optional=True),
 )
 # the trace's categories (iteration_events) in drawing order, with their colours
 CATEGORIES = {

@@ -78,7 +78,7 @@ QUESTION_FIELDS = (
         False,
         tip="The target on the fewest nodes of the node preset chosen above.",
     ),
-    Field("max_nodes", "Largest node count", "int", None, optional=True),
+    Field("max_nodes", "Largest node count (nodes)", "int", None, optional=True),
 )
 
 
