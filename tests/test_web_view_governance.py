@@ -132,7 +132,7 @@ def api(server: str, method: str, path: str, body: dict | None = None) -> tuple[
         return exc.code, json.loads(exc.read())
 
 
-def final_state(server: str, job_id: str, timeout: float = 20.0) -> dict:
+def final_state(server: str, job_id: str, timeout: float = 30.0) -> dict:
     import time
 
     deadline = time.monotonic() + timeout
@@ -159,6 +159,18 @@ def test_governance_runs_as_a_cancellable_job(server):
         job = final_state(server, seen["ids"][0])
         assert job["state"] == "done" and job["kind"] == "governance" and untimed(job["result"]) == shown
         assert not page.locator("[data-testid=job-progress]").is_visible()
+
+        # a dropped connection cancels the job too; once the tab is back, its inputs are computed again
+        before = page.locator("[data-testid=result-json]").text_content()
+        page.fill("[data-testid=targets]", "1e24")
+        page.wait_for_function(f"window.__dt_job.ids.length === 2 && {RUNNING}", timeout=30_000)
+        dropped = page.evaluate("window.__dt_job.ids[1]")
+        page.evaluate("window.socket.io.engine.close()")  # the connection drops; socket.io reconnects
+        assert final_state(server, dropped)["state"] == "cancelled"
+        wait_changed(page, before)
+        values["targets"] = "1e24"
+        assert untimed(result(page)) == expected(values)
+        assert len(page.evaluate("window.__dt_job.ids")) == 3
 
         # a newer input cancels the running job; the answer is the newer inputs'
         other = context.new_page()
@@ -200,7 +212,8 @@ def test_governance_runs_as_a_cancellable_job(server):
         finally:
             for job_id in held:
                 api(server, "DELETE", f"/api/jobs/{job_id}")
-        assert all(final_state(server, j)["state"] == "cancelled" for j in held)
+        ended = [final_state(server, j) for j in held]
+        assert all(j["state"] == "cancelled" for j in ended), ended
         before = page.locator("[data-testid=result-json]").text_content()
         page.fill("[data-testid=days]", "366")
         wait_changed(page, before)

@@ -152,8 +152,14 @@ class JobLatest:
             self.cancel()
 
     async def reconnected(self) -> None:
-        if self.lost and not self.running:
-            self.lost = False
+        """The tab is back (a dropped connection): the inputs its cancelled job had are computed again,
+        once that job has stopped."""
+        if not self.lost:
+            return
+        self.lost = False
+        if self.running:
+            self.pending = True
+        else:
             await self()
 
     async def __call__(self) -> None:
