@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from dtsim import catalog
 from dtsim.assumptions import Assumptions
+from dtsim.errors import ScenarioError
 from dtsim.interfaces.cli.main import app as cli
 from dtsim.interfaces.web.fields import parse_query
 from dtsim.interfaces.web.groups_card import (
@@ -21,10 +22,12 @@ from dtsim.interfaces.web.groups_card import (
     groups_summary,
     leave_to_model,
     link_notice,
+    measured_rtt,
     query_pairs,
     region_rows,
     region_rtt_ms,
     scenario_groups,
+    with_rtt,
 )
 from dtsim.interfaces.web.uncertainty_band import SAMPLES, SEED, band_text, headline_bands
 from dtsim.models.decentralized.engine import simulate
@@ -213,3 +216,25 @@ def test_band_draws_once_after_the_current_run_for_a_burst(monkeypatch):
     assert json.loads(band.json.text)["wall_clock_days"] == {"p10": 10.0, "p90": 20.0}
     assert band.labels["wall_clock_days"].text == band_text({"p10": 10.0, "p90": 20.0})
     assert band.status.text == f"{SAMPLES} draws, seed {SEED}"
+
+
+def test_an_rtt_cell_sets_the_pair_and_the_scenario_checks_it():
+    """The regions table's cells edit region_rtt_ms: one entry per pair (the reverse dropped, so the
+    two orders never contradict), blank back to the estimate; a bad value is the scenario's error,
+    naming region_rtt_ms.a.b and the value, as the CLI's reader says it."""
+    rtt = {"eu-central": {"us-east": 70, "asia-east": 200}}
+    got = with_rtt(rtt, "us-east", "eu-central", 95.0)
+    assert got == {"eu-central": {"asia-east": 200}, "us-east": {"eu-central": 95}}
+    assert rtt == {"eu-central": {"us-east": 70, "asia-east": 200}}  # not changed
+    assert measured_rtt("eu-central", "us-east", got) == measured_rtt("us-east", "eu-central", got) == 95
+    assert with_rtt(got, "eu-central", "us-east", 80.5) == {"eu-central": {"asia-east": 200, "us-east": 80.5}}
+    assert with_rtt(got, "eu-central", "us-east", None) == {"eu-central": {"asia-east": 200}}
+    assert with_rtt({"a": {"b": 1}}, "b", "a", "") is None
+    groups = [{"count": 6, "region": "us-east"}, {"count": 4, "region": "eu-central"}]
+    fields = {"node_groups": groups, "region_rtt_ms": with_rtt(None, "us-east", "eu-central", 95.0)}
+    s = load_scenario(layers=[fields])
+    row = {r["region"]: r for r in region_rows(s)}
+    assert row["us-east"]["rtt_eu-central"] == row["eu-central"]["rtt_us-east"] == "95.0"
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(layers=[fields | {"region_rtt_ms": with_rtt(None, "us-east", "eu-central", -5.0)}])
+    assert info.value.problems[0][:2] == ("region_rtt_ms.us-east.eu-central", -5)

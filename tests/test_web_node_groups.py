@@ -3,7 +3,9 @@ through Playwright, against a `dtsim serve` subprocess).
 
 Adds two groups in two regions and sees the numbers equal `dtsim simulate --json` for the same scenario
 file, the limiting group and the regions' RTTs shown; follows the share link and sees the same groups and
-numbers; uploads a YAML with node_groups; a group of 0 nodes shows an error naming node_groups[0].count;
+numbers; uploads a YAML with node_groups; types a measured RTT in the regions table (both orders shown,
+the numbers the CLI's for the exported file, a bad value named as region_rtt_ms.a.b = value); a group of
+0 nodes shows an error naming node_groups[0].count;
 the uncertainty switch shows P10/P90 equal to `simulate --uncertainty 64 --seed 1 --json`. Measures the
 time from a group's input change to the numbers updating (reported; see the assertion's comment).
 """
@@ -164,6 +166,33 @@ def test_node_groups_and_uncertainty_in_the_browser(server, tmp_path):
         assert result_json(page) == cli_json(uploaded)
         assert page.input_value("[data-testid=group-2-latency_ms]") == "180"
         assert not page.locator("[data-testid=import-error]").is_visible()
+
+        # a measured RTT typed in the regions table: the pair in both orders, the numbers the CLI's for
+        # the exported scenario; a bad value names the field and the value
+        cell, mirror = (
+            "[data-testid=rtt-us-east-eu-central]",
+            "[data-testid=rtt-eu-central-us-east]",
+        )
+        assert page.input_value(cell) == "" and "≈" in (page.get_attribute(cell, "placeholder") or "")
+        before = page.text_content("[data-testid=result-json]")
+        page.fill(cell, "95")
+        wait_changed(page, before)
+        page.wait_for_function(f"document.querySelector({json.dumps(mirror)})?.value === '95'")
+        with page.expect_download() as download:
+            page.get_by_role("button", name="Scenario YAML").click()
+        exported = tmp_path / "exported.yaml"
+        exported.write_text(Path(download.value.path()).read_text())
+        assert yaml.safe_load(exported.read_text())["region_rtt_ms"] == {"us-east": {"eu-central": 95}}
+        measured = cli_json(exported)
+        assert result_json(page) == measured != cli_json(uploaded)
+        page.fill(mirror, "-5")
+        page.wait_for_function(
+            "document.querySelector('[data-testid=errors]')?.textContent.includes("
+            "'region_rtt_ms.eu-central.us-east = -5')"
+        )
+        assert result_json(page) == measured  # the last good scenario's numbers are kept
+        page.fill(mirror, "95")
+        page.wait_for_function("!document.querySelector('[data-testid=errors]')?.checkVisibility()")
 
         # a group of 0 nodes: an error naming node_groups[0].count, the numbers kept
         kept = page.text_content("[data-testid=result-json]")

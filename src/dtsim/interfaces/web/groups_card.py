@@ -4,8 +4,10 @@ with the round-trip times between them, and what the result says about the group
 whether the regions became a hierarchy).
 
 The card holds the groups as the scenario file gives them (only the fields a row sets), so the export, the
-share link and the CLI read the same `node_groups`; an empty table is the homogeneous scenario. A
-`region_rtt_ms` table from an imported file or a link is kept and shown (it is not edited here).
+share link and the CLI read the same `node_groups`; an empty table is the homogeneous scenario. The
+regions table edits `region_rtt_ms`: a cell between two regions is their measured round trip (both
+orders: one entry), a blank cell the estimate (shown as its placeholder); the scenario's own validation
+(the CLI's) says what is wrong with a value, naming region_rtt_ms.a.b.
 The RTTs shown are the model's: a measured `region_rtt_ms` pair, else physics/wan.py's geographic estimate
 (great-circle distance × route inflation at the speed of light in fiber, Bozkurt et al. 2018), with
 `intra_region_rtt_ms` inside one region — the functions models/decentralized/groups.py calls.
@@ -116,6 +118,30 @@ def region_rtt_ms(a: str, b: str, rtt: dict[str, Any] | None, asm: Assumptions) 
     return float(wan.geographic_rtt_s(wan.great_circle_m(ra.lat, ra.lon, rb.lat, rb.lon), asm)) * 1e3
 
 
+def with_rtt(rtt: dict[str, Any] | None, a: str, b: str, ms: Any) -> dict[str, Any] | None:
+    """`rtt` (a region_rtt_ms mapping, not changed) with the round trip between regions a and b set
+    to `ms` for both orders: one entry a → b, the reverse entry dropped (the model reads either
+    order). None or '' drops the pair (back to the geographic estimate). The value is not checked
+    here: the scenario's validation names region_rtt_ms.a.b and the value when it is refused."""
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in (rtt or {}).items()}
+    for x, y in ((a, b), (b, a)):
+        if isinstance(out.get(x), dict):
+            out[x].pop(y, None)
+    if ms is not None and ms != "":
+        row = out.get(a) if isinstance(out.get(a), dict) else {}
+        out[a] = {**row, b: int(ms) if isinstance(ms, float) and ms.is_integer() else ms}
+    return {k: v for k, v in out.items() if v} or None
+
+
+def measured_rtt(a: str, b: str, rtt: dict[str, Any] | None) -> float | None:
+    """The measured round trip between two regions in `rtt` (either order), else None."""
+    for x, y in ((a, b), (b, a)):
+        row = (rtt or {}).get(x)
+        if isinstance(row, dict) and y in row:
+            return row[y]
+    return None
+
+
 def region_rows(s: Scenario) -> list[dict[str, Any]]:
     """One row per region the groups use: its name, its groups (1-based, as the table numbers them),
     its nodes and the RTT to each other used region."""
@@ -160,6 +186,10 @@ class GroupsCard:
         self.on_change = on_change
         self.groups: list[dict[str, Any]] = []
         self.rtt: dict[str, Any] | None = None
+        self.shown_regions: list[str] | None = None  # the regions table's regions, as drawn
+        self.region_labels: dict[tuple[str, str], Any] = {}  # (region, column) → label
+        self.rtt_cells: dict[tuple[str, str], Any] = {}  # (a, b) → number input, a != b
+        self.filling = False  # set while the table shows the scenario's values (no on_change)
         nodes = {k: k for k in catalog.nodes()}
         gpus = {k: k for k in catalog.gpus()}
         self.choices = {"node": nodes, "gpu": gpus, "region": {k: k for k in catalog.regions()}}
@@ -200,6 +230,21 @@ class GroupsCard:
         if not self.groups:
             self.rtt = None  # measured RTTs apply to groups' regions only
         self._rows()
+        self.on_change()
+
+    def edit_rtt(self, a: str, b: str, value: Any) -> None:
+        """A cell of the regions table: the measured round trip between a and b (both orders), blank
+        for the estimate; the other order's cell shows it at once."""
+        if self.filling:
+            return
+        self.rtt = with_rtt(self.rtt, a, b, value)
+        other = self.rtt_cells.get((b, a))
+        if other is not None and other.value != value:
+            self.filling = True
+            try:
+                other.value = value
+            finally:
+                self.filling = False
         self.on_change()
 
     def edit(self, i: int, key: str, value: Any) -> None:
@@ -250,26 +295,82 @@ class GroupsCard:
         w.classes("w-full")
 
     def show(self, scenario: Scenario | None, result_data: dict[str, Any] | None) -> None:
-        """The regions table and the groups' summary for the computed scenario."""
-        ui = self.ui
+        """The regions table and the groups' summary for the computed scenario. The table is drawn again
+        only when its regions change (a cell being typed in keeps its focus); otherwise its values are
+        filled in."""
         self.summary.text = groups_summary(result_data or {})
+        rows = region_rows(scenario) if scenario is not None and scenario.node_groups else []
+        used = [r["region"] for r in rows]
+        if used != self.shown_regions:
+            self._draw_regions(rows)
+        if rows and scenario is not None:
+            self._fill_regions(rows, scenario)
+
+    def _draw_regions(self, rows: list[dict[str, Any]]) -> None:
+        ui = self.ui
         self.regions_box.clear()
-        if scenario is None or not scenario.node_groups:
-            return
-        rows = region_rows(scenario)
+        self.region_labels, self.rtt_cells = {}, {}
+        self.shown_regions = [r["region"] for r in rows]
         if not rows:
             return
+        used = self.shown_regions
         with self.regions_box:
             ui.label("Regions and round-trip times (ms)").classes("text-caption text-weight-bold")
+            ui.label(
+                "Type a measured RTT in a cell (it sets both directions: region_rtt_ms); a blank cell "
+                "takes the geographic estimate shown in it, the diagonal intra_region_rtt_ms."
+            ).classes("text-caption text-grey-8")
             ui.label(", ".join(f"{r['region']}: {r['name']}" for r in rows)).classes(
                 "text-caption text-grey-8"
             )
-            columns = [
-                {"name": c, "label": c, "field": c, "align": "left"} for c in ("region", "groups", "nodes")
-            ] + [
-                {"name": f"rtt_{r['region']}", "label": f"→ {r['region']}", "field": f"rtt_{r['region']}"}
-                for r in rows
-            ]
-            ui.table(columns=columns, rows=rows, row_key="region").props(
-                "dense flat data-testid=groups-regions-table"
-            ).classes("w-full").style("overflow-x: auto")
+            with (
+                ui.grid(columns=3 + len(used))
+                .classes("w-full gap-x-2 gap-y-0 items-center")
+                .style("overflow-x: auto")
+                .props("data-testid=groups-regions-table")
+            ):
+                for head in ("region", "groups", "nodes", *(f"→ {r}" for r in used)):
+                    ui.label(head).classes("text-caption text-weight-bold")
+                for a in used:
+                    ui.label(a).classes("text-body2")
+                    for col in ("groups", "nodes"):
+                        self.region_labels[(a, col)] = ui.label().classes("text-body2")
+                    for b in used:
+                        if a == b:
+                            self.region_labels[(a, a)] = (
+                                ui.label()
+                                .classes("dt-v text-body2 text-grey-8")
+                                .props(f"data-testid=rtt-{a}-{b}")
+                            )
+                            continue
+                        self.rtt_cells[(a, b)] = (
+                            ui.number(on_change=lambda e, a=a, b=b: self.edit_rtt(a, b, e.value))
+                            .props(f"dense data-testid=rtt-{a}-{b}")
+                            .classes("w-full")
+                        )
+
+    def _fill_regions(self, rows: list[dict[str, Any]], scenario: Scenario) -> None:
+        asm = Assumptions(scenario.assumptions)
+        self.filling = True
+        try:
+            for row in rows:
+                a = row["region"]
+                for col in ("groups", "nodes"):
+                    self.region_labels[(a, col)].text = str(row[col])
+                self.region_labels[(a, a)].text = row[f"rtt_{a}"]
+                for b in self.shown_regions or ():
+                    cell = self.rtt_cells.get((a, b))
+                    if cell is None:
+                        continue
+                    measured = measured_rtt(a, b, scenario.region_rtt_ms)
+                    estimate = region_rtt_ms(a, b, None, asm)
+                    hint = "no estimate: give one" if estimate is None else f"≈ {estimate:.1f}"
+                    cell.props(f'placeholder="{hint}" data-ms={row[f"rtt_{b}"]}')
+                    if measured is None and cell.value is not None:
+                        cell.value = None
+                    elif measured is not None and (
+                        cell.value is None or float(cell.value) != float(measured)
+                    ):
+                        cell.value = measured
+        finally:
+            self.filling = False
