@@ -59,3 +59,23 @@ def test_a_very_short_run_does_not_read_zero_days():
     assert "0.0 days" not in summary_text(r)
     assert fmt_days(r.wall_clock_days) == days_text(r.wall_clock_days) != "0.0 days"
     assert fmt_days(r.wall_clock_days).split()[1] in ("h", "min", "s", "ms")
+
+
+def test_the_sweep_chart_draws_a_short_run_in_its_own_unit():
+    """The sweep chart's axis and tooltip showed days: a run of minutes read 0.003 days."""
+    from dtsim.interfaces.web.charts import sweep_chart, time_unit
+
+    assert time_unit([400.0, 2.0, None]) == ("days", 1.0)
+    assert time_unit([1.5, float("nan")]) == ("hours", 24.0)
+    assert time_unit([0.01]) == ("minutes", 1440.0)
+    assert time_unit([1e-4, 0.0]) == ("seconds", 86400.0)
+    assert time_unit([None, 0.0]) == ("days", 1.0)
+    chart = sweep_chart("num_nodes", [1e6, 1e7], [0.02, 0.003], [0.4, 0.4], 1e7)
+    line = chart["series"][0]
+    assert line["name"] == "wall-clock minutes" and chart["yAxis"][0]["name"] == "minutes"
+    assert line["data"] == [[1e6, pytest.approx(28.8)], [1e7, pytest.approx(4.32)]]
+    assert "wall-clock minutes" in chart["legend"]["data"]
+    assert sweep_chart("num_nodes", [1, 2], [30.0, 3.0], [0.4, 0.4], 1)["series"][0]["data"] == [
+        [1, 30.0],
+        [2, 3.0],
+    ]

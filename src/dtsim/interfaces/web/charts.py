@@ -85,6 +85,20 @@ def breakdown_chart(r: Result | None) -> dict[str, Any]:
     )
 
 
+def time_unit(days: list[float | None]) -> tuple[str, float]:
+    """The unit the sweep chart draws its times in and how many of it make a day: days when the
+    longest time is two days or more, else hours, minutes or seconds (formats.duration's thresholds),
+    so a short run's curve reads in its own unit (a 10-million-node run: minutes, not 0.003 days)."""
+    top = max((d for d in days if d is not None and d == d and d > 0), default=None)
+    if top is None or top >= 2:
+        return "days", 1.0
+    if top >= 2 / 24:
+        return "hours", 24.0
+    if top >= 2 / 1440:
+        return "minutes", 1440.0
+    return "seconds", 86400.0
+
+
 def sweep_chart(
     field_name: str,
     values: list[float],
@@ -92,7 +106,10 @@ def sweep_chart(
     mfu: list[float | None],
     current: float | None,
 ) -> dict[str, Any]:
-    """Wall-clock days (log axis) and global MFU over one field's range, the current value marked."""
+    """Wall-clock time (log axis, in `time_unit`'s unit) and global MFU over one field's range, the current
+    value marked."""
+    unit, per_day = time_unit(days)
+    times = [None if y is None else y * per_day for y in days]
     log_x = field_name not in ("mfu", "latency_ms") or (
         values and min(values) > 0 and max(values) / min(values) > 20
     )
@@ -100,7 +117,7 @@ def sweep_chart(
         {
             "animation": False,
             "tooltip": {"trigger": "axis"},
-            "legend": {"bottom": 0, "data": ["wall-clock days", "global MFU"]},
+            "legend": {"bottom": 0, "data": [f"wall-clock {unit}", "global MFU"]},
             "grid": {"left": 60, "right": 60, "top": 20, "bottom": 60},
             "xAxis": {
                 "type": "log" if log_x else "value",
@@ -109,16 +126,16 @@ def sweep_chart(
                 "nameGap": 26,
             },
             "yAxis": [
-                {"type": "log", "name": "days"},
+                {"type": "log", "name": unit},
                 {"type": "value", "name": "MFU %", "min": 0},
             ],
             "series": [
                 {
-                    "name": "wall-clock days",
+                    "name": f"wall-clock {unit}",
                     "type": "line",
                     "showSymbol": False,
                     "color": "#1565c0",
-                    "data": [[x, y] for x, y in zip(values, days, strict=True) if y is not None and y > 0],
+                    "data": [[x, y] for x, y in zip(values, times, strict=True) if y is not None and y > 0],
                     "markLine": {
                         "symbol": "none",
                         "label": {"formatter": "current"},
