@@ -76,9 +76,11 @@ class JobProgress:
             )
         self.box.visible = False
         self.started = 0.0
+        self.shown: tuple[float, str] | None = None  # the (fraction, state) the bar shows
 
     def start(self) -> None:
         self.started = time.perf_counter()
+        self.shown = None
         self.label.text = "computing…"
         self.bar.props("indeterminate data-fraction=0 data-state=starting")
         self.bar.props(remove="data-job")
@@ -92,17 +94,19 @@ class JobProgress:
         f, state, eta = float(rec["progress"]), rec["state"], rec.get("eta_s")
         elapsed = time.perf_counter() - self.started
         if state == "queued":
-            text = f"queued behind other jobs… {elapsed:.0f} s"
+            text = f"queued, waiting for a worker… {elapsed:.0f} s"
         elif state == "running" and f > 0:
             left = "" if eta is None else f", about {eta:.0f} s left"
             text = f"computing… {f:.0%} done{left}"
         else:
             text = f"computing… {elapsed:.0f} s"
-        self.label.text = text
-        self.bar.value = f
-        if f > 0:
-            self.bar.props(remove="indeterminate")
-        self.bar.props(f"data-fraction={f:g} data-state={state}")
+        self.label.text = text  # sent to the browser only when it changed
+        if (f, state) != self.shown:  # the bar's props: likewise
+            self.shown = (f, state)
+            self.bar.value = f
+            if f > 0:
+                self.bar.props(remove="indeterminate")
+            self.bar.props(f"data-fraction={f:g} data-state={state}")
 
     def stop(self) -> None:
         self.box.visible = False
