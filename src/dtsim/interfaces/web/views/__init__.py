@@ -57,6 +57,7 @@ NAV_MEMORY = """<script>
     const params = new URLSearchParams(last);
     for (const [k, v] of url.searchParams) params.set(k, v);
     const query = params.toString();
+    if (query.length > MAX_QUERY_BYTES) return;  // a link the server would refuse: the shared keys only
     a.setAttribute("href", url.pathname + (query ? "?" + query : ""));
   }, true);
 })();
@@ -86,7 +87,9 @@ class Shell:
 
     def build(self) -> Shell:
         ui = self.ui
-        ui.add_head_html(NAV_MEMORY)
+        from dtsim.interfaces.api.app import MAX_QUERY_BYTES
+
+        ui.add_head_html(NAV_MEMORY.replace("MAX_QUERY_BYTES", str(MAX_QUERY_BYTES)))
         with ui.header().classes("items-center justify-between bg-indigo-9 q-py-xs gap-2 no-wrap"):
             ui.label("dtsim").classes("text-h6")
             with ui.row().classes("gap-1 items-center flex-wrap").props("data-testid=nav"):
