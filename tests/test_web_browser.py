@@ -20,6 +20,7 @@ import yaml
 
 import dtsim
 from dtsim.interfaces.web.results import fmt_days
+from dtsim.physics.transformer import count_params, get_architecture
 from tests.form_view_support import copied_link
 from tests.web_support import LAUNCH_ARGS, charts_keep_their_text, ensure_chromium, record_latency
 
@@ -291,6 +292,19 @@ def test_preset_link_menus_and_legend(server):
         page.goto(server + "/?preset=intellect-1")
         page.wait_for_function("document.querySelector('[data-testid=result-json]')?.textContent.length > 10")
         assert "intellect-1" in page.locator("[data-testid=preset]").text_content()
+
+        # what the navigation carries from the datacenter views: their model, node and token counts
+        page.goto(server + "/?model=mixtral-8x7b&nodes=16&tokens=2e12&gpu=h100-sxm")
+        page.wait_for_function("document.querySelector('[data-testid=result-json]')?.textContent.length > 10")
+        assert not page.locator("[data-testid=link-error]").is_visible()
+        carried = _result_json(page)["scenario"]
+        assert (carried["num_nodes"], carried["tokens_t"], carried["moe"]) == (16, 2.0, True)
+        mixtral = count_params(get_architecture("mixtral-8x7b"))
+        assert (carried["parameters_b"], carried["active_parameters_b"]) == (
+            mixtral.total / 1e9,
+            mixtral.active / 1e9,
+        )
+        assert page.input_value("[data-testid=num_nodes]") == "16"
 
         page.goto(server + "/?preset=nope")
         page.wait_for_function("document.querySelector('[data-testid=result-json]')?.textContent.length > 10")

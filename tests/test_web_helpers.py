@@ -398,3 +398,28 @@ def test_every_chart_keeps_its_axis_names_inside():
     for options in charts:
         assert options["grid"]["outerBoundsContain"] == "all"
         assert set(options["grid"]["outerBounds"]) == {"left", "right", "top", "bottom"}
+
+
+def test_the_datacenter_views_shared_keys_become_scenario_fields():
+    """The navigation carries model / nodes / tokens from the datacenter views; the decentralized page
+    reads them as the model's parameter counts and hidden size, num_nodes and tokens_t."""
+    from dtsim.errors import ScenarioError
+    from dtsim.interfaces.web.fields import from_shared
+    from dtsim.physics.transformer import count_params, get_architecture
+
+    got = from_shared({"model": "llama3.1-8b", "nodes": "4", "tokens": "15e12", "active_parameters_b": "3"})
+    n = count_params(get_architecture("llama3.1-8b"))
+    assert got == {
+        "parameters_b": repr(n.total / 1e9),
+        "hidden_size": "4096",
+        "moe": "false",
+        "num_nodes": "4",
+        "tokens_t": "15.0",
+    }
+    assert from_shared({"num_nodes": "7", "gpu": "h100-sxm"}) == {"num_nodes": "7", "gpu": "h100-sxm"}
+    try:
+        from_shared({"model": "nope", "tokens": "many"})
+    except ScenarioError as exc:
+        assert [f for f, _v, _m in exc.problems] == ["tokens", "model"]
+    else:
+        raise AssertionError("bad shared keys were accepted")

@@ -22,6 +22,7 @@ from pydantic.fields import FieldInfo
 
 from dtsim import catalog
 from dtsim.assumptions import Assumptions
+from dtsim.errors import ScenarioError
 from dtsim.physics.runlength import parse_growth
 from dtsim.schema.fields import BOUNDS, GROWTH_PATTERN
 from dtsim.schema.scenario import Scenario, parse_set
@@ -494,6 +495,44 @@ def share_query(values: dict[str, Any]) -> str:
     defaults = default_values()
     pairs = [(k, _query_value(v)) for k, v in values.items() if v != defaults.get(k) and v is not None]
     return urlencode(pairs)
+
+
+def from_shared(params: dict[str, str]) -> dict[str, str]:
+    """A query that came from another view, in this scenario's fields: the navigation carries the
+    keys every view shares (views.SHARED_KEYS), and three of them are named for the datacenter views:
+    `model` (a catalog model: its parameters, active parameters when MoE, and hidden size), `nodes`
+    (num_nodes) and `tokens` (tokens_t, in trillions). They take the place of the scenario's own
+    fields, as the other shared keys do. A bad value is a ScenarioError naming the shared key."""
+    from dtsim.physics.transformer import count_params, get_architecture
+
+    out = dict(params)
+    problems = []
+    if "nodes" in out:
+        out["num_nodes"] = out.pop("nodes")
+    if "tokens" in out:
+        text = out.pop("tokens")
+        try:
+            out["tokens_t"] = repr(float(text) / 1e12)
+        except ValueError:
+            problems.append(("tokens", text, "must be a number of training tokens, e.g. 1e12"))
+    if "model" in out:
+        name = out.pop("model")
+        try:
+            arch = get_architecture(name)
+        except ScenarioError as exc:
+            problems += [("model", name, m) for _f, _v, m in exc.problems]
+        else:
+            n = count_params(arch)
+            out["parameters_b"] = repr(n.total / 1e9)
+            out["hidden_size"] = str(arch.hidden)
+            out["moe"] = "true" if arch.moe else "false"
+            if arch.moe:
+                out["active_parameters_b"] = repr(n.active / 1e9)
+            else:
+                out.pop("active_parameters_b", None)
+    if problems:
+        raise ScenarioError(problems)
+    return out
 
 
 def parse_query(params: dict[str, str]) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from dtsim.interfaces.web.charts import SWEEP_FIELDS, breakdown_chart, sweep_cha
 from dtsim.interfaces.web.fields import (
     GROUPS,
     default_values,
+    from_shared,
     parse_query,
     scenario_to_values,
     share_query,
@@ -141,9 +142,9 @@ class Page:
         keys override it, as an uploaded file's `preset` key does); a notice when it is invalid."""
         if not query:
             return None
-        fields = dict(query)
-        preset = fields.pop("preset", None)
         try:
+            fields = from_shared(query)
+            preset = fields.pop("preset", None)
             scenario = load_scenario(preset=preset, layers=[parse_query(fields)])
             self.state.values = scenario_to_values(scenario)
             self.link_groups = scenario_groups(scenario)
