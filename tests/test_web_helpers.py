@@ -417,9 +417,19 @@ def test_the_datacenter_views_shared_keys_become_scenario_fields():
         "tokens_t": "15.0",
     }
     assert from_shared({"num_nodes": "7", "gpu": "h100-sxm"}) == {"num_nodes": "7", "gpu": "h100-sxm"}
-    try:
-        from_shared({"model": "nope", "tokens": "many"})
-    except ScenarioError as exc:
-        assert [f for f, _v, _m in exc.problems] == ["tokens", "model"]
-    else:
-        raise AssertionError("bad shared keys were accepted")
+    # with node groups the groups' counts are the node count: a carried `nodes` does not override them
+    groups = '[{"count": 100}, {"count": 200}]'
+    assert from_shared({"node_groups": groups, "nodes": "16"}) == {"node_groups": groups}
+    for bad, field in (
+        ({"model": "nope", "tokens": "many"}, ["tokens", "model"]),
+        ({"nodes": "abc", "tokens": "-1"}, ["nodes", "tokens"]),
+        ({"nodes": "0", "tokens": "nan"}, ["nodes", "tokens"]),
+        ({"tokens": "1e400"}, ["tokens"]),
+    ):
+        try:
+            from_shared(bad)
+        except ScenarioError as exc:
+            assert [f for f, _v, _m in exc.problems] == field
+            assert [v for _f, v, _m in exc.problems] == [bad[f] for f in field]
+        else:
+            raise AssertionError(f"bad shared keys were accepted: {bad}")

@@ -508,13 +508,21 @@ def from_shared(params: dict[str, str]) -> dict[str, str]:
     out = dict(params)
     problems = []
     if "nodes" in out:
-        out["num_nodes"] = out.pop("nodes")
+        text = out.pop("nodes")
+        if not text.strip().isdigit() or int(text) < 1:
+            problems.append(("nodes", text, "must be a whole number of nodes ≥ 1"))
+        elif "node_groups" not in out:  # with node groups, the groups' counts are the node count
+            out["num_nodes"] = text.strip()
     if "tokens" in out:
         text = out.pop("tokens")
         try:
-            out["tokens_t"] = repr(float(text) / 1e12)
+            tokens = float(text)
         except ValueError:
-            problems.append(("tokens", text, "must be a number of training tokens, e.g. 1e12"))
+            tokens = math.nan
+        if not (math.isfinite(tokens) and tokens > 0):
+            problems.append(("tokens", text, "must be a positive number of training tokens, e.g. 1e12"))
+        else:
+            out["tokens_t"] = repr(tokens / 1e12)
     if "model" in out:
         name = out.pop("model")
         try:
