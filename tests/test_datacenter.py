@@ -1163,7 +1163,7 @@ def test_plan_searches_hsdp_and_step_agrees_with_it():
 
 def test_products_above_each_level_are_the_suffix_products():
     """physics.collectives.products_above: ∏_{k>h} x_k per level, 1 at the top, for any leading shape."""
-    from dtsim.physics.collectives import hierarchical_ring_words, products_above
+    from dtsim.physics.collectives import hierarchical_ring_words, products_above, products_below
 
     rng = np.random.default_rng(7)
     for shape in ((3,), (5, 1), (4, 2), (2, 3, 4)):
@@ -1174,3 +1174,6 @@ def test_products_above_each_level_are_the_suffix_products():
         assert np.array_equal(products_above(x), want)
         assert np.array_equal(hierarchical_ring_words(x), 2.0 * (x - 1.0) * want)
     assert products_above(np.array([8.0, 4.0, 2.0])).tolist() == [8.0, 2.0, 1.0]
+    assert products_below(np.array([8.0, 4.0, 2.0])).tolist() == [1.0, 8.0, 32.0, 64.0]
+    x = rng.integers(1, 9, size=(3, 4)).astype(float)
+    assert np.array_equal(products_below(x), np.concatenate([np.ones((3, 1)), np.cumprod(x, axis=-1)], -1))

@@ -112,6 +112,16 @@ def hierarchical_ring_words(per_level):
     return 2.0 * (p - 1.0) * products_above(p)
 
 
+def products_below(x):
+    """For per-level factors x[..., H] (lowest level first): ∏_{k<h} x[..., k] for h = 0…H, H + 1
+    values (1 below the lowest level, the product of all at the top), multiplied from the bottom up."""
+    x = np.asarray(x)
+    out = np.ones((*x.shape[:-1], x.shape[-1] + 1), dtype=np.result_type(x, float))
+    for h in range(x.shape[-1]):
+        out[..., h + 1] = out[..., h] * x[..., h]
+    return out
+
+
 def products_above(x):
     """For per-level factors x[..., H] (lowest level first): ∏_{k>h} x[..., k] for each level h (1 at
     the top), multiplied from the top down, one level at a time (numpy's cumprod over a short last

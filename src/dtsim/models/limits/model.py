@@ -35,7 +35,7 @@ import numpy as np
 
 from dtsim.models.limits.hardware import LimitsHardware
 from dtsim.models.limits.scaling import Shape
-from dtsim.physics.collectives import hierarchical_ring_words, products_above
+from dtsim.physics.collectives import hierarchical_ring_words, products_above, products_below
 from dtsim.physics.gemm import gemm_time
 from dtsim.physics.pipeline import bubble_fraction_seed002 as bubble_fraction
 
@@ -118,10 +118,7 @@ def communication(shape: Shape, hw: LimitsHardware, n_gpus, levels: dict[str, np
     n_ep = _over_levels(np.multiply, epl)
     v = np.asarray(v, dtype=float)
     pp_suffix = products_above(ppl)
-    # ∏_{k<h} N_EP(k) for h = 0…H (1 below the lowest level)
-    ep_prefix = np.ones((*epl.shape[:-1], H + 1))
-    for h in range(H):
-        ep_prefix[..., h + 1] = ep_prefix[..., h] * epl[..., h]
+    ep_prefix = products_below(epl)  # ∏_{k<h} N_EP(k) for h = 0…H
     pp_comm = np.zeros(np.broadcast(dp_comm, v).shape)
     pp_lat = np.zeros_like(pp_comm)
     word_bytes = shape.d_model * B * by
