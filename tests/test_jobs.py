@@ -6,6 +6,7 @@ which the worker imports by name."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -421,3 +422,86 @@ def test_a_view_job_answers_as_the_cli(monkeypatch):
     assert seen == sorted(seen) and seen[-1] == 1.0 and len(seen) > 1
     with pytest.raises(ValueError, match="not a web view"):
         jobrun.view_job(seen.append, module="os", values={}, counted=False)
+
+
+class FakeClient:
+    """A NiceGUI client as JobLatest uses it: its disconnect, delete and connect handlers."""
+
+    def __init__(self) -> None:
+        self.request = None
+        self.handlers: dict[str, list] = {"disconnect": [], "delete": [], "connect": []}
+
+    def on_disconnect(self, fn) -> None:
+        self.handlers["disconnect"].append(fn)
+
+    def on_delete(self, fn) -> None:
+        self.handlers["delete"].append(fn)
+
+    def on_connect(self, fn) -> None:
+        self.handlers["connect"].append(fn)
+
+
+class FakeProgress:
+    def __init__(self) -> None:
+        self.records: list[dict] = []
+
+    def start(self) -> None: ...
+
+    def job(self, job_id: str) -> None: ...
+
+    def update(self, rec: dict) -> None:
+        self.records.append(rec)
+
+    def stop(self) -> None: ...
+
+
+def test_a_tab_closed_before_its_job_starts_submits_none(monkeypatch):
+    """jobrun.JobLatest: the tab closes while the work's quick check (a thread) runs, before a job was
+    submitted: no job is submitted at all (it would run unwatched, holding one of the client's job
+    slots), nothing is shown, and a reconnect computes again."""
+    from dtsim.interfaces.web import jobrun
+
+    submitted: list[dict] = []
+
+    def submit(kind, fn, kwargs, *, client, estimate_s):
+        submitted.append(kwargs)
+        return "f" * 32
+
+    monkeypatch.setattr(jobs, "submit", submit)
+    monkeypatch.setattr(jobs, "job", lambda job_id: {"state": "done", "progress": 1.0, "result": {"x": 1}})
+    monkeypatch.setattr(jobs, "request_cancel", lambda job_id: True)
+    checking, release = threading.Event(), threading.Event()
+
+    def inline(values):
+        checking.set()
+        assert release.wait(10)
+        return False  # not quick: a job
+
+    shown, failed = [], []
+    client = FakeClient()
+    latest = jobrun.JobLatest(
+        kind="slow",
+        work=lambda values: pytest.fail("not quick: no in-process work"),
+        args=lambda: ({"n": 1},),
+        kwargs=lambda values: {"values": values},
+        show=shown.append,
+        fail=failed.append,
+        progress=FakeProgress(),
+        client=client,
+        inline=inline,
+    )
+
+    async def scenario() -> None:
+        task = asyncio.create_task(latest())
+        while not checking.is_set():
+            await asyncio.sleep(0.01)
+        for fn in client.handlers["disconnect"]:
+            fn()  # the tab closes during the quick check
+        release.set()
+        await asyncio.wait_for(task, 10)
+        assert submitted == [] and shown == [] and failed == [] and not latest.running
+        for fn in client.handlers["connect"]:
+            await fn()  # the tab is back: computed again, as a job this time
+        assert submitted == [{"values": {"n": 1}}] and shown == [({"x": 1}, {"n": 1})]
+
+    asyncio.run(scenario())

@@ -150,8 +150,10 @@ class JobLatest:
             jobs.request_cancel(self.job_id)
 
     def disconnected(self) -> None:
-        """The tab closed (or lost its connection): its job is cancelled, nothing waits for it."""
-        if self.job_id is not None:
+        """The tab closed (or lost its connection): nothing waits for the work any more. A job under way
+        is cancelled; work still deciding whether it is quick, or about to submit, stops before it
+        submits one (the loop in __call__ sees `lost`)."""
+        if self.running:
             self.lost = True
             self.cancel()
 
@@ -178,6 +180,8 @@ class JobLatest:
         self.progress.start()
         try:
             while True:
+                if self.lost:  # the tab closed: no quick check, no job for nobody
+                    return
                 self.pending = False
                 (values,) = self.args()
                 try:
@@ -232,6 +236,8 @@ class JobLatest:
         its final record, or None when it vanished."""
         from nicegui import run
 
+        if self.lost:  # the tab closed while the quick check ran
+            return None
         job_id = await run.io_bound(
             jobs.submit, self.kind, view_job, self.kwargs(values), client=self.client, estimate_s=0.0
         )
