@@ -505,3 +505,20 @@ def test_a_tab_closed_before_its_job_starts_submits_none(monkeypatch):
         assert submitted == [{"values": {"n": 1}}] and shown == [({"x": 1}, {"n": 1})]
 
     asyncio.run(scenario())
+
+
+def test_retry_after_leaves_out_jobs_whose_end_is_unknown(monkeypatch):
+    """A web page's job (estimate 0) queued, or running without progress yet, says nothing about when a
+    slot frees: it does not make Retry-After 1 s; with no job's end known the answer is the named default."""
+    now = 1000.0
+    monkeypatch.setattr(jobs, "_now", lambda: now)
+
+    def rec(state: str, estimate: float, progress: float = 0.0, started: float | None = None) -> dict:
+        return {"state": state, "estimate_s": estimate, "progress": progress, "started": started}
+
+    web_queued, web_running = rec("queued", 0.0), rec("running", 0.0, started=now - 3)
+    assert jobs._retry_after([web_queued, web_running]) == jobs.RETRY_AFTER_UNKNOWN_S > 1
+    api_running = rec("running", 60.0, progress=0.25, started=now - 10)  # 30 s left
+    assert jobs._retry_after([web_queued, web_running, api_running]) == 30
+    assert jobs._retry_after([web_queued, rec("queued", 20.0)]) == 20
+    assert jobs._retry_after([rec("running", 0.0, progress=0.5, started=now - 4)]) == 4  # its ETA

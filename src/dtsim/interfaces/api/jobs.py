@@ -88,6 +88,10 @@ MAX_RESULT_BYTES = 16_000_000  # a larger result fails the job instead of fillin
 RETRY_AFTER_BUSY_S = (
     1  # Retry-After past MAX_REQUESTS_PER_CLIENT (inline work takes at most ~JOB_THRESHOLD_S)
 )
+# Retry-After past a job limit when no active job's end can be estimated (the web page's jobs give no
+# estimate: one queued or with no progress yet): most of the page's jobs end within seconds to a minute,
+# and 1 s would invite a client to ask again every second
+RETRY_AFTER_UNKNOWN_S = 10
 PROGRESS_STEP = 0.01  # progress is recorded when it moved by at least this much
 EVENT_POLL_S = 0.1  # how often the event stream and the supervisor look at the store
 KEEPALIVE_S = 15.0  # an event stream sends a comment this often while nothing changes
@@ -547,12 +551,16 @@ def prefers_async(request: Request) -> bool:
 
 
 def _retry_after(records: list[dict[str, Any]]) -> int:
-    """Seconds until the first of these jobs is likely to end: its ETA, or its estimate while queued."""
+    """Seconds until the first of these jobs is likely to end: its ETA, or its estimate while queued;
+    jobs whose end is unknown (no estimate, no progress yet) are left out, and when none is left
+    RETRY_AFTER_UNKNOWN_S."""
     waits = []
     for rec in records:
         eta = _eta(rec)
-        waits.append(eta if eta is not None else rec["estimate_s"])
-    return max(1, math.ceil(min(waits))) if waits else 1
+        wait = eta if eta is not None else rec["estimate_s"]
+        if wait > 0:
+            waits.append(wait)
+    return max(1, math.ceil(min(waits))) if waits else RETRY_AFTER_UNKNOWN_S
 
 
 class JobRefused(Exception):
