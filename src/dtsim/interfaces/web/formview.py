@@ -13,7 +13,7 @@ computed once that one ends, so the answer shown is always the inputs' latest. A
 (governance, sensitivity, target searches, large plans) runs as one of the API's jobs in a worker
 process (web/jobrun.py), its progress bar and ETA shown; a newer input or closing the tab cancels it.
 Bad input shows the problems (field, value, what is allowed) and leaves the inputs and the last answer
-as they were. Those pieces (error card, share card, spinner, result JSON, the newest-inputs-win
+as they were. Those pieces (error card, share card, result JSON, the newest-inputs-win
 computation) are web/viewkit.py's, shared with every other view, and the job's progress bar is
 web/jobrun.py's; this module adds the form's fields and layout.
 """
@@ -30,7 +30,6 @@ from typing import Any
 from dtsim.errors import ScenarioError, format_problem
 from dtsim.interfaces.web.jobrun import JobLatest, JobProgress
 from dtsim.interfaces.web.viewkit import (
-    Busy,
     ErrorCard,
     Latest,
     ResultJson,
@@ -235,7 +234,7 @@ def fmt(x: Any, digits: int = 4) -> str:
 class FormView:
     """One browser tab's form view. `compute(values)` returns the answer (the CLI's `--json` object) or
     raises ScenarioError; `render(ui, answer, values)` draws it (inside the results column). The error
-    card, share card, spinner, hidden result JSON and the newest-inputs-win computation are viewkit's."""
+    card, share card, hidden result JSON and the newest-inputs-win computation are viewkit's."""
 
     ui: Any
     shell: Any
@@ -245,9 +244,9 @@ class FormView:
     render: Callable[[Any, dict[str, Any], dict[str, Any]], None]
     title: str
     intro: str = ""
-    slow: bool = False  # show a spinner and the elapsed time while computing
+    slow: bool = False  # the work runs as an API job of `module` (web/jobrun.py), its progress bar shown
     sections: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (heading, field names): one card each
-    progress: bool = False  # compute takes progress=(done, total) callback, shown beside the spinner
+    progress: bool = False  # compute takes a progress=(done, total) callback (a job's progress bar)
     module: str = ""  # the view's module: a slow view's compute runs there as an API job (web/jobrun.py)
     inline: Callable[[dict[str, Any]], bool] | None = None  # slow view: inputs quick enough for in-process
     values: dict[str, Any] = field(default_factory=dict)
@@ -256,6 +255,8 @@ class FormView:
     loading: bool = False
 
     def build(self) -> FormView:
+        if self.slow and not self.module:
+            raise ValueError(f"{self.title}: a slow FormView needs its module (its work runs there as a job)")
         ui = self.ui
         self.values, problems = from_query(self.fields, self.query)
         with ui.row().classes("w-full items-start gap-4 flex-wrap q-pa-sm"):
@@ -281,8 +282,7 @@ class FormView:
                 if problems:
                     link_notice(ui, "Ignored in the link: " + "; ".join(problems))
                 self.errors = ErrorCard(ui)
-                self.busy = Busy(ui) if self.slow and not self.module else None
-                self.job_progress = JobProgress(ui) if self.slow and self.module else None
+                self.job_progress = JobProgress(ui) if self.slow else None
                 self.results = ui.column().classes("w-full gap-2").props("data-testid=results")
                 self.result_json = ResultJson(ui)
         if self.job_progress is not None:  # long work: a job of the API's runner, its progress shown
@@ -298,9 +298,7 @@ class FormView:
                 inline=self.inline,
             )
         else:
-            self.latest = Latest(
-                self._work, lambda: (dict(self.values),), self.show, self.show_error, self.busy
-            )
+            self.latest = Latest(self._work, lambda: (dict(self.values),), self.show, self.show_error)
         self.ui.timer(0.0, self.refresh, once=True)
         return self
 
@@ -370,9 +368,7 @@ class FormView:
 
     def _work(self, values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """The computation (in a thread): the answer and the inputs it answers."""
-        if self.progress and self.busy is not None:
-            return self.compute(values, progress=self.busy.note), values
-        if self.progress:
+        if self.progress:  # in-process work (quick inputs of a slow view): nothing shows its progress
             return self.compute(values, progress=None), values
         return self.compute(values), values
 
