@@ -634,24 +634,15 @@ def submit(
 def job(job_id: str) -> dict[str, Any] | None:
     """A job as GET /api/jobs/{id} answers it (state, progress, eta_s, result, error), or None when there
     is no such job (or it expired)."""
-    found = _lookup(job_id)
-    if isinstance(found, JSONResponse):
-        return None
-    store, rec = found
-    return _view(store, rec)
+    found = _find(job_id)
+    return None if found is None else _view(*found)
 
 
 def request_cancel(job_id: str) -> bool:
     """Ask a queued or running job to stop (its cancel marker; the supervisor terminates a job that
     ignores it): False when there is no such job or it has already ended."""
-    if not ID_PATTERN.fullmatch(job_id):
-        return False
-    store = store_dir()
-    rec = _read_record(store, job_id)
-    if rec is None or _effective(rec)["state"] in FINAL:
-        return False
-    (store / f"{job_id}.cancel").touch()
-    return True
+    found = _find(job_id)
+    return found is not None and _ask_cancel(*found)["state"] not in FINAL
 
 
 async def run(
@@ -709,26 +700,41 @@ JobId = Annotated[
 ]
 
 
-def _lookup(job_id: str) -> tuple[Path, dict[str, Any]] | JSONResponse:
+def _find(job_id: str) -> tuple[Path, dict[str, Any]] | None:
+    """The store and the job's record, or None when there is no such job (or it expired)."""
     store = store_dir()
     rec = _read_record(store, job_id) if ID_PATTERN.fullmatch(job_id) else None
     if rec is not None and rec["state"] in FINAL and _now() - rec["updated"] > JOB_TTL_S:
         _remove(store, job_id)  # expired: gone now, not at the next job's admission
         rec = None
-    if rec is None:
-        return _problem_response(
-            404, [("id", job_id, f"no such job; jobs are kept {JOB_TTL_S / 60:g} minutes after they end")]
-        )
-    return store, rec
+    return None if rec is None else (store, rec)
+
+
+def _not_found(job_id: str) -> JSONResponse:
+    return _problem_response(
+        404, [("id", job_id, f"no such job; jobs are kept {JOB_TTL_S / 60:g} minutes after they end")]
+    )
+
+
+def _lookup(job_id: str) -> tuple[Path, dict[str, Any]] | JSONResponse:
+    found = _find(job_id)
+    return _not_found(job_id) if found is None else found
+
+
+def _ask_cancel(store: Path, rec: dict[str, Any]) -> dict[str, Any]:
+    """Leave the cancel marker of a queued or running job (its work stops at its next progress report;
+    the supervisor terminates one that ignores it); the job's view as it stood (a finished job is left
+    as it is)."""
+    view = _view(store, rec)
+    if view["state"] not in FINAL:
+        (store / f"{rec['id']}.cancel").touch()
+    return view
 
 
 async def get_job(job_id: JobId) -> Any:
     """The job's state, progress, ETA and, once done, its result."""
-    found = _lookup(job_id)
-    if isinstance(found, JSONResponse):
-        return found
-    store, rec = found
-    return await run_in_threadpool(_view, store, rec)
+    view = await run_in_threadpool(job, job_id)
+    return _not_found(job_id) if view is None else view
 
 
 async def cancel_job(job_id: JobId) -> Any:
@@ -737,10 +743,9 @@ async def cancel_job(job_id: JobId) -> Any:
     if isinstance(found, JSONResponse):
         return found
     store, rec = found
-    view = _view(store, rec)
+    view = _ask_cancel(store, rec)
     if view["state"] in FINAL:
         return JobCancel(**view, message=f"the job had already ended ({view['state']}); nothing to cancel")
-    (store / f"{job_id}.cancel").touch()
     deadline = time.monotonic() + CANCEL_WAIT_S
     while time.monotonic() < deadline:
         await asyncio.sleep(EVENT_POLL_S)
