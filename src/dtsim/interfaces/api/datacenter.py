@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
@@ -31,6 +31,9 @@ from dtsim.models.datacenter.step import StepResult
 from dtsim.models.datacenter.workload import Cluster, Layout
 from dtsim.models.network import ALLREDUCE_ALGORITHMS, OPS
 from dtsim.physics.transformer import Architecture, architectures
+
+if TYPE_CHECKING:
+    from dtsim.models.datacenter.plan import PlanOptions
 
 MODEL_IDS = tuple(architectures())
 ModelId = Literal[MODEL_IDS]  # type: ignore[valid-type]
@@ -408,10 +411,20 @@ def plan_work(progress: Any, **fields: Any) -> dict[str, Any]:
 PLAN_S_PER_CANDIDATE = {"dense": 7e-6, "moe": 15e-6}
 
 
+def plan_candidates_s(arch: Architecture, cluster: Cluster, opt: PlanOptions) -> float:
+    """What a plan of one architecture should take: its candidate layouts (enumerated, not evaluated)
+    × PLAN_S_PER_CANDIDATE. POST /api/plan and the plan page (web/views/plan.py) decide with it whether
+    the plan runs inline or as a job."""
+    from dtsim.models.datacenter.plan import enumerate_layouts
+
+    candidates = len(enumerate_layouts(arch, cluster, opt)[0]["dp"])
+    return candidates * PLAN_S_PER_CANDIDATE["moe" if arch.moe else "dense"]
+
+
 def plan_estimate_s(req: PlanRequest) -> float:
     """What the plan should take: its candidate layouts (enumerated, not evaluated) × the seconds per
     candidate; with target_params_b, the first shape's count for every shape near the target."""
-    from dtsim.models.datacenter.plan import PlanOptions, enumerate_layouts, shapes_near
+    from dtsim.models.datacenter.plan import PlanOptions, shapes_near
 
     with _named_as_in(req):
         cluster = req.cluster()
@@ -423,8 +436,7 @@ def plan_estimate_s(req: PlanRequest) -> float:
             shapes = shapes_near(req.target_params_b * 1e9, vocab, seq)
         if not shapes:
             return 0.0
-        candidates = len(enumerate_layouts(shapes[0], cluster, opt)[0]["dp"])
-    return len(shapes) * candidates * PLAN_S_PER_CANDIDATE["moe" if shapes[0].moe else "dense"]
+        return len(shapes) * plan_candidates_s(shapes[0], cluster, opt)
 
 
 PLAN_OPTIONS = (

@@ -94,12 +94,9 @@ def inline(v: dict[str, Any]) -> bool:
     """Whether the plan is quick enough to answer in-process: its candidate layouts (enumerated, not
     evaluated) × the seconds per candidate POST /api/plan estimates with, at most INLINE_S; a larger
     search (a 175B model on 384 GPUs) runs as a job (web/jobrun.py) with its progress shown."""
-    from dtsim.interfaces.api.datacenter import PLAN_S_PER_CANDIDATE
-    from dtsim.models.datacenter.plan import enumerate_layouts
+    from dtsim.interfaces.api.datacenter import plan_candidates_s
 
-    arch, cluster, opt = inputs(v)
-    candidates = len(enumerate_layouts(arch, cluster, opt)[0]["dp"])
-    return candidates * PLAN_S_PER_CANDIDATE["moe" if arch.moe else "dense"] <= INLINE_S
+    return plan_candidates_s(*inputs(v)) <= INLINE_S
 
 
 def heatmap(cells: list[dict[str, Any]]) -> dict[str, Any]:
