@@ -433,3 +433,31 @@ def test_the_datacenter_views_shared_keys_become_scenario_fields():
             assert [v for _f, v, _m in exc.problems] == [bad[f] for f in field]
         else:
             raise AssertionError(f"bad shared keys were accepted: {bad}")
+
+
+def test_navigation_links_carry_the_shared_keys_a_view_holds_at_their_current_values():
+    """A view's links carry every shared key it holds, defaults included (a key set back to its
+    default must replace the value the target view remembers), and name the ones it holds blank in
+    data-clear; the address bar keeps the short query. A view that holds none passes on what it was
+    given."""
+    from types import SimpleNamespace
+
+    from dtsim.interfaces.web.views import Shell
+
+    class Link(SimpleNamespace):
+        def update(self) -> None:
+            pass
+
+    scripts: list[str] = []
+    ui = SimpleNamespace(run_javascript=scripts.append)
+    shell = Shell(ui, "/plan", links={p: Link(_props={}) for p in ("/plan", "/step", "/validation")})
+    full = {"model": "llama3.1-8b", "nodes": "2", "gpu": None, "tokens": "", "gbs": "512"}
+    assert shell.share({"gbs": "384"}, links=full) == "/plan?gbs=384"
+    assert "/plan?gbs=384" in scripts[-1]
+    step = shell.links["/step"]._props
+    assert step["href"] == "/step?model=llama3.1-8b&nodes=2"
+    assert step["data-clear"] == "gpu,tokens"
+    assert shell.links["/plan"]._props == {}  # the current view's own link is left alone
+    passing = Shell(ui, "/validation", links={"/step": Link(_props={})})
+    passing.share({"model": "mixtral-8x7b", "tokens": "", "subset": "a"})
+    assert passing.links["/step"]._props == {"href": "/step?model=mixtral-8x7b", "data-clear": ""}

@@ -143,5 +143,13 @@ def test_plan_view(server, tmp_path):
         shown = open_view(notice, server + "/plan?gbs=lots&nodes=2")
         assert "Global batch (sequences) [gbs] = 'lots'" in notice.text_content("[data-testid=link-error]")
         assert shown["layouts"][0]["layout"]["gbs"] == 512
+
+        # /plan's model set back to its default (llama3.1-8b) is carried back to /step, which remembered
+        # the gpt3-175b it was left with: the link carries the default, so the old value does not return
+        page.click("[data-testid=nav-step]")
+        page.wait_for_url("**/step?**gbs=1536**")  # /step's own edits come back
+        page.wait_for_selector("[data-testid=model]")
+        chosen = page.text_content("[data-testid=model]")
+        assert "llama3.1-8b" in chosen and "gpt3" not in chosen
     assert hosts == {server.split("/")[2]}, f"the view reached beyond localhost: {hosts}"
     assert not errors, errors

@@ -363,7 +363,8 @@ class FormView:
 
     async def refresh(self) -> None:
         """Compute the answer for the current inputs (once a computation under way ends, if one is)."""
-        self.shell.share(to_query(self.fields, self.values))
+        full = {f.name: f.text(self.values.get(f.name)) for f in self.fields}  # the links: defaults too
+        self.shell.share(to_query(self.fields, self.values), links=full)
         await self.latest()
 
     def _work(self, values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

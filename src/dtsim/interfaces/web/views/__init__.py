@@ -40,8 +40,10 @@ NAVIGATION: tuple[tuple[str, str, str | None], ...] = (
 SHARED_KEYS = ("model", "gpu", "nodes", "gpus_per_node", "tokens", "preset")
 # Each view's last query in this browser tab (sessionStorage: one tab's, kept across its page loads),
 # written when the tab leaves a view (its address bar is its share link: `share` keeps it current). A
-# navigation link, when clicked, takes its view's last query with the shared keys it carries over it,
-# so moving to another view and back keeps the view's own edits (the links carried only SHARED_KEYS).
+# navigation link, when clicked, takes its view's last query with the shared keys it carries over it
+# (those named in its data-clear, held blank by the view left, taken out), so moving to another view
+# and back keeps the view's own edits (the links carried only SHARED_KEYS) and the shared keys as the
+# view left had them (Shell.share: its links carry them at their current values, defaults included).
 NAV_MEMORY = """<script>
 (() => {
   const key = (path) => "dtsim-query:" + path;
@@ -55,6 +57,7 @@ NAV_MEMORY = """<script>
     const last = sessionStorage.getItem(key(url.pathname));
     if (last === null) return;
     const params = new URLSearchParams(last);
+    for (const k of (a.dataset.clear || "").split(",")) if (k) params.delete(k);
     for (const [k, v] of url.searchParams) params.set(k, v);
     const query = params.toString();
     if (query.length > MAX_QUERY_BYTES) return;  // a link the server would refuse: the shared keys only
@@ -108,15 +111,24 @@ class Shell:
     def _target(path: str, params: dict[str, str]) -> str:
         return path + (f"?{urlencode(params)}" if params else "")
 
-    def share(self, params: dict[str, Any]) -> str:
-        """Set the address bar to this view with `params` (its share link) and carry the shared keys into
-        the other views' links. Returns the share path."""
+    def share(self, params: dict[str, Any], links: dict[str, Any] | None = None) -> str:
+        """Set the address bar to this view with `params` (its share link: the inputs that differ from
+        the defaults) and carry the shared keys into the other views' links. Returns the share path.
+
+        `links` are the view's full values, defaults included: its links carry every shared key it
+        holds at its current value, so a key set back to its default replaces the value the target view
+        remembers (NAV_MEMORY), and a shared key it holds blank is named in the links' `data-clear`,
+        which drops that remembered value. Without `links` (a view that does not hold the shared keys,
+        e.g. /validation) the links carry the shared keys of `params`: what the view was given."""
         clean = {k: str(v) for k, v in params.items() if v not in (None, "")}
         path = self._target(self.current, clean)
-        shared = carried(clean)
+        held = clean if links is None else links
+        shared = carried(held)
+        cleared = ",".join(k for k in SHARED_KEYS if k in held and k not in shared)
         for target, link in self.links.items():
             if target != self.current:
                 link._props["href"] = self._target(target, shared)
+                link._props["data-clear"] = cleared
                 link.update()
         self.ui.run_javascript(f"history.replaceState(null, '', {json.dumps(path)});")
         return path

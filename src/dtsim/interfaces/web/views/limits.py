@@ -465,7 +465,10 @@ class LimitsView(KitView):
         self.table.rows = table_rows(data)
         self.table.update()
         self.kit.set_result(data)
-        self.shell.share(self.carried | {k: v for k, v in self.params.items() if v != DEFAULTS[k]})
+        self.shell.share(
+            self.carried | {k: v for k, v in self.params.items() if v != DEFAULTS[k]},
+            links=self.carried | self.params,  # the links carry its gpu even at the default
+        )
 
     async def import_inputs(self, data: dict[str, Any]) -> None:
         """Apply an uploaded inputs file once its inputs run (else its error, the inputs as they were)."""

@@ -491,8 +491,9 @@ class SweepView(KitView):
             ).props("dense flat data-testid=points-table").classes("w-full")
         self.metric.set_autocomplete(data["numeric_outputs"])
         self.kit.set_result(data["cli"])
-        shared = {k: v for k, v in self.current().items() if v != DEFAULTS[k]}
-        self.shell.share(self.carried | shared)
+        current = self.current()
+        shared = {k: v for k, v in current.items() if v != DEFAULTS[k]}
+        self.shell.share(self.carried | shared, links=self.carried | current)  # the links: preset too
 
     async def import_inputs(self, data: dict[str, Any]) -> None:
         """Apply an uploaded inputs file once its inputs run (else its error, the inputs as they were)."""
