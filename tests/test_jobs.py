@@ -522,3 +522,65 @@ def test_retry_after_leaves_out_jobs_whose_end_is_unknown(monkeypatch):
     assert jobs._retry_after([web_queued, web_running, api_running]) == 30
     assert jobs._retry_after([web_queued, rec("queued", 20.0)]) == 20
     assert jobs._retry_after([rec("running", 0.0, progress=0.5, started=now - 4)]) == 4  # its ETA
+
+
+def test_a_newer_input_cancels_the_running_job_and_the_newest_is_shown(monkeypatch):
+    """jobrun.JobLatest on viewkit.Latest's loop: an input while a job runs cancels that job (on_newer),
+    the cancelled job's outcome is not said, and the newest inputs' job is shown; a job the limits
+    refuse is said once, with when to retry."""
+    from dtsim.interfaces.web import jobrun
+
+    states: dict[str, str] = {}
+    submitted: list[dict] = []
+    cancelled: list[str] = []
+
+    def submit(kind, fn, kwargs, *, client, estimate_s):
+        if kwargs["values"]["n"] < 0:
+            raise jobs.JobRefused([("client", client, "has 4 jobs queued or running")], 7)
+        job_id = f"{len(submitted):032x}"
+        submitted.append(kwargs["values"])
+        states[job_id] = "running"
+        return job_id
+
+    def job(job_id):
+        n = submitted[int(job_id, 16)]["n"]
+        return {"state": states[job_id], "progress": 0.5, "eta_s": None, "result": {"n": n}}
+
+    def request_cancel(job_id):
+        cancelled.append(job_id)
+        states[job_id] = "cancelled"
+        return True
+
+    monkeypatch.setattr(jobs, "submit", submit)
+    monkeypatch.setattr(jobs, "job", job)
+    monkeypatch.setattr(jobs, "request_cancel", request_cancel)
+    inputs = {"n": 1}
+    shown, failed = [], []
+    latest = jobrun.JobLatest(
+        kind="slow",
+        work=lambda values: pytest.fail("no inline work"),
+        args=lambda: (dict(inputs),),
+        kwargs=lambda values: {"values": values},
+        show=shown.append,
+        fail=failed.append,
+        progress=FakeProgress(),
+        client=FakeClient(),
+    )
+
+    async def scenario() -> None:
+        task = asyncio.create_task(latest())
+        while not submitted:
+            await asyncio.sleep(0.01)
+        inputs["n"] = 2
+        await latest()  # a newer input: the first job is cancelled
+        assert cancelled == [f"{0:032x}"]
+        while len(submitted) < 2:
+            await asyncio.sleep(0.01)
+        states[f"{1:032x}"] = "done"
+        await asyncio.wait_for(task, 10)
+        assert shown == [({"n": 2}, {"n": 2})] and failed == [] and not latest.running
+        inputs["n"] = -1
+        await latest()
+        assert failed and "Retry in about 7 s" in failed[0] and "has 4 jobs" in failed[0]
+
+    asyncio.run(scenario())

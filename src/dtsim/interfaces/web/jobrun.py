@@ -23,7 +23,7 @@ from typing import Any
 
 from dtsim.errors import ScenarioError
 from dtsim.interfaces.api import jobs
-from dtsim.interfaces.web.viewkit import INTERNAL_ERROR
+from dtsim.interfaces.web.viewkit import INTERNAL_ERROR, Latest
 
 log = logging.getLogger("dtsim.web")
 POLL_S = 0.1  # how often the page reads its job's record (the store's own event poll)
@@ -112,12 +112,14 @@ class JobProgress:
         self.box.visible = False
 
 
-class JobLatest:
-    """Compute a view for its latest inputs only, as viewkit.Latest does, the long work as an API job.
-    `args()` gives the inputs (one dict); `kwargs(values)` the job's keyword arguments for `view_job`;
-    `inline(values)` (optional, called in a thread) whether the work is quick enough to run in this
-    process as `work(values)`. `show(result)` gets `(answer, values)`; `fail(ScenarioError | text)` a
-    problem. `client` is the NiceGUI client: its disconnect cancels the job."""
+class JobLatest(Latest):
+    """Compute a view for its latest inputs only, as viewkit.Latest does (its loop: newest inputs win,
+    problems said in the error card), the long work as an API job: `run` submits it and follows it,
+    `on_newer` cancels it. `args()` gives the inputs (one dict); `kwargs(values)` the job's keyword
+    arguments for `view_job`; `inline(values)` (optional, called in a thread) whether the work is quick
+    enough to run in this process as `work(values)`. `show(result)` gets `(answer, values)`;
+    `fail(ScenarioError | text)` a problem. `client` is the NiceGUI client: its disconnect cancels the
+    job."""
 
     def __init__(
         self,
@@ -132,12 +134,11 @@ class JobLatest:
         client: Any,
         inline: Callable[[dict[str, Any]], bool] | None = None,
     ) -> None:
-        self.kind, self.work, self.args, self.kwargs = kind, work, args, kwargs
-        self.show, self.fail, self.progress, self.inline = show, fail, progress, inline
-        self.running = False
-        self.pending = False
+        super().__init__(work, args, show, fail, busy=progress)
+        self.name = kind
+        self.kind, self.kwargs, self.progress, self.inline = kind, kwargs, progress, inline
         self.job_id: str | None = None
-        self.lost = False  # the tab disconnected while a job ran: it was cancelled; compute on reconnect
+        self.lost = False  # the tab disconnected while the work ran: it stops; compute on reconnect
         request = getattr(client, "request", None) if client is not None else None
         self.client = request.client.host if request is not None and request.client else "unknown"
         if client is not None:
@@ -149,10 +150,13 @@ class JobLatest:
         if self.job_id is not None:
             jobs.request_cancel(self.job_id)
 
+    def on_newer(self) -> None:
+        self.cancel()  # a newer input: the running job is no longer wanted
+
     def disconnected(self) -> None:
         """The tab closed (or lost its connection): nothing waits for the work any more. A job under way
         is cancelled; work still deciding whether it is quick, or about to submit, stops before it
-        submits one (the loop in __call__ sees `lost`)."""
+        submits one (`run` sees `lost`)."""
         if self.running:
             self.lost = True
             self.cancel()
@@ -169,61 +173,34 @@ class JobLatest:
             await self()
 
     async def __call__(self) -> None:
+        if not self.running:
+            self.lost = False  # a new run, for a tab that is here
+        await super().__call__()
+
+    async def run(self, values: dict[str, Any]) -> Any:
+        """Quick inputs: `work(values)` in a thread. Others: a job, followed to its end; its answer and
+        the inputs, or None once the outcome is said (a failure, a cancel, a refusal) or nobody waits."""
         from nicegui import run
 
-        if self.running:
-            self.pending = True
-            self.cancel()  # a newer input: the running job is no longer wanted
-            return
-        self.running = True
-        self.lost = False
-        self.progress.start()
+        if self.lost:  # the tab closed: no quick check, no job for nobody
+            return None
+        if self.inline is not None and await run.io_bound(self._quick, values):
+            return await run.io_bound(self.work, values)
         try:
-            while True:
-                if self.lost:  # the tab closed: no quick check, no job for nobody
-                    return
-                self.pending = False
-                (values,) = self.args()
-                try:
-                    quick = self.inline is not None and await run.io_bound(self._quick, values)
-                    if quick:
-                        result = await run.io_bound(self.work, values)
-                        if result is None:  # the server is stopping
-                            return
-                        if not self.pending:
-                            self.show(result)
-                            return
-                        continue
-                    rec = await self._run_job(values)
-                except ScenarioError as exc:
-                    if not self.pending:
-                        self.fail(exc)
-                        return
-                    continue
-                except jobs.JobRefused as exc:
-                    self.fail(refused_text(exc))
-                    return
-                except Exception:
-                    log.exception("computing %s failed", self.kind)
-                    if not self.pending:
-                        self.fail(INTERNAL_ERROR)
-                        return
-                    continue
-                if self.pending:
-                    continue
-                if rec is None or self.lost:
-                    return
-                if rec["state"] == "done":
-                    self.show((rec["result"], values))
-                elif rec["state"] == "failed":
-                    self.fail(failure(rec.get("error")))
-                else:
-                    self.fail("The computation was cancelled; change an input to run it again.")
-                return
-        finally:
-            self.running = False
-            self.job_id = None
-            self.progress.stop()
+            rec = await self._run_job(values)
+        except jobs.JobRefused as exc:
+            self.pending = False  # a newer input is not submitted now: it would be refused as well
+            self.fail(refused_text(exc))
+            return None
+        if self.pending or rec is None or self.lost:
+            return None  # a newer input (computed next), a job that vanished, or a closed tab
+        if rec["state"] == "done":
+            return rec["result"], values
+        if rec["state"] == "failed":
+            self.fail(failure(rec.get("error")))
+        else:
+            self.fail("The computation was cancelled; change an input to run it again.")
+        return None
 
     def _quick(self, values: dict[str, Any]) -> bool:
         try:
@@ -233,7 +210,7 @@ class JobLatest:
 
     async def _run_job(self, values: dict[str, Any]) -> dict[str, Any] | None:
         """Submit the job and follow it to its end (cancelled when a newer input or the tab's close asks);
-        its final record, or None when it vanished."""
+        its final record, or None when it vanished (or the server is stopping)."""
         from nicegui import run
 
         if self.lost:  # the tab closed while the quick check ran
@@ -241,17 +218,21 @@ class JobLatest:
         job_id = await run.io_bound(
             jobs.submit, self.kind, view_job, self.kwargs(values), client=self.client, estimate_s=0.0
         )
+        if job_id is None:  # the server is stopping
+            return None
         self.job_id = job_id
-        self.progress.job(job_id)
-        if self.pending or self.lost:
-            jobs.request_cancel(job_id)
-        while True:
-            rec = await run.io_bound(jobs.job, job_id)
-            if rec is None or rec["state"] in jobs.FINAL:
-                self.job_id = None
-                if rec is not None and not self.lost:
+        try:
+            self.progress.job(job_id)
+            if self.pending or self.lost:
+                jobs.request_cancel(job_id)
+            while True:
+                rec = await run.io_bound(jobs.job, job_id)
+                if rec is None or rec["state"] in jobs.FINAL:
+                    if rec is not None and not self.lost:
+                        self.progress.update(rec)
+                    return rec
+                if not self.lost:
                     self.progress.update(rec)
-                return rec
-            if not self.lost:
-                self.progress.update(rec)
-            await asyncio.sleep(POLL_S)
+                await asyncio.sleep(POLL_S)
+        finally:
+            self.job_id = None

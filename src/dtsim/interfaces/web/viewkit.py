@@ -410,8 +410,10 @@ class Latest:
     thread (NiceGUI's run.io_bound); an input change while it runs is noted and computed once it ends,
     so a burst of changes costs one run after the current one, not one each. `show(result)` or
     `fail(ScenarioError | text)` is called for the last inputs only; an exception other than a
-    ScenarioError is logged and said as INTERNAL_ERROR (never a silent failure). `busy`, when given,
-    is shown while the work runs."""
+    ScenarioError is logged and said as INTERNAL_ERROR (never a silent failure). `busy` (a Busy, or
+    anything with start() and stop(): web/jobrun.py's JobProgress), when given, is shown while the work
+    runs. A subclass changes how the work runs (`run`) and what a newer input does to the run under way
+    (`on_newer`): web/jobrun.py's JobLatest runs it as an API job and cancels that job."""
 
     def __init__(
         self,
@@ -422,14 +424,24 @@ class Latest:
         busy: Busy | None = None,
     ) -> None:
         self.work, self.args, self.show, self.fail, self.busy = work, args, show, fail, busy
+        self.name = getattr(work, "__qualname__", "a view")  # what the log says failed
         self.running = False
         self.pending = False
 
-    async def __call__(self) -> None:
+    async def run(self, *args: Any) -> Any:
+        """The work's result for these inputs (in a thread), or None: nothing to show (run.io_bound
+        gives None once the server is stopping; a subclass that said the outcome itself)."""
         from nicegui import run
 
+        return await run.io_bound(self.work, *args)
+
+    def on_newer(self) -> None:
+        """A newer input arrived while the work runs: here nothing (its result is just not shown)."""
+
+    async def __call__(self) -> None:
         if self.running:
             self.pending = True
+            self.on_newer()
             return
         self.running = True
         if self.busy is not None:
@@ -438,23 +450,23 @@ class Latest:
             while True:
                 self.pending = False
                 try:
-                    result = await run.io_bound(self.work, *self.args())
+                    result = await self.run(*self.args())
                 except ScenarioError as exc:
                     if not self.pending:
                         self.fail(exc)
                         return
                     continue
                 except Exception:
-                    log.exception("computing %s failed", getattr(self.work, "__qualname__", "a view"))
+                    log.exception("computing %s failed", self.name)
                     if not self.pending:
                         self.fail(INTERNAL_ERROR)
                         return
                     continue
-                if result is None:  # run.io_bound gives None once the server is stopping: nothing to show
-                    return
-                if not self.pending:
+                if self.pending:  # a newer input arrived: compute that one
+                    continue
+                if result is not None:
                     self.show(result)
-                    return
+                return
         finally:
             self.running = False
             if self.busy is not None:
