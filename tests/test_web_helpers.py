@@ -450,7 +450,7 @@ def test_navigation_links_carry_the_shared_keys_a_view_holds_at_their_current_va
 
     scripts: list[str] = []
     ui = SimpleNamespace(run_javascript=scripts.append)
-    shell = Shell(ui, "/plan", links={p: Link(_props={}) for p in ("/plan", "/step", "/validation")})
+    shell = Shell(ui, "/plan", links={p: Link(_props={}) for p in ("/plan", "/step", "/validation", "/")})
     full = {"model": "llama3.1-8b", "nodes": "2", "gpu": None, "tokens": "", "gbs": "512"}
     assert shell.share({"gbs": "384"}, links=full) == "/plan?gbs=384"
     assert "/plan?gbs=384" in scripts[-1]
@@ -458,6 +458,10 @@ def test_navigation_links_carry_the_shared_keys_a_view_holds_at_their_current_va
     assert step["href"] == "/step?model=llama3.1-8b&nodes=2"
     assert step["data-clear"] == "gpu,tokens"
     assert shell.links["/plan"]._props == {}  # the current view's own link is left alone
+    # the decentralized page reads shared keys into its own fields: only what the view changed
+    shell.share({"nodes": "8"}, links=full | {"nodes": "8"})
+    assert shell.links["/"]._props == {"href": "/?nodes=8", "data-clear": ""}
+    assert shell.links["/step"]._props["href"] == "/step?model=llama3.1-8b&nodes=8"
     passing = Shell(ui, "/validation", links={"/step": Link(_props={})})
     passing.share({"model": "mixtral-8x7b", "tokens": "", "subset": "a"})
     assert passing.links["/step"]._props == {"href": "/step?model=mixtral-8x7b", "data-clear": ""}

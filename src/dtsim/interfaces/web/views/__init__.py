@@ -36,6 +36,7 @@ NAVIGATION: tuple[tuple[str, str, str | None], ...] = (
     ("/governance", "Governance", "governance"),
     ("/sensitivity", "Sensitivity", "sensitivity"),
 )
+VIEW_MODULES = {path: module for path, _label, module in NAVIGATION}
 # Query keys a view hands on to the others when the user moves between views.
 SHARED_KEYS = ("model", "gpu", "nodes", "gpus_per_node", "tokens", "preset")
 # Each view's last query in this browser tab (sessionStorage: one tab's, kept across its page loads),
@@ -119,16 +120,23 @@ class Shell:
         holds at its current value, so a key set back to its default replaces the value the target view
         remembers (NAV_MEMORY), and a shared key it holds blank is named in the links' `data-clear`,
         which drops that remembered value. Without `links` (a view that does not hold the shared keys,
-        e.g. /validation) the links carry the shared keys of `params`: what the view was given."""
+        e.g. /validation) the links carry the shared keys of `params`: what the view was given.
+
+        The decentralized page ("/") is linked with the shared keys of `params` alone: it reads them
+        into its own fields (num_nodes, tokens_t, the parameter counts), which its remembered query
+        holds under their own names (no old shared value to replace), so a datacenter view's default
+        (2 nodes, an 8B model) would overwrite the page's own scenario."""
         clean = {k: str(v) for k, v in params.items() if v not in (None, "")}
         path = self._target(self.current, clean)
         held = clean if links is None else links
         shared = carried(held)
         cleared = ",".join(k for k in SHARED_KEYS if k in held and k not in shared)
         for target, link in self.links.items():
-            if target != self.current:
-                link._props["href"] = self._target(target, shared)
-                link._props["data-clear"] = cleared
-                link.update()
+            if target == self.current:
+                continue
+            own_fields = VIEW_MODULES.get(target, "") is None  # the decentralized page
+            link._props["href"] = self._target(target, carried(clean) if own_fields else shared)
+            link._props["data-clear"] = "" if own_fields else cleared
+            link.update()
         self.ui.run_javascript(f"history.replaceState(null, '', {json.dumps(path)});")
         return path
