@@ -218,6 +218,36 @@ def test_band_draws_once_after_the_current_run_for_a_burst(monkeypatch):
     assert band.status.text == f"{SAMPLES} draws, seed {SEED}"
 
 
+def test_band_json_is_strict_for_numpy_and_non_finite_values():
+    """The hidden uncertainty JSON is operations.json_ready's: a NumPy scalar is its number and NaN or
+    an infinity is null, in nested mappings and lists too."""
+    import numpy as np
+
+    from dtsim.interfaces.web import uncertainty_band
+
+    band = uncertainty_band.UncertaintyBand(_UI(), lambda: None)
+    band.add_label("wall_clock_days")
+    summary = {"p10": np.float32(2.0), "p90": float("nan"), "quantile_se": {"p10": float("inf")}}
+    band._show(({"wall_clock_days": summary, "effective_days": {"p10": [np.int64(3), float("-inf")]}},))
+    assert json.loads(band.json.text) == {
+        "wall_clock_days": {"p10": 2.0, "p90": None, "quantile_se": {"p10": None}},
+        "effective_days": {"p10": [3, None]},
+    }
+
+
+def test_latest_drops_the_run_under_way_only():
+    """Latest.drop_running: the answer of a run under way is not shown (it runs once more); with no run
+    under way nothing is noted, so the next change does not run twice."""
+    from dtsim.interfaces.web.viewkit import Latest
+
+    latest = Latest(lambda: None, tuple, print, print)
+    latest.drop_running()
+    assert not latest.pending
+    latest.running = True
+    latest.drop_running()
+    assert latest.pending
+
+
 def test_an_rtt_cell_sets_the_pair_and_the_scenario_checks_it():
     """The regions table's cells edit region_rtt_ms: one entry per pair (the reverse dropped, so the
     two orders never contradict), blank back to the estimate; a bad value is the scenario's error,

@@ -19,6 +19,7 @@ from typing import Any
 
 from dtsim.errors import ScenarioError, format_problem
 from dtsim.interfaces.formats import days_text
+from dtsim.interfaces.operations import json_ready
 from dtsim.interfaces.web.viewkit import Latest
 
 # Not model constants: how many draws the page makes (a power of two: Sobol points balance at 2^m) and
@@ -92,8 +93,7 @@ class UncertaintyBand:
         current one (each change started its own run), and only the newest inputs' range is shown."""
         if self.wanted() is None:  # off, or the inputs' error is shown already
             self._clear()
-            if self.latest.running:  # the run in flight is for inputs no longer wanted
-                self.latest.pending = True
+            self.latest.drop_running()  # the run in flight is for inputs no longer wanted
             return
         from nicegui import background_tasks
 
@@ -109,7 +109,7 @@ class UncertaintyBand:
             lab.text = band_text(bands[key])
             lab.props(f"data-p10={bands[key].get('p10')} data-p90={bands[key].get('p90')}")
         self.status.text = f"{SAMPLES} draws, seed {SEED}"
-        self.json.text = json.dumps(_finite(bands), sort_keys=True, allow_nan=False)
+        self.json.text = json.dumps(json_ready(bands), sort_keys=True, allow_nan=False)
 
     def _fail(self, exc: ScenarioError | str) -> None:
         text = exc if isinstance(exc, str) else "; ".join(format_problem(f, v, m) for f, v, m in exc.problems)
@@ -120,12 +120,3 @@ def draw(fields: dict[str, Any] | None) -> tuple[dict[str, Any], ...]:
     """The headline bands of `fields` as a one-item tuple, or () for no fields (never None: Latest
     takes None for a server that is stopping)."""
     return () if fields is None else (headline_bands(fields),)
-
-
-def _finite(x: Any) -> Any:
-    """NaN and infinities as null (strict JSON), through nested mappings."""
-    if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
-    if isinstance(x, float) and (x != x or x in (float("inf"), float("-inf"))):
-        return None
-    return x

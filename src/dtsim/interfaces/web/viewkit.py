@@ -471,3 +471,9 @@ class Latest:
             self.running = False
             if self.busy is not None:
                 self.busy.stop()
+
+    def drop_running(self) -> None:
+        """The run under way, if any, is for inputs no longer wanted: its answer is not shown (the work
+        runs once more, for the inputs current then)."""
+        if self.running:
+            self.pending = True
