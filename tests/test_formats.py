@@ -79,3 +79,12 @@ def test_the_sweep_chart_draws_a_short_run_in_its_own_unit():
         [1, 30.0],
         [2, 3.0],
     ]
+
+
+@pytest.mark.parametrize("seconds", [1.5, 119.99, 120.01, 7199.99, 7200.01, 172799.99, 172800.01, 1e7])
+def test_the_sweep_chart_and_the_headline_switch_units_at_the_same_times(seconds):
+    """The chart's time axis is in the unit the headline writes the same time in (formats' thresholds)."""
+    from dtsim.interfaces.web.charts import time_unit
+
+    unit = {"s": "seconds", "min": "minutes", "h": "hours", "days": "days"}[duration(seconds).split()[1]]
+    assert time_unit([seconds / 86400])[0] == unit

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dtsim.interfaces.formats import DAYS_FROM_S, HOURS_FROM_S, MINUTES_FROM_S, SECONDS_PER_DAY
 from dtsim.interfaces.web.results import OUTPUT_NAMES
 from dtsim.models.decentralized.result import Result
 from dtsim.models.decentralized.strategies.base import BREAKDOWN_KEYS
@@ -90,13 +91,13 @@ def time_unit(days: list[float | None]) -> tuple[str, float]:
     longest time is two days or more, else hours, minutes or seconds (formats.duration's thresholds),
     so a short run's curve reads in its own unit (a 10-million-node run: minutes, not 0.003 days)."""
     top = max((d for d in days if d is not None and d == d and d > 0), default=None)
-    if top is None or top >= 2:
+    if top is None or top * SECONDS_PER_DAY >= DAYS_FROM_S:
         return "days", 1.0
-    if top >= 2 / 24:
+    if top * SECONDS_PER_DAY >= HOURS_FROM_S:
         return "hours", 24.0
-    if top >= 2 / 1440:
+    if top * SECONDS_PER_DAY >= MINUTES_FROM_S:
         return "minutes", 1440.0
-    return "seconds", 86400.0
+    return "seconds", SECONDS_PER_DAY
 
 
 def sweep_chart(
