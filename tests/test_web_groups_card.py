@@ -89,6 +89,36 @@ def test_region_rows_measured_intra_and_unknown():
     assert region_rtt_ms("lab-a", "eu-west", None, Assumptions({})) is None
 
 
+def test_region_cells_are_sent_again_only_when_their_hint_or_rtt_changes():
+    """Filling the regions table on every refresh (each keystroke) set every RTT cell's props, a
+    websocket update each: a cell is given its hint and RTT again only when they change."""
+    from dtsim.interfaces.web.groups_card import GroupsCard
+
+    class Cell:
+        def __init__(self) -> None:
+            self.value, self.sent = None, []
+
+        def props(self, text: str) -> None:
+            self.sent.append(text)
+
+    s = load_scenario(layers=[{"node_groups": GROUPS}])
+    rows = region_rows(s)
+    card = GroupsCard.__new__(GroupsCard)
+    card.shown_regions = [r["region"] for r in rows]
+    card.region_labels = {(r["region"], c): Cell() for r in rows for c in ("groups", "nodes", r["region"])}
+    card.rtt_cells = {("us-east", "eu-central"): Cell(), ("eu-central", "us-east"): Cell()}
+    card.cell_props = {}
+    for _ in range(3):
+        card._fill_regions(rows, s)
+    assert [len(c.sent) for c in card.rtt_cells.values()] == [1, 1]
+    measured = load_scenario(
+        layers=[{"node_groups": GROUPS, "region_rtt_ms": {"us-east": {"eu-central": 95}}}]
+    )
+    card._fill_regions(region_rows(measured), measured)
+    assert [c.sent[-1].endswith("data-ms=95.0") for c in card.rtt_cells.values()] == [True, True]
+    assert [c.value for c in card.rtt_cells.values()] == [95, 95]
+
+
 def test_groups_summary_names_the_limiting_group_one_based():
     assert "Limiting group: 2." in groups_summary({"limiting_group": 1, "hierarchy_by_region": False})
     assert "became the regional groups" in groups_summary({"limiting_group": 0, "hierarchy_by_region": True})

@@ -105,10 +105,9 @@ def region_rtt_ms(a: str, b: str, rtt: dict[str, Any] | None, asm: Assumptions) 
     """The round trip between two regions in ms as the model takes it: a measured region_rtt_ms pair
     (either order), else the geographic estimate between the regions table's coordinates
     (physics/wan.py), `intra_region_rtt_ms` (an assumption) inside one region; None when unknown."""
-    measured = rtt or {}
-    for x, y in ((a, b), (b, a)):
-        if y in measured.get(x, {}):
-            return float(measured[x][y])
+    measured = measured_rtt(a, b, rtt)
+    if measured is not None:
+        return float(measured)
     regions = catalog.regions()
     if a == b:
         return float(asm.intra_region_rtt_ms)
@@ -189,6 +188,7 @@ class GroupsCard:
         self.shown_regions: list[str] | None = None  # the regions table's regions, as drawn
         self.region_labels: dict[tuple[str, str], Any] = {}  # (region, column) → label
         self.rtt_cells: dict[tuple[str, str], Any] = {}  # (a, b) → number input, a != b
+        self.cell_props: dict[tuple[str, str], str] = {}  # (a, b) → the hint and RTT the cell was given
         self.filling = False  # set while the table shows the scenario's values (no on_change)
         nodes = {k: k for k in catalog.nodes()}
         gpus = {k: k for k in catalog.gpus()}
@@ -309,7 +309,7 @@ class GroupsCard:
     def _draw_regions(self, rows: list[dict[str, Any]]) -> None:
         ui = self.ui
         self.regions_box.clear()
-        self.region_labels, self.rtt_cells = {}, {}
+        self.region_labels, self.rtt_cells, self.cell_props = {}, {}, {}
         self.shown_regions = [r["region"] for r in rows]
         if not rows:
             return
@@ -365,7 +365,10 @@ class GroupsCard:
                     measured = measured_rtt(a, b, scenario.region_rtt_ms)
                     estimate = region_rtt_ms(a, b, None, asm)
                     hint = "no estimate: give one" if estimate is None else f"≈ {estimate:.1f}"
-                    cell.props(f'placeholder="{hint}" data-ms={row[f"rtt_{b}"]}')
+                    shown = f'placeholder="{hint}" data-ms={row[f"rtt_{b}"]}'
+                    if self.cell_props.get((a, b)) != shown:  # each props() is a websocket update
+                        cell.props(shown)
+                        self.cell_props[(a, b)] = shown
                     if measured is None and cell.value is not None:
                         cell.value = None
                     elif measured is not None and (
