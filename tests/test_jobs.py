@@ -93,7 +93,14 @@ def wait_state(client: TestClient, href: str, states: set[str], timeout: float =
 
 def test_sensitivity_job_lifecycle_matches_the_inline_answer(client):
     inline = client.post("/api/sensitivity", json=SENSITIVITY)
-    assert inline.status_code == 200, inline.text
+    # ~0.5 s estimated on a quiet machine, answered at once; on a loaded one the timed probe can put it
+    # past JOB_THRESHOLD_S, and then it is a job too (the estimate is meant to err that way)
+    assert inline.status_code in (200, 202), inline.text
+    answer = (
+        inline.json()
+        if inline.status_code == 200
+        else wait_state(client, inline.json()["href"], {"done"})["result"]
+    )
     r = client.post("/api/sensitivity", json=SENSITIVITY, headers=ASYNC)
     assert r.status_code == 202, r.text
     accepted = r.json()
@@ -109,7 +116,7 @@ def test_sensitivity_job_lifecycle_matches_the_inline_answer(client):
     assert progress == sorted(progress) and 0 < progress[-2] < progress[-1] <= 1, progress
     assert sum(0 < p < 1 for p in progress) >= 3  # the runs went through in pieces
     final = stream[-1][1]
-    assert final["result"] == inline.json() and final["progress"] == 1.0 and final["error"] is None
+    assert final["result"] == answer and final["progress"] == 1.0 and final["error"] is None
     view = client.get(accepted["href"]).json()
     assert view == final and view["kind"] == "sensitivity" and view["eta_s"] is None
     assert view["created"].endswith("Z") and view["updated"] >= view["created"]
