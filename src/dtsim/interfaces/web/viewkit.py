@@ -401,8 +401,7 @@ class KitView:
         """Show an imported file's answer once its inputs are in the widgets; a run of the old inputs
         still in flight does not show its answer (it runs once more, for the inputs now current)."""
         self.accept(data)
-        if self.latest.running:
-            self.latest.pending = True
+        self.latest.drop_running()
 
 
 class Latest:
@@ -474,6 +473,7 @@ class Latest:
 
     def drop_running(self) -> None:
         """The run under way, if any, is for inputs no longer wanted: its answer is not shown (the work
-        runs once more, for the inputs current then)."""
+        runs once more, for the inputs current then); a subclass stops it as for a newer input."""
         if self.running:
             self.pending = True
+            self.on_newer()
