@@ -103,6 +103,30 @@ def browser_latency(page: Any, testid: str, values: list[str]) -> float:
     return statistics.median(times)
 
 
+def browser_latency_of(page: Any, act: Any) -> float:
+    """Seconds from the first input event `act()` causes (a click, a key, an input: whichever comes
+    first) to the answer's change, both timed with performance.now() inside the page, as
+    browser_latency times a typed value; Playwright's own round trips are not counted."""
+    page.evaluate(
+        """() => { window.__dt_t0 = null;
+            const start = () => { if (window.__dt_t0 === null) window.__dt_t0 = performance.now(); };
+            for (const type of ['pointerdown', 'mousedown', 'click', 'keydown', 'input'])
+                document.addEventListener(type, start, {capture: true, once: true});
+            window.__dt_changed = new Promise((resolve) => {
+                const el = document.querySelector('[data-testid=result-json]');
+                const before = el.textContent;
+                const obs = new MutationObserver(() => {
+                    if (el.textContent !== before) { obs.disconnect(); resolve(performance.now()); }
+                });
+                obs.observe(el, {childList: true, characterData: true, subtree: true});
+            }); }"""
+    )
+    act()
+    t1 = page.evaluate("() => window.__dt_changed")
+    t0 = page.evaluate("() => window.__dt_t0")
+    return (t1 - t0) / 1e3
+
+
 def choose(page: Any, testid: str, option: str) -> None:
     """Pick `option` in a select and wait for the answer to change."""
     before = page.locator(RESULT).text_content()
