@@ -76,21 +76,23 @@ def change(page: Any, testid: str, value: str, timeout: float = 60_000) -> float
     return time.perf_counter() - started
 
 
+# In the page: window.__dt_changed resolves to performance.now() when the answer's text next changes.
+WATCH_ANSWER = """() => { window.__dt_changed = new Promise((resolve) => {
+    const el = document.querySelector('[data-testid=result-json]');
+    const before = el.textContent;
+    const obs = new MutationObserver(() => {
+        if (el.textContent !== before) { obs.disconnect(); resolve(performance.now()); }
+    });
+    obs.observe(el, {childList: true, characterData: true, subtree: true});
+}); }"""
+
+
 def browser_latency(page: Any, testid: str, values: list[str]) -> float:
     """Median seconds from an input's change to the answer's, measured with performance.now() inside
     the page (a MutationObserver on the answer), over the given successive values."""
     times = []
     for value in values:
-        page.evaluate(
-            """() => { window.__dt_changed = new Promise((resolve) => {
-                const el = document.querySelector('[data-testid=result-json]');
-                const before = el.textContent;
-                const obs = new MutationObserver(() => {
-                    if (el.textContent !== before) { obs.disconnect(); resolve(performance.now()); }
-                });
-                obs.observe(el, {childList: true, characterData: true, subtree: true});
-            }); }"""
-        )
+        page.evaluate(WATCH_ANSWER)
         t0 = page.evaluate(
             """([sel, v]) => { const el = document.querySelector(sel);
                 const setter = Object.getOwnPropertyDescriptor(window.HTMLInputElement.prototype, 'value').set;
@@ -109,18 +111,13 @@ def browser_latency_of(page: Any, act: Any) -> float:
     browser_latency times a typed value; Playwright's own round trips are not counted."""
     page.evaluate(
         """() => { window.__dt_t0 = null;
-            const start = () => { if (window.__dt_t0 === null) window.__dt_t0 = performance.now(); };
+            const stop = new AbortController();  // the first event of any type ends all the listeners
+            const start = () => { window.__dt_t0 = performance.now(); stop.abort(); };
             for (const type of ['pointerdown', 'mousedown', 'click', 'keydown', 'input'])
-                document.addEventListener(type, start, {capture: true, once: true});
-            window.__dt_changed = new Promise((resolve) => {
-                const el = document.querySelector('[data-testid=result-json]');
-                const before = el.textContent;
-                const obs = new MutationObserver(() => {
-                    if (el.textContent !== before) { obs.disconnect(); resolve(performance.now()); }
-                });
-                obs.observe(el, {childList: true, characterData: true, subtree: true});
-            }); }"""
+                document.addEventListener(type, start, {capture: true, signal: stop.signal});
+        }"""
     )
+    page.evaluate(WATCH_ANSWER)
     act()
     t1 = page.evaluate("() => window.__dt_changed")
     t0 = page.evaluate("() => window.__dt_t0")
