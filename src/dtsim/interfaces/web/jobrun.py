@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from dtsim.errors import ScenarioError
+from dtsim.errors import ScenarioError, format_problem
 from dtsim.interfaces.api import jobs
 from dtsim.interfaces.web.viewkit import INTERNAL_ERROR, Latest
 
@@ -34,20 +34,16 @@ def view_job(progress: jobs.Progress, *, module: str, values: dict[str, Any], co
     """A job's work (in a worker process): the view module's `compute(values)`, the same call the CLI's
     `--json` makes, with `progress=` a (done, total) callback when the view's compute takes one; the
     answer as strict JSON values (what the page's hidden result JSON holds)."""
-    import json
-
-    from dtsim.interfaces.operations import json_default, json_text
+    from dtsim.interfaces.operations import json_ready
 
     if not module.startswith(VIEWS):
         raise ValueError(f"not a web view: {module}")
     compute = importlib.import_module(module).compute
     answer = compute(values, progress=jobs.counted(progress)) if counted else compute(values)
-    return json.loads(json_text(answer, None, json_default))
+    return json_ready(answer)
 
 
 def refused_text(exc: jobs.JobRefused) -> str:
-    from dtsim.errors import format_problem
-
     said = "; ".join(format_problem(*p) for p in exc.problems)
     return (
         f"Not computed: the server is busy ({said}). Retry in about {exc.retry_after_s} s: change an input "
