@@ -36,7 +36,6 @@ NAVIGATION: tuple[tuple[str, str, str | None], ...] = (
     ("/governance", "Governance", "governance"),
     ("/sensitivity", "Sensitivity", "sensitivity"),
 )
-VIEW_MODULES = {path: module for path, _label, module in NAVIGATION}
 # Query keys a view hands on to the others when the user moves between views.
 SHARED_KEYS = ("model", "gpu", "nodes", "gpus_per_node", "tokens", "preset")
 # Each view's last query in this browser tab (sessionStorage: one tab's, kept across its page loads),
@@ -134,9 +133,11 @@ class Shell:
         for target, link in self.links.items():
             if target == self.current:
                 continue
-            own_fields = VIEW_MODULES.get(target, "") is None  # the decentralized page
-            link._props["href"] = self._target(target, carried(clean) if own_fields else shared)
-            link._props["data-clear"] = "" if own_fields else cleared
-            link.update()
+            own_fields = target == "/"  # the decentralized page
+            href = self._target(target, carried(clean) if own_fields else shared)
+            clear = "" if own_fields else cleared
+            if (link._props.get("href"), link._props.get("data-clear")) != (href, clear):
+                link._props["href"], link._props["data-clear"] = href, clear
+                link.update()  # sent to the browser only when the link changed (share runs per input)
         self.ui.run_javascript(f"history.replaceState(null, '', {json.dumps(path)});")
         return path
