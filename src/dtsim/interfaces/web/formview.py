@@ -368,9 +368,8 @@ class FormView:
         await self.latest()
 
     def _work(self, values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The computation (in a thread): the answer and the inputs it answers."""
-        if self.progress:  # in-process work (quick inputs of a slow view): nothing shows its progress
-            return self.compute(values, progress=None), values
+        """The computation (in a thread, no progress shown: the quick inputs of a slow view, or a quick
+        view): the answer and the inputs it answers."""
         return self.compute(values), values
 
     def show(self, done: tuple[dict[str, Any], dict[str, Any]]) -> None:
