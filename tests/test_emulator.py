@@ -760,8 +760,38 @@ def test_summary_is_typed_and_as_dict_is_the_report():
         "tx_packets": [100] * 2,
         "rx_bytes": [1_900_000] * 2,
         "buckets": 1,
+        "arrival_skew_s": None,
     }
     assert set(s.headline()) == set(d) - {"value_bytes", "events", "evals", "records"}
+
+
+def test_diloco_sync_runs_from_the_last_entry_to_the_last_exit():
+    """A DiLoCo sync is one blocking collective: a rank that enters it early waits for the others' inner
+    steps, not for the network. summarize() times it from the last rank's entry to the last rank's exit
+    (both on the machine's one monotonic clock) and reports the early rank's wait as arrival skew; the
+    slowest rank's own time (entry to exit) would count that wait as communication."""
+    from dtsim.emulator.launcher import EmulateOptions, summarize
+
+    opts = EmulateOptions(workers=2, bandwidth_mbps=100, algorithm="diloco", model="tiny", steps=1, batch=2)
+    base = {"step_s": 1.0, "tx_bytes": 1, "tx_packets": 1, "rx_bytes": 1, "buckets": 1}
+    # rank 0 enters at 10.00 and leaves at 10.30; rank 1 enters at 10.20 and leaves at 10.31
+    at = [(10.00, 10.30), (10.20, 10.31)]
+    records = [
+        {
+            "rank": r,
+            "params": 1_000_000,
+            "value_bytes": 4,
+            "calibration": [{"forward_s": 0.1, "backward_s": 0.2, "optimizer_s": 0.01}],
+            "syncs": [{**base, "sync_s": at[r][1] - at[r][0], "sync_at": list(at[r])}],
+            "steps": [{"loss": 5.0}],
+            "evals": [],
+        }
+        for r in range(2)
+    ]
+    s = summarize(opts, records)
+    assert s.measured_sync_s == pytest.approx(0.11)  # 10.20 → 10.31, not rank 0's 0.30
+    assert s.events[0].arrival_skew_s == pytest.approx(0.20)
+    assert s.measured_arrival_skew_s == pytest.approx(0.20)
 
 
 def test_nested_stop_requests_share_one_record():

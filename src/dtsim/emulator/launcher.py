@@ -258,14 +258,22 @@ def summarize(opts: EmulateOptions, records: list[dict[str, Any]]) -> EmulationS
         rows = [r["syncs"][i] for r in records]
         if rows[0].get("warmup"):
             continue
+        # A DiLoCo sync is one blocking collective: it runs from the moment the last rank enters it to the
+        # moment the last rank leaves it. A rank that arrives early waits for the others' inner steps
+        # (compute imbalance, which the outer step time shows), not for the network, so that wait is kept
+        # apart as the arrival skew. DDP's span of bucket all-reduces inside the backward pass stays per rank.
+        entered = [x["sync_at"][0] for x in rows if x.get("sync_at")]
+        left = [x["sync_at"][1] for x in rows if x.get("sync_at")]
+        timed = len(entered) == len(rows)
         per_event.append(
             SyncEvent(
-                sync_s=max(x["sync_s"] for x in rows),
+                sync_s=(max(left) - max(entered)) if timed else max(x["sync_s"] for x in rows),
                 step_s=max(x["step_s"] for x in rows),
                 tx_bytes=[x["tx_bytes"] for x in rows],
                 tx_packets=[x["tx_packets"] for x in rows],
                 rx_bytes=[x["rx_bytes"] for x in rows],
                 buckets=rows[0].get("buckets", 1),
+                arrival_skew_s=(max(entered) - min(entered)) if timed else None,
             )
         )
     buckets = int(_median([e.buckets for e in per_event]) or 1)
@@ -311,6 +319,9 @@ def summarize(opts: EmulateOptions, records: list[dict[str, Any]]) -> EmulationS
         evals=r0.get("evals", []),
         latency_approximate=opts.latency_mode == "app" and opts.any_latency,
         events=per_event,
+        measured_arrival_skew_s=_median(
+            [e.arrival_skew_s for e in per_event if e.arrival_skew_s is not None]
+        ),
     )
 
 

@@ -12,12 +12,15 @@ from typing import Any
 class SyncEvent:
     """One measured synchronisation (a DDP step, a DiLoCo outer step), over every rank."""
 
-    sync_s: float  # the slowest rank's time in the collective
+    sync_s: (
+        float  # DiLoCo: the last rank's entry to the last rank's exit; DDP: the slowest rank's bucket span
+    )
     step_s: float  # the slowest rank's whole step
     tx_bytes: list[int]  # bytes each rank's interface sent (headers included)
     tx_packets: list[int]
     rx_bytes: list[int]
     buckets: int  # DDP gradient buckets (1 for DiLoCo)
+    arrival_skew_s: float | None = None  # DiLoCo: the last rank's entry into the sync less the first rank's
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,8 @@ class EmulationSummary:
     evals: list[dict[str, float]]  # held-out loss against tokens: {tokens, loss, ...}
     latency_approximate: bool  # latency applied inside the workers (no netem on this kernel)
     events: list[SyncEvent]
+    # DiLoCo: median wait of the first rank into a sync for the last (compute imbalance; not in measured_sync_s)
+    measured_arrival_skew_s: float | None = None
     run: RunInfo | None = None
     records: list[dict[str, Any]] = field(default_factory=list)  # every worker's raw measurements
 

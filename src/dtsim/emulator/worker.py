@@ -68,6 +68,13 @@ def iface_counters(iface: str | None) -> dict[str, int]:
     return out
 
 
+def shared_clock() -> float:
+    """Seconds on CLOCK_MONOTONIC, one clock for every process on the machine (network namespaces do not
+    change it), so the ranks' times can be set side by side: when the last rank entered a sync and when
+    the last one left it."""
+    return time.clock_gettime(time.CLOCK_MONOTONIC)
+
+
 def _diff(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
     return {k: b[k] - a[k] for k in a}
 
@@ -171,10 +178,12 @@ def _overlapped_diloco(cfg, record, model, inner, averager, global_flat, step_co
         try:
             c0 = iface_counters(iface)
             s0 = time.perf_counter()
+            a0 = shared_clock()
             if latency_s:
                 time.sleep(float(ring_allreduce_steps(world)) * latency_s)
             out["avg"] = averager(pseudo)
             out["sync_s"] = time.perf_counter() - s0
+            out["sync_at"] = [a0, shared_clock()]
             out["counters"] = _diff(c0, iface_counters(iface))
         except BaseException as exc:  # re-raised in the main thread
             out["error"] = exc
@@ -201,7 +210,7 @@ def _overlapped_diloco(cfg, record, model, inner, averager, global_flat, step_co
             avg = pending["avg"]
             momentum.mul_(outer_mom).add_(avg)
             global_flat = global_flat - outer_lr * (avg + outer_mom * momentum)  # Nesterov, one round late
-            entry = {"sync_s": pending["sync_s"], **pending["counters"]}
+            entry = {"sync_s": pending["sync_s"], "sync_at": pending["sync_at"], **pending["counters"]}
         local = global_flat - pseudo
         set_flat(model, local)
         anchor = flat_params(model)
@@ -388,9 +397,11 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
             pseudo = global_flat - flat_params(model)  # compute, before the sync is timed
             c0 = iface_counters(iface)
             s0 = time.perf_counter()
+            a0 = shared_clock()
             if latency_s:
                 time.sleep(float(ring_allreduce_steps(world)) * latency_s)
             avg = averager(pseudo)
+            a1 = shared_clock()
             s1 = time.perf_counter()
             c1 = iface_counters(iface)
             momentum.mul_(outer_mom).add_(avg)
@@ -403,6 +414,7 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
                     "warmup": outer < int(cfg.get("warmup_steps", 0)),
                     "compute_s": compute,
                     "sync_s": s1 - s0,
+                    "sync_at": [a0, a1],
                     "step_s": o1 - o0,
                     "inner_steps": h,
                     "codec_s": codec_s,
