@@ -171,6 +171,14 @@ def test_the_dp_group_is_tp_apart_even_with_context_parallelism():
 
 def test_a_fabric_brings_its_gpu_and_refuses_another_generation():
     assert Cluster(fabric="dgx-h100-ndr").gpu == "h100-sxm"
+    # GB200 NVL72 brings the GB200's Blackwell GPU: 2.5 PFLOPS dense BF16 at up to 1,200 W, above the
+    # HGX B200's 2.25 at 1,000 W (same die, same generation: a B200 may still be named)
+    gb200 = Cluster(fabric="gb200-nvl72")
+    assert gb200.gpu == "gb200" and Cluster(fabric="gb200-nvl72", gpu="b200").gpu == "b200"
+    peak = {g: catalog.gpus()[g].micro.peak_flop_s(16) for g in ("gb200", "b200")}
+    assert peak["gb200"] == pytest.approx(2.5e15, rel=1e-3) and peak["b200"] == pytest.approx(
+        2.25e15, rel=1e-3
+    )
     assert Cluster(fabric="dgx-a100-hdr", gpu="a100-40gb").gpu == "a100-40gb"  # same generation
     with pytest.raises(ScenarioError) as err:
         build(Cluster, {"fabric": "gb200-nvl72", "gpu": "a100-80gb"}, "cluster.")
