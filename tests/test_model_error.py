@@ -32,6 +32,31 @@ def test_conformal_bounds_are_the_order_statistics_of_split_conformal():
         model_error.conformal_bounds(scores, 1.0)
 
 
+def test_weighted_conformal_bounds_weigh_each_source_the_same():
+    """Weighted split conformal (Tibshirani et al. 2019): equal weights give the order statistics; with
+    source_weights a source of 90 runs weighs what a source of 10 does, so the interval reaches the
+    small source's scores that the count-weighted one leaves out."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=40)
+    for level in (0.5, 0.8, 0.95):
+        assert model_error.conformal_bounds(x, level, [0.3] * 40) == model_error.conformal_bounds(x, level)
+    big = list(np.linspace(-0.05, 0.05, 90))  # a well-predicted source with many rows
+    small = list(np.linspace(0.20, 0.30, 10))  # a biased source with few
+    scores, sources = big + small, ["big"] * 90 + ["small"] * 10
+    w = model_error.source_weights(sources)
+    assert sum(w[:90]) == pytest.approx(1.0) and sum(w[90:]) == pytest.approx(1.0)
+    lo, hi = model_error.conformal_bounds(scores, 0.8)
+    wlo, whi = model_error.conformal_bounds(scores, 0.8, w)
+    assert hi < 0.25 < whi  # count-weighted, the 80 % interval stops at the small source's first score
+    assert lo < wlo < 0.0  # and the big source's own tail counts for half as much
+    # the new point keeps the mean weight: with two equal sources, 95 % needs mass the scores lack
+    assert model_error.conformal_bounds([0.0, 1.0], 0.5, [1.0, 1.0]) is None
+    with pytest.raises(ValueError, match="weights"):
+        model_error.conformal_bounds(scores, 0.8, [1.0] * 99)
+    with pytest.raises(ValueError, match="weights"):
+        model_error.conformal_bounds([0.0, 1.0, 2.0], 0.5, [1.0, 0.0, 1.0])
+
+
 def test_conformal_intervals_cover_exchangeable_scores_at_their_level():
     """The guarantee the method rests on: with exchangeable scores, a new score falls inside the
     interval built from n others at least `level` of the time (and not far above it)."""

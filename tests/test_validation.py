@@ -8,6 +8,7 @@ import json
 import math
 import re
 
+import numpy as np
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -122,7 +123,16 @@ def test_check_groups_meet_their_bounds(result):
     s = result.summary
     training = {r.group for r in result.runs if r.kind == "datacenter"}
     checks = {g for g, e in s.items() if e.roles == ["check"] and g in training}
-    assert checks == {"MCORE24", "MPT", "MPT-FP8", "MAXTEXT", "MAXTEXT-V5P-CFG"}
+    assert checks == {
+        "MCORE24",
+        "MPT",
+        "MPT-FP8",
+        "MAXTEXT",
+        "MAXTEXT-V5P-CFG",
+        "NEMO24",
+        "NEMO24-AUG",
+        "MBRIDGE",
+    }
     for g in checks:
         assert any(c.bound == "median_abs_error" and c.limit <= 0.15 for c in s[g].bounds), g
     failing = {g for g, e in s.items() for c in e.bounds if not c.ok}
@@ -133,11 +143,18 @@ def test_check_groups_meet_their_bounds(result):
 
 
 def test_pooled_check_error_is_reported(result):
-    """The datacenter check runs pooled across groups (issue 13's 7 % target). A regression guard at
-    the level measured with FlashAttention timed by its measured curves (7.5 %), not the target."""
+    """The datacenter check runs pooled across groups (issue 13's 7 % target). Regression guards at the
+    levels measured, not the target: 7.5 % on the sources checked before the NeMo and Megatron-Bridge
+    performance summaries joined (llm-foundry, MaxText, Megatron-LM README), 8.4 % with them (their
+    49 FP8 rows on H100, B200 and GB200 err by 10–12 % at the median)."""
     pooled = result.datacenter_check
-    assert pooled["runs"] >= 200
-    assert pooled["median_abs_error"] <= 0.08
+    assert pooled["runs"] >= 300
+    assert pooled["median_abs_error"] <= 0.09
+    older = ("MCORE24", "MPT", "MPT-FP8", "MAXTEXT", "MAXTEXT-V5P-CFG")
+    errors = [
+        abs(r.error) for r in result.runs if r.group in older and r.role == "check" and r.error is not None
+    ]
+    assert len(errors) >= 260 and float(np.median(errors)) <= 0.08
 
 
 def test_calibration_groups_fit_well(result):
@@ -160,7 +177,10 @@ def test_fit_verdicts_are_counted_and_the_misses_named(result):
     fv = result.fit_verdicts
     assert fv["runs"] >= 280
     wrong = {w["id"] for w in fv["wrong"]}
-    assert all(i.startswith(("MPT-", "MAXTEXT-")) for i in wrong), wrong
+    # the GB200 405B rows (TP 4, PP 16, VP 4): 216 GB of Korthikanti's in-flight activations for the
+    # interleaved schedule on the first stage, of 177 GB usable (MBRIDGE's leaves_out)
+    gb200 = {i for i in wrong if i.startswith("MBRIDGE-") and i.endswith("-GB200-405B")}
+    assert all(i.startswith(("MPT-", "MAXTEXT-")) for i in wrong - gb200), wrong
     tpu = {r.id for r in result.runs if r.group.startswith("MAXTEXT") and r.role == "check"}
     gpu_wrong = len(wrong - tpu)
     assert (fv["runs"] - len(tpu) - gpu_wrong) / (fv["runs"] - len(tpu)) >= 0.9

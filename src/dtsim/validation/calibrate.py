@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 
 from dtsim import catalog
-from dtsim.validation.predict import predict
+from dtsim.validation.predict import predict, record_gpu
 from dtsim.validation.records import Dataset
 
 DEFAULT_OUT = Path("calibration.yaml")  # the working directory, never the package
@@ -194,7 +194,7 @@ def calibrate(
     # 4. the sustained-clock derate of each GPU generation
     gens: dict[str, list[Any]] = {}
     for r in dc:
-        gpu = catalog.gpus()[r.cluster.get("gpu", "a100-80gb")]
+        gpu = catalog.gpus()[record_gpu(r)]
         gens.setdefault(gpu.micro.generation, []).append(r)
     for gen, recs in sorted(gens.items()):
         value = _fit(doc, recs, ("generations", gen, "clock_derate"), 0.3, 1.0, False, meter)

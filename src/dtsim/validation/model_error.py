@@ -10,7 +10,10 @@ smallest. The signed scores keep the model's bias (a model that is fast on a sou
 reaching further above the point).
 
 Runs from one publication are not exchangeable with each other (one stack, one team, one way of
-measuring), so the intervals are checked leaving one source out (`source_set` of the record groups):
+measuring), so every source weighs the same in the quantiles (each run 1 / its source's run count;
+weighted split conformal, Tibshirani, Barber, Candès & Ramdas 2019, "Conformal Prediction Under
+Covariate Shift": a new run is as likely to resemble any source, however many rows that source
+published), and the intervals are checked leaving one source out (`source_set` of the record groups):
 each source's runs are covered, or not, by the interval the other sources give. `dtsim validate`
 reports that coverage; catalog/model_error.yaml, which `step` and `plan` read, holds the bounds from
 every source.
@@ -38,20 +41,52 @@ def score(predicted: float, measured: float) -> float:
     return math.log(predicted / measured)
 
 
-def conformal_bounds(scores: Sequence[float], level: float) -> tuple[float, float] | None:
+def conformal_bounds(
+    scores: Sequence[float], level: float, weights: Sequence[float] | None = None
+) -> tuple[float, float] | None:
     """The lower and upper score of a central `level` split-conformal interval: the ⌊(n+1)·α/2⌋-th and
     ⌈(n+1)(1−α/2)⌉-th smallest of the n scores (α = 1 − level). None when n is too small for the level
-    (an index outside 1..n: the interval would be unbounded)."""
+    (an index outside 1..n: the interval would be unbounded).
+
+    With `weights`, the weighted version (Tibshirani, Barber, Candès & Ramdas 2019, "Conformal
+    Prediction Under Covariate Shift", NeurIPS, §2): score i carries p_i = w_i / (Σw + w̄), the new
+    point the mean weight w̄ (its own mass sits at ±∞); the upper bound is the smallest score whose
+    cumulative p reaches 1 − α/2, the lower the largest whose cumulative p from the top does. Equal
+    weights give the order statistics above."""
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be between 0 and 1, got {level}")
-    x = np.sort(np.asarray(scores, dtype=float))
+    order = np.argsort(np.asarray(scores, dtype=float), kind="stable")
+    x = np.asarray(scores, dtype=float)[order]
     n = len(x)
     half = (1.0 - level) / 2.0
-    lo = math.floor((n + 1) * half + 1e-9)
-    hi = math.ceil((n + 1) * (1.0 - half) - 1e-9)
+    if weights is None:
+        lo = math.floor((n + 1) * half + 1e-9)
+        hi = math.ceil((n + 1) * (1.0 - half) - 1e-9)
+    else:
+        w = np.asarray(weights, dtype=float)
+        if w.shape != (n,) or n == 0 or np.any(w <= 0) or not np.all(np.isfinite(w)):
+            raise ValueError("weights: one positive finite weight per score")
+        w = w[order]
+        p = w / (w.sum() + w.mean())
+        up = np.cumsum(p)  # mass at or below each score
+        down = np.cumsum(p[::-1])[::-1]  # mass at or above each score
+        hi = int(np.searchsorted(up, 1.0 - half - 1e-12)) + 1  # first index reaching the level
+        reach = np.nonzero(down >= 1.0 - half - 1e-12)[0]
+        lo = int(reach[-1]) + 1 if len(reach) else 0
     if lo < 1 or hi > n:
         return None
     return float(x[lo - 1]), float(x[hi - 1])
+
+
+def source_weights(sources: Sequence[str]) -> list[float]:
+    """Each run's weight so that every source weighs the same in total (1 / its run count): a new run
+    comes from a stack, team and way of measuring of its own, which any past source is as likely to
+    resemble as another, however many rows that source published (llm-foundry's 216 would otherwise
+    set the intervals alone)."""
+    counts: dict[str, int] = {}
+    for s in sources:
+        counts[s] = counts.get(s, 0) + 1
+    return [1.0 / counts[s] for s in sources]
 
 
 def scored_runs(runs: Iterable[Any], source_of: dict[str, str]) -> list[tuple[Any, str, float]]:
@@ -79,7 +114,9 @@ def leave_one_source_out(
     per_source: dict[str, dict[str, Any]] = {}
     for src in sources:
         own = [(r, x) for r, s, x in scored if s == src]
-        rest = [x for r, s, x in scored if s != src and r.role == "check"]
+        rest_runs = [(s, x) for r, s, x in scored if s != src and r.role == "check"]
+        rest = [x for _, x in rest_runs]
+        rest_w = source_weights([s for s, _ in rest_runs])
         entry: dict[str, Any] = {
             "runs": len(own),
             "others": len(rest),
@@ -88,7 +125,7 @@ def leave_one_source_out(
             "coverage": {},
         }
         for lv in levels:
-            b = conformal_bounds(rest, lv) if rest else None
+            b = conformal_bounds(rest, lv, rest_w) if rest else None
             key = f"{lv:g}"
             entry["bounds"][key] = None if b is None else {"low": b[0], "high": b[1]}
             entry["coverage"][key] = None
@@ -166,6 +203,7 @@ HEADER = """\
 def compute() -> dict[str, Any]:
     """The bounds from every scored run of the bundled dataset, and their leave-one-source-out
     coverage on the check runs."""
+    from dtsim.validation.predict import record_gpu
     from dtsim.validation.records import load_dataset
     from dtsim.validation.runner import validate
 
@@ -179,12 +217,13 @@ def compute() -> dict[str, Any]:
     for _, s, _ in scored:
         counts[s] = counts.get(s, 0) + 1
     bounds = {}
+    weights = source_weights([s for _, s, _ in scored])
     for lv in LEVELS:
-        b = conformal_bounds(scores, lv)
+        b = conformal_bounds(scores, lv, weights)
         bounds[f"{lv:g}"] = None if b is None else {"low": round(b[0], 4), "high": round(b[1], 4)}
     loso = report.interval_coverage
     by_id = {r.id: r for r in data.records}
-    gpus = sorted({by_id[r.id].cluster["gpu"] for r, _, _ in scored})
+    gpus = sorted({record_gpu(by_id[r.id]) for r, _, _ in scored})
     return {
         "runs": len(scores),
         "sources": dict(sorted(counts.items())),

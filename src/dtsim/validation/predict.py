@@ -51,6 +51,13 @@ def datacenter_workload(rec):
     return workload
 
 
+def record_gpu(rec) -> str:
+    """The GPU id a datacenter record runs on: its cluster's `gpu`, or the one its `fabric` brings."""
+    from dtsim.models.datacenter.workload import Cluster, build
+
+    return build(Cluster, dict(rec.cluster), "cluster.").gpu
+
+
 def _convention_flop_per_step(rec, w, r) -> float:
     """The FLOPs of one step counted the way the record's source counts them."""
     from dtsim.physics.transformer import maxtext_flops_per_token, mpt_flops_per_token
