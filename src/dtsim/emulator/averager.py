@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 import torch
 import torch.distributed as dist
@@ -34,17 +35,25 @@ class LocalOps:
 
     def __init__(self, world: int):
         self.world = world
+        self.first_collective_at: float | None = None  # perf_counter() when the first stand-in ran
+
+    def _mark(self) -> None:
+        if self.first_collective_at is None:
+            self.first_collective_at = time.perf_counter()
 
     def get_world_size(self) -> int:
         return self.world
 
     def all_reduce(self, x: torch.Tensor) -> None:
+        self._mark()
         x.mul_(1.0)  # the reduction's one pass over the vector; no peers to add
 
     def all_to_all_single(self, out: torch.Tensor, inp: torch.Tensor) -> None:
+        self._mark()
         out.copy_(inp)
 
     def all_gather(self, outs: list[torch.Tensor], t: torch.Tensor) -> None:
+        self._mark()
         for o in outs:
             o.copy_(t)
 

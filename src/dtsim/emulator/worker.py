@@ -118,23 +118,46 @@ def codec_throughput(kind: str, numel: int, world: int, ratio: float) -> float |
     return 4.0 * x.numel() / sorted(times)[1]
 
 
-def codec_local_s(spec: str, numel: int, world: int) -> float | None:
-    """Seconds of one compressed sync's local work on this worker: the Averager's own code on `LocalOps`
-    (every codec pass, padding copy, cast, sum and concatenation the sync makes, no communication) over a
-    vector of the model's size, the median of three. The compute input of the sync's prediction,
-    measured as the step compute is (with communication off). None for none and fp16."""
+def codec_local_s(spec: str, numel: int, world: int) -> tuple[float, float] | None:
+    """Seconds of one compressed sync's local work on this worker, (before its first collective, after
+    it): the Averager's own code on `LocalOps` (every codec pass, padding copy, cast, sum and
+    concatenation the sync makes, no communication) over a vector of the model's size, each part the
+    median of three. The compute input of the sync's prediction, measured as the step compute is (with
+    communication off). None for none and fp16."""
     from dtsim.emulator.averager import Averager, LocalOps
 
-    av = Averager(spec, numel, ops=LocalOps(world))
+    ops = LocalOps(world)
+    av = Averager(spec, numel, ops=ops)
     if av.kind not in ("int8", "topk"):
         return None
     x = torch.randn(numel, generator=torch.Generator().manual_seed(7))
-    times = []
+    before, after = [], []
     for _ in range(3):
+        ops.first_collective_at = None
         t0 = time.perf_counter()
         av(x)
-        times.append(time.perf_counter() - t0)
-    return sorted(times)[1]
+        t1 = time.perf_counter()
+        mark = ops.first_collective_at if ops.first_collective_at is not None else t1
+        before.append(mark - t0)
+        after.append(t1 - mark)
+    return sorted(before)[1], sorted(after)[1]
+
+
+def sync_local_s(spec: str, numel: int, world: int, rank: int) -> float | None:
+    """The local work a compressed sync holds, as the sync runs it: a sync is timed from the last rank's
+    entry, so its work before the first collective runs on that rank alone while the others wait in the
+    collective (timed here one rank at a time, the others waiting at a barrier); the work after it runs
+    on every rank at once (timed with every rank at once). Call on every rank together."""
+    alone = None
+    for turn in range(world):
+        dist.barrier()
+        if turn == rank:
+            alone = codec_local_s(spec, numel, world)
+    dist.barrier()
+    together = codec_local_s(spec, numel, world)
+    if alone is None or together is None:
+        return None
+    return alone[0] + together[1]
 
 
 def _inner_step(step_compute, model, inner, record: dict, outer: int, h: int, i: int) -> float:
@@ -384,11 +407,9 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
         for outer in range(int(cfg.get("warmup_steps", 0)) + int(cfg["steps"])):
             codec_s = None
             if record["codec_bytes_per_s"] is not None:
-                # the sync's local work timed before every round, outside the round's timing, every rank
-                # at once as they all run it in the sync: the prediction's input is measured under the
-                # load of the sync it is compared with
-                dist.barrier()
-                codec_s = codec_local_s(cfg.get("compression", "none"), n_params, world)
+                # the sync's local work timed before every round, outside the round's timing, as the
+                # sync runs it (sync_local_s)
+                codec_s = sync_local_s(cfg.get("compression", "none"), n_params, world, rank)
             o0 = time.perf_counter()
             compute = 0.0
             for i in range(h):
