@@ -839,6 +839,27 @@ def test_attention_stays_16_bit_in_fp8_training():
     assert _attention("b200", 4096, bits=8, precision="fp8")[:2] == _attention("b200", 4096)[:2]
 
 
+def test_fp8_keeps_the_linear_inputs_it_cast():
+    """Transformer Engine keeps each linear layer's input for backward as its FP8 cast (physics.
+    transformer.activation_bytes_per_layer): an FP8 step stores 29/34 of a BF16 step's per-layer
+    activations (GPT-3, sequence parallel, FlashAttention); the weights, gradients and optimizer state
+    are those of the same layout."""
+
+    def run(precision):
+        w = Workload(
+            model="gpt3-175b",
+            seq_len=2048,
+            precision=precision,
+            cluster=Cluster(gpu="h100-sxm", nodes=8),
+            layout=Layout(tp=8, pp=8, mbs=1, gbs=64, sequence_parallel=True, recompute="selective"),
+        )
+        return step(w).memory_breakdown_gb
+
+    bf16, fp8 = run("bf16"), run("fp8")
+    assert fp8["activations"] == pytest.approx(bf16["activations"] * 29 / 34, rel=1e-6)
+    assert fp8["optimizer"] == bf16["optimizer"] and fp8["gradients"] == bf16["gradients"]
+
+
 def test_fp8_pays_for_its_casts_and_keeps_the_lm_head_16_bit():
     """Issue 13 item 5 (FP8 with its real speed-up): every FP8 GEMM first quantizes its 16-bit operands
     (Transformer Engine's cast-transpose), a memory-bound cost that the halved GEMM time does not hide,

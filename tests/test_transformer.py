@@ -141,6 +141,27 @@ def test_activation_memory_korthikanti():
     assert activation_bytes_per_layer(a, b, 8, True, "full", s) == pytest.approx(2 * sbh / 8)
 
 
+def test_fp8_keeps_linear_inputs_in_one_byte():
+    """Transformer Engine keeps a linear layer's input for its weight gradient as the FP8 tensor it cast:
+    QKV and FFN-1 inputs 2 → 1 (replicated without SP), FFN-2 input 8 → 4, the attention output 2 → 1,
+    or 2 → 3 under FlashAttention, whose backward keeps its 16-bit copy. Full recomputation's stored
+    layer input stays 16-bit."""
+    a = get_architecture("gpt3-175b")
+    s, b, heads, h = 2048, 1, 96, 12288
+    sbh = s * b * h
+    act = activation_bytes_per_layer
+    assert act(a, b, 8, True, "selective", s, fp8=True) == pytest.approx((34 - 5) * sbh / 8)
+    assert act(a, b, 8, True, "selective", s, fp8=True, flash=False) == pytest.approx((34 - 7) * sbh / 8)
+    assert act(a, b, 8, False, "selective", s, fp8=True) == pytest.approx(sbh * (10 - 2 + (24 - 3) / 8))
+    assert act(a, b, 8, True, "none", s, fp8=True, flash=False) == pytest.approx(
+        sbh / 8 * (34 - 7 + 5 * heads * s / h)
+    )
+    assert act(a, b, 8, True, "full", s, fp8=True) == pytest.approx(2 * sbh / 8)
+    # vectorized over layouts, as the step model calls it
+    both = act(a, b, 8, True, "selective", s, fp8=[False, True], flash=[True, True])
+    assert list(both) == pytest.approx([34 * sbh / 8, 29 * sbh / 8])
+
+
 def test_bad_architecture_names_field():
     with pytest.raises(ScenarioError) as exc:
         get_architecture({"hidden": 1000, "layers": 2, "heads": 7, "vocab": 10, "seq_len": 8})

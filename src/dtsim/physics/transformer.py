@@ -308,6 +308,8 @@ def activation_bytes_per_layer(
     sequence_parallel: bool,
     recompute: str,
     seq_len: int | None = None,
+    fp8: bool | Any = False,
+    flash: bool | Any = True,
 ):
     """Bytes of activations one transformer layer stores for one micro-batch on one GPU
     (Korthikanti et al. 2022, §4, 16-bit activations):
@@ -321,7 +323,16 @@ def activation_bytes_per_layer(
     Without dropout (`a.dropout` false) the two 1-byte masks of the attention and FFN output dropouts
     (s·b·h each, replicated across TP: 34 → 32, 10 → 8) and the attention-probability dropout's mask
     and output (a·s²·b and 2·a·s²·b: 5 → 2 in the attention term) are never stored (§4.1's
-    itemisation of the 34 and the 5)."""
+    itemisation of the 34 and the 5).
+
+    FP8 (`fp8`, Transformer Engine): a linear layer keeps its input for the weight-gradient GEMM as the
+    FP8 tensor it cast, one byte an element, not the 16-bit one (transformer_engine/pytorch/module/
+    linear.py `saved_inputmat`, layernorm_linear.py `ln_out` cast to FP8, from v1.x to today). Of
+    §4.1's items that is the QKV and first FFN inputs (2·s·b·h → s·b·h each, replicated across TP
+    without sequence parallelism) and the second FFN's input, the activation output (8·s·b·h/t →
+    4·s·b·h/t); the attention output, the output projection's input, is kept in FP8 too, and under
+    FlashAttention (`flash`) also in 16 bits, as the kernel's backward needs it (2·s·b·h/t → 3 with
+    FlashAttention, → 1 without). The layer input under full recomputation stays 16-bit."""
     import numpy as np
 
     s = seq_len or a.seq_len
@@ -334,6 +345,11 @@ def activation_bytes_per_layer(
     if recompute == "full":
         return np.where(sp, 2.0 * sbh / tp, 2.0 * sbh)
     core = np.where(sp, sbh / tp * (32.0 + masks), sbh * (8.0 + masks + 24.0 / tp))
+    # FP8-kept linear inputs: QKV and FFN-1 inputs (replicated without SP) −2, FFN-2 input −4, the
+    # attention output +1 with FlashAttention (its 16-bit copy stays) or −1 without
+    sharded_saving = 4.0 + np.where(np.asarray(flash, dtype=bool), -1.0, 1.0)
+    saving = np.where(sp, sbh / tp * (2.0 + sharded_saving), sbh * 2.0 + sbh / tp * sharded_saving)
+    core = core - np.where(np.asarray(fp8, dtype=bool), saving, 0.0)
     if recompute == "selective":
         return core
     return core + sbh * attn_term / tp

@@ -700,7 +700,10 @@ def evaluate(
     # FlashAttention never stores the s×s scores, so its layers keep what selective recomputation keeps;
     # under full recomputation a layer keeps its input, and the layer being recomputed holds its full
     # activations (without the scores under FlashAttention).
-    act = {r: activation_bytes_per_layer(a, mbs, tp, sp, r, s) / cp for r in RECOMPUTES}
+    act = {
+        r: activation_bytes_per_layer(a, mbs, tp, sp, r, s, fp8=bits == 8, flash=flash) / cp
+        for r in RECOMPUTES
+    }
     if moe_layers:
         # An MoE layer's FFN keeps, per token and 16-bit: its k routed copies (the permuted input, also
         # the all-to-all receive buffer) and their expert outputs (kept for the weighted combine), 2·k·h
