@@ -281,6 +281,44 @@ def nodes() -> MappingProxyType:
 
 
 @dataclass(frozen=True)
+class SoftwareProfile:
+    """A training stack's layout settings (software.yaml): Layout fields by name, each with the source
+    copied from the measured-run groups (`records`) that ran the stack. A value `with_tp` is a rule: on
+    where tensor parallelism is (tp > 1)."""
+
+    id: str
+    name: str
+    description: str
+    records: tuple[str, ...]
+    layout: MappingProxyType
+    sources: MappingProxyType
+
+
+# the rule a layout-dependent profile field may give instead of a value (software.yaml)
+SOFTWARE_RULES = ("with_tp",)
+
+
+@cache
+def software() -> MappingProxyType:
+    """Software profiles by id (`megatron-lm-2021`, `llm-foundry`, ...): the Layout fields each stack
+    sets, with a source per field."""
+    out = {}
+    for sid, row in load_table("software.yaml").items():
+        layout, sources = dict(row.get("layout") or {}), dict(row.get("sources") or {})
+        if set(layout) != set(sources):  # pragma: no cover - guards the shipped file
+            raise RuntimeError(f"software profile {sid}: every layout field needs a source, and only those")
+        out[sid] = SoftwareProfile(
+            id=sid,
+            name=row["name"],
+            description=row["description"],
+            records=tuple(row.get("records") or ()),
+            layout=MappingProxyType(layout),
+            sources=MappingProxyType(sources),
+        )
+    return MappingProxyType(out)
+
+
+@dataclass(frozen=True)
 class Region:
     """A place node groups can sit: a name and the metro area's coordinates (catalog/regions.yaml)."""
 

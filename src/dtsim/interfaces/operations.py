@@ -19,7 +19,7 @@ function takes one, is called as the work proceeds (the CLI's progress bar; the 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -856,16 +856,35 @@ def model_architecture(
     return build(Architecture, {"name": "custom", **given}, "model.")
 
 
-def step_layouts(rows: list[dict[str, Any]], base: dict[str, Any], run: dict[str, Any], doc):
+def step_layouts(
+    rows: list[dict[str, Any]],
+    base: dict[str, Any],
+    run: dict[str, Any],
+    doc,
+    software: str | None = None,
+    explicit: Collection[str] = (),
+    name: str = "software",
+):
     """Each row's layout (the flags filling what it leaves out) stepped; every bad row is reported,
-    named `layouts[i].field`."""
+    named `layouts[i].field`. A software profile (`software`, or a row's own `software` column) gives
+    the defaults of the fields neither the row nor an `explicit` flag sets, with its rules resolved for
+    the row's tp (an unknown profile is named `name`, or `layouts[i].software`). Returns (result,
+    profile id or None) per row."""
+    from dtsim.models.datacenter.software import apply_software
     from dtsim.models.datacenter.step import layout_problems, steps
     from dtsim.models.datacenter.workload import Layout, Workload, build
 
-    built, problems = {}, []
+    built, problems, profiles = {}, [], {}
     for i, row in enumerate(rows):
+        row = dict(row)
+        own = row.pop("software", None)
+        profiles[i] = own if own is not None else software
         try:
-            built[i] = build(Layout, {**base, **row}, f"layouts[{i}].")
+            fields = {**base, **row}
+            if profiles[i] is not None:
+                where = f"layouts[{i}].software" if own is not None else name
+                fields = apply_software(profiles[i], fields, {*explicit, *row}, where)
+            built[i] = build(Layout, fields, f"layouts[{i}].")
         except ScenarioError as exc:
             problems += exc.problems
     if not built:
@@ -878,7 +897,17 @@ def step_layouts(rows: list[dict[str, Any]], base: dict[str, Any], run: dict[str
         prefixes = [f"layouts[{i}]." for i in built]
         raise ScenarioError(problems + layout_problems(workload, list(built.values()), prefixes))
     # all rows in one vectorized evaluation; steps() names a row's broken rule layouts[i].field
-    return steps(workload, list(built.values()), calibration=doc)
+    results = steps(workload, list(built.values()), calibration=doc)
+    return [(r, profiles[i]) for i, r in zip(built, results, strict=True)]
+
+
+def step_payload(result: Any, software: str | None) -> dict[str, Any]:
+    """A step result as JSON (`dtsim step --json`, /api/step), naming the software profile its layout
+    took its defaults from, when one did."""
+    out = result.model_dump(mode="json")
+    if software is not None:
+        out["software"] = software
+    return out
 
 
 def layout_label(lay: dict[str, Any]) -> str:

@@ -2,7 +2,9 @@
 (`dtsim/catalog/measured_runs/*.yaml`) and from users' directories.
 
 A file holds `groups:` (shared defaults, description and assumptions) and `records:`. A record takes
-its group's defaults (nested mappings merged), then is validated against the schema of its `kind`:
+its group's defaults (nested mappings merged) — `software: ID` among them gives the layout a software
+profile's fields (catalog/software.yaml) under every layout key the group or the record gives — then is
+validated against the schema of its `kind`:
 
 - datacenter: a model, a cluster and a parallel layout, predicted by the datacenter step model;
 - collective: one NCCL/gloo collective benchmark, predicted by the α-β collectives;
@@ -67,6 +69,11 @@ class DatacenterRecord(_Base):
     )
     cluster: dict[str, Any]
     layout: dict[str, Any]
+    software: str | None = Field(
+        None,
+        description="Software profile (catalog/software.yaml) whose fields the layout took as defaults, "
+        "under its own keys (the loader expands it).",
+    )
 
     @model_validator(mode="after")
     def _convention_for_flops(self):
@@ -351,6 +358,17 @@ def _load_text(text: str, name: str, data: Dataset, trusted: bool = False) -> No
             )
             continue
         merged = _merge(defaults, raw)
+        if merged.get("software") is not None and isinstance(merged.get("layout", {}), dict):
+            from dtsim.models.datacenter.software import apply_software
+
+            try:  # the profile's fields under the group's and the record's own layout keys
+                layout = merged.get("layout", {})
+                merged["layout"] = apply_software(merged["software"], layout, explicit=set(layout))
+            except ScenarioError as exc:
+                data.problems.extend(
+                    RecordProblem(name, label, f, f"{quote(v)}: {m}") for f, v, m in exc.problems
+                )
+                continue
         group = data.groups.get(gname)
         if group is not None and group.assumptions:
             merged["assumptions"] = [*group.assumptions, *merged.get("assumptions", [])]

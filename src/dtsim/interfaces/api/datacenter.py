@@ -40,6 +40,7 @@ ModelId = Literal[MODEL_IDS]  # type: ignore[valid-type]
 GpuId = Literal[tuple(k for k, g in catalog.gpus().items() if g.micro is not None)]  # type: ignore[valid-type]
 ClusterFabricId = Literal[tuple(catalog.cluster_fabrics())]  # type: ignore[valid-type]
 LinkId = Literal[tuple(catalog.fabrics())]  # type: ignore[valid-type]
+SoftwareId = Literal[tuple(catalog.software())]  # type: ignore[valid-type]
 Precision = Literal["bf16", "fp16", "fp8"]
 STRICT = ConfigDict(extra="forbid", strict=True)
 # rows of one step batch: /api/simulate's batch size (app.MAX_BATCH), about 0.35 s and 2.5 MB of answer
@@ -126,6 +127,16 @@ class WorkloadFields(BaseModel):
     usd_per_gpu_hour: float | None = Field(
         None, gt=0, le=1e4, description="Rental price per GPU-hour, for the run's rental cost (with tokens)."
     )
+    software: SoftwareId | None = Field(
+        None,
+        description="Software profile (catalog/software.yaml, `dtsim step --software list`): the training "
+        "stack's settings become the layout's defaults; a layout field the body gives wins. The answer "
+        "names it (`software`).",
+    )
+
+    def given(self) -> set[str]:
+        """The body's fields given explicitly (a software profile's fields yield to them)."""
+        return set(self.model_fields_set)
 
     @field_validator("model", mode="before")
     @classmethod
@@ -194,12 +205,15 @@ class LayoutRequest(WorkloadFields):
         return run | {"tokens": self.tokens, "usd_per_gpu_hour": self.usd_per_gpu_hour}
 
     def workload(self):
-        """The Workload of the body's one layout (what `dtsim step` builds from its flags)."""
+        """The Workload of the body's one layout (what `dtsim step` builds from its flags), a software
+        profile's fields under those the body gives."""
+        from dtsim.models.datacenter.software import apply_software
         from dtsim.models.datacenter.workload import Workload, build
 
-        return build(
-            Workload, {**self.run_fields(), "layout": build(Layout, self.layout_fields(), "layout.")}
-        )
+        fields = self.layout_fields()
+        if self.software is not None:
+            fields = apply_software(self.software, fields, self.given())
+        return build(Workload, {**self.run_fields(), "layout": build(Layout, fields, "layout.")})
 
 
 class StepRequest(LayoutRequest):
@@ -271,6 +285,16 @@ class PlanRequest(WorkloadFields):
         description="Reverse question: model shapes near this size (billions) that run fastest; the answer is "
         '{"target_params_b", "shapes_searched", "shapes": [...]}.',
     )
+
+    def options(self) -> PlanOptions:
+        """The plan's options: the body's, a software profile's settings under those it gives."""
+        from dtsim.models.datacenter.plan import PlanOptions
+        from dtsim.models.datacenter.software import plan_settings
+
+        options = {k: getattr(self, k) for k in PLAN_OPTIONS}
+        if self.software is not None:
+            options |= plan_settings(self.software, self.given())
+        return PlanOptions(**options)
 
 
 class CollectiveRequest(BaseModel):
@@ -362,13 +386,15 @@ def _step(req: StepRequest) -> JSONResponse:
 
     with _named_as_in(req):
         if req.layouts is None:
-            return _answer(run_step(req.workload()).model_dump(mode="json"))
+            return _answer(ops.step_payload(run_step(req.workload()), req.software))
         rows = [dict(row) for row in req.layouts]
         for row in rows:  # a list in JSON, as a --layouts file's "5,6,6,5" is read
             if isinstance(row.get("pp_layers"), list):
                 row["pp_layers"] = tuple(row["pp_layers"])
-        results = ops.step_layouts(rows, req.layout_fields(), req.run_fields(), None)
-        return _answer({"layouts": [r.model_dump(mode="json") for r in results]})
+        results = ops.step_layouts(
+            rows, req.layout_fields(), req.run_fields(), None, req.software, req.given()
+        )
+        return _answer({"layouts": [ops.step_payload(r, sw) for r, sw in results]})
 
 
 @_operation("/step", StepResult | StepBatch, "Step time, MFU and memory of a parallel layout (or a batch)")
@@ -385,19 +411,20 @@ def plan_work(progress: Any, **fields: Any) -> dict[str, Any]:
     """POST /api/plan's work, inline or in a job's process (api/jobs.py): the JSON of `dtsim plan
     --json` for the body's fields (`progress` is not called: the search is one vectorized pass)."""
     from dtsim.interfaces.api.app import _finite  # lazy: app.py imports this module
-    from dtsim.models.datacenter.plan import PlanOptions
     from dtsim.models.datacenter.plan import plan as run_plan
 
     req = PlanRequest.model_validate(fields)
     with _named_as_in(req):
         cluster = req.cluster()
-        opt = PlanOptions(**{k: getattr(req, k) for k in PLAN_OPTIONS})
+        opt = req.options()
         if req.target_params_b is not None:
             payload = ops.target_size_payload(
                 req.target_params_b, cluster, opt, req.vocab, req.seq_len, req.top, None
             )
         else:
             payload = run_plan(req.architecture(), cluster, opt, top=req.top).as_dict()
+    if req.software is not None:
+        payload["software"] = req.software
     return _finite(payload)
 
 
@@ -424,11 +451,11 @@ def plan_candidates_s(arch: Architecture, cluster: Cluster, opt: PlanOptions) ->
 def plan_estimate_s(req: PlanRequest) -> float:
     """What the plan should take: its candidate layouts (enumerated, not evaluated) × the seconds per
     candidate; with target_params_b, the first shape's count for every shape near the target."""
-    from dtsim.models.datacenter.plan import PlanOptions, shapes_near
+    from dtsim.models.datacenter.plan import shapes_near
 
     with _named_as_in(req):
         cluster = req.cluster()
-        opt = PlanOptions(**{k: getattr(req, k) for k in PLAN_OPTIONS})
+        opt = req.options()
         if req.target_params_b is None:
             shapes = [req.architecture()]
         else:

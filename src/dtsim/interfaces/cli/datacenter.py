@@ -35,6 +35,7 @@ from dtsim.interfaces.operations import (
     layout_label,
     model_architecture,
     step_layouts,
+    step_payload,
     target_size_payload,
     uncertainty_flags_alone,
 )
@@ -125,7 +126,7 @@ Fp32GradsOpt = Annotated[
 Fp32ParamsOpt = Annotated[
     bool,
     typer.Option(
-        "--fp32-params",
+        "--fp32-params/--no-fp32-params",
         help="Parameters kept in FP32 only (PyTorch FSDP MixedPrecision, JAX/MaxText): under ZeRO-3 sharding no "
         "16-bit shard is kept; default: a 16-bit copy beside the FP32 master, as Megatron-LM and DeepSpeed "
         "keep it.",
@@ -155,6 +156,91 @@ AttentionKernelOpt = Annotated[
         "[default: flash2].",
     ),
 ]
+
+
+SoftwareOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--software",
+        help="Software profile (catalog/software.yaml; `--software list` lists them): the training stack's "
+        "settings (ZeRO stage, FlashAttention kernel, overlaps, FP32 gradients/parameters, recomputation, "
+        "sequence parallelism) become the layout's defaults; a flag given explicitly wins.",
+    ),
+]
+# The Layout fields a software profile may set, and the parameter of `step`/`plan` that gives each
+SOFTWARE_PARAMS = {
+    "zero": "zero",
+    "recompute": "recompute",
+    "sequence_parallel": "sequence_parallel",
+    "schedule": "schedule",
+    "embedding_stages": "embedding_stages",
+    "flash_attention": "no_flash",
+    "overlap_grad_reduce": "no_overlap",
+    "overlap_tp_comm": "overlap_tp",
+    "fp32_grad_accumulation": "fp32_grad_accumulation",
+    "fp32_params": "fp32_params",
+    "attention_kernel": "attention_kernel",
+}
+
+
+def given_flags(ctx: typer.Context) -> set[str]:
+    """The profile-settable Layout fields whose flag the user gave (not left at its default)."""
+    # by name: typer's context may carry its own click's ParameterSource enum
+    sources = {param: getattr(ctx.get_parameter_source(param), "name", "DEFAULT") for param in ctx.params}
+    return {
+        field
+        for field, param in SOFTWARE_PARAMS.items()
+        if sources.get(param, "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")
+    }
+
+
+def print_software_list(as_json: bool) -> None:
+    """`--software list`: every profile with its fields and their sources."""
+    from dtsim import catalog
+
+    profiles = catalog.software()
+    if as_json:
+        print_json(
+            {
+                "software": {
+                    k: {
+                        "name": p.name,
+                        "description": p.description,
+                        "records": list(p.records),
+                        "layout": dict(p.layout),
+                        "sources": dict(p.sources),
+                    }
+                    for k, p in profiles.items()
+                }
+            }
+        )
+        return
+    t = table(title="Software profiles (--software ID)", title_justify="left")
+    t.add_column("id", no_wrap=True)
+    for col in ("stack", "layout fields (with_tp: on where tp > 1)", "records"):
+        t.add_column(col)
+    for k, p in profiles.items():
+        fields = ", ".join(f"{f}={v}" for f, v in p.layout.items())
+        t.add_row(k, p.name, fields, ", ".join(p.records))
+    console().print(t)
+
+
+def software_label(software: str, given: set[str], searched: tuple[str, ...] = ()) -> str:
+    """What a profile set, for the text output: its id, the fields it gave, those the flags gave and
+    (plan) those searched all the same."""
+    from dtsim import catalog
+
+    layout = catalog.software()[software].layout
+    taken = [f"{k}={v}" for k, v in layout.items() if k not in given and k not in searched]
+    notes = [
+        ("given", sorted(k for k in layout if k in given)),
+        ("searched", sorted(k for k in layout if k in searched and k not in given)),
+    ]
+    return (
+        software
+        + (f" ({', '.join(taken)})" if taken else "")
+        + "".join(f"; {what}: {', '.join(keys)}" for what, keys in notes if keys)
+    )
 
 
 TokensOpt = Annotated[
@@ -455,6 +541,7 @@ def write_trace(path: Path, workload: Any, result: Any, calibration: Any) -> Non
 
 
 def step(
+    ctx: typer.Context,
     model: ModelOpt = None,
     hidden: HiddenOpt = None,
     layers: LayersOpt = None,
@@ -502,7 +589,7 @@ def step(
         ),
     ] = None,
     sequence_parallel: Annotated[
-        bool, typer.Option("--sequence-parallel", help="Sequence parallelism.")
+        bool, typer.Option("--sequence-parallel/--no-sequence-parallel", help="Sequence parallelism.")
     ] = False,
     schedule: Annotated[
         str, typer.Option(help="gpipe | 1f1b | interleaved | zero-bubble | dualpipe | dualpipev.")
@@ -510,17 +597,29 @@ def step(
     embedding_stages: Annotated[
         str, typer.Option("--embedding-stages", help="first-last | balanced.")
     ] = "first-last",
-    no_flash: Annotated[bool, typer.Option("--no-flash-attention", help="Materialised attention.")] = False,
-    no_overlap: Annotated[
-        bool, typer.Option("--no-overlap-grad-reduce", help="Blocking gradient reduction.")
+    no_flash: Annotated[
+        bool,
+        typer.Option(
+            "--no-flash-attention/--flash-attention", help="Materialised attention (or FlashAttention)."
+        ),
     ] = False,
-    overlap_tp: Annotated[bool, typer.Option("--overlap-tp-comm", help="Overlap TP collectives.")] = False,
+    no_overlap: Annotated[
+        bool,
+        typer.Option(
+            "--no-overlap-grad-reduce/--overlap-grad-reduce",
+            help="Blocking (or overlapped) gradient reduction.",
+        ),
+    ] = False,
+    overlap_tp: Annotated[
+        bool, typer.Option("--overlap-tp-comm/--no-overlap-tp-comm", help="Overlap TP collectives.")
+    ] = False,
     precision: Annotated[str, typer.Option(help="bf16 | fp16 | fp8.")] = "bf16",
     fp32_grad_accumulation: Fp32GradsOpt = None,
     fp32_params: Fp32ParamsOpt = False,
     attention_kernel: AttentionKernelOpt = None,
     moe_capacity_factor: MoeCapacityOpt = None,
     moe_imbalance: MoeImbalanceOpt = 1.0,
+    software: SoftwareOpt = None,
     tokens: TokensOpt = None,
     usd_per_gpu_hour: UsdPerGpuHourOpt = None,
     layouts: Annotated[
@@ -550,10 +649,15 @@ def step(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
     """Step time, TFLOP/s per GPU, MFU/HFU and memory of one parallel layout (or of a file of them)."""
+    from dtsim.models.datacenter.software import apply_software
     from dtsim.models.datacenter.step import step as run_step
     from dtsim.models.datacenter.workload import Cluster, Layout, Workload, build
 
+    if software == "list":
+        print_software_list(as_json)
+        return
     dmc = None
+    flags_given = given_flags(ctx)
     try:
         flags = {"--seed": seed, "--levels": levels, "--prob": prob, "--fixed-assumptions": fixed_assumptions}
         uncertainty_flags_alone(uncertainty, **flags, **{"--scheduler": scheduler, "--workers": workers})
@@ -592,12 +696,15 @@ def step(
         run["usd_per_gpu_hour"] = usd_per_gpu_hour
         mc_args = (uncertainty, seed, levels, prob, fixed_assumptions, doc, scheduler, workers, as_json)
         if layouts is not None:
-            results = step_layouts(read_layouts_file(layouts), base, run, doc)
+            rows_in = read_layouts_file(layouts)
+            results = step_layouts(rows_in, base, run, doc, software, flags_given, "--software")
             if uncertainty is not None:
-                rows = [Layout(**r.layout) for r in results]
+                rows = [Layout(**r.layout) for r, _ in results]
                 workload = build(Workload, {**run, "layout": rows[0]})
                 dmc = run_datacenter_mc(workload, rows, *mc_args)
         else:
+            if software is not None:
+                base = apply_software(software, base, flags_given, "--software")
             workload = build(Workload, {**run, "layout": build(Layout, base, "layout.")})
             result = run_step(workload, calibration=doc)
             if uncertainty is not None:
@@ -611,17 +718,20 @@ def step(
         return
     if layouts is not None:
         if as_json:
-            payload = {"layouts": [r.model_dump(mode="json") for r in results]}
+            payload = {"layouts": [step_payload(r, sw) for r, sw in results]}
             if dmc is not None:
                 payload |= dmc.as_dict()
             print_json(payload)
         else:
-            print_layout_table(results, f"{len(results)} layouts from {layouts}")
+            print_layout_table([r for r, _ in results], f"{len(results)} layouts from {layouts}")
+            used = sorted({sw for _, sw in results if sw is not None})
+            if used:
+                console().print(f"software: {', '.join(used)}", highlight=False)
             if dmc is not None:
                 print_layouts_uncertainty(dmc, first=0)
         return
     if as_json:
-        payload = result.model_dump(mode="json")
+        payload = step_payload(result, software)
         if dmc is not None:
             payload |= {k: v for k, v in dmc.as_dict().items() if k != "layout_uncertainty"}
         print_json(payload)
@@ -650,6 +760,8 @@ def step(
         ("Tokens per second", f"{result.tokens_per_s:,.0f}"),
         ("Network", network_label(result.network)),
     ]
+    if software is not None:
+        rows.append(("Software", software_label(software, flags_given)))
     for k, v in rows:
         t.add_row(k, v)
     for k, v in result.breakdown_s.items():
@@ -673,6 +785,7 @@ def step(
 
 
 def plan(
+    ctx: typer.Context,
     model: ModelOpt = None,
     hidden: HiddenOpt = None,
     layers: LayersOpt = None,
@@ -697,8 +810,15 @@ def plan(
     top: Annotated[int, typer.Option(help="How many layouts to list.")] = 10,
     dp_multiple: Annotated[int, typer.Option("--dp-multiple", help="Require dp % N == 0 (batch ramp).")] = 1,
     gbs_multiple: Annotated[int, typer.Option("--gbs-multiple", help="Require gbs % N == 0.")] = 1,
-    no_flash: Annotated[bool, typer.Option("--no-flash-attention", help="Materialised attention.")] = False,
-    overlap_tp: Annotated[bool, typer.Option("--overlap-tp-comm", help="Overlap TP collectives.")] = False,
+    no_flash: Annotated[
+        bool,
+        typer.Option(
+            "--no-flash-attention/--flash-attention", help="Materialised attention (or FlashAttention)."
+        ),
+    ] = False,
+    overlap_tp: Annotated[
+        bool, typer.Option("--overlap-tp-comm/--no-overlap-tp-comm", help="Overlap TP collectives.")
+    ] = False,
     target_params_b: Annotated[
         float | None,
         typer.Option(
@@ -712,6 +832,7 @@ def plan(
     attention_kernel: AttentionKernelOpt = None,
     moe_capacity_factor: MoeCapacityOpt = None,
     moe_imbalance: MoeImbalanceOpt = 1.0,
+    software: SoftwareOpt = None,
     tokens: TokensOpt = None,
     usd_per_gpu_hour: UsdPerGpuHourOpt = None,
     calibration: CalibrationOpt = None,
@@ -727,9 +848,14 @@ def plan(
     """Rank every valid layout of a model on a cluster by seconds per iteration."""
     from dtsim.models.datacenter.plan import PlanOptions
     from dtsim.models.datacenter.plan import plan as run_plan
+    from dtsim.models.datacenter.software import PLAN_SEARCHED, plan_settings
     from dtsim.models.datacenter.workload import Cluster, build
 
+    if software == "list":
+        print_software_list(as_json)
+        return
     dmc = None
+    flags_given = given_flags(ctx)
     try:
         flags = {"--seed": seed, "--levels": levels, "--prob": prob, "--fixed-assumptions": fixed_assumptions}
         uncertainty_flags_alone(uncertainty, **flags, **{"--scheduler": scheduler, "--workers": workers})
@@ -743,7 +869,7 @@ def plan(
             raise ScenarioError(small)
         if precision not in ("bf16", "fp16", "fp8"):
             raise ScenarioError([("precision", precision, "must be bf16, fp16 or fp8")])
-        opt = PlanOptions(
+        options = dict(
             gbs=gbs,
             seq_len=seq_len,
             precision=precision,
@@ -759,6 +885,9 @@ def plan(
             tokens=tokens,
             usd_per_gpu_hour=usd_per_gpu_hour,
         )
+        if software is not None:  # the profile's settings under the flags given
+            options |= plan_settings(software, flags_given, "--software")
+        opt = PlanOptions(**options)
         if target_params_b is not None:
             if uncertainty is not None:
                 raise ScenarioError(
@@ -775,6 +904,8 @@ def plan(
                     [("target-params-b", target_params_b, "must be between 0.001 and 100000")]
                 )
             payload = target_size_payload(target_params_b, cluster, opt, vocab, seq_len, top, doc)
+            if software is not None:
+                payload["software"] = software
             rows, searched = payload["shapes"], payload["shapes_searched"]
             none = (
                 "no shape near the target fits in GPU memory on this cluster"
@@ -850,6 +981,8 @@ def plan(
         return
     if as_json:
         payload = result.as_dict()
+        if software is not None:
+            payload["software"] = software
         if dmc is not None:
             payload |= dmc.as_dict()
         print_json(payload)
@@ -861,6 +994,8 @@ def plan(
         f"[bold]{result.model}[/bold] ({result.params_b:,.1f}B) on {result.n_gpus} × {result.gpu}: "
         f"{result.searched:,} layouts searched in {result.seconds:.2f} s"
     )
+    if software is not None:
+        con.print(f"software: {software_label(software, flags_given, PLAN_SEARCHED)}", highlight=False)
     shown = result.ranked or result.nearest
     title = "Fastest layouts that fit" if result.fits else "Nothing fits — the closest layouts (not answers)"
     if shown:

@@ -57,6 +57,8 @@ class PlanOptions:
     attention_kernel: AttentionKernel = "flash2"  # Layout.attention_kernel
     overlap_grad_reduce: bool = True
     overlap_tp_comm: bool = False
+    # sequence parallelism where tp > 1: None searches with and without, True only with, False never
+    sequence_parallel: bool | None = None
     fp32_grad_accumulation: bool | None = None  # None: Megatron-LM's default for the precision
     fp32_params: bool = False  # Layout.fp32_params
     moe_capacity_factor: float | None = None  # Layout.moe_capacity_factor (None: dropless)
@@ -95,6 +97,7 @@ def enumerate_layouts(
                     out.append((3, g))
         return out
 
+    sp_choices = (False, True) if opt.sequence_parallel is None else (opt.sequence_parallel,)
     ep_choices = [1] if a.moe is None else [e for e in divisors(a.moe.experts)]
     # With FlashAttention selective recomputation changes nothing (the scores are never stored).
     recompute_choices = [r for r in opt.recompute_choices if not (opt.flash_attention and r == "selective")]
@@ -137,7 +140,7 @@ def enumerate_layouts(
                                 rejected["DualPipe pipeline or micro-batch rule"] += 1
                                 continue
                             for v in vs:
-                                for sp in (False, True) if tp > 1 else (False,):
+                                for sp in sp_choices if tp > 1 else (False,):
                                     for zero, shard in shards:
                                         for rc in recompute_choices:
                                             rows.append(

@@ -1,0 +1,80 @@
+"""Software profiles (catalog/software.yaml) applied to a layout: a stack's settings become the
+layout's defaults, under every field given explicitly (a flag, a request field, a `--layouts` column,
+a measured run's own layout key). Used by `dtsim step`/`plan`, /api/step and /api/plan, and the
+measured-run loader (a group's `defaults: {software: ID}`)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from dtsim import catalog
+from dtsim.errors import ScenarioError
+
+# The Layout fields a profile may set: a stack's kernels, overlaps, sharding and recomputation, never
+# the parallel degrees or batch of a run.
+SOFTWARE_FIELDS = (
+    "zero",
+    "fp32_params",
+    "flash_attention",
+    "attention_kernel",
+    "overlap_grad_reduce",
+    "overlap_tp_comm",
+    "fp32_grad_accumulation",
+    "schedule",
+    "recompute",
+    "embedding_stages",
+    "sequence_parallel",
+)
+# Fields that may take the rule `with_tp` (on where tp > 1) instead of a value.
+RULE_FIELDS = ("sequence_parallel", "overlap_tp_comm")
+# What `plan` searches whatever the profile says (the profiles' values are the recorded runs' choice).
+PLAN_SEARCHED = ("recompute", "schedule", "embedding_stages")
+
+
+def software_ids() -> tuple[str, ...]:
+    return tuple(catalog.software())
+
+
+def profile(software_id: Any, name: str = "software") -> catalog.SoftwareProfile:
+    """The catalog profile `software_id`; a ScenarioError naming `name`, the value and the known ids
+    otherwise."""
+    found = catalog.software().get(software_id) if isinstance(software_id, str) else None
+    if found is None:
+        raise ScenarioError(
+            [(name, software_id, f"unknown software profile; known: {', '.join(software_ids())}")]
+        )
+    return found
+
+
+def resolved(software_id: Any, tp: Any, name: str = "software") -> dict[str, Any]:
+    """The profile's Layout fields for a layout of tensor parallelism `tp` (rules resolved)."""
+    try:  # an int, or a --layouts CSV cell's text; anything else is Layout's to refuse
+        on = not isinstance(tp, bool) and int(tp) > 1
+    except (TypeError, ValueError):
+        on = False
+    return {k: (on if v == "with_tp" else v) for k, v in profile(software_id, name).layout.items()}
+
+
+def apply_software(
+    software_id: Any, fields: dict[str, Any], explicit: Collection[str], name: str = "software"
+) -> dict[str, Any]:
+    """`fields` (a layout's) with the profile's value for every field it sets that is not `explicit`."""
+    defaults = resolved(software_id, fields.get("tp", 1), name)
+    return {**fields, **{k: v for k, v in defaults.items() if k not in explicit}}
+
+
+def plan_settings(software_id: Any, explicit: Collection[str], name: str = "software") -> dict[str, Any]:
+    """PlanOptions fields for a profile: the options plan holds over its whole search (FlashAttention
+    and its kernel, the overlaps, FP32 gradients and parameters) take the profile's value unless
+    `explicit`; its ZeRO stage and sequence-parallel setting narrow the search (`with_tp`: on wherever
+    plan uses TP); PLAN_SEARCHED fields are searched as without a profile."""
+    out: dict[str, Any] = {}
+    for k, v in profile(software_id, name).layout.items():
+        if k in explicit or k in PLAN_SEARCHED:
+            continue
+        if k == "zero":
+            out["zero_choices"] = (v,)
+        else:
+            out[k] = True if v == "with_tp" else v  # plan evaluates TP comm only where tp > 1
+    return out
