@@ -859,6 +859,22 @@ def test_fp8_keeps_the_linear_inputs_it_cast():
     assert fp8["activations"] == pytest.approx(bf16["activations"] * 29 / 34, rel=1e-6)
     assert fp8["optimizer"] == bf16["optimizer"] and fp8["gradients"] == bf16["gradients"]
 
+    # An MoE layer's FFN keeps its 16-bit buffers and its 16-bit norm output (router, dispatcher): of
+    # the FP8 savings only the attention's remain, the QKV input (−1) and, without FlashAttention, the
+    # attention output (−1; under FlashAttention its 16-bit copy stays, +1 for the FP8 one)
+    def moe(precision, flash):
+        w = Workload(
+            model="mixtral-8x7b",
+            seq_len=4096,
+            precision=precision,
+            cluster=Cluster(gpu="h100-sxm", nodes=8),
+            layout=Layout(tp=2, pp=4, ep=8, gbs=64, sequence_parallel=True, flash_attention=flash),
+        )
+        return step(w).memory_breakdown_gb["activations"]
+
+    assert moe("fp8", True) == pytest.approx(moe("bf16", True), rel=1e-9)
+    assert moe("fp8", False) < moe("bf16", False)
+
 
 def test_fp8_pays_for_its_casts_and_keeps_the_lm_head_16_bit():
     """Issue 13 item 5 (FP8 with its real speed-up): every FP8 GEMM first quantizes its 16-bit operands

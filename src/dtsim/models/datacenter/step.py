@@ -719,7 +719,12 @@ def evaluate(
             2.0 * k * (2.0 * h + (up + 1.0) * e_ffn / tp)
             + 2.0 * a.moe.shared_experts * (up + 1.0) * e_ffn / tp
         )
-        extra = tokens * (routed - 16.0 * h / tp) * moe_layers / a.layers
+        # Under FP8 the dense FFN in `act` keeps 12·h/t (its second input in FP8) and its first input in
+        # FP8; an MoE layer's buffers above stay 16-bit and its pre-FFN norm output, read by the router
+        # and the token dispatcher, too: replace the 12·h/t and give the first input's byte back.
+        dense_ffn = np.where(bits == 8, 12.0, 16.0) * h / tp
+        norm_back = np.where(bits == 8, h * np.where(sp, 1.0 / tp, 1.0), 0.0)
+        extra = tokens * (routed - dense_ffn + norm_back) * moe_layers / a.layers
         act = {r: act[r] + np.where(r == "full", 0.0, extra) for r in RECOMPUTES}
     full_layer = np.where(flash, act["selective"], act["none"])
     act_layer = np.where(recompute == 2, act["full"], np.where(recompute == 1, act["selective"], full_layer))
