@@ -779,6 +779,7 @@ def test_diloco_sync_runs_from_the_last_entry_to_the_last_exit():
     records = [
         {
             "rank": r,
+            "clock_id": "boot-1",
             "params": 1_000_000,
             "value_bytes": 4,
             "calibration": [{"forward_s": 0.1, "backward_s": 0.2, "optimizer_s": 0.01}],
@@ -792,6 +793,11 @@ def test_diloco_sync_runs_from_the_last_entry_to_the_last_exit():
     assert s.measured_sync_s == pytest.approx(0.11)  # 10.20 → 10.31, not rank 0's 0.30
     assert s.events[0].arrival_skew_s == pytest.approx(0.20)
     assert s.measured_arrival_skew_s == pytest.approx(0.20)
+    # ranks on two machines (torchrun on real hosts) have two clocks: their own times are used instead
+    for r in records:
+        r["clock_id"] = f"boot-{r['rank']}"
+    apart = summarize(opts, records)
+    assert apart.measured_sync_s == pytest.approx(0.30) and apart.measured_arrival_skew_s is None
 
 
 def test_nested_stop_requests_share_one_record():

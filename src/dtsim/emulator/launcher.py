@@ -248,7 +248,7 @@ def summarize(opts: EmulateOptions, records: list[dict[str, Any]]) -> EmulationS
     compute = {k: _median([c[k] for c in calib]) for k in ("forward_s", "backward_s", "optimizer_s")}
     if any(r.get("codec_bytes_per_s") for r in records):
         compute["codec_bytes_per_s"] = _median([r.get("codec_bytes_per_s") for r in records])
-    # a compressed sync's local work, timed by every rank before each measured round (worker.codec_local_s)
+    # a compressed sync's local work, timed before each measured round as the sync runs it (worker.sync_local_s)
     local = [x["codec_s"] for r in records for x in r["syncs"] if x.get("codec_s") and not x.get("warmup")]
     if local:
         compute["codec_s"] = _median(local)
@@ -264,7 +264,8 @@ def summarize(opts: EmulateOptions, records: list[dict[str, Any]]) -> EmulationS
         # apart as the arrival skew. DDP's span of bucket all-reduces inside the backward pass stays per rank.
         entered = [x["sync_at"][0] for x in rows if x.get("sync_at")]
         left = [x["sync_at"][1] for x in rows if x.get("sync_at")]
-        timed = len(entered) == len(rows)
+        # on one machine's clock only (a worker-config run under torchrun spans hosts)
+        timed = len(entered) == len(rows) and len({r.get("clock_id") for r in records}) == 1
         per_event.append(
             SyncEvent(
                 sync_s=(max(left) - max(entered)) if timed else max(x["sync_s"] for x in rows),

@@ -12,9 +12,8 @@ from typing import Any
 class SyncEvent:
     """One measured synchronisation (a DDP step, a DiLoCo outer step), over every rank."""
 
-    sync_s: (
-        float  # DiLoCo: the last rank's entry to the last rank's exit; DDP: the slowest rank's bucket span
-    )
+    # DiLoCo: the last rank's entry to the last rank's exit; DDP: the slowest rank's span of bucket all-reduces
+    sync_s: float
     step_s: float  # the slowest rank's whole step
     tx_bytes: list[int]  # bytes each rank's interface sent (headers included)
     tx_packets: list[int]

@@ -71,8 +71,17 @@ def iface_counters(iface: str | None) -> dict[str, int]:
 def shared_clock() -> float:
     """Seconds on CLOCK_MONOTONIC, one clock for every process on the machine (network namespaces do not
     change it), so the ranks' times can be set side by side: when the last rank entered a sync and when
-    the last one left it."""
+    the last one left it. Only on one machine: `clock_id` names the clock."""
     return time.clock_gettime(time.CLOCK_MONOTONIC)
+
+
+def clock_id() -> str:
+    """Which CLOCK_MONOTONIC `shared_clock` reads: the kernel's boot id (it counts from that boot), else
+    the host name. Ranks on different machines have different ones, and their times are not compared."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return socket.gethostname()
 
 
 def _diff(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
@@ -295,6 +304,7 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
         "syncs": [],
         "evals": [],
         "host": socket.gethostname(),
+        "clock_id": clock_id(),
         "torch": torch.__version__,
         "python": platform.python_version(),
     }
@@ -406,9 +416,9 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
             return record
         for outer in range(int(cfg.get("warmup_steps", 0)) + int(cfg["steps"])):
             codec_s = None
-            if record["codec_bytes_per_s"] is not None:
-                # the sync's local work timed before every round, outside the round's timing, as the
-                # sync runs it (sync_local_s)
+            if record["codec_bytes_per_s"] is not None and outer >= int(cfg.get("warmup_steps", 0)):
+                # the sync's local work timed before every measured round, outside the round's timing, as
+                # the sync runs it (sync_local_s)
                 codec_s = sync_local_s(cfg.get("compression", "none"), n_params, world, rank)
             o0 = time.perf_counter()
             compute = 0.0
