@@ -212,6 +212,17 @@ def test_an_explicit_flag_wins_over_the_profile():
     old = cli_json(*STEP, "--software", "megatron-lm-2021", "--flash-attention")
     assert old["layout"]["flash_attention"] is True and old["layout"]["recompute"] == "full"
     assert cli_json(*STEP, "--software", "megatron-lm-2021")["layout"]["flash_attention"] is False
+    # asking for a FlashAttention kernel asks for FlashAttention: the profile must not turn it off
+    kernel = cli_json(*STEP, "--software", "megatron-lm-2021", "--attention-kernel", "flash2")
+    assert kernel["layout"]["flash_attention"] is True and kernel["layout"]["attention_kernel"] == "flash2"
+
+
+def test_every_profile_settable_field_has_its_flag():
+    """A field a profile may set without a flag mapping would never count as given: the profile would
+    always override it."""
+    from dtsim.interfaces.cli.datacenter import SOFTWARE_PARAMS
+
+    assert set(SOFTWARE_PARAMS) == set(catalog.SOFTWARE_FIELDS)
 
 
 def test_unknown_software_is_refused_with_the_ids():

@@ -294,8 +294,23 @@ class SoftwareProfile:
     sources: MappingProxyType
 
 
-# the rule a layout-dependent profile field may give instead of a value (software.yaml)
-SOFTWARE_RULES = ("with_tp",)
+# The Layout fields a profile may set (software.yaml): a stack's kernels, overlaps, sharding and
+# recomputation, never the parallel degrees or batch of a run.
+SOFTWARE_FIELDS = (
+    "zero",
+    "fp32_params",
+    "flash_attention",
+    "attention_kernel",
+    "overlap_grad_reduce",
+    "overlap_tp_comm",
+    "fp32_grad_accumulation",
+    "schedule",
+    "recompute",
+    "embedding_stages",
+    "sequence_parallel",
+)
+# Fields that may take the rule `with_tp` (on where tp > 1) instead of a value.
+RULE_FIELDS = ("sequence_parallel", "overlap_tp_comm")
 
 
 @cache
@@ -307,6 +322,10 @@ def software() -> MappingProxyType:
         layout, sources = dict(row.get("layout") or {}), dict(row.get("sources") or {})
         if set(layout) != set(sources):  # pragma: no cover - guards the shipped file
             raise RuntimeError(f"software profile {sid}: every layout field needs a source, and only those")
+        unknown = set(layout) - set(SOFTWARE_FIELDS)
+        ruled = {k for k, v in layout.items() if v == "with_tp"} - set(RULE_FIELDS)
+        if unknown or ruled:  # pragma: no cover - guards the shipped file
+            raise RuntimeError(f"software profile {sid}: fields it may not set {sorted(unknown | ruled)}")
         out[sid] = SoftwareProfile(
             id=sid,
             name=row["name"],

@@ -11,23 +11,10 @@ from typing import Any
 from dtsim import catalog
 from dtsim.errors import ScenarioError
 
-# The Layout fields a profile may set: a stack's kernels, overlaps, sharding and recomputation, never
-# the parallel degrees or batch of a run.
-SOFTWARE_FIELDS = (
-    "zero",
-    "fp32_params",
-    "flash_attention",
-    "attention_kernel",
-    "overlap_grad_reduce",
-    "overlap_tp_comm",
-    "fp32_grad_accumulation",
-    "schedule",
-    "recompute",
-    "embedding_stages",
-    "sequence_parallel",
-)
-# Fields that may take the rule `with_tp` (on where tp > 1) instead of a value.
-RULE_FIELDS = ("sequence_parallel", "overlap_tp_comm")
+# The Layout fields a profile may set, and those that may take the rule `with_tp`: the catalog's
+# schema of software.yaml (checked when it loads)
+SOFTWARE_FIELDS = catalog.SOFTWARE_FIELDS
+RULE_FIELDS = catalog.RULE_FIELDS
 # What `plan` searches whatever the profile says (the profiles' values are the recorded runs' choice).
 PLAN_SEARCHED = ("recompute", "schedule", "embedding_stages")
 
@@ -56,12 +43,22 @@ def resolved(software_id: Any, tp: Any, name: str = "software") -> dict[str, Any
     return {k: (on if v == "with_tp" else v) for k, v in profile(software_id, name).layout.items()}
 
 
+def _given(explicit: Collection[str]) -> set[str]:
+    """The fields a profile must leave alone: those given, and FlashAttention when a kernel for it was
+    (`--attention-kernel flash2` asks for FlashAttention; a profile without it must not drop it)."""
+    given = set(explicit)
+    if "attention_kernel" in given:
+        given.add("flash_attention")
+    return given
+
+
 def apply_software(
     software_id: Any, fields: dict[str, Any], explicit: Collection[str], name: str = "software"
 ) -> dict[str, Any]:
     """`fields` (a layout's) with the profile's value for every field it sets that is not `explicit`."""
     defaults = resolved(software_id, fields.get("tp", 1), name)
-    return {**fields, **{k: v for k, v in defaults.items() if k not in explicit}}
+    given = _given(explicit)
+    return {**fields, **{k: v for k, v in defaults.items() if k not in given}}
 
 
 def plan_settings(software_id: Any, explicit: Collection[str], name: str = "software") -> dict[str, Any]:
@@ -70,8 +67,9 @@ def plan_settings(software_id: Any, explicit: Collection[str], name: str = "soft
     `explicit`; its ZeRO stage and sequence-parallel setting narrow the search (`with_tp`: on wherever
     plan uses TP); PLAN_SEARCHED fields are searched as without a profile."""
     out: dict[str, Any] = {}
+    given = _given(explicit)
     for k, v in profile(software_id, name).layout.items():
-        if k in explicit or k in PLAN_SEARCHED:
+        if k in given or k in PLAN_SEARCHED:
             continue
         if k == "zero":
             out["zero_choices"] = (v,)
