@@ -49,10 +49,12 @@ def conformal_bounds(
     (an index outside 1..n: the interval would be unbounded).
 
     With `weights`, the weighted version (Tibshirani, Barber, Candès & Ramdas 2019, "Conformal
-    Prediction Under Covariate Shift", NeurIPS, §2): score i carries p_i = w_i / (Σw + w̄), the new
-    point the mean weight w̄ (its own mass sits at ±∞); the upper bound is the smallest score whose
-    cumulative p reaches 1 − α/2, the lower the largest whose cumulative p from the top does. Equal
-    weights give the order statistics above."""
+    Prediction Under Covariate Shift", NeurIPS, §2): score i carries p_i = w_i / (Σw + w̄) and the new
+    point's mass sits at ±∞; the upper bound is the smallest score whose cumulative p reaches 1 − α/2,
+    the lower the largest whose cumulative p from the top does. The paper gives the new point its own
+    weight; here it takes the mean weight w̄ — our choice, not the paper's: a run from a source of its
+    own would weigh 1 and push more mass to ±∞, so the bounds are checked on sources left out
+    (`leave_one_source_out`) rather than guaranteed. Equal weights give the order statistics above."""
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be between 0 and 1, got {level}")
     order = np.argsort(np.asarray(scores, dtype=float), kind="stable")
@@ -64,8 +66,10 @@ def conformal_bounds(
         hi = math.ceil((n + 1) * (1.0 - half) - 1e-9)
     else:
         w = np.asarray(weights, dtype=float)
-        if w.shape != (n,) or n == 0 or np.any(w <= 0) or not np.all(np.isfinite(w)):
+        if w.shape != (n,) or np.any(w <= 0) or not np.all(np.isfinite(w)):
             raise ValueError("weights: one positive finite weight per score")
+        if n == 0:
+            return None
         w = w[order]
         p = w / (w.sum() + w.mean())
         up = np.cumsum(p)  # mass at or below each score
