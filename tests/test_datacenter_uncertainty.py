@@ -107,15 +107,18 @@ def test_fixed_assumptions_give_the_model_error_interval_of_step():
 
 
 def test_assumptions_widen_the_range_and_move_memory():
-    """Drawing the table too widens the step time's range beyond the model error's alone, and the
-    memory and energy now vary (framework overhead, PUE), each naming its driver."""
+    """Drawing the table too keeps the step time's range at least the model error's alone — within the
+    Monte Carlo error of the two quantiles: the table's draws move this layout's step time little beside
+    the model error (its driver, rank correlation 0.999), so the two ranges agree to about 0.5 %, either
+    way from seed to seed — and the memory and energy now vary (framework overhead, PUE), each naming its
+    driver."""
     held = datacenter_monte_carlo(W, [W.layout], 2048, seed=2, fixed_assumptions=True).mc.outputs
     both = datacenter_monte_carlo(W, [W.layout], 2048, seed=2)
     out = both.mc.outputs
-    assert (
-        out["step_time_s"]["p90"] - out["step_time_s"]["p10"]
-        >= held["step_time_s"]["p90"] - held["step_time_s"]["p10"]
-    )
+    t, h = out["step_time_s"], held["step_time_s"]
+    mc_error = t["quantile_se"]["p10"] + t["quantile_se"]["p90"]
+    assert t["p90"] - t["p10"] >= h["p90"] - h["p10"] - mc_error
+    assert both.mc.drivers["step_time_s"][0]["input"] == "model_error"
     assert out["memory_per_gpu_gb"]["p90"] > out["memory_per_gpu_gb"]["p10"]
     assert both.mc.drivers["memory_per_gpu_gb"][0]["input"] == "assumptions.framework_overhead_gb"
     assert any(d["input"] == "assumptions.pue" for d in both.mc.drivers["energy_kwh"])
