@@ -17,6 +17,7 @@ from tests.form_view_support import (
     bad_upload_says_why,
     browser_latency,
     change,
+    choose,
     copied_link,
     open_view,
     result,
@@ -151,5 +152,39 @@ def test_plan_view(server, tmp_path):
         page.wait_for_selector("[data-testid=model]")
         chosen = page.text_content("[data-testid=model]")
         assert "llama3.1-8b" in chosen and "gpt3" not in chosen
+
+        # a software stack: llm-foundry sets FP32 parameters and the triton kernel in the form, and the
+        # ranking (ZeRO-3 only, the profile's overlap: no input here) is `dtsim plan --software llm-foundry`'s
+        stack = context.new_page()
+        open_view(stack, server + "/plan")
+        choose(stack, "software", "MosaicML llm-foundry (PyTorch FSDP)")
+        stack.wait_for_function(
+            "JSON.parse(document.querySelector('[data-testid=result-json]').textContent).software === 'llm-foundry'",
+            timeout=60_000,
+        )
+        assert stack.get_attribute("[data-testid=fp32_params]", "aria-checked") == "true"
+        assert "triton" in stack.text_content("[data-testid=attention_kernel]")
+        chosen = defaults(fields()) | {
+            "software": "llm-foundry",
+            "fp32_params": True,
+            "attention_kernel": "triton",
+        }
+        shown = result(stack)
+        cli = cli_plan(chosen)
+        assert same(shown) == cli and cli["software"] == "llm-foundry"
+        assert cli["layouts"] and all(
+            r["layout"]["zero"] == 3
+            and r["layout"]["fp32_params"]
+            and r["layout"]["attention_kernel"] == "triton"
+            for r in cli["layouts"]
+        )
+        best = cli["layouts"][0]["step_time_s"]
+        assert f"{best:,.3f} s" in stack.text_content("[data-testid=plan-verdict]")
+        note = stack.text_content("[data-testid=software-used]")
+        assert "[llm-foundry]" in note and "zero=3" in note
+        link = copied_link(stack)
+        assert "software=llm-foundry" in link and "attention_kernel=triton" in link
+        again = context.new_page()
+        assert same(open_view(again, link)) == same(shown)
     assert hosts == {server.split("/")[2]}, f"the view reached beyond localhost: {hosts}"
     assert not errors, errors

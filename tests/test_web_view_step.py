@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dtsim.interfaces.web.formview import argv, defaults
+from dtsim.interfaces.web.formview import argv, defaults, fmt
 from dtsim.interfaces.web.views.step import MAX_DRAWN_EVENTS, fields
 from tests.form_view_support import (
     ARTIFACTS,
@@ -33,6 +33,11 @@ from tests.web_support import LATENCY_GATE_S, record_latency
 
 def cli_step(values: dict) -> dict:
     return cli_json(["step", *argv(fields(), values)])
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
 
 
 def timeline_holds(answer: dict) -> None:
@@ -151,5 +156,56 @@ def test_step_view(server, tmp_path):
         shown = open_view(notice, server + "/step?tp=abc&nodes=4")
         assert "Tensor parallel (TP) [tp] = 'abc'" in notice.text_content("[data-testid=link-error]")
         assert shown["step"]["layout"]["tp"] == 2 and shown["step"]["n_gpus"] == 32
+
+        # a software stack: choosing llm-foundry shows its settings in the form, and the step time is
+        # `dtsim step --software llm-foundry`'s with those inputs; the link carries the choice
+        stack = context.new_page()
+        open_view(stack, server + "/step")
+        choose(stack, "software", "MosaicML llm-foundry (PyTorch FSDP)")
+        stack.wait_for_function(
+            "JSON.parse(document.querySelector('[data-testid=result-json]').textContent).step.layout.zero === 3",
+            timeout=60_000,
+        )
+        assert stack.input_value("[data-testid=zero]") == "3"
+        assert stack.get_attribute("[data-testid=fp32_params]", "aria-checked") == "true"
+        assert "triton" in stack.text_content("[data-testid=attention_kernel]")
+        chosen = defaults(fields()) | {"software": "llm-foundry", "zero": 3, "fp32_params": True}
+        chosen["attention_kernel"] = "triton"
+        shown = result(stack)
+        cli = cli_step(chosen)
+        assert shown["step"] == cli and cli["software"] == "llm-foundry"
+        assert (
+            cli["layout"]["zero"] == 3
+            and cli["layout"]["fp32_params"]
+            and cli["layout"]["attention_kernel"] == "triton"
+        )
+        assert stack.text_content("[data-testid=step-time]") == fmt(cli["step_time_s"])
+        assert "[llm-foundry]" in stack.text_content("[data-testid=software-used]")
+        link = copied_link(stack)
+        assert "software=llm-foundry" in link and "zero=3" in link
+        again = context.new_page()
+        assert open_view(again, link) == result(stack)
+        assert "llm-foundry" in again.text_content("[data-testid=software]")
+        # the form's inputs are the explicit flags: ZeRO set back to 1 wins over the profile, as --zero 1
+        change(stack, "zero", "1")
+        assert result(stack)["step"] == cli_step(chosen | {"zero": 1})
+        # an inputs file carries the choice (NeMo sets FP32 gradient reduction off: no input for it here)
+        nemo = tmp_path / "nemo.yaml"
+        nemo.write_text(yaml.safe_dump({"software": "nemo-24.07"}))
+        before = stack.locator("[data-testid=result-json]").text_content()
+        upload(stack, nemo)
+        wait_changed(stack, before)
+        shown = result(stack)["step"]
+        assert (
+            shown == cli_step(chosen | {"zero": 1, "software": "nemo-24.07"})
+            and shown["software"] == "nemo-24.07"
+        )
+        assert shown["layout"]["fp32_grad_accumulation"] is False
+        assert "fp32_grad_accumulation=False" in stack.text_content("[data-testid=software-used]")
+        bad_upload_says_why(
+            stack,
+            write(tmp_path / "sw.yaml", "software: pytorch\n"),
+            "Software stack (blank: none) [software] = 'pytorch'",
+        )
     assert hosts == {server.split("/")[2]}, f"the view reached beyond localhost: {hosts}"
     assert not errors, errors

@@ -55,6 +55,8 @@ class Field:
     tip: str = ""
     flag: str | None = None
     blank: str | None = None  # what a blank text input means (e.g. "none"), given to the CLI as such
+    labels: tuple[str, ...] = ()  # a select's choices as shown, one per option (default: the options)
+    off: str | None = None  # a switch's CLI option when off (--no-x): off is then given, not left out
 
     def __post_init__(self) -> None:
         assert self.kind in KINDS, self.kind
@@ -129,7 +131,7 @@ class Field:
         if self.kind == "lines":
             return [a for v in value for a in (self.option, v)]
         if self.kind == "switch":
-            return [self.option] if value else []
+            return [self.option] if value else ([self.off] if self.off else [])
         return [self.option, self.text(value) or ""]
 
 
@@ -249,6 +251,9 @@ class FormView:
     progress: bool = False  # compute takes a progress=(done, total) callback (a job's progress bar)
     module: str = ""  # the view's module: a slow view's compute runs there as an API job (web/jobrun.py)
     inline: Callable[[dict[str, Any]], bool] | None = None  # slow view: inputs quick enough for in-process
+    # linked(name, values): the other inputs a change of input `name` sets (shown in the form), e.g. a
+    # software profile's settings; {} for none
+    linked: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
     values: dict[str, Any] = field(default_factory=dict)
     answer: dict[str, Any] | None = None
     widgets: dict[str, Any] = field(default_factory=dict)
@@ -314,7 +319,8 @@ class FormView:
             w = ui.number(f.label, value=value, on_change=changed)
             w.props("dense" + (" clearable" if f.optional else ""))
         elif f.kind == "select":
-            w = ui.select(list(f.options), label=f.label, value=value, on_change=changed)
+            choices = dict(zip(f.options, f.labels, strict=True)) if f.labels else list(f.options)
+            w = ui.select(choices, label=f.label, value=value, on_change=changed)
             w.props("dense" + (" clearable" if f.optional else ""))
         elif f.kind == "switch":
             w = ui.switch(f.label, value=bool(value), on_change=changed).props("dense")
@@ -336,7 +342,18 @@ class FormView:
         except ScenarioError as exc:
             self.show_error(exc)
             return
+        changed = value != self.values.get(f.name)
         self.values[f.name] = value
+        # a change made here, not the echo of set_values (an import, a linked change) shown in a widget
+        if changed and self.linked is not None:
+            try:
+                also = self.linked(f.name, dict(self.values))
+            except ScenarioError as exc:
+                self.show_error(exc)
+                return
+            if also:
+                await self.set_values({**self.values, **also})
+                return
         await self.refresh()
 
     async def set_values(self, values: dict[str, Any]) -> None:
@@ -404,7 +421,10 @@ def form_page(module: str, **options: Any) -> Callable[[Any, dict[str, str], Any
     def build(ui: Any, query: dict[str, str], shell: Any) -> None:
         m = sys.modules[module]
         jobbed = {"module": module, "inline": getattr(m, "inline", None)} if options.get("slow") else {}
-        FormView(ui, shell, query, m.fields(), m.compute, m.render, **options, **jobbed).build()
+        linked = getattr(m, "linked", None)
+        FormView(
+            ui, shell, query, m.fields(), m.compute, m.render, **options, **jobbed, linked=linked
+        ).build()
 
     return build
 

@@ -26,13 +26,21 @@ SEARCH_FIELDS = (
     Field("top", "Layouts listed", "int", 10),
     Field("dp_multiple", "DP a multiple of", "int", 1, tip="A batch-size ramp needs dp % N == 0."),
     Field("gbs_multiple", "Global batch a multiple of", "int", 1),
-    Field("no_flash_attention", "No FlashAttention (materialised scores)", "switch", False),
-    Field("overlap_tp_comm", "Overlap TP communication", "switch", False),
+    Field(
+        "no_flash_attention",
+        "No FlashAttention (materialised scores)",
+        "switch",
+        False,
+        off="--flash-attention",
+    ),
+    Field("overlap_tp_comm", "Overlap TP communication", "switch", False, off="--no-overlap-tp-comm"),
 )
 
 
 # /step's fields that plan applies to every layout it searches
 LAYOUT_OPTIONS = ("attention_kernel", "fp32_params", "moe_capacity_factor", "moe_imbalance")
+# the software profile (/step's field): `dtsim plan --software ID`
+SOFTWARE = "software"
 
 
 def fields() -> tuple[Field, ...]:
@@ -40,7 +48,17 @@ def fields() -> tuple[Field, ...]:
     shared = [by_name[f.name] for f in step_view.MODEL_FIELDS + step_view.CLUSTER_FIELDS]
     run = [by_name[f.name] for f in step_view.RUN_FIELDS]
     options = [by_name[name] for name in LAYOUT_OPTIONS]
-    return (*shared, *SEARCH_FIELDS, *options, *run)
+    return (*shared, by_name[SOFTWARE], *SEARCH_FIELDS, *options, *run)
+
+
+def linked(name: str, v: dict[str, Any]) -> dict[str, Any]:
+    """Choosing a software profile sets the inputs it sets as `dtsim plan --software ID` holds them
+    (plan_settings: `with_tp` on, plan evaluating TP communication only where tp > 1)."""
+    from dtsim.models.datacenter.software import plan_settings
+
+    if name != SOFTWARE or v.get(SOFTWARE) is None:
+        return {}
+    return step_view.software_inputs(plan_settings(v[SOFTWARE], ()), {f.name for f in fields()})
 
 
 INLINE_S = 0.1  # a plan estimated at most this long answers in-process; a longer one runs as a job
@@ -59,7 +77,7 @@ def inputs(v: dict[str, Any]):
     try:
         arch = step_view.architecture(v)
         cluster = step_view.cluster(v)
-        opt = PlanOptions(
+        options = dict(
             gbs=v["gbs"],
             seq_len=v.get("seq_len"),
             precision=v["precision"],
@@ -74,6 +92,11 @@ def inputs(v: dict[str, Any]):
             tokens=v.get("tokens"),
             usd_per_gpu_hour=v.get("usd_per_gpu_hour"),
         )
+        if v.get(SOFTWARE) is not None:  # as `dtsim plan --software ID` with these inputs as its flags
+            from dtsim.models.datacenter.software import plan_settings
+
+            options |= plan_settings(v[SOFTWARE], step_view.software_given(fields(), v))
+        opt = PlanOptions(**options)
     except ScenarioError as exc:
         raise step_view.body_names(exc) from None
     return arch, cluster, opt
@@ -85,9 +108,12 @@ def compute(v: dict[str, Any]) -> dict[str, Any]:
 
     arch, cluster, opt = inputs(v)
     try:
-        return plan(arch, cluster, opt, top=v["top"]).as_dict()
+        payload = plan(arch, cluster, opt, top=v["top"]).as_dict()
     except ScenarioError as exc:
         raise step_view.body_names(exc) from None
+    if v.get(SOFTWARE) is not None:
+        payload["software"] = v[SOFTWARE]
+    return payload
 
 
 def inline(v: dict[str, Any]) -> bool:
@@ -199,6 +225,8 @@ def layout_rows(layouts: list[dict[str, Any]], days: bool) -> list[dict[str, Any
 
 
 def render(ui: Any, answer: dict[str, Any], v: dict[str, Any]) -> None:
+    from dtsim.models.datacenter.software import PLAN_SEARCHED
+
     a = answer
     days = v.get("tokens") is not None
     columns = ["#", "s/iter", "80 % range", *(["days"] if days else []), "MFU", "GB/GPU", "fits", "layout"]
@@ -207,6 +235,7 @@ def render(ui: Any, answer: dict[str, Any], v: dict[str, Any]) -> None:
             f"{a['model']} ({a['params_b']:,.1f}B) on {a['n_gpus']:,} × {a['gpu']}: {a['searched']:,} layouts "
             f"searched in {a['seconds']:.2f} s"
         ).classes("text-weight-bold").props("data-testid=plan-headline")
+        step_view.software_note(ui, v, fields(), PLAN_SEARCHED)
         if a["fits"]:
             best = a["layouts"][0]
             ui.label(
@@ -255,7 +284,7 @@ build = form_page(
     sections=(
         ("Model", tuple(f.name for f in step_view.MODEL_FIELDS)),
         ("Cluster and network", step_view.CLUSTER),
-        ("Search", tuple(f.name for f in SEARCH_FIELDS) + LAYOUT_OPTIONS),
+        ("Search", (SOFTWARE, *(f.name for f in SEARCH_FIELDS), *LAYOUT_OPTIONS)),
         ("Run", tuple(f.name for f in step_view.RUN_FIELDS)),
     ),
 )

@@ -50,7 +50,31 @@ CLUSTER_FIELDS = (
     Field("torus", "TPU slice (e.g. 4x4x4; TPU GPUs)", "text", None, optional=True),
 )
 CLUSTER = tuple(f.name for f in CLUSTER_FIELDS)
+# A training stack (catalog/software.yaml), `--software ID`: choosing one sets the inputs below that it
+# sets (shown, each then the user's to change); what the form has no input for (FP32 gradient
+# reduction) is the profile's, as `dtsim step --software ID` takes it. Shared with /plan.
+SOFTWARE_FIELD = Field(
+    "software",
+    "Software stack (blank: none)",
+    "select",
+    None,
+    optional=True,
+    tip="Sets the inputs the stack's profile sets (catalog/software.yaml); each stays yours to change.",
+)
+# The Layout fields a profile sets, and the input that shows each (True: the input is its negation)
+SOFTWARE_INPUTS = {
+    "zero": ("zero", False),
+    "recompute": ("recompute", False),
+    "schedule": ("schedule", False),
+    "sequence_parallel": ("sequence_parallel", False),
+    "flash_attention": ("no_flash_attention", True),
+    "overlap_grad_reduce": ("no_overlap_grad_reduce", True),
+    "overlap_tp_comm": ("overlap_tp_comm", False),
+    "fp32_params": ("fp32_params", False),
+    "attention_kernel": ("attention_kernel", False),
+}
 LAYOUT_FIELDS = (
+    SOFTWARE_FIELD,
     Field("tp", "Tensor parallel (TP)", "int", 2),
     Field("pp", "Pipeline parallel (PP)", "int", 2),
     Field("dp", "Data parallel (blank: the rest)", "int", None, optional=True),
@@ -62,13 +86,21 @@ LAYOUT_FIELDS = (
     Field("zero", "ZeRO stage (0–3)", "int", 1),
     Field("recompute", "Recomputation", "select", "selective", options=("none", "selective", "full")),
     Field("schedule", "Pipeline schedule", "select", "1f1b", options=()),
-    Field("sequence_parallel", "Sequence parallelism", "switch", False),
-    Field("no_flash_attention", "No FlashAttention (materialised scores)", "switch", False),
-    Field("no_overlap_grad_reduce", "Blocking gradient reduction", "switch", False),
-    Field("overlap_tp_comm", "Overlap TP communication", "switch", False),
+    Field("sequence_parallel", "Sequence parallelism", "switch", False, off="--no-sequence-parallel"),
+    Field(
+        "no_flash_attention",
+        "No FlashAttention (materialised scores)",
+        "switch",
+        False,
+        off="--flash-attention",
+    ),
+    Field(
+        "no_overlap_grad_reduce", "Blocking gradient reduction", "switch", False, off="--overlap-grad-reduce"
+    ),
+    Field("overlap_tp_comm", "Overlap TP communication", "switch", False, off="--no-overlap-tp-comm"),
     Field("shard_group", "HSDP shard group (ZeRO-3; blank: all DP)", "int", None, optional=True),
     Field("attention_kernel", "Attention kernel (blank: flash2)", "select", None, options=(), optional=True),
-    Field("fp32_params", "FP32 parameters only (FSDP/JAX)", "switch", False),
+    Field("fp32_params", "FP32 parameters only (FSDP/JAX)", "switch", False, off="--no-fp32-params"),
     Field("moe_capacity_factor", "MoE capacity factor (blank: dropless)", "number", None, optional=True),
     Field("moe_imbalance", "MoE busiest-rank load / mean (ratio)", "number", 1.0),
 )
@@ -118,10 +150,69 @@ def model_choices() -> dict[str, tuple[str, ...]]:
     }
 
 
+def software_field() -> Field:
+    """The software select: the catalog's profile ids, each shown by its name."""
+    profiles = catalog.software()
+    return replace(SOFTWARE_FIELD, options=tuple(profiles), labels=tuple(p.name for p in profiles.values()))
+
+
 def fields() -> tuple[Field, ...]:
     choices = model_choices()
     every = MODEL_FIELDS + CLUSTER_FIELDS + LAYOUT_FIELDS + RUN_FIELDS
-    return tuple(replace(f, options=choices.get(f.name, f.options)) for f in every)
+    return tuple(
+        software_field() if f.name == "software" else replace(f, options=choices.get(f.name, f.options))
+        for f in every
+    )
+
+
+def software_inputs(layout: dict[str, Any], names: Any) -> dict[str, Any]:
+    """A profile's Layout fields (`resolved`, `plan_settings`) as the form's inputs among `names`: the
+    values choosing the profile shows."""
+    out = {}
+    for k, v in layout.items():
+        if k in SOFTWARE_INPUTS and SOFTWARE_INPUTS[k][0] in names:
+            name, negated = SOFTWARE_INPUTS[k]
+            out[name] = (not v) if negated else v
+    return out
+
+
+def software_given(form: tuple[Field, ...], v: dict[str, Any]) -> set[str]:
+    """The profile-settable Layout fields these inputs give, as `dtsim step`/`plan` counts a flag given
+    (its argv not empty: a blank attention kernel is not given, a switch is, on or off); the profile
+    sets the rest."""
+    by_name = {f.name: f for f in form}
+    return {
+        k
+        for k, (name, _neg) in SOFTWARE_INPUTS.items()
+        if name in by_name and by_name[name].argv(v.get(name))
+    }
+
+
+def software_note(
+    ui: Any, v: dict[str, Any], form: tuple[Field, ...], searched: tuple[str, ...] = ()
+) -> None:
+    """The answer card's line naming the software profile used (nothing without one), and the fields it
+    set that no input of the form gives (those `searched` aside: /plan searches them all the same)."""
+    from dtsim.models.datacenter.software import profile
+
+    if v.get("software") is None:
+        return
+    p = profile(v["software"])
+    given = software_given(form, v)
+    taken = ", ".join(f"{k}={x}" for k, x in p.layout.items() if k not in given and k not in searched)
+    ui.label(
+        f"Software stack: {p.name} [{v['software']}]"
+        + (f"; set by the profile (no input here, or left blank): {taken}" if taken else "")
+    ).classes("text-body2").props("data-testid=software-used")
+
+
+def linked(name: str, v: dict[str, Any]) -> dict[str, Any]:
+    """Choosing a software profile sets the inputs it sets, `with_tp` resolved for the form's TP."""
+    from dtsim.models.datacenter.software import resolved
+
+    if name != "software" or v.get("software") is None:
+        return {}
+    return software_inputs(resolved(v["software"], v.get("tp")), {f.name for f in LAYOUT_FIELDS})
 
 
 def body_names(exc: ScenarioError) -> ScenarioError:
@@ -177,6 +268,10 @@ def workload(v: dict[str, Any]):
             "moe_capacity_factor": v.get("moe_capacity_factor"),
             "moe_imbalance": v["moe_imbalance"],
         }
+        if v.get("software") is not None:  # as `dtsim step --software ID` with these inputs as its flags
+            from dtsim.models.datacenter.software import apply_software
+
+            base = apply_software(v["software"], base, software_given(fields(), v))
         run = {"model": arch, "cluster": cluster(v), "precision": v["precision"], "tokens": v.get("tokens")}
         run["usd_per_gpu_hour"] = v.get("usd_per_gpu_hour")
         return build(Workload, {**run, "layout": build(Layout, base, "layout.")})
@@ -204,6 +299,7 @@ def timeline(events: list[dict[str, Any]], pp: int) -> dict[str, Any]:
 
 def compute(v: dict[str, Any]) -> dict[str, Any]:
     """`dtsim step --json` (under `step`), the GPU's memory, and the iteration's timeline."""
+    from dtsim.interfaces.operations import step_payload
     from dtsim.models.datacenter.step import step
     from dtsim.models.datacenter.trace import iteration_events
 
@@ -212,7 +308,7 @@ def compute(v: dict[str, Any]) -> dict[str, Any]:
         r = step(w)
     except ScenarioError as exc:
         raise body_names(exc) from None
-    payload = r.model_dump(mode="json")
+    payload = step_payload(r, v.get("software"))
     try:
         line = timeline(iteration_events(w, r), int(r.layout["pp"]))
     except ScenarioError as exc:  # too many passes to draw: the numbers stand, the timeline says why
@@ -348,6 +444,7 @@ def render(ui: Any, answer: dict[str, Any], v: dict[str, Any]) -> None:
         ui.label(f"Step time {s['step_time_s']:,.3f} s{interval}").classes("text-h6").props(
             "data-testid=step-headline"
         )
+        software_note(ui, v, fields())
         note = s["fit_note"] or "does not fit in GPU memory"
         verdict = ui.label("Fits in GPU memory" if s["fits"] else note[:1].upper() + note[1:])
         verdict.props("data-testid=fit-verdict")
