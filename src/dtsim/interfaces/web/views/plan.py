@@ -26,19 +26,18 @@ SEARCH_FIELDS = (
     Field("top", "Layouts listed", "int", 10),
     Field("dp_multiple", "DP a multiple of", "int", 1, tip="A batch-size ramp needs dp % N == 0."),
     Field("gbs_multiple", "Global batch a multiple of", "int", 1),
-    Field(
-        "no_flash_attention",
-        "No FlashAttention (materialised scores)",
-        "switch",
-        False,
-        off="--flash-attention",
-    ),
-    Field("overlap_tp_comm", "Overlap TP communication", "switch", False, off="--no-overlap-tp-comm"),
 )
 
 
 # /step's fields that plan applies to every layout it searches
-LAYOUT_OPTIONS = ("attention_kernel", "fp32_params", "moe_capacity_factor", "moe_imbalance")
+LAYOUT_OPTIONS = (
+    "no_flash_attention",
+    "overlap_tp_comm",
+    "attention_kernel",
+    "fp32_params",
+    "moe_capacity_factor",
+    "moe_imbalance",
+)
 # the software profile (/step's field): `dtsim plan --software ID`
 SOFTWARE = "software"
 
@@ -104,6 +103,7 @@ def inputs(v: dict[str, Any]):
 
 def compute(v: dict[str, Any]) -> dict[str, Any]:
     """`dtsim plan --json` for these inputs (the CLI's checks of the counts and options)."""
+    from dtsim.interfaces.operations import with_software
     from dtsim.models.datacenter.plan import plan
 
     arch, cluster, opt = inputs(v)
@@ -111,9 +111,7 @@ def compute(v: dict[str, Any]) -> dict[str, Any]:
         payload = plan(arch, cluster, opt, top=v["top"]).as_dict()
     except ScenarioError as exc:
         raise step_view.body_names(exc) from None
-    if v.get(SOFTWARE) is not None:
-        payload["software"] = v[SOFTWARE]
-    return payload
+    return with_software(payload, v.get(SOFTWARE))
 
 
 def inline(v: dict[str, Any]) -> bool:
