@@ -901,13 +901,17 @@ def step_layouts(
     return [(r, profiles[i]) for i, r in zip(built, results, strict=True)]
 
 
-def step_payload(result: Any, software: str | None) -> dict[str, Any]:
-    """A step result as JSON (`dtsim step --json`, /api/step), naming the software profile its layout
-    took its defaults from, when one did."""
-    out = result.model_dump(mode="json")
+def with_software(payload: dict[str, Any], software: str | None) -> dict[str, Any]:
+    """An answer (step, plan, target-size) naming the software profile its layouts took their defaults
+    from, when one did (`software`), as the CLI's --json, the API and the pages give it."""
     if software is not None:
-        out["software"] = software
-    return out
+        payload["software"] = software
+    return payload
+
+
+def step_payload(result: Any, software: str | None) -> dict[str, Any]:
+    """A step result as JSON (`dtsim step --json`, /api/step) with its software profile."""
+    return with_software(result.model_dump(mode="json"), software)
 
 
 def layout_label(lay: dict[str, Any]) -> str:

@@ -423,9 +423,7 @@ def plan_work(progress: Any, **fields: Any) -> dict[str, Any]:
             )
         else:
             payload = run_plan(req.architecture(), cluster, opt, top=req.top).as_dict()
-    if req.software is not None:
-        payload["software"] = req.software
-    return _finite(payload)
+    return _finite(ops.with_software(payload, req.software))
 
 
 # Seconds per candidate layout of a plan (enumerated and evaluated), measured on the development machine

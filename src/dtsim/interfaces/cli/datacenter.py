@@ -38,6 +38,7 @@ from dtsim.interfaces.operations import (
     step_payload,
     target_size_payload,
     uncertainty_flags_alone,
+    with_software,
 )
 
 ModelOpt = Annotated[
@@ -158,6 +159,15 @@ AttentionKernelOpt = Annotated[
 ]
 
 
+NoFlashOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-flash-attention/--flash-attention", help="Materialised attention (or FlashAttention)."
+    ),
+]
+OverlapTpOpt = Annotated[
+    bool, typer.Option("--overlap-tp-comm/--no-overlap-tp-comm", help="Overlap TP collectives.")
+]
 SoftwareOpt = Annotated[
     str | None,
     typer.Option(
@@ -229,9 +239,10 @@ def software_label(software: str, given: set[str], searched: tuple[str, ...] = (
     """What a profile set, for the text output: its id, the fields it gave, those the flags gave and
     (plan) those searched all the same."""
     from dtsim import catalog
+    from dtsim.models.datacenter.software import taken_fields
 
     layout = catalog.software()[software].layout
-    taken = [f"{k}={v}" for k, v in layout.items() if k not in given and k not in searched]
+    taken = [f"{k}={v}" for k, v in taken_fields(software, given, searched).items()]
     notes = [
         ("given", sorted(k for k in layout if k in given)),
         ("searched", sorted(k for k in layout if k in searched and k not in given)),
@@ -597,12 +608,7 @@ def step(
     embedding_stages: Annotated[
         str, typer.Option("--embedding-stages", help="first-last | balanced.")
     ] = "first-last",
-    no_flash: Annotated[
-        bool,
-        typer.Option(
-            "--no-flash-attention/--flash-attention", help="Materialised attention (or FlashAttention)."
-        ),
-    ] = False,
+    no_flash: NoFlashOpt = False,
     no_overlap: Annotated[
         bool,
         typer.Option(
@@ -610,9 +616,7 @@ def step(
             help="Blocking (or overlapped) gradient reduction.",
         ),
     ] = False,
-    overlap_tp: Annotated[
-        bool, typer.Option("--overlap-tp-comm/--no-overlap-tp-comm", help="Overlap TP collectives.")
-    ] = False,
+    overlap_tp: OverlapTpOpt = False,
     precision: Annotated[str, typer.Option(help="bf16 | fp16 | fp8.")] = "bf16",
     fp32_grad_accumulation: Fp32GradsOpt = None,
     fp32_params: Fp32ParamsOpt = False,
@@ -810,15 +814,8 @@ def plan(
     top: Annotated[int, typer.Option(help="How many layouts to list.")] = 10,
     dp_multiple: Annotated[int, typer.Option("--dp-multiple", help="Require dp % N == 0 (batch ramp).")] = 1,
     gbs_multiple: Annotated[int, typer.Option("--gbs-multiple", help="Require gbs % N == 0.")] = 1,
-    no_flash: Annotated[
-        bool,
-        typer.Option(
-            "--no-flash-attention/--flash-attention", help="Materialised attention (or FlashAttention)."
-        ),
-    ] = False,
-    overlap_tp: Annotated[
-        bool, typer.Option("--overlap-tp-comm/--no-overlap-tp-comm", help="Overlap TP collectives.")
-    ] = False,
+    no_flash: NoFlashOpt = False,
+    overlap_tp: OverlapTpOpt = False,
     target_params_b: Annotated[
         float | None,
         typer.Option(
@@ -903,9 +900,9 @@ def plan(
                 raise ScenarioError(
                     [("target-params-b", target_params_b, "must be between 0.001 and 100000")]
                 )
-            payload = target_size_payload(target_params_b, cluster, opt, vocab, seq_len, top, doc)
-            if software is not None:
-                payload["software"] = software
+            payload = with_software(
+                target_size_payload(target_params_b, cluster, opt, vocab, seq_len, top, doc), software
+            )
             rows, searched = payload["shapes"], payload["shapes_searched"]
             none = (
                 "no shape near the target fits in GPU memory on this cluster"
@@ -980,9 +977,7 @@ def plan(
         fail(exc)
         return
     if as_json:
-        payload = result.as_dict()
-        if software is not None:
-            payload["software"] = software
+        payload = with_software(result.as_dict(), software)
         if dmc is not None:
             payload |= dmc.as_dict()
         print_json(payload)

@@ -76,3 +76,13 @@ def plan_settings(software_id: Any, explicit: Collection[str], name: str = "soft
         else:
             out[k] = True if v == "with_tp" else v  # plan evaluates TP comm only where tp > 1
     return out
+
+
+def taken_fields(
+    software_id: Any, given: Collection[str], searched: Collection[str] = (), name: str = "software"
+) -> dict[str, Any]:
+    """The profile's fields it set itself: those no flag or input gives (and, in `plan`, not searched
+    whatever the profile says), as the answers name them (`dtsim step`'s Software row, the pages' note)."""
+    return {
+        k: v for k, v in profile(software_id, name).layout.items() if k not in given and k not in searched
+    }

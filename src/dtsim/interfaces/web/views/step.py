@@ -193,13 +193,13 @@ def software_note(
 ) -> None:
     """The answer card's line naming the software profile used (nothing without one), and the fields it
     set that no input of the form gives (those `searched` aside: /plan searches them all the same)."""
-    from dtsim.models.datacenter.software import profile
+    from dtsim.models.datacenter.software import profile, taken_fields
 
     if v.get("software") is None:
         return
     p = profile(v["software"])
-    given = software_given(form, v)
-    taken = ", ".join(f"{k}={x}" for k, x in p.layout.items() if k not in given and k not in searched)
+    set_here = taken_fields(v["software"], software_given(form, v), searched)
+    taken = ", ".join(f"{k}={x}" for k, x in set_here.items())
     ui.label(
         f"Software stack: {p.name} [{v['software']}]"
         + (f"; set by the profile (no input here, or left blank): {taken}" if taken else "")
