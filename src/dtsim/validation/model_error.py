@@ -24,6 +24,7 @@ every source.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
@@ -87,9 +88,7 @@ def source_weights(sources: Sequence[str]) -> list[float]:
     comes from a stack, team and way of measuring of its own, which any past source is as likely to
     resemble as another, however many rows that source published (llm-foundry's 216 would otherwise
     set the intervals alone)."""
-    counts: dict[str, int] = {}
-    for s in sources:
-        counts[s] = counts.get(s, 0) + 1
+    counts = Counter(sources)
     return [1.0 / counts[s] for s in sources]
 
 
@@ -217,11 +216,10 @@ def compute() -> dict[str, Any]:
     source_of = {g: e.source_set for g, e in report.summary.items()}
     scored = [t for t in scored_runs(report.runs, source_of) if t[0].role == "check"]
     scores = [x for _, _, x in scored]
-    counts: dict[str, int] = {}
-    for _, s, _ in scored:
-        counts[s] = counts.get(s, 0) + 1
+    sources = [s for _, s, _ in scored]
+    counts = Counter(sources)
     bounds = {}
-    weights = source_weights([s for _, s, _ in scored])
+    weights = source_weights(sources)
     for lv in LEVELS:
         b = conformal_bounds(scores, lv, weights)
         bounds[f"{lv:g}"] = None if b is None else {"low": round(b[0], 4), "high": round(b[1], 4)}
