@@ -254,6 +254,8 @@ def summarize(opts: EmulateOptions, records: list[dict[str, Any]]) -> EmulationS
         compute["codec_s"] = _median(local)
     events = len(r0["syncs"])
     per_event = []
+    # ranks' sync times are comparable on one machine's clock only (worker-config runs span hosts)
+    one_clock = len({r.get("clock_id") for r in records}) == 1
     for i in range(events):
         rows = [r["syncs"][i] for r in records]
         if rows[0].get("warmup"):
@@ -264,8 +266,7 @@ def summarize(opts: EmulateOptions, records: list[dict[str, Any]]) -> EmulationS
         # apart as the arrival skew. DDP's span of bucket all-reduces inside the backward pass stays per rank.
         entered = [x["sync_at"][0] for x in rows if x.get("sync_at")]
         left = [x["sync_at"][1] for x in rows if x.get("sync_at")]
-        # on one machine's clock only (a worker-config run under torchrun spans hosts)
-        timed = len(entered) == len(rows) and len({r.get("clock_id") for r in records}) == 1
+        timed = one_clock and len(entered) == len(rows)
         per_event.append(
             SyncEvent(
                 sync_s=(max(left) - max(entered)) if timed else max(x["sync_s"] for x in rows),
