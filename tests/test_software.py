@@ -121,42 +121,23 @@ def test_every_record_group_that_names_a_profile_validates():
 
 
 def test_a_record_layout_key_wins_over_its_profile_and_an_unknown_profile_is_a_problem(tmp_path):
-    (tmp_path / "runs.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "groups": {"G": {"defaults": {"software": "llm-foundry"}}},
-                "records": [
-                    {
-                        "id": "R1",
-                        "group": "G",
-                        "kind": "datacenter",
-                        "source": "test",
-                        "certainty": "user",
-                        "measured": 100.0,
-                        "unit": "tokens/s per GPU",
-                        "metric": "tokens_per_s_per_gpu",
-                        "model": "mpt-7b",
-                        "cluster": {"gpu": "h100-sxm", "nodes": 1},
-                        "layout": {"gbs": 64, "zero": 2},
-                    },
-                    {
-                        "id": "R2",
-                        "group": "G",
-                        "kind": "datacenter",
-                        "source": "test",
-                        "certainty": "user",
-                        "measured": 100.0,
-                        "unit": "tokens/s per GPU",
-                        "metric": "tokens_per_s_per_gpu",
-                        "model": "mpt-7b",
-                        "cluster": {"gpu": "h100-sxm", "nodes": 1},
-                        "layout": {"gbs": 64},
-                        "software": "pytorch-9000",
-                    },
-                ],
-            }
-        )
-    )
+    run = {
+        "group": "G",
+        "kind": "datacenter",
+        "source": "test",
+        "certainty": "user",
+        "measured": 100.0,
+        "unit": "tokens/s per GPU",
+        "metric": "tokens_per_s_per_gpu",
+        "model": "mpt-7b",
+        "cluster": {"gpu": "h100-sxm", "nodes": 1},
+    }
+    records = [
+        {**run, "id": "R1", "layout": {"gbs": 64, "zero": 2}},
+        {**run, "id": "R2", "layout": {"gbs": 64}, "software": "pytorch-9000"},
+    ]
+    groups = {"G": {"defaults": {"software": "llm-foundry"}}}
+    (tmp_path / "runs.yaml").write_text(yaml.safe_dump({"groups": groups, "records": records}))
     data = load_dataset(tmp_path, bundled=False)
     (r1,) = data.records
     assert r1.layout["zero"] == 2 and r1.layout["attention_kernel"] == "triton" and r1.layout["fp32_params"]
