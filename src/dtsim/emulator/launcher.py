@@ -186,7 +186,9 @@ def predict(
     """dtsim's prediction for this run (module docstring). Latency: a ring step waits for its slowest
     link, so α is the largest per-worker latency; every bucket is an all-reduce of its own and pays the
     ring's 2(N−1) latency steps. Compute: each worker's calibrated step × its slowdown factor, and a
-    synchronous round waits for the slowest worker."""
+    synchronous round waits for the slowest worker; a DiLoCo round without overlap takes the slowest
+    worker's H inner steps and the outer update as timed in the measured rounds when `compute` has them
+    (`round_compute_s`, `update_s`: `summarize`)."""
     n = opts.workers
     rates = [opts.slow_links.get(r, opts.bandwidth_mbps) for r in range(n)]
     shaped = [r for r in rates if r is not None]
@@ -230,12 +232,21 @@ def predict(
         sync += codec
     from dtsim.models.decentralized.strategies.base import combine
 
-    outer = float(combine(opts.overlap, opts.inner_steps * step_compute, sync))
+    calibrated = opts.inner_steps * step_compute
+    # A synchronous round waits for its slowest worker's H inner steps. Without overlap they are timed in
+    # the measured rounds themselves (each rank's median round, the slowest taken): a rank's compute then
+    # carries the load the host had while the run ran, which a calibration before the run does not see.
+    # With overlap the rounds' compute shares the host with the background sync, so it stays calibrated.
+    inner = compute.get("round_compute_s") if not opts.overlap else None
+    update = 0.0 if opts.overlap else float(compute.get("update_s") or 0.0)
+    outer = float(combine(opts.overlap, inner if inner else calibrated, sync)) + update
     return {
         "predicted_wire_s": wire,
         "predicted_codec_s": codec,
         "predicted_sync_s": sync,
+        "predicted_update_s": update,
         "predicted_step_s": outer,
+        "predicted_step_from_calibration_s": float(combine(opts.overlap, calibrated, sync)) + update,
         "predicted_tokens_per_s": tokens * opts.inner_steps / outer,
         "expected_bytes_per_rank_per_sync": compress.expected_bytes_per_rank(kind, ratio, params, n),
     }
@@ -252,6 +263,16 @@ def summarize(opts: EmulateOptions, records: list[dict[str, Any]]) -> EmulationS
     local = [x["codec_s"] for r in records for x in r["syncs"] if x.get("codec_s") and not x.get("warmup")]
     if local:
         compute["codec_s"] = _median(local)
+    if opts.algorithm == "diloco" and not opts.overlap:
+        # each rank's H inner steps and its outer-step work outside the sync, timed in the measured rounds
+        rounds = [[x for x in r["syncs"] if not x.get("warmup")] for r in records]
+        by_rank = [_median([x.get("compute_s") for x in rs]) for rs in rounds]
+        if all(c is not None for c in by_rank):
+            compute["round_compute_by_rank_s"] = by_rank
+            compute["round_compute_s"] = max(by_rank)
+        update = _median([x.get("update_s") for rs in rounds for x in rs])
+        if update is not None:
+            compute["update_s"] = update
     events = len(r0["syncs"])
     per_event = []
     # ranks' sync times are comparable on one machine's clock only (worker-config runs span hosts)
