@@ -7,6 +7,7 @@ import csv
 import json
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -69,6 +70,43 @@ def _first_number(text):
     return float(text.replace("%", "").replace("~", "").split("/")[0].split()[0].rstrip(";,"))
 
 
+MAMF_NAMES = {
+    "h100-sxm": "NVIDIA H100 SXM",
+    "h200": "NVIDIA H200 SXM",
+    "b200": "NVIDIA B200 SXM",
+    "gb200": "NVIDIA GB200 SXM",
+}
+
+
+def test_mamf_records_carry_the_table_values(dataset):
+    """Every MAMF record not in measured_runs.csv holds the MAMF of its GPU in the table of its precision
+    (tests/data/ml_engineering_mamf.md, verbatim), and every row of those tables for a GPU the catalog
+    has is recorded."""
+    text = (Path(__file__).parent / "data" / "ml_engineering_mamf.md").read_text()
+    tables, current = {}, None
+    for line in text.splitlines():
+        if line.startswith("**BF16**"):
+            current = tables.setdefault("bf16", {})
+        elif line.startswith("**FP8"):
+            current = tables.setdefault("fp8", {})
+        elif current is not None and line.startswith("| ") and not line.startswith(("| Accelerator", "| :")):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if cells[1]:
+                current[cells[0]] = float(cells[1])
+    assert tables["bf16"]["NVIDIA B200 SXM"] == 1745.0  # the parse itself
+    recorded = {(r.gpu, r.precision): r for r in dataset.records if r.group == "MAMF"}
+    csv = _csv_rows()
+    for (gpu, precision), rec in recorded.items():
+        if rec.id in csv:
+            continue
+        assert rec.measured == tables[precision][MAMF_NAMES[gpu]], rec.id
+        assert "744d01e1" in rec.source
+    for precision, rows in tables.items():
+        for gpu, name in MAMF_NAMES.items():
+            if name in rows:
+                assert (gpu, precision) in recorded, (gpu, precision)
+
+
 def test_records_carry_the_csv_values(dataset):
     """Every record built from measured_runs.csv holds the number the CSV states (KOR22 as MFU × 312,
     the CSV's MFU column times the A100's dense BF16 peak)."""
@@ -95,6 +133,8 @@ def test_records_carry_the_csv_values(dataset):
             expected = get(rows[csv_id])
         elif rec.group.startswith("MAXTEXT"):
             continue  # not in the CSV: transcribed from the MaxText README tables (the group's description)
+        elif rec.group == "MAMF" and rec.id not in rows:
+            continue  # not in the CSV: checked against the vendored ml-engineering tables (below)
         elif rec.group in ("NEMO24", "NEMO24-AUG", "MBRIDGE"):
             continue  # not in the CSV: checked against the vendored NeMo/Megatron-Bridge tables (test_nemo_records.py)
         elif rec.group in ("MPT", "MPT-FP8"):  # tokens/s per GPU: the CSV's last number (others: the tables)

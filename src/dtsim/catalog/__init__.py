@@ -46,6 +46,12 @@ class Micro:
     l2_bytes: float = 0.0
     l2_bytes_per_s: float = 0.0
     distributed_shared_memory: bool = False
+    # Blackwell (tcgen05): the tensor cores accumulate in Tensor Memory, 128 lanes × 512 columns of 32-bit
+    # cells per SM (256 KiB), not in the register file, and a pair of SMs can run one MMA together
+    # (cta_group::2), each holding half the accumulator and reading its half of the shared operand
+    # (NVIDIA PTX ISA, "Tensor Memory" and "tcgen05.mma"); 0 / False before Blackwell
+    tensor_memory_bytes: int = 0
+    mma_cta_pair: bool = False
     l1_bytes_per_sm: float | None = (
         None  # combined L1 / shared memory per SM (SRAM totals, Erdil & Schneider-Joseph 2024 Table 2)
     )

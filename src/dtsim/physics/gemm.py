@@ -107,10 +107,29 @@ def gemm_time(
     hbm_l2, _ = _level_traffic(
         d1, d2, b, bytewidth, USABLE_FRACTION * micro.l2_bytes, 1.0, False, weight_grads
     )
-    l2_sm, dsmem = _level_traffic(
-        d1, d2, b, bytewidth, 4.0 * block_regs, micro.num_sms, micro.distributed_shared_memory, weight_grads
-    )
-    sm_reg, _ = _level_traffic(d1, d2, b, bytewidth, block_regs, 4.0 * micro.num_sms, False, weight_grads)
+    if micro.tensor_memory_bytes:
+        # Blackwell: one MMA per SM (or per SM pair, cta_group::2) accumulates its whole output tile in
+        # Tensor Memory and reads both operands from shared memory, so the tile that sets the L2 → SM
+        # and the shared memory → tensor core traffic is Tensor Memory's (twice it, over half as many
+        # units, for a pair), not the register file's per processing block (see Micro)
+        pair = 2.0 if micro.mma_cta_pair else 1.0
+        tile = USABLE_FRACTION * micro.tensor_memory_bytes * pair
+        l2_sm, dsmem = _level_traffic(
+            d1, d2, b, bytewidth, tile, micro.num_sms / pair, micro.distributed_shared_memory, weight_grads
+        )
+        sm_reg, _ = _level_traffic(d1, d2, b, bytewidth, tile, micro.num_sms / pair, False, weight_grads)
+    else:
+        l2_sm, dsmem = _level_traffic(
+            d1,
+            d2,
+            b,
+            bytewidth,
+            4.0 * block_regs,
+            micro.num_sms,
+            micro.distributed_shared_memory,
+            weight_grads,
+        )
+        sm_reg, _ = _level_traffic(d1, d2, b, bytewidth, block_regs, 4.0 * micro.num_sms, False, weight_grads)
     hbm_bytes = hbm_l2
     l2_bytes = hbm_l2 + l2_sm
     smem_bytes = np.where(smem_counts_l2_loads, l2_sm, 0.0) + dsmem + sm_reg
