@@ -119,6 +119,28 @@ def test_diloco_rounds_wait_for_the_slowest_workers_timed_inner_steps():
     assert over["predicted_step_s"] == pytest.approx(max(8 * 2 * 0.04, sync))  # overlap: calibrated
 
 
+def test_round_compute_predicts_the_slower_workers_from_the_fastest():
+    """The device's step comes from the fastest workers' measured rounds; a slower worker's round is H ×
+    (that step + its slowdown), whatever the slower worker itself measured, so the prediction does not
+    copy the round it is compared with. The outer update is the rounds' time outside compute and sync."""
+    from dtsim.emulator.launcher import _round_compute
+
+    opts = EmulateOptions(workers=3, algorithm="diloco", inner_steps=4, compute_factors={1: 1.5, 2: 2.5})
+
+    def rank(factor, slowdown, compute):
+        rounds = [{"warmup": True, "compute_s": 9.0, "step_s": 99.0, "sync_s": 0.0}]
+        rounds += [{"compute_s": compute, "step_s": compute + 0.3 + 0.02, "sync_s": 0.3} for _ in range(3)]
+        return {"compute_factor": factor, "slowdown_s": slowdown, "syncs": rounds}
+
+    records = [rank(1.0, 0.0, 0.4), rank(1.5, 0.05, 0.7), rank(2.5, 0.15, 5.0)]
+    out = _round_compute(opts, records)
+    assert out["round_compute_by_rank_s"] == pytest.approx([0.4, 0.6, 1.0])
+    assert out["round_compute_s"] == pytest.approx(1.0)  # not the 5.0 the slowest worker measured
+    assert out["measured_round_compute_by_rank_s"] == pytest.approx([0.4, 0.7, 5.0])
+    assert out["update_s"] == pytest.approx(0.02)
+    assert _round_compute(opts, [rank(1.0, 0.0, 0.4), {"syncs": []}, rank(2.5, 0.15, 1.0)]) == {}
+
+
 def test_compressed_sync_adds_the_measured_codec_time():
     opts = EmulateOptions(workers=2, bandwidth_mbps=1000, algorithm="diloco", compression="int8")
     compute = {**COMPUTE, "codec_bytes_per_s": 4e8}

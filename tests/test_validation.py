@@ -70,18 +70,21 @@ def _first_number(text):
     return float(text.replace("%", "").replace("~", "").split("/")[0].split()[0].rstrip(";,"))
 
 
-MAMF_NAMES = {
+MAMF_NAMES = {  # catalog GPUs with GEMM constants → the table's accelerator names
+    "a100-80gb": "NVIDIA A100 SXM",
     "h100-sxm": "NVIDIA H100 SXM",
     "h200": "NVIDIA H200 SXM",
+    "gh200": "NVIDIA GH200 SXM",
     "b200": "NVIDIA B200 SXM",
     "gb200": "NVIDIA GB200 SXM",
 }
 
 
 def test_mamf_records_carry_the_table_values(dataset):
-    """Every MAMF record not in measured_runs.csv holds the MAMF of its GPU in the table of its precision
-    (tests/data/ml_engineering_mamf.md, verbatim), and every row of those tables for a GPU the catalog
-    has is recorded."""
+    """Every MAMF record holds the MAMF of its GPU in the table of its precision
+    (tests/data/ml_engineering_mamf.md, verbatim; the two older rows also match measured_runs.csv), one
+    record per GPU and precision, and every row of those tables for a catalog GPU with GEMM constants
+    is recorded."""
     text = (Path(__file__).parent / "data" / "ml_engineering_mamf.md").read_text()
     tables, current = {}, None
     for line in text.splitlines():
@@ -93,16 +96,16 @@ def test_mamf_records_carry_the_table_values(dataset):
             cells = [c.strip() for c in line.strip("|").split("|")]
             if cells[1]:
                 current[cells[0]] = float(cells[1])
-    assert tables["bf16"]["NVIDIA B200 SXM"] == 1745.0  # the parse itself
-    recorded = {(r.gpu, r.precision): r for r in dataset.records if r.group == "MAMF"}
-    csv = _csv_rows()
+    assert tables["bf16"]["NVIDIA B200 SXM"] == 1745.0 and tables["fp8"]["NVIDIA H100 SXM"] == 1402.6
+    mamf = [r for r in dataset.records if r.group == "MAMF"]
+    recorded = {(r.gpu, r.precision): r for r in mamf}
+    assert len(recorded) == len(mamf), "two MAMF records for one GPU and precision"
+    gpus = catalog.gpus()
     for (gpu, precision), rec in recorded.items():
-        if rec.id in csv:
-            continue
         assert rec.measured == tables[precision][MAMF_NAMES[gpu]], rec.id
-        assert "744d01e1" in rec.source
     for precision, rows in tables.items():
         for gpu, name in MAMF_NAMES.items():
+            assert gpus[gpu].micro is not None and gpus[gpu].micro.num_sms > 0, gpu
             if name in rows:
                 assert (gpu, precision) in recorded, (gpu, precision)
 

@@ -8,9 +8,11 @@ slowest link), at the link's TCP payload rate (the tbf rate less one 66-byte hea
 offloaded segment); DDP's step is compute plus the part of the all-reduce its buckets cannot hide under
 the backward pass (Data Parallelism from Associativity bucketed overlap, `physics.dataparallel`).
 A compressed DiLoCo sync adds its codec's compute (`physics.codec`, at the throughput the workers
-measured); a worker slowed by a factor F computes F times longer and a synchronous round waits for
-the slowest; an overlapped DiLoCo round takes the longer of its compute and the previous round's sync
-(`combine` of the decentralized model, MIRI simulator docs §3.1).
+measured, or its local work timed in the run); a worker slowed by a factor F computes F times longer and
+a synchronous round waits for the slowest (without overlap, DiLoCo reads the device's step from the
+fastest workers' measured rounds and adds each worker's slowdown: `_round_compute`); an overlapped
+DiLoCo round takes the longer of its compute and the previous round's sync (`combine` of the
+decentralized model, MIRI simulator docs §3.1).
 """
 
 from __future__ import annotations
@@ -187,8 +189,8 @@ def predict(
     link, so α is the largest per-worker latency; every bucket is an all-reduce of its own and pays the
     ring's 2(N−1) latency steps. Compute: each worker's calibrated step × its slowdown factor, and a
     synchronous round waits for the slowest worker; a DiLoCo round without overlap takes the slowest
-    worker's H inner steps and the outer update as timed in the measured rounds when `compute` has them
-    (`round_compute_s`, `update_s`: `summarize`)."""
+    worker's H inner steps as predicted from the fastest workers' compute in the measured rounds, and the
+    outer update timed there, when `compute` has them (`round_compute_s`, `update_s`: `_round_compute`)."""
     n = opts.workers
     rates = [opts.slow_links.get(r, opts.bandwidth_mbps) for r in range(n)]
     shaped = [r for r in rates if r is not None]
@@ -233,10 +235,10 @@ def predict(
     from dtsim.models.decentralized.strategies.base import combine
 
     calibrated = opts.inner_steps * step_compute
-    # A synchronous round waits for its slowest worker's H inner steps. Without overlap they are timed in
-    # the measured rounds themselves (each rank's median round, the slowest taken): a rank's compute then
-    # carries the load the host had while the run ran, which a calibration before the run does not see.
-    # With overlap the rounds' compute shares the host with the background sync, so it stays calibrated.
+    # A synchronous round waits for its slowest worker's H inner steps. Without overlap the device's step is
+    # read from the fastest workers' measured rounds (`_round_compute`): it then carries the load the host
+    # had while the run ran, which a calibration before the run does not see. With overlap the rounds'
+    # compute shares the host with the background sync, so it stays calibrated.
     inner = compute.get("round_compute_s") if not opts.overlap else None
     update = 0.0 if opts.overlap else float(compute.get("update_s") or 0.0)
     outer = float(combine(opts.overlap, inner if inner else calibrated, sync)) + update
@@ -252,6 +254,42 @@ def predict(
     }
 
 
+def _round_compute(opts: EmulateOptions, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """A DiLoCo round's compute inputs from the measured rounds (no overlap), for `predict`.
+
+    The workers are one device emulated at different speeds: a worker of factor F computes the same
+    steps and sleeps (F − 1) × its calibrated step after each (`slowdown_s`, module docstring of
+    `worker`). The device's step under the run's own load is the real compute per inner step (round
+    compute / H − slowdown) of the workers with the smallest factor (their median); each worker's round
+    is then predicted as H × (that step + its own slowdown), and the round waits for the largest
+    (`round_compute_s`). Only the fastest workers' compute is read, so a model that gets the slower
+    workers' compute, or what the round waits for, wrong misses. The outer update (pseudo-gradient,
+    outer Nesterov step, setting the parameters: a round's time outside its inner steps and its sync)
+    is local work timed in the rounds, as a compressed sync's codec work is (`update_s`).
+    Returns {} when the records hold no measured rounds."""
+    h = max(int(opts.inner_steps), 1)
+    rounds = [
+        [x for x in r["syncs"] if not x.get("warmup") and x.get("compute_s") is not None] for r in records
+    ]
+    if not all(rounds):
+        return {}
+    factors = [
+        float(r.get("compute_factor", opts.compute_factors.get(i, 1.0))) for i, r in enumerate(records)
+    ]
+    slow = [float(r.get("slowdown_s", 0.0)) for r in records]
+    measured = [_median([x["compute_s"] for x in rs]) for rs in rounds]
+    fastest = min(factors)
+    step = _median([m / h - sd for m, sd, f in zip(measured, slow, factors, strict=True) if f == fastest])
+    by_rank = [h * (step + sd) for sd in slow]
+    update = _median([x["step_s"] - x["compute_s"] - x["sync_s"] for rs in rounds for x in rs])
+    return {
+        "round_compute_s": max(by_rank),
+        "round_compute_by_rank_s": by_rank,
+        "measured_round_compute_by_rank_s": measured,
+        "update_s": max(update, 0.0),
+    }
+
+
 def summarize(opts: EmulateOptions, records: list[dict[str, Any]]) -> EmulationSummary:
     r0 = records[0]
     params, value_bytes = r0["params"], r0["value_bytes"]
@@ -264,15 +302,7 @@ def summarize(opts: EmulateOptions, records: list[dict[str, Any]]) -> EmulationS
     if local:
         compute["codec_s"] = _median(local)
     if opts.algorithm == "diloco" and not opts.overlap:
-        # each rank's H inner steps and its outer-step work outside the sync, timed in the measured rounds
-        rounds = [[x for x in r["syncs"] if not x.get("warmup")] for r in records]
-        by_rank = [_median([x.get("compute_s") for x in rs]) for rs in rounds]
-        if all(c is not None for c in by_rank):
-            compute["round_compute_by_rank_s"] = by_rank
-            compute["round_compute_s"] = max(by_rank)
-        update = _median([x.get("update_s") for rs in rounds for x in rs])
-        if update is not None:
-            compute["update_s"] = update
+        compute.update(_round_compute(opts, records))
     events = len(r0["syncs"])
     per_event = []
     # ranks' sync times are comparable on one machine's clock only (worker-config runs span hosts)

@@ -121,12 +121,14 @@ def straggler(progress=None) -> list[dict[str, Any]]:
 
 def heterogeneous_compute(progress=None) -> list[dict[str, Any]]:
     """Heterogeneous compute under DiLoCo: three workers at speed 1, 1/1.5 and 1/2.5; an outer step
-    waits for the slowest worker's H inner steps, then the sync and the outer update. Each worker's
-    compute is its H inner steps as timed in the measured rounds, so the prediction says which worker
-    sets the pace (`limiting_worker`) and carries the load the host had during the run: three workers
-    share two cores, and a prediction from each worker's calibration × its factor (shown beside) missed
-    by +39 % in a CI run whose host was loaded differently during calibration and rounds. Eight measured
-    rounds (not SMALL's four): one round's outer step moves by tens of percent with the load."""
+    waits for the slowest worker's H inner steps, then the sync and the outer update. The device's step
+    is the ×1 worker's as timed in the measured rounds, and each slower worker's is that step plus its
+    slowdown (`launcher._round_compute`), so the prediction says which worker sets the pace
+    (`limiting_worker`; each worker's measured rounds beside) and carries the load the host had during
+    the run: three workers share two cores, and a prediction from each worker's calibration × its factor
+    (shown beside) missed by +39 % in a CI run whose host was loaded differently during calibration and
+    rounds. Eight measured rounds (not SMALL's four): one round's outer step moves by tens of percent
+    with the load."""
     opts = EmulateOptions(
         workers=3,
         bandwidth_mbps=200.0,
@@ -140,12 +142,12 @@ def heterogeneous_compute(progress=None) -> list[dict[str, Any]]:
     from dtsim.emulator.launcher import predict
 
     s = _go(opts, "heterogeneous-compute", progress)
-    by_rank = s.measured_compute_s.get("round_compute_by_rank_s") or []
-    # the same prediction with each worker's compute from its calibration × its factor instead of its rounds
-    calibrated = {k: v for k, v in s.measured_compute_s.items() if k != "round_compute_s"}
-    from_calibration = predict(opts, s.params, s.value_bytes, calibrated, s.buckets_per_sync)[
-        "predicted_step_s"
-    ]
+    c = s.measured_compute_s
+    by_rank = c.get("round_compute_by_rank_s") or []
+    # the same prediction with every worker's compute from its calibration × its factor
+    calibrated = {k: v for k, v in c.items() if k != "round_compute_s"}
+    pred = predict(opts, s.params, s.value_bytes, calibrated, s.buckets_per_sync)
+    from_calibration = pred["predicted_step_s"]
     error_cal = s.measured_step_s / from_calibration - 1 if s.measured_step_s else None
     return [
         _row(
@@ -155,10 +157,12 @@ def heterogeneous_compute(progress=None) -> list[dict[str, Any]]:
             s.predicted_step_s,
             0.20,
             opts,
-            "slowest worker's H inner steps (timed in the rounds) + sync + outer update"
+            "slowest worker's H inner steps (the ×1 worker's step in the rounds + the slowdown) + sync + "
+            "outer update"
             + (f"; from calibration × factor {error_cal:+.0%}" if error_cal is not None else ""),
             limiting_worker=by_rank.index(max(by_rank)) if by_rank else None,
             inner_steps_by_worker_s=by_rank,
+            measured_inner_steps_by_worker_s=c.get("measured_round_compute_by_rank_s") or [],
             predicted_from_calibration=from_calibration,
             measured_sync=s.measured_sync_s,
             predicted_sync=s.predicted_sync_s,

@@ -49,7 +49,9 @@ class EmulationSummary:
     protocol_overhead_bytes_per_rank_per_sync: float | None
     expected_bytes_per_rank_per_sync: float  # the collectives model's bytes per rank
     bytes_error: float | None  # payload / expected − 1
-    measured_compute_s: dict[str, float | None]  # forward_s, backward_s, optimizer_s (communication off)
+    # forward_s, backward_s, optimizer_s (communication off); DiLoCo also the codec's work and the
+    # measured rounds' compute inputs (launcher._round_compute: per-rank lists among them)
+    measured_compute_s: dict[str, Any]
     measured_sync_s: float | None
     predicted_sync_s: float
     sync_error: float | None

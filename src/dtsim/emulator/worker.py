@@ -444,9 +444,6 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
                     "outer": outer,
                     "warmup": outer < int(cfg.get("warmup_steps", 0)),
                     "compute_s": compute,
-                    # the round's local work outside the inner steps and the sync: the pseudo-gradient
-                    # before it, the outer Nesterov step and setting the parameters after it
-                    "update_s": (s0 - o0 - compute) + (o1 - s1),
                     "sync_s": s1 - s0,
                     "sync_at": [a0, a1],
                     "step_s": o1 - o0,

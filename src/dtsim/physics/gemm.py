@@ -13,6 +13,10 @@ of a d1×b block with a b×d2 block) takes
   of one block's registers); activations are re-read once per tile row and output partial sums
   re-written once per tile column; weights move only when weights and gradients do not fit at the
   lower level. Hopper's distributed shared memory lets SMs share loads instead of re-reading L2.
+  On Blackwell (`micro.tensor_memory_bytes`) one MMA per SM, or per pair of SMs (`mma_cta_pair`),
+  accumulates in Tensor Memory: the SM-level tile is then the Tensor Memory's (twice it over half as
+  many units for a pair) in place of the four processing blocks' registers, counted in operand bytes
+  as the register file is (the reference's convention: a capacity, not a count of FP32 accumulators).
 - tile and wave quantization: the output is computed in 128×128 tiles spread over the SMs; a
   partly filled tile costs a whole one and a last partial wave idles the rest of the SMs (NVIDIA,
   "Matrix Multiplication Background User's Guide" §3.1–3.2), so a hidden size that 128·TP does not
@@ -111,7 +115,10 @@ def gemm_time(
         # Blackwell: one MMA per SM (or per SM pair, cta_group::2) accumulates its whole output tile in
         # Tensor Memory and reads both operands from shared memory, so the tile that sets the L2 → SM
         # and the shared memory → tensor core traffic is Tensor Memory's (twice it, over half as many
-        # units, for a pair), not the register file's per processing block (see Micro)
+        # units, for a pair), not the register file's per processing block (see Micro). Its size is
+        # counted in operand bytes, as the register file's is above: Tensor Memory is as large as the
+        # register file (256 KiB per SM), so the gain is the one tile per SM (pair) where Hopper has four
+        # per SM, not a larger capacity.
         pair = 2.0 if micro.mma_cta_pair else 1.0
         tile = USABLE_FRACTION * micro.tensor_memory_bytes * pair
         l2_sm, dsmem = _level_traffic(

@@ -117,7 +117,9 @@ def node_specs(
     net = gpus_per_node * hw.bandwidth[level] / 2.0 / WORD_BYTES
     dram = gpus_per_node * m.hbm_bytes_per_s / 2.0 / WORD_BYTES
     l1 = m.l1_bytes_per_sm or 0.0
-    sram = gpus_per_node * (m.l2_bytes + m.num_sms * (4 * m.register_bytes_per_block + l1)) / WORD_BYTES
+    # on-chip SRAM: L2, and per SM the register file, L1 / shared memory and (Blackwell) Tensor Memory
+    regs = 4 * m.register_bytes_per_block + m.tensor_memory_bytes
+    sram = gpus_per_node * (m.l2_bytes + m.num_sms * (regs + l1)) / WORD_BYTES
     d = d_prime(mac, net)
     b, in_sram = b_prime(mac, dram, sram, d)
     return NodeSpecs(name or hw.name, mac, net, dram, sram, d, b, in_sram, t_critical(mac, d, b, **kw))
