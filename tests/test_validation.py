@@ -86,7 +86,7 @@ def test_mamf_records_carry_the_table_values(dataset):
     record per GPU and precision, and every row of those tables for a catalog GPU with GEMM constants
     is recorded."""
     text = (Path(__file__).parent / "data" / "ml_engineering_mamf.md").read_text()
-    tables, current = {}, None
+    tables, current, efficiency = {}, None, {}
     for line in text.splitlines():
         if line.startswith("**BF16**"):
             current = tables.setdefault("bf16", {})
@@ -96,8 +96,18 @@ def test_mamf_records_carry_the_table_values(dataset):
             cells = [c.strip() for c in line.strip("|").split("|")]
             if cells[1]:
                 current[cells[0]] = float(cells[1])
+                efficiency.setdefault(cells[0], {})[current is tables.get("fp8")] = float(cells[1]) / float(
+                    cells[2]
+                )
     assert tables["bf16"]["NVIDIA B200 SXM"] == 1745.0 and tables["fp8"]["NVIDIA H100 SXM"] == 1402.6
-    mamf = [r for r in dataset.records if r.group == "MAMF"]
+    # each GPU's fp8_sustained_ratio is its FP8 efficiency over its BF16 one (H200's BF16: "H200 is the
+    # same" as H100, the table's note)
+    efficiency["NVIDIA H200 SXM"][False] = efficiency["NVIDIA H100 SXM"][False]
+    for gpu, name in MAMF_NAMES.items():
+        if True in efficiency.get(name, {}):
+            ratio = efficiency[name][True] / efficiency[name][False]
+            assert catalog.gpus()[gpu].micro.fp8_sustained_ratio == pytest.approx(ratio, abs=6e-4), gpu
+    mamf = [r for r in dataset.records if r.group in ("MAMF", "MAMF-FP8")]
     recorded = {(r.gpu, r.precision): r for r in mamf}
     assert len(recorded) == len(mamf), "two MAMF records for one GPU and precision"
     gpus = catalog.gpus()
@@ -136,7 +146,7 @@ def test_records_carry_the_csv_values(dataset):
             expected = get(rows[csv_id])
         elif rec.group.startswith("MAXTEXT"):
             continue  # not in the CSV: transcribed from the MaxText README tables (the group's description)
-        elif rec.group == "MAMF" and rec.id not in rows:
+        elif rec.group.startswith("MAMF") and rec.id not in rows:
             continue  # not in the CSV: checked against the vendored ml-engineering tables (below)
         elif rec.group in ("NEMO24", "NEMO24-AUG", "MBRIDGE"):
             continue  # not in the CSV: checked against the vendored NeMo/Megatron-Bridge tables (test_nemo_records.py)

@@ -52,6 +52,10 @@ class Micro:
     # (NVIDIA PTX ISA, "Tensor Memory" and "tcgen05.mma"); 0 / False before Blackwell
     tensor_memory_bytes: int = 0
     mma_cta_pair: bool = False
+    # The sustained share of the FP8 tensor peak relative to the 16-bit one's (FP8 GEMMs run twice the
+    # arithmetic per clock, draw more power and lose more of their peak): mamf-finder's FP8 / BF16
+    # efficiency on the GPU (gpus.yaml sources); it scales clock_derate for 8-bit GEMMs. 1: the same share
+    fp8_sustained_ratio: float = 1.0
     l1_bytes_per_sm: float | None = (
         None  # combined L1 / shared memory per SM (SRAM totals, Erdil & Schneider-Joseph 2024 Table 2)
     )
@@ -202,6 +206,7 @@ def gpus() -> MappingProxyType:
                 "clock_derate",
                 "matmul_latency_s",
                 "nics_per_gpu",
+                "fp8_sustained_ratio",
             )
             micro = Micro(
                 **{

@@ -106,13 +106,22 @@ class _Meter:
             self.progress(min(self.done, self.total), self.total)
 
 
+# The record kinds this fits constants on; a calibration group of another kind (MAMF-FP8's GEMM rows)
+# sets catalog constants by hand, and its rows stay calibration whatever file is in use (runner).
+FITTED_KINDS = frozenset({"collective", "testbed", "decentralized", "datacenter"})
+
+
 def calibrate(
     dataset: Dataset, subset: list[str] | None = None, progress: Callable[[int, int], None] | None = None
 ) -> dict[str, Any]:
     """Fit every constant the subset constrains; return the calibration document. `progress(done,
     total)` is called as record predictions are made (the golden-section searches make them all)."""
     meter = _Meter(progress)
-    names = subset or [g.name for g in dataset.groups.values() if g.role == "calibration"]
+    names = subset or [
+        g.name
+        for g in dataset.groups.values()
+        if g.role == "calibration" and any(r.kind in FITTED_KINDS for r in dataset.subset([g.name]))
+    ]
     records = [r for r in dataset.subset(names) if r.kind != "reference"]
     doc: dict[str, Any] = {
         "about": "Efficiency constants fitted by `dtsim calibrate` on the calibration subset below; every "

@@ -20,6 +20,7 @@ import numpy as np
 from dtsim import catalog
 from dtsim.catalog.calibration_file import calibration_in_use
 from dtsim.errors import ScenarioError
+from dtsim.validation.calibrate import FITTED_KINDS
 from dtsim.validation.predict import predict
 from dtsim.validation.records import Dataset
 from dtsim.validation.report import (
@@ -80,9 +81,13 @@ def run_records(
                 )
             )
             continue
+        # calibration: fitted by the calibration file in use, or a row of a calibration group of a kind
+        # `dtsim calibrate` does not fit, which set catalog constants by hand (MAMF-FP8: each GPU's
+        # fp8_sustained_ratio)
+        hand_set = group is not None and group.role == "calibration" and rec.kind not in FITTED_KINDS
         role = (
             "calibration"
-            if rec.id in fitted
+            if rec.id in fitted or hand_set
             else ("reference" if group and group.role == "reference" else "check")
         )
         try:
