@@ -215,6 +215,28 @@ def test_blackwell_gemms_tile_in_tensor_memory_and_reach_the_sustained_peak(gpu)
     assert catalog.gpus()["h100-sxm"].micro.tensor_memory_bytes == 0
 
 
+def test_a_non_causal_kernel_does_every_score_block():
+    """FlashAttention skips the masked half of a causal score matrix; a model with causal: false (a kernel
+    called with causal=False, as MaxText's 2023 v5e runs) does all of it: its attention takes twice as
+    long, the rest of the step is unchanged, and so the step takes longer."""
+    from dtsim.models.datacenter.step import _attention_core
+
+    asm = Assumptions()
+    causal = get_architecture("llama3.1-8b")
+    full = causal.model_copy(update={"causal": False})
+    micro = catalog.gpus()["h100-sxm"].micro
+    args = (1.0, 1.0, 1.0, 8192, np.asarray(True), np.asarray(0), micro, 16, micro.clock_derate, asm)
+    f0, b0 = _attention_core(causal, *args)
+    f1, b1 = _attention_core(full, *args)
+    assert float(f1) == pytest.approx(float(f0) / asm.causal_skip_fraction, rel=1e-9)
+    assert float(b1) > float(b0)
+    # without FlashAttention the full matrix is computed either way
+    no_flash = (1.0, 1.0, 1.0, 8192, np.asarray(False), np.asarray(0), micro, 16, micro.clock_derate, asm)
+    assert float(_attention_core(full, *no_flash)[0]) == pytest.approx(
+        float(_attention_core(causal, *no_flash)[0])
+    )
+
+
 def test_fp8_gemms_keep_a_smaller_share_of_their_peak():
     """An FP8 GEMM runs at the sustained-clock derate × the GPU's FP8 / BF16 sustained ratio of its FP8
     peak (mamf-finder: H100 71 % in FP8 against 80 % in BF16), so FP8 gains less than 2× over BF16."""
@@ -226,8 +248,6 @@ def test_fp8_gemms_keep_a_smaller_share_of_their_peak():
     assert fp8 == pytest.approx(m.peak_flop_s(8) * m.clock_derate * m.fp8_sustained_ratio, rel=0.05)
     assert 1.6 < fp8 / bf16 < 1.85
     # a ratio of 1 (no data) leaves FP8 at twice BF16's rate
-    import dataclasses
-
     same = dataclasses.replace(m, fp8_sustained_ratio=1.0)
     assert 2 * d**3 / float(gemm_time(d, d, d, same, 8)) / bf16 == pytest.approx(2.0, rel=0.05)
 

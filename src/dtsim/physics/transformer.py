@@ -66,6 +66,12 @@ class Architecture(BaseModel):
         "false: trained without dropout (MPT, Llama).",
     )
     attention: Literal["standard", "mla"] = "standard"
+    causal: bool = Field(
+        True,
+        description="Causal attention mask: each query attends to earlier keys only, and FlashAttention "
+        "skips the masked half of the scores. false: every query attends to every key (bidirectional "
+        "attention, or a kernel called with causal=False), twice the score and context work.",
+    )
     mla: MLA | None = None
     moe: MoE | None = None
     published_params_b: float | None = None

@@ -324,7 +324,8 @@ def _attention_core(a: Architecture, tp, cp, mbs, s, flash, kernel, micro, bits,
     # Attention runs in 16-bit even in FP8 training: FlashAttention-2 has no FP8 path and Transformer
     # Engine keeps dot-product attention in BF16 unless fp8_dpa is set (its FP8 recipe's default).
     bits = np.maximum(bits, 16)
-    causal = np.where(flash, asm.causal_skip_fraction, 1.0)
+    # a causal mask lets FlashAttention skip the masked blocks; a non-causal kernel does all of them
+    causal = np.where(flash, asm.causal_skip_fraction if a.causal else 1.0, 1.0)
     if micro.flash_attention_efficiency and np.all(flash):
         # every layout runs the measured kernel: the GEMM model's times below would all be discarded
         return _flash_times(micro, kernel, count, sq, s, dqk, dv, causal, asm)
