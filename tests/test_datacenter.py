@@ -332,6 +332,32 @@ def test_step_fields_and_breakdown_sum():
     assert r.layout["dp"] == 512 // 64
 
 
+def test_overlapped_hand_offs_expose_only_the_fill_and_drain_on_the_interleaved_schedule():
+    """--overlap-p2p-comm (Megatron's overlap_p2p_comm): with interleaving, a steady-state hand-off hides
+    under one model chunk's compute, so pp_comm falls to the fill and drain's p − 1 hand-offs and the
+    step by the rest; other schedules ignore it, as Megatron turns it off for them. plan carries it."""
+    base = {"pp": 8, "vpp": 3, "schedule": "interleaved"}
+    plain = step(_gpt3_workload(**base))
+    over = step(_gpt3_workload(**base, overlap_p2p_comm=True))
+    assert plain.breakdown_s["pp_comm"] > 0
+    m, v, p = 1536 / (8 * 1), 3, 8  # micro-batches per pipeline (dp 8, mbs 1), virtual stages, stages
+    per_pass = plain.breakdown_s["pp_comm"] / (m * v + p - 1)
+    assert over.breakdown_s["pp_comm"] == pytest.approx((p - 1) * per_pass, rel=1e-9)
+    assert plain.step_time_s - over.step_time_s == pytest.approx(m * v * per_pass, rel=1e-9)
+    for other in ({"pp": 8}, {"pp": 8, "schedule": "gpipe"}):
+        assert (
+            step(_gpt3_workload(**other, overlap_p2p_comm=True)).step_time_s
+            == step(_gpt3_workload(**other)).step_time_s
+        )
+    opts = {"gbs": 1536, "schedule_choices": ("interleaved",), "zero_choices": (1,)}
+    cluster = Cluster(gpu="a100-80gb", nodes=64)
+    a = get_architecture("gpt3-175b")
+    off = plan(a, cluster, PlanOptions(**opts))
+    on = plan(a, cluster, PlanOptions(**opts, overlap_p2p_comm=True))
+    assert on.ranked[0].layout.get("overlap_p2p_comm") is True
+    assert on.ranked[0].step_time_s <= off.ranked[0].step_time_s
+
+
 def test_steps_evaluates_many_layouts_at_once_exactly_as_step_does_each():
     """dtsim.steps (`step --layouts`): one vectorized pass over layouts that differ in every field, an
     explicit uneven --pp-layers split among them, gives each layout exactly what step() gives it alone;

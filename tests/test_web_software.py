@@ -85,6 +85,7 @@ def test_the_inputs_given_are_the_flags_the_cli_counts_given():
     assert step_view.software_given(plan_view.fields(), defaults(plan_view.fields())) == {
         "flash_attention",
         "overlap_tp_comm",
+        "overlap_p2p_comm",
         "fp32_params",
     }
 

@@ -320,6 +320,7 @@ def plan_layouts(plan_result: Any, opt: Any) -> tuple[list[Any], bool]:
 
     extra = {
         "overlap_tp_comm": opt.overlap_tp_comm,
+        "overlap_p2p_comm": opt.overlap_p2p_comm,
         "overlap_grad_reduce": opt.overlap_grad_reduce,
         "fp32_grad_accumulation": opt.fp32_grad_accumulation,
     }

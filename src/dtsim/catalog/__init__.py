@@ -314,6 +314,7 @@ SOFTWARE_FIELDS = (
     "attention_kernel",
     "overlap_grad_reduce",
     "overlap_tp_comm",
+    "overlap_p2p_comm",
     "fp32_grad_accumulation",
     "schedule",
     "recompute",

@@ -192,6 +192,7 @@ class LayoutRequest(WorkloadFields):
     )
     overlap_grad_reduce: _like(Layout, "overlap_grad_reduce") = True
     overlap_tp_comm: _like(Layout, "overlap_tp_comm") = False
+    overlap_p2p_comm: _like(Layout, "overlap_p2p_comm") = False
 
     def layout_fields(self) -> dict[str, Any]:
         """The body's layout as Layout's fields (the base a `layouts` row fills in)."""
@@ -278,6 +279,7 @@ class PlanRequest(WorkloadFields):
         True
     )
     overlap_tp_comm: _like(Layout, "overlap_tp_comm") = False
+    overlap_p2p_comm: _like(Layout, "overlap_p2p_comm") = False
     target_params_b: float | None = Field(
         None,
         ge=0.001,
@@ -472,6 +474,7 @@ PLAN_OPTIONS = (
     "gbs_multiple",
     "flash_attention",
     "overlap_tp_comm",
+    "overlap_p2p_comm",
     "fp32_grad_accumulation",
     "fp32_params",
     "attention_kernel",

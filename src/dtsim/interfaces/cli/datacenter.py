@@ -168,6 +168,13 @@ NoFlashOpt = Annotated[
 OverlapTpOpt = Annotated[
     bool, typer.Option("--overlap-tp-comm/--no-overlap-tp-comm", help="Overlap TP collectives.")
 ]
+OverlapP2pOpt = Annotated[
+    bool,
+    typer.Option(
+        "--overlap-p2p-comm/--no-overlap-p2p-comm",
+        help="Overlap pipeline sends/receives with compute (Megatron's overlap_p2p_comm; interleaved only).",
+    ),
+]
 SoftwareOpt = Annotated[
     str | None,
     typer.Option(
@@ -187,6 +194,7 @@ SOFTWARE_PARAMS = {
     "flash_attention": "no_flash",
     "overlap_grad_reduce": "no_overlap",
     "overlap_tp_comm": "overlap_tp",
+    "overlap_p2p_comm": "overlap_p2p",
     "fp32_grad_accumulation": "fp32_grad_accumulation",
     "fp32_params": "fp32_params",
     "attention_kernel": "attention_kernel",
@@ -617,6 +625,7 @@ def step(
         ),
     ] = False,
     overlap_tp: OverlapTpOpt = False,
+    overlap_p2p: OverlapP2pOpt = False,
     precision: Annotated[str, typer.Option(help="bf16 | fp16 | fp8.")] = "bf16",
     fp32_grad_accumulation: Fp32GradsOpt = None,
     fp32_params: Fp32ParamsOpt = False,
@@ -690,6 +699,7 @@ def step(
             "flash_attention": not no_flash,
             "overlap_grad_reduce": not no_overlap,
             "overlap_tp_comm": overlap_tp,
+            "overlap_p2p_comm": overlap_p2p,
             "fp32_grad_accumulation": fp32_grad_accumulation,
             "fp32_params": fp32_params,
             "attention_kernel": attention_kernel,
@@ -816,6 +826,7 @@ def plan(
     gbs_multiple: Annotated[int, typer.Option("--gbs-multiple", help="Require gbs % N == 0.")] = 1,
     no_flash: NoFlashOpt = False,
     overlap_tp: OverlapTpOpt = False,
+    overlap_p2p: OverlapP2pOpt = False,
     target_params_b: Annotated[
         float | None,
         typer.Option(
@@ -874,6 +885,7 @@ def plan(
             gbs_multiple=gbs_multiple,
             flash_attention=not no_flash,
             overlap_tp_comm=overlap_tp,
+            overlap_p2p_comm=overlap_p2p,
             fp32_grad_accumulation=fp32_grad_accumulation,
             fp32_params=fp32_params,
             attention_kernel=attention_kernel,

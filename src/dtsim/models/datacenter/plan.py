@@ -57,6 +57,7 @@ class PlanOptions:
     attention_kernel: AttentionKernel = "flash2"  # Layout.attention_kernel
     overlap_grad_reduce: bool = True
     overlap_tp_comm: bool = False
+    overlap_p2p_comm: bool = False  # Layout.overlap_p2p_comm
     # sequence parallelism where tp > 1: None searches with and without, True only with, False never
     sequence_parallel: bool | None = None
     fp32_grad_accumulation: bool | None = None  # None: Megatron-LM's default for the precision
@@ -184,6 +185,7 @@ def enumerate_layouts(
     lay["gbs"] = np.full(len(cols), float(opt.gbs))
     lay["overlap_grad"] = np.full(len(cols), opt.overlap_grad_reduce)
     lay["overlap_tp"] = np.full(len(cols), opt.overlap_tp_comm)
+    lay["overlap_p2p"] = np.full(len(cols), opt.overlap_p2p_comm)
     lay["flash"] = np.full(len(cols), opt.flash_attention)
     lay["attn_kernel"] = np.full(len(cols), ATTENTION_KERNELS.index(opt.attention_kernel))
     lay["fp32_grads"] = np.full(len(cols), fp32_grads(opt.fp32_grad_accumulation, opt.precision))
@@ -365,6 +367,8 @@ def _performance(lay, out, i: int, opt: PlanOptions, cluster: Cluster, asm: Assu
         layout["shard_group"] = int(row["shard"])
     if opt.fp32_params:
         layout["fp32_params"] = True
+    if opt.overlap_p2p_comm:
+        layout["overlap_p2p_comm"] = True
     if opt.moe_capacity_factor is not None or opt.moe_imbalance != 1.0:
         layout |= {"moe_capacity_factor": opt.moe_capacity_factor, "moe_imbalance": opt.moe_imbalance}
     perf = annotated_performance(

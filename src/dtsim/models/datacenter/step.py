@@ -358,6 +358,7 @@ def evaluate(
     """Step time, throughput and memory for layouts given as arrays (or scalars) in `lay`:
     dp, tp, pp, vpp, cp, ep, sp, mbs, gbs, zero (0–3), shard (HSDP shard group; 0: all of dp·cp),
     recompute (0 none, 1 selective, 2 full), schedule (index into SCHEDULES), overlap_grad, overlap_tp,
+    overlap_p2p (optional: pipeline hand-offs overlapped with compute, interleaved schedule only),
     flash, attn_kernel (optional: index into ATTENTION_KERNELS, default FlashAttention-2), balanced (embedding stages), fp32_grads (gradients accumulated and reduced in FP32, else in
     the weights' width), fp32_params (optional: no sharded 16-bit weight copy under ZeRO-3), moe_cf and moe_imb (optional: expert capacity factor, 0 for dropless, and the
     dropless imbalance; workload.moe_load turns them into the busiest rank's load; default 1); optionally
@@ -536,8 +537,20 @@ def evaluate(
         np.where((schedule == 3) & zb_ok, 0.0, (pp - 1.0) / vpp),
     )
     passes = np.where(dual, pp - 1.0, m * vpp + np.where((schedule == 3) & zb_ok, 0.0, pp - 1.0))
-    pipeline = (m + bubble_slots) * work + passes * p2p
-    pp_comm = passes * p2p
+    # Megatron's overlap_p2p_comm (interleaved schedule only; schedules.py posts each chunk's send and
+    # receive before the next chunk computes and waits after it): a steady-state hand-off hides under one
+    # model chunk's work (work / vpp) and only what exceeds it is exposed; the fill and drain's pp − 1
+    # hand-offs stay exposed, as DualPipe's
+    overlap_p2p = f["overlap_p2p"].astype(bool) if "overlap_p2p" in f else np.zeros(np.shape(pp), dtype=bool)
+    hidden_p2p = overlap_p2p & (schedule == 2)
+    steady = m * vpp
+    exposed_p2p = np.where(
+        hidden_p2p,
+        (pp - 1.0) * p2p + steady * np.maximum(0.0, p2p - work / vpp),
+        passes * p2p,
+    )
+    pipeline = (m + bubble_slots) * work + exposed_p2p
+    pp_comm = exposed_p2p
     bubble = bubble_slots * work
 
     # --- parameters per GPU, data-parallel reduction, optimizer ----------------------------------------------

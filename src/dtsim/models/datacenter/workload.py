@@ -265,6 +265,11 @@ class Layout(BaseModel):
         True, description="Overlap the gradient reduction with the backward pass."
     )
     overlap_tp_comm: bool = Field(False, description="Overlap tensor-parallel collectives with GEMMs.")
+    overlap_p2p_comm: bool = Field(
+        False,
+        description="Overlap the pipeline's sends and receives with the model chunks' compute (Megatron's "
+        "overlap_p2p_comm); the interleaved schedule only, as Megatron turns it off for the others.",
+    )
     flash_attention: bool = True
     attention_kernel: AttentionKernel = Field(
         "flash2",
@@ -402,6 +407,7 @@ def layout_arrays(layout: Layout, n_gpus: int, precision: str = "bf16") -> dict[
         "schedule": SCHEDULES.index(schedule),
         "overlap_grad": layout.overlap_grad_reduce,
         "overlap_tp": layout.overlap_tp_comm,
+        "overlap_p2p": layout.overlap_p2p_comm,
         "flash": layout.flash_attention,
         "attn_kernel": ATTENTION_KERNELS.index(layout.attention_kernel),
         "balanced": layout.embedding_stages == "balanced",

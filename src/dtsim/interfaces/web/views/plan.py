@@ -33,6 +33,7 @@ SEARCH_FIELDS = (
 LAYOUT_OPTIONS = (
     "no_flash_attention",
     "overlap_tp_comm",
+    "overlap_p2p_comm",
     "attention_kernel",
     "fp32_params",
     "moe_capacity_factor",
@@ -84,6 +85,7 @@ def inputs(v: dict[str, Any]):
             gbs_multiple=v["gbs_multiple"],
             flash_attention=not v["no_flash_attention"],
             overlap_tp_comm=v["overlap_tp_comm"],
+            overlap_p2p_comm=v["overlap_p2p_comm"],
             attention_kernel=check_attention_kernel(v.get("attention_kernel"), v["no_flash_attention"]),
             fp32_params=v["fp32_params"],
             moe_capacity_factor=v.get("moe_capacity_factor"),

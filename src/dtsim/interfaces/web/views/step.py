@@ -70,6 +70,7 @@ SOFTWARE_INPUTS = {
     "flash_attention": ("no_flash_attention", True),
     "overlap_grad_reduce": ("no_overlap_grad_reduce", True),
     "overlap_tp_comm": ("overlap_tp_comm", False),
+    "overlap_p2p_comm": ("overlap_p2p_comm", False),
     "fp32_params": ("fp32_params", False),
     "attention_kernel": ("attention_kernel", False),
 }
@@ -98,6 +99,13 @@ LAYOUT_FIELDS = (
         "no_overlap_grad_reduce", "Blocking gradient reduction", "switch", False, off="--overlap-grad-reduce"
     ),
     Field("overlap_tp_comm", "Overlap TP communication", "switch", False, off="--no-overlap-tp-comm"),
+    Field(
+        "overlap_p2p_comm",
+        "Overlap pipeline sends (interleaved)",
+        "switch",
+        False,
+        off="--no-overlap-p2p-comm",
+    ),
     Field("shard_group", "HSDP shard group (ZeRO-3; blank: all DP)", "int", None, optional=True),
     Field("attention_kernel", "Attention kernel (blank: flash2)", "select", None, options=(), optional=True),
     Field("fp32_params", "FP32 parameters only (FSDP/JAX)", "switch", False, off="--no-fp32-params"),
@@ -262,6 +270,7 @@ def workload(v: dict[str, Any]):
             "flash_attention": not v["no_flash_attention"],
             "overlap_grad_reduce": not v["no_overlap_grad_reduce"],
             "overlap_tp_comm": v["overlap_tp_comm"],
+            "overlap_p2p_comm": v["overlap_p2p_comm"],
             "fp32_grad_accumulation": None,
             "fp32_params": v["fp32_params"],
             "attention_kernel": check_attention_kernel(v.get("attention_kernel"), v["no_flash_attention"]),
