@@ -74,8 +74,8 @@ def _level_traffic(d1, d2, b, bytewidth, tile_bytes, concurrent, shared_network,
 
 
 def sustained_flop_s(micro, bits: int):
-    """Tensor-core FLOP/s at the sustained clock."""
-    return micro.peak_flop_s(bits) * micro.clock_derate
+    """Tensor-core FLOP/s at the sustained clock (8-bit: × the GPU's FP8 sustained ratio, as gemm_time)."""
+    return micro.peak_flop_s(bits) * micro.clock_derate * (micro.fp8_sustained_ratio if bits == 8 else 1.0)
 
 
 def gemm_time(

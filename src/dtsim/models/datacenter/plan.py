@@ -367,8 +367,8 @@ def _performance(lay, out, i: int, opt: PlanOptions, cluster: Cluster, asm: Assu
         layout["shard_group"] = int(row["shard"])
     if opt.fp32_params:
         layout["fp32_params"] = True
-    if opt.overlap_p2p_comm:
-        layout["overlap_p2p_comm"] = True
+    if opt.overlap_p2p_comm and layout["schedule"] == "interleaved" and layout["vpp"] > 1:
+        layout["overlap_p2p_comm"] = True  # where it acts (step.evaluate)
     if opt.moe_capacity_factor is not None or opt.moe_imbalance != 1.0:
         layout |= {"moe_capacity_factor": opt.moe_capacity_factor, "moe_imbalance": opt.moe_imbalance}
     perf = annotated_performance(

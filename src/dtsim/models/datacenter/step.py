@@ -542,7 +542,7 @@ def evaluate(
     # model chunk's work (work / vpp) and only what exceeds it is exposed; the fill and drain's pp − 1
     # hand-offs stay exposed, as DualPipe's
     overlap_p2p = f["overlap_p2p"].astype(bool) if "overlap_p2p" in f else np.zeros(np.shape(pp), dtype=bool)
-    hidden_p2p = overlap_p2p & (schedule == 2)
+    hidden_p2p = overlap_p2p & (schedule == 2) & (vpp > 1)  # Megatron turns it off without virtual stages
     steady = m * vpp
     exposed_p2p = np.where(
         hidden_p2p,
@@ -953,6 +953,13 @@ def annotated_performance(
             f"an expert capacity of {cf:g}× the mean load drops at least {dropped:.0%} of the routed tokens "
             f"on the busiest expert-parallel rank (load {imbalance:g}× the mean): faster than a dropless run, "
             "but those tokens skip their experts"
+        )
+    if layout.get("overlap_p2p_comm") and not (
+        layout.get("schedule") == "interleaved" and layout.get("vpp", 1) > 1
+    ):
+        perf["warnings"].append(
+            "overlap_p2p_comm applies to the interleaved schedule with vpp > 1 only (Megatron turns it off for "
+            "the others): ignored for this layout"
         )
     if perf["hfu"] > 1.0:
         perf["warnings"].append(

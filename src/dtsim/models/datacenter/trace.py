@@ -29,7 +29,10 @@ next one's backward) has ended, hand-off included. With equal passes this reprod
 pipeline time exactly: (m·vpp + pp − 1) pass pairs, i.e. (m + (pp − 1)/vpp) micro-batch slots and
 m·vpp + pp − 1 hand-offs each way. The idle gaps are drawn as `bubble`: on each stage they are the
 breakdown's bubble plus the pp − 1 fill-and-drain hand-offs it waits for (the breakdown counts those
-in pp_comm; the stage's own `pp_comm` events are its m·vpp sends each way).
+in pp_comm; the stage's own `pp_comm` events are its m·vpp sends each way). With overlapped hand-offs
+(`overlap_p2p_comm`) pp_comm holds only what is exposed (the fill and drain's pp − 1, and any excess
+over a chunk's work), and the drawing spreads that total evenly over the passes as above: the step
+still ends at the model's step time, but the fill and drain are not told apart.
 
 The zero-bubble schedule (when m ≥ 2·pp − 1), DualPipe and DualPipeV, and the interleaved schedule with
 a micro-batch count pp does not divide, are not timed pass by pass in the model: only their totals are.
