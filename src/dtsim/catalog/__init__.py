@@ -76,6 +76,12 @@ class Micro:
         """A TPU: matmuls on systolic MXUs (dtsim.physics.gemm.systolic_gemm_time)."""
         return self.mxu_dim > 0
 
+    def sustained_share(self, bits: int, derate=None):
+        """The share of the `bits`-wide tensor peak sustained on long runs of large GEMMs: the clock derate
+        (or `derate`, a calibrated one), × fp8_sustained_ratio for 8-bit operands."""
+        d = self.clock_derate if derate is None else derate
+        return d * self.fp8_sustained_ratio if bits == 8 else d
+
     def peak_flop_s(self, bits: int) -> float:
         if self.systolic:
             return self.peak_tflops[bits] * 1e12

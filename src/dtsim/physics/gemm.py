@@ -73,11 +73,6 @@ def _level_traffic(d1, d2, b, bytewidth, tile_bytes, concurrent, shared_network,
     return inter, among
 
 
-def sustained_flop_s(micro, bits: int):
-    """Tensor-core FLOP/s at the sustained clock (8-bit: × the GPU's FP8 sustained ratio, as gemm_time)."""
-    return micro.peak_flop_s(bits) * micro.clock_derate * (micro.fp8_sustained_ratio if bits == 8 else 1.0)
-
-
 def gemm_time(
     d1,
     d2,
@@ -104,10 +99,8 @@ def gemm_time(
     d2 = np.asarray(d2, dtype=float)
     b = np.asarray(b, dtype=float)
     bytewidth = bits / 8.0
-    derate = micro.clock_derate if clock_derate is None else clock_derate
-    if bits == 8:  # FP8 keeps a smaller share of its peak than 16-bit does (Micro.fp8_sustained_ratio)
-        derate = derate * micro.fp8_sustained_ratio
-    clock = micro.max_clock_hz * derate
+    # FP8 keeps a smaller share of its peak than 16-bit does (Micro.sustained_share)
+    clock = micro.max_clock_hz * micro.sustained_share(bits, clock_derate)
     block_regs = USABLE_FRACTION * micro.register_bytes_per_block
 
     hbm_l2, _ = _level_traffic(
@@ -188,7 +181,7 @@ def systolic_gemm_time(
     d2 = np.asarray(d2, dtype=float)
     b = np.asarray(b, dtype=float)
     m = float(micro.mxu_dim)
-    derate = micro.clock_derate if clock_derate is None else clock_derate
+    derate = micro.sustained_share(bits, clock_derate)
     flop = 2.0 * (np.ceil(d1 / m) * m) * (np.ceil(d2 / m) * m) * (np.ceil(b / SUBLANES) * SUBLANES)
     arithmetic = flop / (micro.peak_flop_s(bits) * derate)
     movement = (d1 * d2 + d1 * b + d2 * b) * (bits / 8.0) / micro.hbm_bytes_per_s

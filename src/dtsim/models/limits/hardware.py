@@ -46,7 +46,7 @@ class LimitsHardware:
 
     @property
     def sustained_flop_s(self) -> float:
-        return self.peak_flop_s * self.micro.clock_derate
+        return self.peak_flop_s * self.micro.sustained_share(self.bits)
 
     @property
     def max_utilization(self) -> float:
