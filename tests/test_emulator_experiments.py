@@ -111,10 +111,12 @@ def test_diloco_rounds_wait_for_the_slowest_workers_timed_inner_steps():
     cal = predict(opts, 10**6, 4, COMPUTE, 1)
     sync = cal["predicted_sync_s"]
     assert cal["predicted_step_s"] == pytest.approx(8 * 2 * 0.04 + sync)
-    timed = {**COMPUTE, "round_compute_s": 0.9, "update_s": 0.05}
+    timed = {**COMPUTE, "round_compute_by_rank_s": [0.3, 0.5, 0.9], "update_s": 0.05}
     p = predict(opts, 10**6, 4, timed, 1)
-    assert p["predicted_step_s"] == pytest.approx(0.9 + sync + 0.05)
-    assert p["predicted_step_from_calibration_s"] == pytest.approx(8 * 2 * 0.04 + sync + 0.05)
+    assert p["predicted_step_s"] == pytest.approx(0.9 + sync + 0.05)  # the slowest worker's round
+    # without the rounds (the referee's calibration × factor figure): H × F × calibrated step + sync + update
+    no_rounds = predict(opts, 10**6, 4, {**COMPUTE, "update_s": 0.05}, 1)
+    assert no_rounds["predicted_step_s"] == pytest.approx(8 * 2 * 0.04 + sync + 0.05)
     over = predict(EmulateOptions(**{**opts.__dict__, "overlap": True}), 10**6, 4, timed, 1)
     assert over["predicted_step_s"] == pytest.approx(max(8 * 2 * 0.04, sync))  # overlap: calibrated
 
@@ -135,7 +137,7 @@ def test_round_compute_predicts_the_slower_workers_from_the_fastest():
     records = [rank(1.0, 0.0, 0.4), rank(1.5, 0.05, 0.7), rank(2.5, 0.15, 5.0)]
     out = _round_compute(opts, records)
     assert out["round_compute_by_rank_s"] == pytest.approx([0.4, 0.6, 1.0])
-    assert out["round_compute_s"] == pytest.approx(1.0)  # not the 5.0 the slowest worker measured
+    assert max(out["round_compute_by_rank_s"]) == pytest.approx(1.0)  # not the 5.0 it measured
     assert out["measured_round_compute_by_rank_s"] == pytest.approx([0.4, 0.7, 5.0])
     assert out["update_s"] == pytest.approx(0.02)
     assert _round_compute(opts, [rank(1.0, 0.0, 0.4), {"syncs": []}, rank(2.5, 0.15, 1.0)]) == {}

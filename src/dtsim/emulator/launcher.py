@@ -190,7 +190,8 @@ def predict(
     ring's 2(N−1) latency steps. Compute: each worker's calibrated step × its slowdown factor, and a
     synchronous round waits for the slowest worker; a DiLoCo round without overlap takes the slowest
     worker's H inner steps as predicted from the fastest workers' compute in the measured rounds, and the
-    outer update timed there, when `compute` has them (`round_compute_s`, `update_s`: `_round_compute`)."""
+    outer update timed there, when `compute` has them (`round_compute_by_rank_s`, `update_s`:
+    `_round_compute`)."""
     n = opts.workers
     rates = [opts.slow_links.get(r, opts.bandwidth_mbps) for r in range(n)]
     shaped = [r for r in rates if r is not None]
@@ -239,16 +240,15 @@ def predict(
     # read from the fastest workers' measured rounds (`_round_compute`): it then carries the load the host
     # had while the run ran, which a calibration before the run does not see. With overlap the rounds'
     # compute shares the host with the background sync, so it stays calibrated.
-    inner = compute.get("round_compute_s") if not opts.overlap else None
+    by_rank = compute.get("round_compute_by_rank_s") if not opts.overlap else None
     update = 0.0 if opts.overlap else float(compute.get("update_s") or 0.0)
-    outer = float(combine(opts.overlap, inner if inner else calibrated, sync)) + update
+    outer = float(combine(opts.overlap, max(by_rank) if by_rank else calibrated, sync)) + update
     return {
         "predicted_wire_s": wire,
         "predicted_codec_s": codec,
         "predicted_sync_s": sync,
         "predicted_update_s": update,
         "predicted_step_s": outer,
-        "predicted_step_from_calibration_s": float(combine(opts.overlap, calibrated, sync)) + update,
         "predicted_tokens_per_s": tokens * opts.inner_steps / outer,
         "expected_bytes_per_rank_per_sync": compress.expected_bytes_per_rank(kind, ratio, params, n),
     }
@@ -261,8 +261,8 @@ def _round_compute(opts: EmulateOptions, records: list[dict[str, Any]]) -> dict[
     steps and sleeps (F − 1) × its calibrated step after each (`slowdown_s`, module docstring of
     `worker`). The device's step under the run's own load is the real compute per inner step (round
     compute / H − slowdown) of the workers with the smallest factor (their median); each worker's round
-    is then predicted as H × (that step + its own slowdown), and the round waits for the largest
-    (`round_compute_s`). Only the fastest workers' compute is read, so a model that gets the slower
+    is then predicted as H × (that step + its own slowdown) (`round_compute_by_rank_s`), and the round
+    waits for the largest. Only the fastest workers' compute is read, so a model that gets the slower
     workers' compute, or what the round waits for, wrong misses. The outer update (pseudo-gradient,
     outer Nesterov step, setting the parameters: a round's time outside its inner steps and its sync)
     is local work timed in the rounds, as a compressed sync's codec work is (`update_s`).
@@ -283,7 +283,6 @@ def _round_compute(opts: EmulateOptions, records: list[dict[str, Any]]) -> dict[
     by_rank = [h * (step + sd) for sd in slow]
     update = _median([x["step_s"] - x["compute_s"] - x["sync_s"] for rs in rounds for x in rs])
     return {
-        "round_compute_s": max(by_rank),
         "round_compute_by_rank_s": by_rank,
         "measured_round_compute_by_rank_s": measured,
         "update_s": max(update, 0.0),

@@ -145,7 +145,7 @@ def heterogeneous_compute(progress=None) -> list[dict[str, Any]]:
     c = s.measured_compute_s
     by_rank = c.get("round_compute_by_rank_s") or []
     # the same prediction with every worker's compute from its calibration × its factor
-    calibrated = {k: v for k, v in c.items() if k != "round_compute_s"}
+    calibrated = {k: v for k, v in c.items() if k != "round_compute_by_rank_s"}
     pred = predict(opts, s.params, s.value_bytes, calibrated, s.buckets_per_sync)
     from_calibration = pred["predicted_step_s"]
     error_cal = s.measured_step_s / from_calibration - 1 if s.measured_step_s else None
