@@ -132,6 +132,23 @@ def choose(page: Any, testid: str, option: str) -> None:
     wait_changed(page, before)
 
 
+def choose_llm_foundry(context: Any, url: str, settled: str, timeout: float = 60_000) -> Any:
+    """A new page at `url` with the llm-foundry software profile chosen, once `settled` (a JavaScript
+    condition on the answer, `answer`) holds; the form shows the profile's FP32 parameters and Triton
+    kernel (checked here)."""
+    page = context.new_page()
+    open_view(page, url)
+    choose(page, "software", "MosaicML llm-foundry (PyTorch FSDP)")
+    page.wait_for_function(
+        f"(() => {{ const answer = JSON.parse(document.querySelector({json.dumps(RESULT)}).textContent); "
+        f"return {settled}; }})()",
+        timeout=timeout,
+    )
+    assert page.get_attribute("[data-testid=fp32_params]", "aria-checked") == "true"
+    assert "triton" in page.text_content("[data-testid=attention_kernel]")
+    return page
+
+
 def cli_json(argv: list[str]) -> dict[str, Any]:
     """`dtsim ARGV --json`, parsed (the command must succeed)."""
     from typer.testing import CliRunner

@@ -17,7 +17,7 @@ from tests.form_view_support import (
     bad_upload_says_why,
     browser_latency,
     change,
-    choose,
+    choose_llm_foundry,
     copied_link,
     open_view,
     result,
@@ -155,15 +155,7 @@ def test_plan_view(server, tmp_path):
 
         # a software stack: llm-foundry sets FP32 parameters and the triton kernel in the form, and the
         # ranking (ZeRO-3 only, the profile's overlap: no input here) is `dtsim plan --software llm-foundry`'s
-        stack = context.new_page()
-        open_view(stack, server + "/plan")
-        choose(stack, "software", "MosaicML llm-foundry (PyTorch FSDP)")
-        stack.wait_for_function(
-            "JSON.parse(document.querySelector('[data-testid=result-json]').textContent).software === 'llm-foundry'",
-            timeout=60_000,
-        )
-        assert stack.get_attribute("[data-testid=fp32_params]", "aria-checked") == "true"
-        assert "triton" in stack.text_content("[data-testid=attention_kernel]")
+        stack = choose_llm_foundry(context, server + "/plan", "answer.software === 'llm-foundry'")
         chosen = defaults(fields()) | {
             "software": "llm-foundry",
             "fp32_params": True,
