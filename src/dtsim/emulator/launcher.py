@@ -538,8 +538,8 @@ class StopRequests:
     HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
     def __init__(self, until_exit: bool = False) -> None:
-        """`until_exit`: once a stop was asked for, keep noting further ones after the block too (the
-        CLI, whose process ends with the report: a third Ctrl-C must not cut its exit)."""
+        """`until_exit`: once a stop was asked for, ignore further ones after the block (the CLI, whose
+        process ends with the report: a third Ctrl-C must not cut its report or its exit)."""
         self.received: list[int] = []
         self._old: dict[int, Any] = {}
         self._until_exit = until_exit
@@ -569,6 +569,11 @@ class StopRequests:
     def __exit__(self, *exc: object) -> None:
         self._active = False
         if self._until_exit and self.received:
+            # the process is ending: ignore further stops rather than note them, since Python resets
+            # handlers it installed to the default at finalization, and a Ctrl-C landing then would
+            # kill the process by SIGINT after its clean report (exit -2 instead of 130)
+            for s in self._old:
+                signal.signal(s, signal.SIG_IGN)
             return
         for s, h in self._old.items():
             signal.signal(s, h)
