@@ -551,6 +551,9 @@ def evaluate(
     )
     pipeline = (m + bubble_slots) * work + exposed_p2p
     pp_comm = exposed_p2p
+    # the hand-offs that hide (charged as interference below): overlap_p2p_comm's steady state, and
+    # DualPipe's, whose m hand-offs overlap the paired chunk
+    hidden_pp = np.where(hidden_p2p, steady * np.minimum(p2p, work / vpp), np.where(dual, m * p2p, 0.0))
     bubble = bubble_slots * work
 
     # --- parameters per GPU, data-parallel reduction, optimizer ----------------------------------------------
@@ -684,7 +687,7 @@ def evaluate(
     # charge `overlap_compute_slowdown` of every second of hidden communication (arXiv 2507.03114).
     hidden = np.where(overlap, np.maximum(overlappable - reduce_exposed + z3_hidden, 0.0), 0.0)
     hidden_tp = m * per_stage * hidden_layer
-    interference = asm.overlap_compute_slowdown * (hidden + hidden_tp)
+    interference = asm.overlap_compute_slowdown * (hidden + hidden_tp + hidden_pp)
     # What each rank keeps of the stage's weights, gradients and optimizer state: 1/divisor.
     w_div = np.where(z3, shard, 1.0)
     g_div = np.where(z3, shard, np.where(zero >= 2, dp_group, 1.0))
