@@ -252,7 +252,7 @@ def test_overlap_hides_latency_but_not_link_time():
 
 
 def test_codec_time_is_charged_per_sync():
-    """int8 on one CPU core: (1 + 1/N + 2)/2 round trips over the fp32 pseudo-gradients at the measured
+    """int8 on one CPU core: (3 − 1/N)/2 round trips over the fp32 pseudo-gradients at the measured
     throughput; on the GPUs, every GPU of the node codes its share in parallel."""
     asm = Assumptions({})
     base = {"num_nodes": 14, "node": "dgx-h100", "parameters_b": 10, "tokens_t": 1, "bandwidth_mbps": 1000}
@@ -261,7 +261,7 @@ def test_codec_time_is_charged_per_sync():
     cpu = dtsim.simulate(base | {"codec": "int8", "codec_device": "cpu"})
     gpu = dtsim.simulate(base | {"codec": "int8"})
     f14 = 1 + 0.05 * math.log2(14)
-    passes = (1 + 1 / 14 + 2) / 2
+    passes = (3 - 1 / 14) / 2
     assert cpu.sync_s - none.sync_s == pytest.approx(
         passes * 4e10 / asm.codec_int8_bytes_per_s_cpu * f14, rel=1e-9
     )

@@ -219,9 +219,9 @@ def predict(
         sync = float(coll.ring_allreduce_time(n, params * 4, bw, alpha))
     elif kind == "fp16":
         sync = float(coll.ring_allreduce_time(n, params * 2, bw, alpha))
-    elif kind == "int8":
-        size = params  # one byte per value
-        sync = float(coll.all_to_all_time(n, size, bw, alpha) + coll.all_gather_time(n, size, bw, alpha))
+    elif kind == "int8":  # a ring of n chunks, one byte per value and a 4-byte scale per message
+        size = n * (-(-params // n) + 4)
+        sync = float(coll.ring_allreduce_time(n, size, bw, alpha))
     else:
         k = -(-params // int(ratio))
         sync = 2 * float(coll.all_gather_time(n, n * k * 4, bw, alpha))  # indices, then values

@@ -239,8 +239,8 @@ def codec(progress=None) -> list[dict[str, Any]]:
                 0.50 if spec == "int8" else 0.20,
                 opts,
                 (
-                    "int8 is held to ±50 %: its local work is measured, so what misses is gloo's "
-                    "all-to-alls and all-gathers on this host against their α-β time; "
+                    "int8 is held to ±50 %: its local work is measured, so what misses is the ring's "
+                    "two hand-offs on this shaped link after idle against their α-β time; "
                     if spec == "int8"
                     else ""
                 )

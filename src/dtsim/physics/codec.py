@@ -8,10 +8,14 @@ measured with `python benchmarks/codec_throughput.py`; the GPU ones from publish
 How many passes each codec makes over the values of one synchronisation, for N participants:
 
 - int8, the quantized ring all-reduce INTELLECT-1 uses and `dtsim.emulator.averager` implements
-  (Jaghouar et al. 2024, "INTELLECT-1 Technical Report" §int8 all-reduce): each rank quantizes its
-  whole vector (1 pass) and its averaged chunk again (1/N), and dequantizes the N received chunks
-  (1 pass) and the N gathered chunks (1 pass). The throughput entry is one quantize plus one
-  dequantize (a round trip), so the sync costs (1 + 1/N + 2) / 2 round trips.
+  (Jaghouar et al. 2024, "INTELLECT-1 Technical Report" §int8 all-reduce; PRIME's `ring_allreduce`,
+  src/zeroband/C/csrc/collectives.cpp): over the N − 1 reduce-scatter steps each rank quantizes the
+  running sum of one chunk it sends and dequantizes the one it receives ((N − 1)/N of the vector each),
+  quantizes its averaged chunk and sets it to the dequantized values (1/N each), and dequantizes the
+  N − 1 chunks the all-gather brings ((N − 1)/N): 1 quantize and (2N − 1)/N dequantizes. The
+  throughput entry is one quantize plus one dequantize (a round trip), so the sync costs
+  (3 − 1/N) / 2 round trips (until 2026-11-26 dtsim counted the all-to-all form, which quantizes
+  every chunk before sending: (3 + 1/N) / 2).
 - topk:R (Stich et al. 2018, "Sparsified SGD with memory"): one magnitude top-k selection over the
   vector plus its error-feedback residual (1 pass); scattering the N·k received entries is
   O(N·n/R) and left out.
@@ -31,7 +35,7 @@ def codec_passes(codec: str, world):
     `world` participants; 0 for none and fp16. See the module docstring for the count's source."""
     n = np.maximum(np.asarray(world, dtype=float), 1.0)
     if codec == "int8":
-        return np.where(n > 1, (1.0 + 1.0 / n + 2.0) / 2.0, 0.0)
+        return np.where(n > 1, (1.0 + (2.0 * n - 1.0) / n) / 2.0, 0.0)
     if codec == "topk":
         return np.where(n > 1, 1.0, 0.0)
     if codec in ("none", "fp16"):
