@@ -437,6 +437,36 @@ def test_dualpipe_bubble_parameters_and_activations_follow_its_table():
     assert dual.memory_per_gpu_gb > dualv.memory_per_gpu_gb > one.memory_per_gpu_gb
 
 
+def test_dualpipe_exposes_what_a_hand_off_takes_beyond_the_paired_chunk():
+    """A steady-state hand-off hides under a micro-batch's work on the stage, not beyond it: over a
+    fast fabric only the fill's p − 1 hand-offs show; over a crawling one (0.1 Gb/s NICs, stages on
+    different nodes) the excess of each of the m hand-offs shows too, and only the hidden part pays
+    the overlap slowdown."""
+    lay = {"tp": 8, "pp": 8, "gbs": 256, "zero": 1, "recompute": "selective"}
+
+    def run(sched, **net):
+        w = Workload(
+            model="gpt3-175b",
+            cluster=Cluster(gpu="a100-80gb", nodes=8, **net),
+            layout=Layout(**lay, schedule=sched),
+        )
+        return step(w)
+
+    for net in ({}, {"nic_gbps": 0.1}):
+        one, dual = run("1f1b", **net), run("dualpipe", **net)
+        pp, m = 8, one.micro_batches
+        p2p = one.breakdown_s["pp_comm"] / (m + pp - 1)
+        parts = ("forward", "backward", "recompute", "tp_comm")  # a micro-batch's work on the stage
+        work = sum(dual.breakdown_s[k] for k in parts) / m
+        assert dual.breakdown_s["pp_comm"] == pytest.approx(
+            (pp - 1) * p2p + m * max(0.0, p2p - work), rel=1e-6
+        )
+    assert p2p > work  # the crawling fabric's hand-offs do outlast the paired chunk
+    slowdown = Assumptions().overlap_compute_slowdown
+    extra = dual.breakdown_s["overlap_interference"] - one.breakdown_s["overlap_interference"]
+    assert extra == pytest.approx(slowdown * m * work, rel=0.01)  # m·min(p2p, work) hidden
+
+
 def test_dualpipe_memory_and_zero_traffic_follow_its_stages():
     """DualPipeV's rank 0 holds the first and the last chunk: the embedding, the output layer (Llama 2
     does not tie them) and the fp32 logits on top of 1F1B's first stage, and pp + ½ micro-batches of

@@ -128,12 +128,20 @@ def test_int8_quantization_roundtrip():
 
 
 def _ring_rank(rank: int, world: int, port: int, out) -> None:
+    from datetime import timedelta
+
     import torch
     import torch.distributed as dist
 
     from dtsim.emulator.averager import Averager
 
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    dist.init_process_group(  # a deadlock fails the test in a minute, not gloo's default half hour
+        "gloo",
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=world,
+        timeout=timedelta(seconds=60),
+    )
     try:
         x = torch.randn(1001, generator=torch.Generator().manual_seed(rank))
         got = Averager("int8", 1001)(x)

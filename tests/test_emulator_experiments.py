@@ -219,7 +219,8 @@ def test_local_ops_time_the_averagers_own_work():
         before, after = codec_local_s(spec, 10_000, 2)
         assert before > 0 and after > 0, spec
     assert codec_local_s("none", 10_000, 2) is None and codec_local_s("fp16", 10_000, 2) is None
-    # the stand-ins mark when the first collective is called: int8 quantizes every chunk before it
+    # the stand-ins mark when the first collective is called: int8 pads and packs its first hand-off
+    # (one chunk) before it
     ops = LocalOps(2)
     av = Averager("int8", 1001, ops=ops)
     t0 = time.perf_counter()

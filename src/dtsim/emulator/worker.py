@@ -171,9 +171,11 @@ def sync_local_s(spec: str, numel: int, world: int, rank: int) -> float | None:
 
 def _drained() -> float:
     """A sync ends for a rank when it has received its last message, while its own last message may
-    still wait at its shaper (a send completes when the kernel has the bytes): the interface counters
-    are read after a barrier, whose messages queue behind those bytes, so they count every byte the
-    sync sent. Returns the seconds it took, which no timing counts."""
+    still wait at its shaper (a send completes when the kernel has the bytes). The interface counters
+    are read after a barrier: a rank leaves it only once every rank has entered it, and the rank its
+    last message went to enters only after receiving it, so by then those bytes have left this rank's
+    shaper and are counted (with a few of the barrier's own packets, negligible beside a sync).
+    Returns the seconds it took, which no timing counts."""
     t0 = time.perf_counter()
     dist.barrier()
     return time.perf_counter() - t0

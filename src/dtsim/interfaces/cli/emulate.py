@@ -355,7 +355,8 @@ def emulate(
         from dtsim.emulator.launcher import Interrupted, StopRequests, WorkerFailed, run
         from dtsim.emulator.netns import CommandFailed
 
-        # held until the run is reported: a second Ctrl-C after the removal must not cut the report
+        # held around the run and the report of what an interrupted run removed: a second Ctrl-C after
+        # the removal must not cut that report (a stop keeps later ones ignored until the exit)
         with StopRequests(until_exit=True):
             try:
                 summary = run(ctx.obj, notice=_note)

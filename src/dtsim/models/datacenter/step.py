@@ -525,7 +525,7 @@ def evaluate(
     # its weight-gradient part (weight_grad_share of the chunk's backward time, attention and exposed
     # communication included). DualPipe: PP = pp stages of a device's layers; DualPipeV: PP = 2·pp
     # chunks of half a device's layers. The p2p hand-offs of the steady state overlap with the paired
-    # chunk; the fill and drain's pp − 1 do not.
+    # chunk (up to its compute); the fill and drain's pp − 1 do not.
     big_b = t_b + t_rc
     w_part = asm.weight_grad_share * t_b
     dual_bubble = np.maximum(0.0, t_f + 2.0 * big_b - 3.0 * w_part) * np.maximum(
@@ -537,6 +537,9 @@ def evaluate(
         np.where((schedule == 3) & zb_ok, 0.0, (pp - 1.0) / vpp),
     )
     passes = np.where(dual, pp - 1.0, m * vpp + np.where((schedule == 3) & zb_ok, 0.0, pp - 1.0))
+    # DualPipe's m steady-state hand-offs hide under the paired chunks' compute (a micro-batch's work on
+    # the stage); only what exceeds it is exposed
+    dual_excess = np.where(dual, m * np.maximum(0.0, p2p - work), 0.0)
     # Megatron's overlap_p2p_comm (interleaved schedule only; schedules.py posts each chunk's send and
     # receive before the next chunk computes and waits after it): a steady-state hand-off hides under one
     # model chunk's work (work / vpp) and only what exceeds it is exposed; the fill and drain's pp − 1
@@ -547,13 +550,15 @@ def evaluate(
     exposed_p2p = np.where(
         hidden_p2p,
         (pp - 1.0) * p2p + steady * np.maximum(0.0, p2p - work / vpp),
-        passes * p2p,
+        passes * p2p + dual_excess,
     )
     pipeline = (m + bubble_slots) * work + exposed_p2p
     pp_comm = exposed_p2p
     # the hand-offs that hide (charged as interference below): overlap_p2p_comm's steady state, and
     # DualPipe's, whose m hand-offs overlap the paired chunk
-    hidden_pp = np.where(hidden_p2p, steady * np.minimum(p2p, work / vpp), np.where(dual, m * p2p, 0.0))
+    hidden_pp = np.where(
+        hidden_p2p, steady * np.minimum(p2p, work / vpp), np.where(dual, m * np.minimum(p2p, work), 0.0)
+    )
     bubble = bubble_slots * work
 
     # --- parameters per GPU, data-parallel reduction, optimizer ----------------------------------------------
