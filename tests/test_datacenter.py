@@ -467,6 +467,25 @@ def test_dualpipe_exposes_what_a_hand_off_takes_beyond_the_paired_chunk():
     assert extra == pytest.approx(slowdown * m * work, rel=0.01)  # m·min(p2p, work) hidden
 
 
+def test_without_a_pipeline_every_schedule_holds_one_micro_batch_and_says_it_changes_nothing():
+    """pp 1: micro-batches run one at a time (Megatron's forward_backward_no_pipelining), so GPipe's m
+    in-flight micro-batches or zero-bubble's 2·pp do not apply; time and memory equal 1F1B's, and a
+    schedule other than 1F1B (or vpp > 1) is reported as changing nothing."""
+    base = {"model": "llama2-70b", "cluster": Cluster(gpu="h100-sxm", nodes=8)}
+    lay = {"tp": 8, "pp": 1, "gbs": 512, "zero": 1}
+    ref = step(Workload(**base, layout=Layout(**lay)))
+    assert not any("no pipeline" in w for w in ref.warnings)
+    for extra in ({"schedule": "gpipe"}, {"schedule": "zero-bubble"}, {"schedule": "interleaved", "vpp": 2}):
+        r = step(Workload(**base, layout=Layout(**lay, **extra)))
+        assert r.step_time_s == ref.step_time_s and r.memory_per_gpu_gb == ref.memory_per_gpu_gb, extra
+        assert any("pp 1 has no pipeline" in w for w in r.warnings), extra
+    # with a pipeline GPipe does hold every micro-batch
+    piped = {**lay, "pp": 2}
+    gpipe = step(Workload(**base, layout=Layout(**piped, schedule="gpipe")))
+    one = step(Workload(**base, layout=Layout(**piped)))
+    assert gpipe.memory_breakdown_gb["activations"] > one.memory_breakdown_gb["activations"]
+
+
 def test_dualpipe_memory_and_zero_traffic_follow_its_stages():
     """DualPipeV's rank 0 holds the first and the last chunk: the embedding, the output layer (Llama 2
     does not tie them) and the fp32 logits on top of 1F1B's first stage, and pp + ½ micro-batches of

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from dtsim.analysis.datacenter_uncertainty import describe_fastest
 from dtsim.analysis.uncertainty import level_name, parse_levels, share
+from dtsim.errors import ScenarioError
 from dtsim.interfaces.cli.main import app
 
 runner = CliRunner()
@@ -111,6 +112,10 @@ def test_distributions_without_uncertainty_run_at_their_medians_and_say_so():
 
 def test_level_names_keep_their_digits():
     assert [level_name(q) for q in parse_levels("2.5,50,99.99999")] == ["p2.5", "p50", "p99.99999"]
+    # fractions where percent is asked are refused, naming the field and the way to write them
+    with pytest.raises(ScenarioError, match="levels are percentages"):
+        parse_levels("0.1,0.5,0.9")
+    assert [level_name(q) for q in parse_levels("0.1,50")] == ["p0.1", "p50"]  # tail levels still work
     assert level_name(0.1) == "p10"
 
 

@@ -431,6 +431,17 @@ def parse_levels(text: str | None) -> tuple[float, ...]:
         if not 0.0 < v < 100.0:
             raise ScenarioError([("--levels", part, "each level must be above 0 and below 100 (percent)")])
         out.append(v / 100.0)
+    if max(out) <= 0.01:  # every level at or under 1 %: fractions written where percent is asked
+        raise ScenarioError(
+            [
+                (
+                    "--levels",
+                    text,
+                    "levels are percentages (10,50,90 for P10, P50, P90), and every one here is 1 or less, "
+                    "as fractions would be; for tail levels under 1 % name a level above 1 too, e.g. 0.1,50",
+                )
+            ]
+        )
     # one column per name: levels that print alike (to ten significant digits) are one level
     by_name = {level_name(q): q for q in sorted(out)}
     return tuple(sorted(by_name.values()))

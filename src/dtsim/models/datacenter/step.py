@@ -752,17 +752,25 @@ def evaluate(
     act_layer = np.where(recompute == 2, act["full"], np.where(recompute == 1, act["selective"], full_layer))
     # DualPipe holds PP + 1 chunks' activations: pp + 1 stages' worth, DualPipeV's 2·pp + 1 half-size
     # chunks pp + ½ (deepseek-ai/DualPipe README)
+    # without a pipeline (pp 1) micro-batches run one at a time whatever the schedule (Megatron's
+    # forward_backward_no_pipelining): one micro-batch's activations
     in_flight = np.where(
-        schedule == 0,
-        m,
+        pp == 1,
+        1.0,
         np.where(
-            schedule == 3,
-            np.minimum(m, 2.0 * pp),
+            schedule == 0,
+            m,
             np.where(
-                schedule == 4,
-                pp + 1.0,
+                schedule == 3,
+                np.minimum(m, 2.0 * pp),
                 np.where(
-                    schedule == 5, pp + 0.5, np.minimum(m, pp) * (1.0 + (pp - 1.0) / (pp * vpp) * (vpp > 1))
+                    schedule == 4,
+                    pp + 1.0,
+                    np.where(
+                        schedule == 5,
+                        pp + 0.5,
+                        np.minimum(m, pp) * (1.0 + (pp - 1.0) / (pp * vpp) * (vpp > 1)),
+                    ),
                 ),
             ),
         ),
@@ -961,6 +969,12 @@ def annotated_performance(
             f"an expert capacity of {cf:g}× the mean load drops at least {dropped:.0%} of the routed tokens "
             f"on the busiest expert-parallel rank (load {imbalance:g}× the mean): faster than a dropless run, "
             "but those tokens skip their experts"
+        )
+    if layout.get("pp", 1) == 1 and (layout.get("schedule", "1f1b") != "1f1b" or layout.get("vpp", 1) > 1):
+        perf["warnings"].append(
+            f"pp 1 has no pipeline: the {layout.get('schedule', '1f1b')} schedule"
+            + (f" and vpp {layout.get('vpp')} change" if layout.get("vpp", 1) > 1 else " changes")
+            + " nothing (micro-batches run one at a time, one micro-batch's activations in memory)"
         )
     if layout.get("overlap_p2p_comm") and not (
         layout.get("schedule") == "interleaved" and layout.get("vpp", 1) > 1
