@@ -497,6 +497,11 @@ def test_step_evaluates_a_file_of_layouts_with_the_flags_filling_the_rest(tmp_pa
         assert res.exit_code == 2 and "must hold a non-empty list of layouts" in res.output
     res = runner.invoke(app, [*base, "--layouts", str(tmp_path / "missing.csv")])
     assert res.exit_code == 2 and "cannot read" in res.output
+    # true/false are for the switches: a count given as one is refused, not read as 1 or 0
+    yaml_file.write_text("- {tp: true, pp: 8}\n- {tp: 8, pp: 8, zero: false, sequence_parallel: true}\n")
+    res = runner.invoke(app, [*base, "--layouts", str(yaml_file)])
+    assert res.exit_code == 2 and "layouts[0].tp = 'true'" in res.output and "layouts[1].zero" in res.output
+    assert "sequence_parallel" not in res.output
 
 
 def test_fabric_checks_that_the_compute_fits_the_schedule_it_dimensions():

@@ -875,11 +875,22 @@ def step_layouts(
     from dtsim.models.datacenter.workload import Layout, Workload, build
 
     built, problems, profiles = {}, [], {}
+    switches = {n for n, f in Layout.model_fields.items() if f.annotation in (bool, bool | None)}
     for i, row in enumerate(rows):
         row = dict(row)
         own = row.pop("software", None)
         profiles[i] = own if own is not None else software
         try:
+            wrong = [
+                (f"layouts[{i}].{k}", v) for k, v in row.items() if isinstance(v, bool) and k not in switches
+            ]
+            if wrong:  # a file's true/false is not a count (pydantic would read true as 1)
+                raise ScenarioError(
+                    [
+                        (k, str(v).lower(), "must be a number; true/false are for the switches")
+                        for k, v in wrong
+                    ]
+                )
             fields = {**base, **row}
             if profiles[i] is not None:
                 where = f"layouts[{i}].software" if own is not None else name
