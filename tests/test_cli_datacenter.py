@@ -594,6 +594,20 @@ def test_an_mfu_no_record_can_check_is_called_unchecked():
     assert len(d["warnings"]) == 1 and "unchecked" in d["warnings"][0] and "volta" in d["warnings"][0]
 
 
+def test_an_mfu_above_every_class_measured_on_its_generation_is_called_optimistic():
+    """No tensor- or pipeline-parallel run of TPU v5p is on record, but its FSDP runs are: a predicted MFU
+    above the best of those is not merely unchecked (the plan-by-default 175B layout on v5p), and
+    TPUs are called chips."""
+    from dtsim.models.datacenter.plausibility import ceilings, mfu_warning
+
+    best = max(b["mfu"] for b in ceilings()["tpu-v5p"].values())
+    lay = {"zero": 1, "tp": 4, "pp": 4}
+    above = mfu_warning("tpu-v5p", lay, best + 0.05)
+    assert "any parallelism" in above and "treat it as optimistic" in above and "chips" in above
+    below = mfu_warning("tpu-v5p", lay, best - 0.05)
+    assert "unchecked" in below and "GPUs" not in below
+
+
 def _plan_layouts_memory(flag, key_without=None):
     """`plan` of megatron-1.7b on one node without and with `flag`: for each, {layout as JSON (less the
     field `key_without`): (memory per GPU in GB, the layout)}."""

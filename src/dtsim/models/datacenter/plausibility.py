@@ -38,18 +38,27 @@ def mfu_warning(gpu: str, layout: dict[str, Any], mfu: float) -> str:
     """A warning when `mfu` is above the best measured for the GPU's generation and the layout's class,
     or when the records hold no run of that generation and class to check it against ('' otherwise)."""
     generation = catalog.gpus()[gpu].micro.generation
+    chips = "chips" if generation.startswith("tpu") else "GPUs"
     cls = parallelism_class(int(layout["zero"]), int(layout["tp"]), int(layout["pp"]))
-    best = (ceilings().get(generation) or {}).get(cls)
+    known = ceilings().get(generation) or {}
+    best = known.get(cls)
     if best is None:
+        other = max(known.values(), key=lambda b: b["mfu"], default=None)
+        if other is not None and mfu > other["mfu"]:  # above every class measured on this generation
+            return (
+                f"predicted MFU {mfu:.1%} is above the best measured in dtsim's records for {generation} "
+                f"{chips} with any parallelism: {other['mfu']:.1%} ({other['record']}, {other['source']}); "
+                f"none of them used {CLASSES[cls]}; treat it as optimistic"
+            )
         return (
-            f"predicted MFU {mfu:.1%} is unchecked: dtsim's records hold no measured run of {generation} GPUs "
-            f"with {CLASSES[cls]}"
+            f"predicted MFU {mfu:.1%} is unchecked: dtsim's records hold no measured run of {generation} "
+            f"{chips} with {CLASSES[cls]}"
         )
     if mfu <= best["mfu"]:
         return ""
     shown = ".1%" if f"{mfu:.1%}" != f"{best['mfu']:.1%}" else ".2%"  # never "56.3% is above 56.3%"
     return (
-        f"predicted MFU {mfu:{shown}} is above the best measured in dtsim's records for {generation} GPUs "
-        f"with {CLASSES[cls]}: {best['mfu']:{shown}} ({best['record']}, {best['source']}); treat it as "
-        "optimistic"
+        f"predicted MFU {mfu:{shown}} is above the best measured in dtsim's records for {generation} "
+        f"{chips} with {CLASSES[cls]}: {best['mfu']:{shown}} ({best['record']}, {best['source']}); treat it "
+        "as optimistic"
     )
