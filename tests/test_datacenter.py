@@ -484,6 +484,10 @@ def test_without_a_pipeline_every_schedule_holds_one_micro_batch_and_says_it_cha
     gpipe = step(Workload(**base, layout=Layout(**piped, schedule="gpipe")))
     one = step(Workload(**base, layout=Layout(**piped)))
     assert gpipe.memory_breakdown_gb["activations"] > one.memory_breakdown_gb["activations"]
+    # interleaving with one chunk per stage is 1F1B, and says so
+    flat = step(Workload(**base, layout=Layout(**piped, schedule="interleaved")))
+    assert flat.step_time_s == one.step_time_s and any("vpp 1 (one model chunk" in w for w in flat.warnings)
+    assert not any("vpp 1" in w for w in one.warnings)
 
 
 def test_dualpipe_memory_and_zero_traffic_follow_its_stages():

@@ -976,6 +976,11 @@ def annotated_performance(
             + (f" and vpp {layout.get('vpp')} change" if layout.get("vpp", 1) > 1 else " changes")
             + " nothing (micro-batches run one at a time, one micro-batch's activations in memory)"
         )
+    if layout.get("pp", 1) > 1 and layout.get("schedule") == "interleaved" and layout.get("vpp", 1) == 1:
+        perf["warnings"].append(
+            "the interleaved schedule with vpp 1 (one model chunk per stage) is 1F1B: set --vpp 2 or more "
+            "to interleave"
+        )
     if layout.get("overlap_p2p_comm") and not (
         layout.get("schedule") == "interleaved" and layout.get("vpp", 1) > 1
     ):
