@@ -97,6 +97,14 @@ def test_step_shape_flags_and_text_output():
     assert r.exit_code == 0 and "Step time" in r.stdout and "dp comm exposed" in r.stdout
 
 
+def test_a_catalog_model_with_a_changed_shape_is_named_so():
+    base = ["step", "--model", "llama2-70b", "--gpu", "h100-sxm", "--nodes", "8", "--tp", "8", "--json"]
+    d = _json([*base, "--hidden", "4096", "--layers", "32"])
+    assert d["model"] == "LLaMA-2 70B modified (hidden 4096, layers 32)" and d["params_b"] < 20
+    assert _json([*base, "--seq-len", "8192"])["model"] == "LLaMA-2 70B"  # the run's, not the model's
+    assert _json([*base, "--hidden", "8192"])["model"] == "LLaMA-2 70B"  # its own value: unchanged
+
+
 def test_step_model_file(tmp_path):
     f = tmp_path / "arch.yaml"
     f.write_text("name: mine\nhidden: 1024\nlayers: 8\nheads: 16\nvocab: 32000\nseq_len: 1024\n")

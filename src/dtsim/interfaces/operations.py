@@ -839,7 +839,14 @@ def model_architecture(
     if model is not None:
         arch = get_architecture(model)
         if given:
-            return build(Architecture, {**arch.model_dump(exclude_none=True), **given}, "model.")
+            fields = arch.model_dump(exclude_none=True)
+            # a changed shape is no longer the catalog's model: its name says what changed (the
+            # sequence length is the run's, not the model's)
+            changed = {k: v for k, v in given.items() if k != "seq_len" and fields.get(k) != v}
+            if changed:
+                edits = ", ".join(f"{k} {v}" for k, v in changed.items())
+                fields["name"] = f"{arch.name} modified ({edits})"
+            return build(Architecture, {**fields, **given}, "model.")
         return arch
     missing = [k for k in ("hidden", "layers", "heads", "vocab", "seq_len") if k not in given]
     if missing:
