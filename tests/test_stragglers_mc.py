@@ -197,3 +197,48 @@ def test_the_none_closed_form_stands_for_a_lognormal_spread_of_about_13_percent(
 
     assert miss(0.131) == pytest.approx(0.042, abs=0.0005)
     assert miss(0.1) > 0.18 and miss(0.2) > 0.2
+
+
+def test_straggler_curve_is_a_scenario_choice_row_by_row():
+    """`straggler_curve: simulated` (issue 16 item 6) takes the simulated f(n) for none, threshold and
+    backup and keeps relay's closed form; the default is the closed form. Per-row codes give what each
+    curve gives alone, and the batch path equals the scalar one."""
+    import dtsim
+    from dtsim import load_scenario
+
+    asm = Assumptions()
+    n = np.array([2.0, 72.0, 1000.0, 72.0])
+    strategy = np.array([0, 1, 2, 3])
+    closed = stragglers.straggler_factor(n, strategy, asm)
+    sim = stragglers.straggler_factor(n, strategy, asm, "simulated")
+    mixed = stragglers.straggler_factor(n, strategy, asm, np.array([1, 0, 1, 1]))
+    assert mixed.tolist() == [sim[0], closed[1], sim[2], closed[3]] and sim[3] == closed[3]
+    # beyond the simulated curve's range only the rows that use it are refused
+    far = np.array([1e9, 1e9])
+    assert np.all(stragglers.straggler_factor(far, np.array([0, 0]), asm, np.array([0, 0])) > 1)
+    with pytest.raises(ScenarioError, match="covers"):
+        stragglers.straggler_factor(far, np.array([0, 0]), asm, np.array([0, 1]))
+
+    def days(strategy, curve=None):
+        over = {"straggler_strategy": strategy} | ({"straggler_curve": curve} if curve else {})
+        return dtsim.simulate(load_scenario(preset="intellect-1", overrides=over))
+
+    assert days("none").wall_clock_days == days("none", "closed-form").wall_clock_days
+    for s in ("none", "threshold", "backup"):
+        assert days(s, "simulated").breakdown_s["straggler"] > days(s).breakdown_s["straggler"], s
+    assert days("relay", "simulated").wall_clock_days == days("relay").wall_clock_days
+    combos = [
+        ("closed-form", "none"),
+        ("simulated", "none"),
+        ("simulated", "backup"),
+        ("closed-form", "relay"),
+    ]
+    batch = dtsim.simulate_batch(
+        load_scenario(preset="intellect-1"),
+        straggler_curve=[c for c, _ in combos],
+        straggler_strategy=[s for _, s in combos],
+    )
+    for i, (c, s) in enumerate(combos):
+        assert batch.result(i).wall_clock_days == days(s, c).wall_clock_days
+    with pytest.raises(ScenarioError, match="straggler_curve"):
+        load_scenario(preset="intellect-1", overrides={"straggler_curve": "fitted"})

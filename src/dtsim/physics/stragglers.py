@@ -29,7 +29,16 @@ def straggler_factor(n, strategy, asm, curve="closed-form"):
     (physics/straggler_mc.py; docs/model.md "Stragglers") takes the simulated f(n) from
     catalog/straggler_curves.yaml, interpolated in log n; relay keeps its closed form (no rule to
     simulate). The default, the closed forms above, is the original MIRI simulator's behaviour.
+    `curve` may also be a code per row (an index into CURVES: the scenario field `straggler_curve`).
     """
+    if not isinstance(curve, str):  # one code per row: the simulated curve where the code says so
+        code = np.asarray(curve)
+        closed = straggler_factor(n, strategy, asm)
+        if not np.any(code == 1):
+            return closed
+        picked = code == 1  # rows of the closed form are evaluated at n = 1 (and no backup check)
+        sim = simulated_straggler_factor(np.where(picked, n, 1.0), np.where(picked, strategy, 0), asm)
+        return np.where(picked, sim, closed)
     if curve == "simulated":
         return simulated_straggler_factor(n, strategy, asm)
     if curve != "closed-form":

@@ -86,6 +86,7 @@ def _word_enum(name: str, words: tuple[str, ...]) -> type[StrEnum]:
 
 Precision = _word_enum("Precision", memory.PRECISIONS)
 StragglerStrategy = _word_enum("StragglerStrategy", stragglers.STRATEGIES)
+StragglerCurve = _word_enum("StragglerCurve", stragglers.CURVES)
 ExpertParallelism = _word_enum("ExpertParallelism", memory.EP_MODES)
 CompressionScenario = _word_enum("CompressionScenario", efficiency.COMPRESSION_SCENARIOS)
 ReplicaPenalty = _word_enum("ReplicaPenalty", efficiency.REPLICA_PENALTIES)

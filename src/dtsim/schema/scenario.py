@@ -44,6 +44,7 @@ from dtsim.schema.fields import (
     Num,
     Precision,
     ReplicaPenalty,
+    StragglerCurve,
     StragglerStrategy,
     WorkAssignment,
     bound_text,
@@ -252,6 +253,12 @@ class Scenario(BaseModel):
     ] = Field(
         StragglerStrategy.none,
         description="Straggler mitigation: none, threshold, backup (workers) or relay.",
+    )
+    straggler_curve: Annotated[StragglerCurve, Lower, enum_schema(words(StragglerCurve))] = Field(
+        StragglerCurve.closed_form,
+        description="The straggler factor f(n): closed-form (1 + c·log2 n, the MIRI simulator's) or simulated "
+        "(order statistics of a published per-node time distribution, for none, threshold and backup; "
+        "docs/model.md §5).",
     )
     replica_penalty: Annotated[ReplicaPenalty, Lower, enum_schema(words(ReplicaPenalty))] = Field(
         ReplicaPenalty.h_scaled,

@@ -337,6 +337,13 @@ HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
                 "backup: {backup_worker_fraction:.0%} extra nodes, {backup_delay_removed:.0%} less "
                 "delay; relay: 1 + {relay_straggler_coefficient}·log2 n (MIRI simulator docs §5).",
             ),
+            Hint(
+                "straggler_curve",
+                "Straggler curve",
+                "closed-form: the factors above; simulated: none, threshold and backup take f(n) from order "
+                "statistics of the one published per-node time distribution (Dean & Barroso 2013, a shared "
+                "service's request latency: an upper reference, several times the closed form at 72 nodes).",
+            ),
         ),
     ),
     (

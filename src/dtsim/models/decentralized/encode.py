@@ -69,6 +69,7 @@ GROUP_SET_FIELDS = (
 ENUMS = {
     "precision": ("precision", memory.PRECISIONS),
     "straggler_strategy": ("straggler", stragglers.STRATEGIES),
+    "straggler_curve": ("straggler_curve", stragglers.CURVES),
     "expert_parallelism": ("ep_mode", memory.EP_MODES),
     "compression_scenario": ("compression_scenario", efficiency.COMPRESSION_SCENARIOS),
     "replica_penalty": ("replica_penalty", efficiency.REPLICA_PENALTIES),

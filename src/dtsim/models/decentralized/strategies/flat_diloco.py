@@ -31,7 +31,7 @@ class FlatDiLoCo:
     def sync(self, f: Frame):
         """T_sync = (V/BW_up + V/BW_down + RTT) · f(N_eff) (MIRI simulator docs §3.1, asymmetric per reference README)."""
         base = wan_exchange_time(f.payload_bits, f.up_bps, f.down_bps, f.latency_s) + f.codec_s
-        factor = straggler_factor(f.n_eff, f.straggler, f.asm)
+        factor = straggler_factor(f.n_eff, f.straggler, f.asm, f.straggler_curve)
         return base, factor
 
     def auto_inner_steps(self, f: Frame):

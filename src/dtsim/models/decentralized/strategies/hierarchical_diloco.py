@@ -45,9 +45,9 @@ class HierarchicalDiLoCo:
     def syncs(self, f: Frame):
         groups, group_size = group_layout(f)
         reg_base = 2.0 * f.regional_payload_bits / f.regional_bps + f.regional_latency_s + f.regional_codec_s
-        reg_factor = straggler_factor(group_size, f.straggler, f.asm)
+        reg_factor = straggler_factor(group_size, f.straggler, f.asm, f.straggler_curve)
         glob_base = wan_exchange_time(f.payload_bits, f.up_bps, f.down_bps, f.latency_s) + f.codec_s
-        glob_factor = straggler_factor(groups, f.straggler, f.asm)
+        glob_factor = straggler_factor(groups, f.straggler, f.asm, f.straggler_curve)
         return reg_base, reg_factor, glob_base, glob_factor
 
     def auto_inner_steps(self, f: Frame):

@@ -19,7 +19,7 @@ def pipeline_step(f: Frame) -> dict:
     """
     per_micro = f.step_s / (f.micro_batches * f.stages)
     transfer = point_to_point_time(f.handoff_bits, f.pp_bps)
-    factor = straggler_factor(f.stages, f.straggler, f.asm)
+    factor = straggler_factor(f.stages, f.straggler, f.asm, f.straggler_curve)
     parts = gpipe_step(f.micro_batches, f.stages, per_micro, transfer, f.pp_latency_s, factor)
     # Split the useful compute into matmul time and expert-parallel latency, as in flat DiLoCo.
     flop_share = f.step_flop_s / f.step_s

@@ -36,7 +36,7 @@ class PPGroupDiLoCo:
         (MIRI simulator docs §3.4 "Inter-Group DiLoCo")."""
         groups = np.floor(f.n_eff / f.stages)
         base = wan_exchange_time(f.payload_bits, f.up_bps, f.down_bps, f.latency_s) + f.codec_s
-        return base, straggler_factor(groups, f.straggler, f.asm), groups
+        return base, straggler_factor(groups, f.straggler, f.asm, f.straggler_curve), groups
 
     def auto_inner_steps(self, f: Frame):
         base, factor, _ = self.sync(f)
