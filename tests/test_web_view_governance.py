@@ -196,7 +196,10 @@ def test_governance_runs_as_a_cancellable_job(server):
         # past the job limits the view says so (no hang); once jobs end it computes again
         held = []
         for _ in range(4):  # one client's limit (jobs.MAX_JOBS_PER_CLIENT), the page's client included
-            status, body = api(server, "POST", "/api/sensitivity", {"base": 1024})
+            # the default governance search (~10 s alone, four of them sharing the cores): none ends
+            # before the page's own job is refused (sensitivity jobs at their largest base, 1024, did:
+            # two of four ended on their own in a run of the web-view tests together)
+            status, body = api(server, "POST", "/api/governance", {})
             assert status == 202, body
             held.append(body["id"])
         try:
@@ -213,7 +216,8 @@ def test_governance_runs_as_a_cancellable_job(server):
             for job_id in held:
                 api(server, "DELETE", f"/api/jobs/{job_id}")
         ended = [final_state(server, j) for j in held]
-        assert all(j["state"] == "cancelled" for j in ended), ended
+        # each ends: cancelled by its DELETE, or done if it finished first (cancelling is checked above)
+        assert all(j["state"] in ("cancelled", "done") for j in ended), ended
         before = page.locator("[data-testid=result-json]").text_content()
         page.fill("[data-testid=days]", "366")
         wait_changed(page, before)
