@@ -47,10 +47,10 @@ class DistOps:
     """The collectives an Averager calls, on torch.distributed's default process group; `sendrecv`
     posts the send and the receive together and waits for both (a ring step)."""
 
-    get_world_size = staticmethod(lambda: dist.get_world_size())
-    get_rank = staticmethod(lambda: dist.get_rank())
-    all_reduce = staticmethod(lambda x: dist.all_reduce(x))
-    all_gather = staticmethod(lambda outs, t: dist.all_gather(outs, t))
+    get_world_size = staticmethod(dist.get_world_size)
+    get_rank = staticmethod(dist.get_rank)
+    all_reduce = staticmethod(dist.all_reduce)
+    all_gather = staticmethod(dist.all_gather)
 
     @staticmethod
     def sendrecv(send: torch.Tensor, recv: torch.Tensor, dst: int, src: int) -> None:

@@ -34,6 +34,7 @@ from dtsim.models.datacenter.workload import (
     dualpipe_problems,
     fp32_grads,
     moe_problems,
+    p2p_overlap_applies,
     run_budget_problems,
 )
 from dtsim.models.limits.search import divisors  # ascending, trial division up to √n
@@ -367,8 +368,8 @@ def _performance(lay, out, i: int, opt: PlanOptions, cluster: Cluster, asm: Assu
         layout["shard_group"] = int(row["shard"])
     if opt.fp32_params:
         layout["fp32_params"] = True
-    if opt.overlap_p2p_comm and layout["schedule"] == "interleaved" and layout["vpp"] > 1:
-        layout["overlap_p2p_comm"] = True  # where it acts (step.evaluate)
+    if opt.overlap_p2p_comm and p2p_overlap_applies(layout["schedule"], layout["vpp"]):
+        layout["overlap_p2p_comm"] = True  # only where it acts
     if opt.moe_capacity_factor is not None or opt.moe_imbalance != 1.0:
         layout |= {"moe_capacity_factor": opt.moe_capacity_factor, "moe_imbalance": opt.moe_imbalance}
     perf = annotated_performance(

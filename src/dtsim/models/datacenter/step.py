@@ -43,6 +43,7 @@ from dtsim.models.datacenter.workload import (
     check_layout,
     layout_arrays,
     moe_dropped_fraction,
+    p2p_overlap_applies,
 )
 from dtsim.models.datacenter.workload import moe_load as load_of_moe  # `moe_load` names the array below
 from dtsim.models.network import ClusterNetwork, cluster_network
@@ -545,7 +546,7 @@ def evaluate(
     # model chunk's work (work / vpp) and only what exceeds it is exposed; the fill and drain's pp − 1
     # hand-offs stay exposed, as DualPipe's
     overlap_p2p = f["overlap_p2p"].astype(bool) if "overlap_p2p" in f else np.zeros(np.shape(pp), dtype=bool)
-    hidden_p2p = overlap_p2p & (schedule == 2) & (vpp > 1)  # Megatron turns it off without virtual stages
+    hidden_p2p = overlap_p2p & (schedule == 2) & (vpp > 1)  # workload.p2p_overlap_applies, on codes
     steady = m * vpp
     exposed_p2p = np.where(
         hidden_p2p,
@@ -981,8 +982,8 @@ def annotated_performance(
             "the interleaved schedule with vpp 1 (one model chunk per stage) is 1F1B: set --vpp 2 or more "
             "to interleave"
         )
-    if layout.get("overlap_p2p_comm") and not (
-        layout.get("schedule") == "interleaved" and layout.get("vpp", 1) > 1
+    if layout.get("overlap_p2p_comm") and not p2p_overlap_applies(
+        layout.get("schedule", "1f1b"), layout.get("vpp", 1)
     ):
         perf["warnings"].append(
             "overlap_p2p_comm applies to the interleaved schedule with vpp > 1 only (Megatron turns it off for "

@@ -349,6 +349,12 @@ class Workload(BaseModel):
         return self
 
 
+def p2p_overlap_applies(schedule: str, vpp: int) -> bool:
+    """Whether Megatron's overlap_p2p_comm acts on a layout: the interleaved schedule with virtual stages
+    only (Megatron turns it off for the others). step.evaluate applies the same rule to schedule codes."""
+    return schedule == "interleaved" and vpp > 1
+
+
 def run_budget_problems(tokens: float | None, usd_per_gpu_hour: float | None) -> list[tuple[str, Any, str]]:
     """What is wrong with a token budget and a price per GPU-hour (`step` and `plan` alike)."""
     problems = [
