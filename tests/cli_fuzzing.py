@@ -366,6 +366,10 @@ def run(cases: int, seed: int, limit_s: float = 20.0, progress=None) -> Report:
                     strict_json(res.stdout)
                 except ValueError as e:
                     report.failures.append(Failure(args, "invalid JSON", str(e)[:200]))
+            elif "--json" in args and code == 2 and "Usage:" not in res.output:
+                # bad input under --json is a JSON error on stdout (a Click usage error, which reaches
+                # stdout only through the console script's main(), not this runner, is exempt)
+                report.failures.append(Failure(args, "no JSON error", res.output[-200:]))
             if progress is not None:
                 progress(i + 1, cases)
     finally:

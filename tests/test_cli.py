@@ -204,6 +204,41 @@ def test_console_script_runs_in_a_subprocess():
     assert proc.returncode == 0 and json.loads(proc.stdout)["mode"] == "flat-diloco"
 
 
+def test_json_runs_write_bad_input_to_stdout_as_one_json_error():
+    """Under --json a script reads stdout: bad input is the HTTP API's error body there
+    ({"detail": [{field, value, message}]}), with the same lines on stderr and exit status 2 —
+    both for a value a model refuses and for a usage error Click finds before the command runs."""
+    res = run("step", "--model", "nosuch", "--json")
+    assert res.exit_code == 2
+    (problem,) = json.loads(res.stdout)["detail"]
+    assert (
+        problem["field"] == "model" and problem["value"] == "nosuch" and "unknown model" in problem["message"]
+    )
+    assert "Traceback" not in res.output
+    assert run("step", "--model", "nosuch").stdout == ""  # without --json, stdout stays empty
+    for args, field, value in (
+        (["step", "--tp=abc", "--json"], "--tp", "abc"),
+        (["step", "--json", "--tp", "abc"], "--tp", "abc"),
+        (["step", "--gpus", "8", "--json"], "--gpus", None),
+        (["nosuchcommand", "--json"], "command line", None),
+    ):
+        proc = subprocess.run([sys.executable, "-m", "dtsim", *args], capture_output=True, text=True)
+        assert proc.returncode == 2, (args, proc.stderr)
+        (problem,) = json.loads(proc.stdout)["detail"]
+        assert (problem["field"], problem["value"]) == (field, value), (args, problem)
+        assert problem["message"] in proc.stderr and "Traceback" not in proc.stderr
+    proc = subprocess.run(
+        [sys.executable, "-m", "dtsim", "step", "--tp", "abc"], capture_output=True, text=True
+    )
+    assert proc.returncode == 2 and proc.stdout == "" and "Invalid value for '--tp'" in proc.stderr
+    proc = subprocess.run(
+        [sys.executable, "-m", "dtsim", "step", "--model", "llama2-70b", "--json"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0 and json.loads(proc.stdout)["layout"]["tp"] >= 1
+
+
 def test_version_prints_the_package_version():
     res = runner.invoke(app, ["--version"])
     assert res.exit_code == 0, res.output

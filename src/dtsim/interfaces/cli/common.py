@@ -105,12 +105,39 @@ class _Stderr:
 err = _Stderr()
 
 
+def json_requested() -> bool:
+    """Whether the running command was given `--json` (read from Click's current context)."""
+    import importlib
+
+    # Click's context stack, as the installed Typer has it (Typer ≥ 0.22 bundles its own Click)
+    core = next(c.__module__ for c in typer.Context.__mro__ if c.__module__.endswith(".core"))
+    ctx = importlib.import_module(core.removesuffix("core") + "globals").get_current_context(silent=True)
+    if ctx is None:
+        return False
+    for param in ctx.command.params:
+        if "--json" in getattr(param, "opts", ()):
+            return bool(ctx.params.get(param.name or ""))
+    return False
+
+
+def print_json_problems(problems: list[tuple[str, Any, str]]) -> None:
+    """Bad input as the one JSON document a `--json` run writes to stdout: the HTTP API's error body,
+    `{"detail": [{field, value, message}, ...]}` (errors.problems_body), so a script that reads stdout
+    parses an error as it parses an answer."""
+    from dtsim.errors import problems_body
+
+    print_json(problems_body(problems))
+
+
 def fail(exc: ScenarioError) -> NoReturn:
-    """Print one line per problem (`field = value: what is allowed`) and exit with status 2."""
+    """Print one line per problem (`field = value: what is allowed`) on stderr and exit with status 2;
+    under `--json` the problems are also written to stdout as one JSON object (print_json_problems)."""
     from rich.markup import escape
 
     from dtsim.errors import format_problem
 
+    if json_requested():
+        print_json_problems(exc.problems)
     for field, value, message in exc.problems:
         # the problem is user text (a value, a field name): escaped, so Rich prints brackets as typed
         line = escape(format_problem(field, value, message))
