@@ -490,6 +490,38 @@ def test_without_a_pipeline_every_schedule_holds_one_micro_batch_and_says_it_cha
     assert not any("vpp 1" in w for w in one.warnings)
 
 
+def test_an_option_with_nothing_to_act_on_is_reported_not_taken_silently():
+    """sequence_parallel and overlap_tp_comm with tp 1, and fp32_params without ZeRO-3 sharding, change
+    neither time nor memory; step says each is ignored, and says nothing where the option acts."""
+    base = {"model": "llama3.1-8b", "cluster": Cluster(gpu="h100-sxm", nodes=2)}
+    lay = {"tp": 1, "pp": 1, "gbs": 256, "zero": 1}
+    ref = step(Workload(**base, layout=Layout(**lay)))
+    assert ref.warnings == [w for w in ref.warnings if "ignored" not in w]
+    for extra, needle in (
+        ({"sequence_parallel": True}, "sequence_parallel needs tp > 1"),
+        ({"overlap_tp_comm": True}, "overlap_tp_comm needs tp > 1"),
+        ({"fp32_params": True}, "fp32_params changes memory only under ZeRO-3"),
+        ({"fp32_params": True, "zero": 3, "shard_group": 1}, "over a shard group of 1"),
+    ):
+        r = step(Workload(**base, layout=Layout(**{**lay, **extra})))
+        same = step(Workload(**base, layout=Layout(**{**lay, **extra, "fp32_params": False})))
+        if "sequence_parallel" in extra or "overlap_tp_comm" in extra:
+            same = ref
+        assert (r.step_time_s, r.memory_per_gpu_gb) == (same.step_time_s, same.memory_per_gpu_gb), extra
+        assert any(needle in w for w in r.warnings), (extra, r.warnings)
+    # where each acts, no such warning, and it does change the answer
+    acting = (
+        {"tp": 2, "sequence_parallel": True, "overlap_tp_comm": True},
+        {"zero": 3, "fp32_params": True},
+    )
+    for extra in acting:
+        r = step(Workload(**base, layout=Layout(**{**lay, **extra})))
+        assert not any("ignored" in w for w in r.warnings), (extra, r.warnings)
+    z3 = {**lay, "zero": 3}
+    kept = step(Workload(**base, layout=Layout(**z3, fp32_params=True)))
+    assert kept.memory_per_gpu_gb < step(Workload(**base, layout=Layout(**z3))).memory_per_gpu_gb
+
+
 def test_dualpipe_memory_and_zero_traffic_follow_its_stages():
     """DualPipeV's rank 0 holds the first and the last chunk: the embedding, the output layer (Llama 2
     does not tie them) and the fp32 logits on top of 1F1B's first stage, and pp + ½ micro-batches of

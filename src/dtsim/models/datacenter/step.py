@@ -1002,6 +1002,29 @@ def annotated_performance(
     return perf
 
 
+def ignored_options(layout: dict[str, Any]) -> list[str]:
+    """A warning for each option set on a layout where it has nothing to act on, so `step` never
+    takes it silently (`plan` sets these only where they act)."""
+    notes = []
+    tp = layout.get("tp", 1)
+    for name, what in (
+        ("sequence_parallel", "it splits the tensor-parallel group's norm and dropout activations"),
+        ("overlap_tp_comm", "it hides the tensor-parallel collectives"),
+    ):
+        if layout.get(name) and tp == 1:
+            notes.append(f"{name} needs tp > 1 ({what}): ignored with tp 1")
+    dp_group = layout.get("dp", 1) * layout.get("cp", 1)
+    shard = layout.get("shard_group") or dp_group
+    if layout.get("fp32_params") and (layout.get("zero", 0) < 3 or shard <= 1):
+        notes.append(
+            "fp32_params changes memory only under ZeRO-3 sharding over more than one rank (zero 3): "
+            f"with zero {layout.get('zero', 0)}"
+            + (f" over a shard group of {shard}" if layout.get("zero", 0) >= 3 else "")
+            + " the 16-bit weights are held from forward to backward all the same, so it is ignored"
+        )
+    return notes
+
+
 class StepResult(LayoutPerformance):
     micro_batches: float
     model: str
@@ -1131,10 +1154,12 @@ def _steps(
             layout = layouts[i].model_dump()
             layout["dp"] = cols[i]["dp"]
             layout["fp32_grad_accumulation"] = cols[i]["fp32_grads"]  # as resolved for the precision
+            perf = annotated_performance(
+                out, j, layout, cluster, asm, workload.tokens, workload.usd_per_gpu_hour, packaged
+            )
+            perf["warnings"] += ignored_options(layout)
             results[i] = StepResult(
-                **annotated_performance(
-                    out, j, layout, cluster, asm, workload.tokens, workload.usd_per_gpu_hour, packaged
-                ),
+                **perf,
                 layout=layout,
                 micro_batches=flat["micro_batches"][j].item(),
                 model=a.name,
