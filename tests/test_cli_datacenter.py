@@ -510,6 +510,12 @@ def test_step_evaluates_a_file_of_layouts_with_the_flags_filling_the_rest(tmp_pa
     res = runner.invoke(app, [*base, "--layouts", str(yaml_file)])
     assert res.exit_code == 2 and "layouts[0].tp = 'true'" in res.output and "layouts[1].zero" in res.output
     assert "sequence_parallel" not in res.output
+    # a CSV row's error names the line of the file it came from (blank lines skipped)
+    csv_file.write_text("tp,pp\n8,8\n\n7,8\n")
+    res = runner.invoke(app, [*base, "--layouts", str(csv_file)])
+    text = " ".join(res.output.split())
+    assert res.exit_code == 2 and "layouts[1].tp = 7" in text and "(line 4 of layouts.csv)" in text
+    assert "line 2" not in text
 
 
 def test_fabric_checks_that_the_compute_fits_the_schedule_it_dimensions():

@@ -302,9 +302,10 @@ def resolve_model(model: str | None, shape: dict[str, Any]):
 LAYOUT_FILE_ROWS = 10_000  # a layouts file of more rows is refused (plan searches grids that large)
 
 
-def read_layouts_file(path: Path) -> list[dict[str, Any]]:
+def read_layouts_file(path: Path, lines: list[int] | None = None) -> list[dict[str, Any]]:
     """Rows of layout fields from a CSV file (a header of field names) or a YAML/JSON list of mappings
-    (or a mapping whose `layouts` is one)."""
+    (or a mapping whose `layouts` is one). For a CSV file, `lines` (when given) receives each row's
+    line number in the file (blank lines are skipped, so row i is not always line i + 2)."""
     import csv
     import io
 
@@ -333,6 +334,8 @@ def read_layouts_file(path: Path) -> list[dict[str, Any]]:
                     ]
                 )
             rows.append({k: v.strip() for k, v in zip(header, values, strict=True) if v.strip()})
+            if lines is not None:
+                lines.append(line)
     else:
         rows = parse_data_text(text, path)
         if isinstance(rows, dict) and set(rows) == {"layouts"}:
@@ -349,6 +352,20 @@ def read_layouts_file(path: Path) -> list[dict[str, Any]]:
         if isinstance(row.get("pp_layers"), str):
             row["pp_layers"] = parse_stage_layers(row["pp_layers"])
     return rows
+
+
+def with_file_lines(problems: list[tuple[str, Any, str]], lines: list[int], path: Path):
+    """Problems of a layouts file's rows (`layouts[i].field`, numbered from 0 as the results table
+    numbers them) with the line of the CSV file each row came from added to the message."""
+    import re
+
+    out = []
+    for field, value, message in problems:
+        m = re.match(r"layouts\[(\d+)\]", field)
+        if m and int(m.group(1)) < len(lines):
+            message = f"{message} (line {lines[int(m.group(1))]} of {path.name})"
+        out.append((field, value, message))
+    return out
 
 
 UncertaintyOpt = Annotated[
@@ -710,8 +727,12 @@ def step(
         run["usd_per_gpu_hour"] = usd_per_gpu_hour
         mc_args = (uncertainty, seed, levels, prob, fixed_assumptions, doc, scheduler, workers, as_json)
         if layouts is not None:
-            rows_in = read_layouts_file(layouts)
-            results = step_layouts(rows_in, base, run, doc, software, flags_given, "--software")
+            lines: list[int] = []
+            rows_in = read_layouts_file(layouts, lines)
+            try:
+                results = step_layouts(rows_in, base, run, doc, software, flags_given, "--software")
+            except ScenarioError as exc:
+                raise ScenarioError(with_file_lines(exc.problems, lines, layouts)) from None
             if uncertainty is not None:
                 rows = [Layout(**r.layout) for r, _ in results]
                 workload = build(Workload, {**run, "layout": rows[0]})
