@@ -153,6 +153,7 @@ def test_set_node_replaces_hardware_from_lower_layers():
         (["simulate", "--set", "gpu=h100"], "gpu = 'h100': unknown gpu"),
         (["simulate", "--set", "gpu=a100-80gb", "--set", "precision=fp8"], "has no FP8/FP4 datapath"),
         (["simulate", "/no/such/file.yaml"], "cannot read"),
+        (["sweep", "--vary", "num_nodes=1:100:3:banana"], "1:100:3:banana"),  # printed as typed, no emoji
     ],
 )
 def test_bad_input_exits_2_with_a_message(args, needle):

@@ -24,9 +24,11 @@ if TYPE_CHECKING:
 
 
 def console(**options: Any) -> Console:
-    """A rich Console (`stderr=True` for the error stream)."""
+    """A rich Console (`stderr=True` for the error stream). Emoji codes are off: a user's value such as
+    `1:100:3` is printed as typed, not with `:100:` turned into an emoji."""
     from rich.console import Console
 
+    options.setdefault("emoji", False)
     return Console(**options)
 
 

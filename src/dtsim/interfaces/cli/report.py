@@ -9,6 +9,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from dtsim.interfaces.cli.common import console as _console
 from dtsim.interfaces.cli.common import table
 from dtsim.interfaces.formats import duration as _duration
 from dtsim.models.decentralized.explain import derivation
@@ -250,13 +251,13 @@ def _groups_table(groups: list[dict[str, Any]], r: Result) -> Table:
 def print_report(
     r: Result, title: str = "dtsim", explain: bool = False, console: Console | None = None, mc: Any = None
 ) -> None:
-    (console or Console()).print(render(r, title=title, explain=explain, mc=mc))
+    (console or _console()).print(render(r, title=title, explain=explain, mc=mc))
 
 
 def print_uncertainty(mc, console: Console | None = None, title: str = "") -> None:
     """The Monte Carlo block under a report: each headline output's quantiles and mean ± its standard
     error, the shares of modes and feasibility, the probabilities asked for and the warnings."""
-    con = console or Console()
+    con = console or _console()
     from dtsim.analysis.uncertainty import level_name
 
     names = [level_name(q).upper() for q in mc.levels]
@@ -329,7 +330,7 @@ def print_uncertainty(mc, console: Console | None = None, title: str = "") -> No
 def print_sensitivity(res, console: Console | None = None) -> None:
     """`dtsim sensitivity`: the inputs ranked by total Sobol index, with first-order index, their 95 %
     intervals and the tornado's ends."""
-    con = console or Console()
+    con = console or _console()
     t = table(
         title=f"Sensitivity of {res.output} (point {res.point:,.4g}): Sobol indices from {res.runs:,} runs",
         title_justify="left",
