@@ -160,6 +160,17 @@ def test_unlike_regions_keep_their_sizes_and_names_are_case_free():
             {"node_groups": [{"count": 2, "region": "atlantis"}, {"count": 1, "region": "uk"}]},
             "node_groups[0].region",
         ),
+        # the group whose region is unknown is named, also when it is the only region (a typo is not
+        # a region of one's own, which would silently get the intra-region RTT)
+        (
+            {"node_groups": [{"count": 2, "region": "uk"}, {"count": 1, "region": "atlantis"}]},
+            "node_groups[1].region = 'atlantis': unknown region",
+        ),
+        ({"node_groups": [{"count": 11, "region": "us-eats"}]}, "node_groups[0].region = 'us-eats'"),
+        (
+            {"node_groups": [{"count": 2, "region": "us-eats"}, {"count": 2, "region": "us-eats"}]},
+            "node_groups[0].region = 'us-eats'",
+        ),
         ({"node_groups": [{"count": 2, "node": "dgx-z9"}]}, "node_groups[0].node"),
         ({"node_groups": [{"count": 0}]}, "count"),
         ({"node_groups": [{"count": 2}], "num_nodes": 5}, "num_nodes"),

@@ -446,8 +446,8 @@ def merge_layers(lower: dict[str, Any], upper: dict[str, Any]) -> dict[str, Any]
 
 
 def catalog_payload() -> dict[str, Any]:
-    """Scenario presets (with their resolved fields), node presets and accelerators as plain JSON
-    (what `dtsim presets --json` prints and `GET /api/presets` returns)."""
+    """Scenario presets (with their resolved fields), node presets, accelerators and the regions node
+    groups can sit in as plain JSON (what `dtsim presets --json` prints and `GET /api/presets` returns)."""
     return {
         "scenarios": {
             k: {"description": p.description, "source": p.source, "fields": preset_fields(k)}
@@ -478,6 +478,9 @@ def catalog_payload() -> dict[str, Any]:
                 "sources": dict(g.sources),
             }
             for k, g in gpus().items()
+        },
+        "regions": {
+            k: {"name": r.name, "lat": r.lat, "lon": r.lon, "hosts": r.hosts} for k, r in regions().items()
         },
     }
 

@@ -62,6 +62,27 @@ def resolve_groups(s: Any) -> tuple[ResolvedGroup, ...] | None:
     measured = {frozenset((a, b)) for a, row in rtt.items() for b in row}
     regions = catalog.regions()
     named = [g.region for g in s.node_groups if g.region is not None]
+    own_regions = {name for pair in measured for name in pair}
+    for i, g in enumerate(s.node_groups):
+        if g.region is not None and g.region not in regions and g.region not in own_regions:
+            # a region of the user's own exists only through its RTTs: a misspelt one is not taken
+            # for a region of its own (with one region it would silently get the intra-region RTT)
+            others = sorted(set(named) - {g.region})
+            example = (
+                f"region_rtt_ms: {{{g.region}: {{{others[0]}: MS}}}}"
+                if others
+                else "region_rtt_ms and a second region"
+            )
+            raise ScenarioError(
+                [
+                    (
+                        f"node_groups[{i}].region",
+                        g.region,
+                        f"unknown region; known: {', '.join(regions)} (a region of your own needs its RTT "
+                        f"to each other region in {example})",
+                    )
+                ]
+            )
     out = []
     for i, g in enumerate(s.node_groups):
         where = f"node_groups[{i}]"
@@ -96,7 +117,8 @@ def resolve_groups(s: Any) -> tuple[ResolvedGroup, ...] | None:
                                 f"{where}.region",
                                 g.region,
                                 f"no RTT to {other}: {unknown} is not in the regions table "
-                                f"({', '.join(regions)}); give region_rtt_ms.{g.region}.{other}",
+                                f"({', '.join(regions)}); give it as region_rtt_ms: "
+                                f"{{{g.region}: {{{other}: MS}}}}",
                             )
                         ]
                     )

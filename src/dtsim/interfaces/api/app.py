@@ -627,7 +627,9 @@ def _finite(x: Any) -> Any:
     return json_ready(x)
 
 
-@router.get("/presets", responses=COMMON_ERRORS, summary="Scenario presets, node presets and accelerators")
+@router.get(
+    "/presets", responses=COMMON_ERRORS, summary="Scenario presets, node presets, accelerators and regions"
+)
 def api_presets() -> dict[str, Any]:
     return catalog.catalog_payload()
 

@@ -221,7 +221,7 @@ def sensitivity(
 def presets(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """List scenario presets, node presets and accelerators."""
+    """List scenario presets, node presets, accelerators and regions."""
     from dtsim import catalog  # lazy: YAML parsing only when a command runs (fast --help)
 
     scen = catalog.scenario_presets()
@@ -263,6 +263,12 @@ def presets(
             f"{g.board_power_w:g}",
             f"{g.price_usd:,.0f}",
         )
+    con.print(t)
+    t = table(title="Regions (node_groups[].region)", title_justify="left")
+    for col in ("id", "name", "hosts"):
+        t.add_column(col)
+    for k, r in catalog.regions().items():
+        t.add_row(k, r.name, r.hosts)
     con.print(t)
 
 
