@@ -490,6 +490,21 @@ def test_without_a_pipeline_every_schedule_holds_one_micro_batch_and_says_it_cha
     assert not any("vpp 1" in w for w in one.warnings)
 
 
+def test_virtual_stages_with_the_default_schedule_are_the_interleaved_schedule_and_say_so():
+    """Megatron's 1F1B with virtual stages is its interleaved schedule: vpp 3 without a schedule is
+    reported as `interleaved` and times as it, and overlap_p2p_comm acts on it without an 'ignored'."""
+    base = {"model": "gpt3-175b", "cluster": Cluster(gpu="a100-80gb", nodes=64)}
+    lay = {"tp": 8, "pp": 8, "vpp": 3, "gbs": 1536}
+    plain = step(Workload(**base, layout=Layout(**lay)))
+    named = step(Workload(**base, layout=Layout(**lay, schedule="interleaved")))
+    assert plain.layout["schedule"] == "interleaved" and plain.step_time_s == named.step_time_s
+    over = step(Workload(**base, layout=Layout(**lay, overlap_p2p_comm=True)))
+    assert over.breakdown_s["pp_comm"] < plain.breakdown_s["pp_comm"]
+    assert not any("ignored" in w for w in over.warnings)
+    with pytest.raises(ScenarioError, match="virtual stages need the interleaved schedule"):
+        step(Workload(**base, layout=Layout(**lay, schedule="gpipe")))
+
+
 def test_an_option_with_nothing_to_act_on_is_reported_not_taken_silently():
     """sequence_parallel and overlap_tp_comm with tp 1, and fp32_params without ZeRO-3 sharding, change
     neither time nor memory; step says each is ignored, and says nothing where the option acts."""
@@ -502,10 +517,11 @@ def test_an_option_with_nothing_to_act_on_is_reported_not_taken_silently():
         ({"overlap_tp_comm": True}, "overlap_tp_comm needs tp > 1"),
         ({"fp32_params": True}, "fp32_params changes memory only under ZeRO-3"),
         ({"fp32_params": True, "zero": 3, "shard_group": 1}, "over a shard group of 1"),
+        ({"embedding_stages": "balanced"}, "embedding_stages balanced needs pp > 1"),
     ):
         r = step(Workload(**base, layout=Layout(**{**lay, **extra})))
         same = step(Workload(**base, layout=Layout(**{**lay, **extra, "fp32_params": False})))
-        if "sequence_parallel" in extra or "overlap_tp_comm" in extra:
+        if "fp32_params" not in extra:
             same = ref
         assert (r.step_time_s, r.memory_per_gpu_gb) == (same.step_time_s, same.memory_per_gpu_gb), extra
         assert any(needle in w for w in r.warnings), (extra, r.warnings)

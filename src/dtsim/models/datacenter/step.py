@@ -367,7 +367,8 @@ def evaluate(
     pipeline split, layout_arrays of a Layout with pp_layers)."""
     f = {k: np.asarray(v) for k, v in lay.items()}
     dp, tp, pp, vpp, cp, ep = (f[k].astype(float) for k in ("dp", "tp", "pp", "vpp", "cp", "ep"))
-    sp, flash, balanced = f["sp"].astype(bool), f["flash"].astype(bool), f["balanced"].astype(bool)
+    sp, flash = f["sp"].astype(bool), f["flash"].astype(bool)
+    balanced = f["balanced"].astype(bool) & (pp > 1)  # one stage holds the embedding and output either way
     kernel = f["attn_kernel"].astype(int) if "attn_kernel" in f else np.zeros(np.shape(flash), dtype=int)
     mbs, gbs = f["mbs"].astype(float), f["gbs"].astype(float)
     moe_load = load_of_moe(f["moe_cf"], f["moe_imb"], f["ep"]) if "moe_cf" in f else 1.0
@@ -1013,6 +1014,11 @@ def ignored_options(layout: dict[str, Any]) -> list[str]:
     ):
         if layout.get(name) and tp == 1:
             notes.append(f"{name} needs tp > 1 ({what}): ignored with tp 1")
+    if layout.get("embedding_stages") == "balanced" and layout.get("pp", 1) == 1:
+        notes.append(
+            "embedding_stages balanced needs pp > 1 (it gives the embedding and output layer pipeline "
+            "slots of their own): ignored with pp 1"
+        )
     dp_group = layout.get("dp", 1) * layout.get("cp", 1)
     shard = layout.get("shard_group") or dp_group
     if layout.get("fp32_params") and (layout.get("zero", 0) < 3 or shard <= 1):

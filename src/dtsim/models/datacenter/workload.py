@@ -320,6 +320,20 @@ class Layout(BaseModel):
         "every expert and gets the mean, so it has no effect there.",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _virtual_stages_interleave(cls, data: Any) -> Any:
+        """Megatron-LM's 1F1B with virtual stages is its interleaved schedule: a layout with vpp > 1 and
+        the 1F1B schedule is that schedule, and is reported as `interleaved`."""
+        if isinstance(data, dict) and data.get("schedule", "1f1b") == "1f1b":
+            try:
+                vpp = int(data.get("vpp", 1))
+            except (TypeError, ValueError):
+                return data  # the field's own check names it
+            if vpp > 1:
+                return {**data, "schedule": "interleaved"}
+        return data
+
     @model_validator(mode="after")
     def _kernel_needs_flash(self) -> Layout:
         problems = attention_kernel_problems(self.attention_kernel, self.flash_attention)
@@ -394,9 +408,7 @@ def layout_arrays(layout: Layout, n_gpus: int, precision: str = "bf16") -> dict[
     """One Layout as the scalar columns `evaluate` reads (`precision` settles the gradient width)."""
     model_par = layout.tp * layout.pp * layout.cp
     dp = layout.dp if layout.dp is not None else n_gpus // model_par
-    schedule = layout.schedule
-    if layout.vpp > 1 and schedule == "1f1b":
-        schedule = "interleaved"
+    schedule = layout.schedule  # 1F1B with vpp > 1 is already `interleaved` (Layout)
     return {
         "dp": dp,
         "tp": layout.tp,
@@ -499,7 +511,7 @@ def check_layout(a: Architecture, layout: Layout, cluster: Cluster, seq_len: int
         problems.append(("layout.pp", pp, f"pp·vpp = {pp * layout.vpp} must divide {slots} layer slots"))
     elif pp > slots:
         problems.append(("layout.pp", pp, f"must be ≤ the {slots} layer slots (each stage needs one)"))
-    if layout.vpp > 1 and layout.schedule not in ("interleaved", "1f1b"):
+    if layout.vpp > 1 and layout.schedule != "interleaved":
         problems.append(("layout.vpp", layout.vpp, "virtual stages need the interleaved schedule"))
     if layout.gbs % (dp * layout.mbs):
         problems.append(("layout.gbs", layout.gbs, f"must be a multiple of dp·mbs = {dp * layout.mbs}"))
