@@ -328,3 +328,24 @@ def test_collective_ranks_are_bounded_alike_in_the_cli_page_and_api():
         run_collective(
             {"op": "allreduce", "algorithm": "ring", "ranks": 10**12, "size_mb": 1.0, "hop_km": 0.0}
         )
+
+
+def test_collective_options_that_do_not_apply_are_refused_and_each_op_names_its_form():
+    """--hop-km is the wan-ring's fibre and --algorithm the all-reduce's: given elsewhere they are
+    refused, not ignored; an op other than all-reduce is labelled with how it is timed."""
+    from dtsim.models.network import collective
+
+    with pytest.raises(ScenarioError, match="wan-ring all-reduce only"):
+        collective(hop_km=5000)
+    with pytest.raises(ScenarioError, match="all-to-all is timed as pairwise"):
+        collective(op="all-to-all", algorithm="tree")
+    assert collective(op="p2p").algorithm == "direct"
+    assert collective(op="all-gather").algorithm == "ring"
+    # the wan-ring is a bidirectional ring: half of the 2(N−1)/N·S each way, each direction at BW
+    wan = collective(algorithm="wan-ring", ranks=8, size_bytes=1e9, bandwidth_bytes_s=1e10, latency_s=0.0)
+    two_way = collective(
+        algorithm="ring-bidirectional", ranks=8, size_bytes=1e9, bandwidth_bytes_s=1e10, latency_s=0.0
+    )
+    assert wan.time_s == pytest.approx(two_way.time_s) == pytest.approx(wan.bytes_sent_per_rank / 2 / 1e10)
+    res = CliRunner().invoke(app, ["collective", "--algorithm", "wan-ring", "--ranks", "8"])
+    assert "half each way" in " ".join(res.output.split())

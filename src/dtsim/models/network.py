@@ -27,6 +27,14 @@ from dtsim.physics import collectives as coll
 from dtsim.physics.fabric import FabricPlan, plan_fabric
 
 OPS = ("allreduce", "reduce-scatter", "all-gather", "broadcast", "p2p", "all-to-all")
+# how each collective other than the all-reduce is timed (physics.collectives), as its result names it
+OP_FORM = {
+    "reduce-scatter": "ring",
+    "all-gather": "ring",
+    "broadcast": "tree",
+    "p2p": "direct",
+    "all-to-all": "pairwise",
+}
 ALLREDUCE_ALGORITHMS = ("ring", "ring-bidirectional", "tree", "nvls", "wan-ring")
 DEFAULT_FABRIC = "nvlink3"  # the fabric whose bandwidth and latency apply when none is given
 # GB200 NVL72 rack (Camilli 2025 §3.4, eq. 3.15): trays per rack, ConnectX-7 ports per tray, bit/s per port.
@@ -390,6 +398,12 @@ def collective(
         raise ScenarioError(
             [("bandwidth_bytes_s/latency_s", (bandwidth_bytes_s, latency_s), "must be finite, > 0 and ≥ 0")]
         )
+    if op in OPS and op != "allreduce" and algorithm != "ring":
+        raise ScenarioError(
+            [("algorithm", algorithm, f"chooses the all-reduce's algorithm; {op} is timed as {OP_FORM[op]}")]
+        )
+    if hop_km and not (op == "allreduce" and algorithm == "wan-ring"):
+        raise ScenarioError([("hop_km", hop_km, "is the fibre per step of the wan-ring all-reduce only")])
     size = float(size_bytes)
     others = {
         "reduce-scatter": coll.reduce_scatter_time,
@@ -439,7 +453,7 @@ def collective(
     t = float(t)
     return CollectiveResult(
         op=op,
-        algorithm=algorithm,
+        algorithm=algorithm if op == "allreduce" else OP_FORM[op],
         ranks=ranks,
         size_bytes=size,
         time_s=t,

@@ -1057,7 +1057,8 @@ def collective(
         typer.Option(
             help="ring | ring-bidirectional | tree | nvls | wan-ring (all-reduce only; nvls reduces in the "
             "NVLink switch, with --fabric nvlink4 or nvlink5; wan-ring is Camilli 2025 eq. 3.19, "
-            "(N−1)·(T_prop + S/(N·BW)), with --hop-km of fibre per ring step)."
+            "(N−1)·(T_prop + S/(N·BW)), with --hop-km of fibre per ring step; it and ring-bidirectional "
+            "send half the bytes each way, each direction at the bandwidth)."
         ),
     ] = "ring",
     ranks: Annotated[int, typer.Option(help="Participating ranks.")] = 8,
@@ -1092,8 +1093,13 @@ def collective(
     t, per_rank = r.time_s, r.bytes_sent_per_rank
     console().print(
         f"{op} ({algorithm}) of {size_mb:g} MB over {ranks} ranks: [bold]{t * 1e3:,.3f} ms[/bold]; "
-        f"each rank sends {per_rank / 1e6:,.1f} MB" + (f" (on the TPU slice {r.torus})" if r.torus else "")
+        f"each rank sends {per_rank / 1e6:,.1f} MB"
+        + (", half each way, each direction at the bandwidth" if r.algorithm in BIDIRECTIONAL else "")
+        + (f" (on the TPU slice {r.torus})" if r.torus else "")
     )
+
+
+BIDIRECTIONAL = ("ring-bidirectional", "wan-ring")  # rings that send half the bytes each way
 
 
 def fabric(
