@@ -64,6 +64,9 @@ class Micro:
     # "triton") reaches forward + backward, causal, by head dimension (64, 128) at the sequence lengths
     # `flash_attention_seq`; empty where no measurement is published
     flash_attention: str = ""
+    # whether any FlashAttention kernel runs on this generation (none on Volta: gpus.yaml sources);
+    # where none does, a layout's flash_attention is timed and sized as materialized attention
+    flash_attention_runs: bool = True
     flash_attention_seq: tuple[float, ...] = ()
     flash_attention_efficiency: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
     # TPU: the systolic array's edge (128, or 256 on v6e) and the datasheet's dense peak by operand width

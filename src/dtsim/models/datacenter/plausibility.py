@@ -50,6 +50,19 @@ def mfu_warning(gpu: str, layout: dict[str, Any], mfu: float) -> str:
                 f"{chips} with any parallelism: {other['mfu']:.1%} ({other['record']}, {other['source']}); "
                 f"none of them used {CLASSES[cls]}; treat it as optimistic"
             )
+        if not known:  # no run of this generation at all: the best of any generation bounds it
+            top = max(
+                ((g, b) for g, by_class in ceilings().items() for b in by_class.values()),
+                key=lambda gb: gb[1]["mfu"],
+                default=None,
+            )
+            if top is not None and mfu > top[1]["mfu"]:
+                g, b = top
+                return (
+                    f"predicted MFU {mfu:.1%} is above the best measured on any accelerator in dtsim's "
+                    f"records, {b['mfu']:.1%} ({g}, {b['record']}, {b['source']}), and dtsim's records hold "
+                    f"no measured run of {generation} {chips}; treat it as optimistic"
+                )
         return (
             f"predicted MFU {mfu:.1%} is unchecked: dtsim's records hold no measured run of {generation} "
             f"{chips} with {CLASSES[cls]}"

@@ -367,7 +367,9 @@ def evaluate(
     pipeline split, layout_arrays of a Layout with pp_layers)."""
     f = {k: np.asarray(v) for k, v in lay.items()}
     dp, tp, pp, vpp, cp, ep = (f[k].astype(float) for k in ("dp", "tp", "pp", "vpp", "cp", "ep"))
-    sp, flash = f["sp"].astype(bool), f["flash"].astype(bool)
+    sp = f["sp"].astype(bool)
+    # no FlashAttention kernel runs on some generations (Volta): attention is materialized there
+    flash = f["flash"].astype(bool) & hw.micro.flash_attention_runs
     balanced = f["balanced"].astype(bool) & (pp > 1)  # one stage holds the embedding and output either way
     kernel = f["attn_kernel"].astype(int) if "attn_kernel" in f else np.zeros(np.shape(flash), dtype=int)
     mbs, gbs = f["mbs"].astype(float), f["gbs"].astype(float)
@@ -990,7 +992,19 @@ def annotated_performance(
             "overlap_p2p_comm applies to the interleaved schedule with vpp > 1 only (Megatron turns it off for "
             "the others): ignored for this layout"
         )
-    if perf["hfu"] > 1.0:
+    micro = catalog.gpus()[cluster.gpu].micro
+    if layout.get("flash_attention", True) and not micro.flash_attention_runs:
+        perf["warnings"].append(
+            f"no FlashAttention kernel runs on {micro.generation.title()} ({cluster.gpu}): attention is timed "
+            "and sized materialized (the scores written to memory and a separate softmax), as it would run"
+        )
+    if perf["hfu"] > 1.0 and micro.flash_attention_efficiency:
+        perf["warnings"].append(
+            f"HFU {perf['hfu']:.1%} is above the peak only in its count: hardware FLOPs include the masked "
+            "half of the attention scores, which the causal FlashAttention kernel skips (timed at its "
+            "measured speed); compare MFU"
+        )
+    elif perf["hfu"] > 1.0:
         perf["warnings"].append(
             f"HFU {perf['hfu']:.1%} is above the peak: the FLOP counts include the masked half of the "
             "attention scores that causal attention kernels skip, and this accelerator has no published "
