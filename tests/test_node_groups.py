@@ -460,3 +460,25 @@ def test_a_group_naming_hardware_replaces_the_scenarios():
         dtsim.load_scenario(
             layers=[own | {"precision": "fp16", "node_groups": [{"count": 1, "node": "16x-h100-fp8"}]}]
         )
+
+
+def test_the_scenario_a_result_echoes_reads_back_as_the_same_run():
+    """A result's `scenario` (what --json prints and a user saves) reruns to the same answer: with node
+    groups in several regions, the hierarchy the model chose is left to it again, not written out as
+    hierarchical: false; a hierarchy the user gave is kept."""
+    groups = [
+        {"count": 5, "node": "dgx-h100", "region": "us-west"},
+        {"count": 4, "node": "dgx-h100", "region": "eu-central"},
+        {"count": 2, "node": "dgx-h100", "region": "india"},
+    ]
+    base = dtsim.load_scenario(preset="intellect-1", overrides={"node_groups": groups, "tcp_streams": 2})
+    first = dtsim.simulate(base)
+    assert first.hierarchy_by_region  # the model chose the regions as the regional tier
+    echo = first.scenario
+    assert "hierarchical" not in echo and "nodes_per_group" not in echo
+    again = dtsim.simulate(dtsim.load_scenario(overrides=echo))
+    assert (again.mode, again.wall_clock_days) == (first.mode, first.wall_clock_days)
+    flat = dtsim.simulate(base.replace(hierarchical=False))
+    assert flat.scenario["hierarchical"] is False
+    rerun = dtsim.simulate(dtsim.load_scenario(overrides=flat.scenario))
+    assert (rerun.mode, rerun.wall_clock_days) == (flat.mode, flat.wall_clock_days)

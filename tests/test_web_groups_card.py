@@ -18,7 +18,6 @@ from dtsim.interfaces.cli.main import app as cli
 from dtsim.interfaces.web.fields import parse_query
 from dtsim.interfaces.web.groups_card import (
     compact,
-    file_fields,
     groups_summary,
     leave_to_model,
     link_notice,
@@ -172,7 +171,7 @@ def test_page_scenario_leaves_the_hierarchy_to_the_model():
     page = leave_to_model(all_fields, defaults)
     assert "hierarchical" not in page and page["regional_bandwidth_mbps"] == 10_000
     assert simulate(load_scenario(layers=[page])).model_dump() == cli.model_dump()
-    exported = file_fields(load_scenario(layers=[page]).to_fields(), page)
+    exported = load_scenario(layers=[page]).to_fields()
     assert simulate(load_scenario(layers=[exported])).model_dump() == cli.model_dump()
     # every field given (as the page held them) is another scenario: no hierarchy by region
     assert simulate(load_scenario(layers=[all_fields])).hierarchy_by_region is False

@@ -441,11 +441,17 @@ class Scenario(BaseModel):
         return dict(self._given) if self._given is not None else self.to_fields()
 
     def to_fields(self) -> dict[str, Any]:
-        """The scenario as plain JSON-able fields (enums as their values, unset optionals dropped)."""
+        """The scenario as plain JSON-able fields (enums as their values, unset optionals dropped), which
+        read back as the same run: with node groups, the LEFT_TO_MODEL fields the user did not give are
+        left out, since written out they would be given and stop the model choosing them."""
         data = self.model_dump(mode="json", exclude_none=True)
         data.pop("bandwidth_mbps", None)
         if not data.get("assumptions"):
             data.pop("assumptions", None)
+        if self.node_groups is not None and self._given is not None:
+            for name in LEFT_TO_MODEL:
+                if name not in self._given:
+                    data.pop(name, None)
         return data
 
     @property
@@ -464,6 +470,11 @@ class Scenario(BaseModel):
         """A new scenario: these fields over the given ones, layered as `--set` layers over a file."""
         return load_scenario(layers=[self.given_fields(), changes])
 
+
+# Fields the model chooses for node groups when the scenario does not give them: groups in two or more
+# regions form the regional tier of a hierarchy when that is faster (engine.run_frame_choosing), its
+# groups the regions and its links the regions' own (models/decentralized/groups.py)
+LEFT_TO_MODEL = ("hierarchical", "nodes_per_group", "regional_bandwidth_mbps")
 
 # Rules that involve several fields, written once for a scalar scenario and for a batch: each
 # predicate takes a row mapping whose values are scalars or equal-length arrays and returns where

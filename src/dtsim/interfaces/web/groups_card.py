@@ -22,7 +22,7 @@ from typing import Any
 from dtsim import catalog
 from dtsim.assumptions import Assumptions
 from dtsim.physics import wan
-from dtsim.schema.scenario import Scenario
+from dtsim.schema.scenario import LEFT_TO_MODEL, Scenario
 
 # The columns of the editor: (field, label, kind). Limits are not set on the widgets: a value the schema
 # refuses is shown as the scenario's error naming node_groups[i].field, never clamped by the browser.
@@ -43,7 +43,6 @@ NEW_GROUP: dict[str, Any] = {"count": 1}
 # of a hierarchy; regional_bandwidth_mbps given replaces the links inside a region. The page holds every
 # field, so with groups it gives these only where they differ from the defaults: the model then decides,
 # as it does for a scenario file that leaves them out.
-LEFT_TO_MODEL = ("hierarchical", "nodes_per_group", "regional_bandwidth_mbps")
 
 
 def compact(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -72,14 +71,6 @@ def leave_to_model(fields: dict[str, Any], defaults: dict[str, Any]) -> dict[str
     if not fields.get("node_groups"):
         return fields
     return {k: v for k, v in fields.items() if k not in LEFT_TO_MODEL or v != defaults.get(k)}
-
-
-def file_fields(scenario_fields: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
-    """A scenario file of the page's scenario (`Scenario.to_fields()`, every field) that reads back as
-    the page computes it: with node groups, without the LEFT_TO_MODEL fields the page did not give."""
-    if not given.get("node_groups"):
-        return scenario_fields
-    return {k: v for k, v in scenario_fields.items() if k not in LEFT_TO_MODEL or k in given}
 
 
 def query_pairs(groups: list[dict[str, Any]], rtt: dict[str, Any] | None) -> list[tuple[str, str]]:

@@ -37,7 +37,6 @@ from dtsim.interfaces.web.fields import (
 )
 from dtsim.interfaces.web.groups_card import (
     GroupsCard,
-    file_fields,
     leave_to_model,
     link_notice,
     query_pairs,
@@ -297,7 +296,7 @@ class Page:
 
     def export_fields(self) -> dict[str, Any]:
         """The inputs as a scenario file that reads back as the page computes it."""
-        return file_fields(self.current_scenario().to_fields(), self.current_fields())
+        return self.current_scenario().to_fields()  # reads back as computed (Scenario.to_fields)
 
     def current_scenario(self) -> Scenario:
         return load_scenario(layers=[self.current_fields()])
