@@ -482,3 +482,9 @@ def test_the_scenario_a_result_echoes_reads_back_as_the_same_run():
     assert flat.scenario["hierarchical"] is False
     rerun = dtsim.simulate(dtsim.load_scenario(overrides=flat.scenario))
     assert (rerun.mode, rerun.wall_clock_days) == (flat.mode, flat.wall_clock_days)
+
+
+def test_a_blocking_sync_hides_nothing_exactly():
+    """A blocking sync's hidden part is sync − (outer − block) = 0: reported as 0, not rounding noise."""
+    r = dtsim.simulate(dtsim.load_scenario(preset="intellect-1"))
+    assert r.sync_s > 0 and r.hidden_sync_s == 0.0

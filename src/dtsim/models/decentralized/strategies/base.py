@@ -60,6 +60,13 @@ def overlapped(f, block, sync, busy):
     return select(tau > 0, late, combine(f.streaming, block, sync))
 
 
+def hidden_part(sync, exposed):
+    """The part of a sync hidden under compute, sync − exposed, at least 0; a difference within
+    rounding of the sync (a blocking sync, exposed = outer − block = sync) is 0, not 1e-13 s."""
+    hidden = np.maximum(0.0, sync - exposed)
+    return np.where(hidden <= 1e-9 * np.maximum(sync, exposed), 0.0, hidden)
+
+
 def to_hide(f, sync, busy):
     """The wall time a compute block must cover to hide a global sync: the sync, or with τ > 0 the
     larger of its link time and sync/τ (see `overlapped`)."""

@@ -8,6 +8,7 @@ import numpy as np
 from dtsim.models.decentralized.frame import Frame
 from dtsim.models.decentralized.strategies.base import (
     exposed_parts,
+    hidden_part,
     overlapped,
     smallest_hiding_steps,
     to_hide,
@@ -56,7 +57,7 @@ class FlatDiLoCo:
             "regional_steps_used": 0.0,
             "compute_block_s": block,
             # with τ > 0 one sync spans several outer steps: per step, at most the step is hidden
-            "hidden_sync_s": np.minimum(outer, np.maximum(0.0, sync - exposed)),
+            "hidden_sync_s": np.minimum(outer, hidden_part(sync, exposed)),
             "hidden_regional_sync_s": 0.0,
             "compute": inner_steps * f.step_flop_s,
             "latency": inner_steps * f.ep_latency_s + lat,

@@ -10,6 +10,7 @@ from dtsim.models.decentralized.frame import Frame
 from dtsim.models.decentralized.strategies.base import (
     combine,
     exposed_parts,
+    hidden_part,
     overlapped,
     smallest_hiding_steps,
     to_hide,
@@ -89,9 +90,9 @@ class HierarchicalDiLoCo:
             "compute_block_s": steps * f.step_s,
             # the two tiers run at once on different links (regional and WAN), so their hidden times
             # add up to more than the outer step when both are mostly hidden
-            "hidden_sync_s": np.maximum(0.0, regional_steps * reg - reg_exposed)
-            + np.minimum(outer, np.maximum(0.0, glob - glob_exposed)),
-            "hidden_regional_sync_s": np.maximum(0.0, regional_steps * reg - reg_exposed),
+            "hidden_sync_s": hidden_part(regional_steps * reg, reg_exposed)
+            + np.minimum(outer, hidden_part(glob, glob_exposed)),
+            "hidden_regional_sync_s": hidden_part(regional_steps * reg, reg_exposed),
             "compute": steps * f.step_flop_s,
             "latency": steps * f.ep_latency_s + r_lat + g_lat,
             "global_sync": g_bw,
