@@ -787,3 +787,16 @@ def test_an_attention_kernel_beside_no_flash_attention_is_refused():
 
     with pytest.raises(ScenarioError, match=r"layout\.attention_kernel = 'flash1': needs flash_attention"):
         build(Layout, {"gbs": 8, "flash_attention": False, "attention_kernel": "flash1"}, "layout.")
+
+
+def test_fabric_budget_follows_a_given_network_fraction():
+    """The thesis's 250 ms budget (its rounding of 0.05 × the 4.88 s batch) is the default only while the
+    fraction is; a fraction given sets the budget to fraction × batch time unless a budget is given too."""
+
+    def budget(*args):
+        return json.loads(runner.invoke(app, ["fabric", *args, "--json"]).stdout)["sync_budget_s"]
+
+    assert budget() == pytest.approx(0.25)
+    d = json.loads(runner.invoke(app, ["fabric", "--json"]).stdout)
+    assert budget("--network-fraction", "0.5") == pytest.approx(0.5 * d["batch_time_s"], rel=1e-9)
+    assert budget("--network-fraction", "0.5", "--sync-budget-ms", "300") == pytest.approx(0.3)

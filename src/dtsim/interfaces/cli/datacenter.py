@@ -1111,10 +1111,18 @@ def fabric(
     tokens_t: Annotated[float, typer.Option("--tokens-t", help="Training tokens in trillions.")] = 2000.0,
     bits: Annotated[float, typer.Option(help="Bits per gradient value.")] = 16.0,
     train_days: Annotated[float, typer.Option("--train-days")] = 100.0,
-    network_fraction: Annotated[float, typer.Option("--network-fraction")] = 0.05,
+    network_fraction: Annotated[
+        float | None,
+        typer.Option("--network-fraction", help="Share of a step for synchronization (default 0.05)."),
+    ] = None,
     sync_budget_ms: Annotated[
-        float | None, typer.Option("--sync-budget-ms", help="Override fraction × batch time.")
-    ] = 250.0,
+        float | None,
+        typer.Option(
+            "--sync-budget-ms",
+            help="Sync budget in ms (default: the thesis's 250 ms, its rounding of 0.05 × the batch time, "
+            "when --network-fraction is not given; with it, the fraction × the batch time).",
+        ),
+    ] = None,
     ring_km: Annotated[float, typer.Option("--ring-km")] = 4800.0,
     hop_us: Annotated[float, typer.Option("--hop-us")] = 28.0,
     critical_batch_k: Annotated[
@@ -1123,6 +1131,10 @@ def fabric(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
     """Scale-across fabric dimensioning (Camilli 2025 ch. 3); defaults are its 10 GW, 23-datacenter scenario."""
+    if network_fraction is None and sync_budget_ms is None:  # the thesis's scenario, as it rounds it
+        from dtsim.models.network import THESIS_SYNC_BUDGET_S
+
+        sync_budget_ms = THESIS_SYNC_BUDGET_S * 1e3
     values = {
         "cluster_power_gw": cluster_power_gw,
         "datacenters": datacenters,
@@ -1132,7 +1144,7 @@ def fabric(
         "tokens_t": tokens_t,
         "bits": bits,
         "train_days": train_days,
-        "network_fraction": network_fraction,
+        "network_fraction": 0.05 if network_fraction is None else network_fraction,
         "sync_budget_ms": sync_budget_ms,
         "ring_km": ring_km,
         "hop_us": hop_us,
