@@ -194,6 +194,12 @@ def test_plan_by_target_size_is_the_cli_json(client, tmp_path):
     assert resp.status_code == 200
     assert resp.json() == cli_json("plan", body, tmp_path)
     assert len(resp.json()["shapes"]) == 3
+    # a model or a shape field the search would not use is refused, not ignored (vocab and seq_len act)
+    resp = client.post("/api/plan", json=body | {"model": "llama3.1-405b", "hidden": 1024})
+    assert resp.status_code == 422
+    fields = {p["field"] for p in resp.json()["detail"]}
+    assert fields == {"model", "hidden"}, resp.json()
+    assert client.post("/api/plan", json=body | {"seq_len": 4096}).status_code == 200
 
 
 @pytest.mark.parametrize(

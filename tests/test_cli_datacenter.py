@@ -585,6 +585,14 @@ def test_fit_advice_offers_zero_3_only_where_there_are_ranks_to_shard_over():
     assert many["fits"] is False and "--zero 3" in many["fit_note"]
 
 
+def test_plan_by_target_size_refuses_the_shape_flags_it_would_not_use():
+    base = ["plan", "--target-params-b", "7", "--nodes", "4", "--gbs", "512"]
+    res = runner.invoke(app, [*base, "--model", "llama3.1-405b", "--kv-heads", "8"])
+    text = " ".join(res.output.split())
+    assert res.exit_code == 2 and "--model = 'llama3.1-405b'" in text and "--kv-heads = 8" in text
+    assert "the target search chooses the shape" in text
+
+
 def test_plan_by_target_size_marks_implausible_mfus_and_fails_when_nothing_fits():
     res = runner.invoke(app, ["plan", "--target-params-b", "7", "--nodes", "4", "--gbs", "512", "--top", "3"])
     assert res.exit_code == 0

@@ -956,6 +956,25 @@ def layout_label(lay: dict[str, Any]) -> str:
 TARGET_VOCAB, TARGET_SEQ_LEN = 50257, 2048
 
 
+def target_shape_conflicts(given: dict[str, Any], names: dict[str, str] | None = None) -> None:
+    """Refuse, with the target search, a model or shape field the search would not use (it chooses the
+    shape; only vocab and seq_len are kept): `given` holds the fields the user gave, by field name;
+    `names` how each is shown (the CLI's flags)."""
+    chosen = ("model", *(f for f in SHAPE_FLAGS if f not in ("vocab", "seq_len")))
+    names = names or {}
+    problems = [
+        (
+            names.get(f, f),
+            given[f],
+            "the target search chooses the shape (it keeps vocab and seq_len only); not with a target size",
+        )
+        for f in chosen
+        if given.get(f) is not None
+    ]
+    if problems:
+        raise ScenarioError(problems)
+
+
 def target_size_payload(
     target_params_b: float, cluster, opt, vocab: int | None, seq_len: int | None, top: int, doc
 ) -> dict[str, Any]:

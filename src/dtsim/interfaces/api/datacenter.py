@@ -420,6 +420,7 @@ def plan_work(progress: Any, **fields: Any) -> dict[str, Any]:
         cluster = req.cluster()
         opt = req.options()
         if req.target_params_b is not None:
+            ops.target_shape_conflicts({f: getattr(req, f) for f in req.model_fields_set if hasattr(req, f)})
             payload = ops.target_size_payload(
                 req.target_params_b, cluster, opt, req.vocab, req.seq_len, req.top, None
             )

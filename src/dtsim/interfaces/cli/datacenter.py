@@ -36,6 +36,7 @@ from dtsim.interfaces.operations import (
     model_architecture,
     step_layouts,
     step_payload,
+    target_shape_conflicts,
     target_size_payload,
     uncertainty_flags_alone,
     with_software,
@@ -933,6 +934,8 @@ def plan(
                 raise ScenarioError(
                     [("target-params-b", target_params_b, "must be between 0.001 and 100000")]
                 )
+            shape = {k: v for k, v in locals().items() if k in (*SHAPE_FLAGS, "model")}
+            target_shape_conflicts(shape, {k: "--" + k.replace("_", "-") for k in shape})
             payload = with_software(
                 target_size_payload(target_params_b, cluster, opt, vocab, seq_len, top, doc), software
             )
