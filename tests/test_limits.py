@@ -558,3 +558,15 @@ def test_hardware_that_trains_nothing_says_so_instead_of_an_empty_table():
     assert (
         r.exit_code == 2 and "trains not even the grid's smallest" in r.output and "d_model 12288" in r.output
     )
+
+
+def test_limits_search_says_when_its_answer_does_not_fit_or_none_exists():
+    """The search bounds the model states (the paper's check): an answer whose activations overflow the
+    GPU says so in the text; with nothing that trains it the reason is given and the exit status is 1."""
+    out = runner.invoke(app, ["limits", "search", "--compute", "1e20"])
+    text = " ".join(out.output.split())
+    assert out.exit_code == 0 and "with its activations it does not fit" in text
+    ok = runner.invoke(app, ["limits", "search", "--compute", "1e20", "--memory", "per-gpu-activations"])
+    assert ok.exit_code == 0 and "does not fit" not in ok.output
+    none = runner.invoke(app, ["limits", "search", "--compute", "1e25", "--months", "0.001", "--json"])
+    assert none.exit_code == 1 and "latency wall" in json.loads(none.stdout)["reason"]

@@ -158,11 +158,20 @@ def limits_search(
     best = cluster_size(shape, hw, months, memory)
     point = None if best is None else limits_point(shape, best, hw)
     if point is None:
+        from dtsim.models.limits.search import SECONDS_PER_MONTH, behind_latency_wall
+
+        per_step = months * SECONDS_PER_MONTH / shape.steps
+        why = (
+            "the latency wall: its kernel latencies alone outlast the time"
+            if behind_latency_wall(shape, hw, months)
+            else f"none of the cluster sizes searched reaches the {per_step:.3g} s per step its "
+            f"{shape.steps:,.0f} steps allow"
+        )
         payload = {
             "found": False,
             "d_model": shape.d_model,
             "training_flop": shape.training_flop,
-            "reason": f"no cluster trains it within {months:g} months (the latency wall)",
+            "reason": f"no cluster trains it within {months:g} months ({why})",
         }
     else:
         payload = {"found": True, **point.as_dict()}

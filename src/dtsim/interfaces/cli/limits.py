@@ -502,13 +502,15 @@ def search_cmd(
         out["distributions_at_point"] = {k: values[k].describe() for k in drawn}
     if as_json:
         print_json(out)
+        if point is None:  # nothing trains it: exit 1, as plan does when nothing fits
+            raise typer.Exit(1)
         return
     c = console()
     if mc is not None or drawn:
         _search_uncertainty(c, mc, drawn, values)
     if point is None:
         c.print(f"[red]{out['reason']}[/red] (d_model {shape.d_model}, {shape.training_flop:.2g} FLOP)")
-        return
+        raise typer.Exit(1)
     p = point
     c.print(
         f"{p.training_flop:.3g} FLOP run (d_model {p.d_model}, {p.layers} layers, E = {p.sparsity}, "
@@ -528,6 +530,14 @@ def search_cmd(
     c.print(
         f"Per-GPU GEMM {g[0]}×{g[1]}×{g[2]}; memory per GPU {p.memory['model_states_per_gpu_gb']:.1f} GB states, {p.memory['activations_per_gpu_gb']:.1f} GB activations"
     )
+    if not p.memory["per_gpu_with_activations_ok"]:
+        total = p.memory["model_states_per_gpu_gb"] + p.memory["activations_per_gpu_gb"]
+        c.print(
+            f"[red]with its activations it does not fit[/red]: {total:,.1f} GB per GPU of the "
+            f"{hw.memory_bytes / 1e9:,.1f} GB; --memory {memory} bounds the model states only (as "
+            "Erdil & Schneider-Joseph 2024 do); --memory per-gpu-activations bounds both",
+            highlight=False,
+        )
 
 
 def _search_uncertainty(c, mc, drawn, values) -> None:

@@ -362,6 +362,15 @@ def _searched(key: tuple[Any, ...], within_s: float, search: Callable[[], Best |
     return best
 
 
+def behind_latency_wall(shape, hw, months: float) -> bool:
+    """Whether no cluster can train `shape` within `months` whatever its size. Whatever the cluster, a
+    step is at least 6·L kernel latencies: each GPU runs 6 GEMMs per layer it holds, per expert and per
+    micro-batch (model.gemm_time_per_step), L/N_PP layers and m ≥ N_PP micro-batches, and each GEMM
+    takes at least the kernel latency (physics.gemm). A run whose steps cannot fit the limit at that
+    floor has no cluster: the latency wall (Erdil & Schneider-Joseph 2024 §4)."""
+    return shape.steps * 6.0 * shape.layers * hw.matmul_latency_s >= months * SECONDS_PER_MONTH
+
+
 def cluster_size(
     shape: Shape,
     hw: LimitsHardware,
@@ -374,12 +383,7 @@ def cluster_size(
     `months`, with its best layout; None if no N up to E·2^max_doublings can."""
     limit_s = months * SECONDS_PER_MONTH
     min_n = shape.training_flop / (limit_s * hw.sustained_flop_s)
-    # Whatever the cluster, a step is at least 6·L kernel latencies: each GPU runs 6 GEMMs per layer it
-    # holds, per expert and per micro-batch (model.gemm_time_per_step), L/N_PP layers and m ≥ N_PP
-    # micro-batches, and each GEMM takes at least the kernel latency (physics.gemm). A run whose steps
-    # cannot fit the limit at that floor has no cluster: the latency wall (Erdil & Schneider-Joseph
-    # 2024 §4), answered without trying ever larger clusters.
-    if shape.steps * 6.0 * shape.layers * hw.matmul_latency_s >= limit_s:
+    if behind_latency_wall(shape, hw, months):
         return None
     within_s = limit_s / shape.steps
     hardware = repr(hw)  # every field of the hardware, mappings included: the kept searches' key
