@@ -154,6 +154,9 @@ def test_set_node_replaces_hardware_from_lower_layers():
         (["simulate", "--set", "gpu=a100-80gb", "--set", "precision=fp8"], "has no FP8/FP4 datapath"),
         (["simulate", "/no/such/file.yaml"], "cannot read"),
         (["sweep", "--vary", "num_nodes=1:100:3:banana"], "1:100:3:banana"),  # printed as typed, no emoji
+        # a node preset fixes its GPU and their count: another one beside it is refused, not half-taken
+        (["simulate", "--set", "node=dgx-b200", "--set", "gpu=h100-sxm"], "node dgx-b200 has b200 GPUs"),
+        (["simulate", "--set", "node=dgx-b200", "--set", "gpus_per_node=4"], "node dgx-b200 has 8 GPUs"),
     ],
 )
 def test_bad_input_exits_2_with_a_message(args, needle):

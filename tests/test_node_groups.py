@@ -172,6 +172,7 @@ def test_unlike_regions_keep_their_sizes_and_names_are_case_free():
             "node_groups[0].region = 'us-eats'",
         ),
         ({"node_groups": [{"count": 2, "node": "dgx-z9"}]}, "node_groups[0].node"),
+        ({"node_groups": [{"count": 2, "node": "dgx-b200", "gpu": "h100-sxm"}]}, "node_groups[0].gpu"),
         ({"node_groups": [{"count": 0}]}, "count"),
         ({"node_groups": [{"count": 2}], "num_nodes": 5}, "num_nodes"),
         ({"node_groups": [{"count": 2, "colour": "red"}]}, "colour"),

@@ -338,6 +338,29 @@ class Scenario(BaseModel):
             if node is None:
                 raise _unknown("node", node_id, catalog.nodes())
             data["node"] = node.id
+            clash = []
+            given_gpu = data.get("gpu")
+            if isinstance(given_gpu, str) and node.gpu is not None and lower_word(given_gpu) != node.gpu:
+                clash.append(
+                    ("gpu", given_gpu, f"node {node.id} has {node.gpu} GPUs; give node or gpu, not both")
+                )
+            count = data.get("gpus_per_node")
+            if (
+                isinstance(count, int | float)
+                and not isinstance(count, bool)
+                and node.gpu_count is not None
+                and count != node.gpu_count
+            ):
+                clash.append(
+                    (
+                        "gpus_per_node",
+                        count,
+                        f"node {node.id} has {node.gpu_count:g} GPUs; for another count give "
+                        f"gpu: {node.gpu} and gpus_per_node instead of the node",
+                    )
+                )
+            if clash:
+                raise ScenarioError(clash)
             data.setdefault("gpu", node.gpu)
             data.setdefault("gpus_per_node", node.gpu_count)
             data.setdefault("pflops_per_node", node.pflops)
