@@ -489,3 +489,29 @@ def test_a_blocking_sync_hides_nothing_exactly():
     """A blocking sync's hidden part is sync − (outer − block) = 0: reported as 0, not rounding noise."""
     r = dtsim.simulate(dtsim.load_scenario(preset="intellect-1"))
     assert r.sync_s > 0 and r.hidden_sync_s == 0.0
+
+
+def test_fields_with_nothing_to_act_on_and_an_int8_ratio_that_is_not_int8s_are_named():
+    """A field the run has no place for is named as ignored (regional_compression without a regional
+    tier, activation_compression without a pipeline), and int8 with a ratio that is not 8 bits a value
+    says what the wire and the codec each took; none of these where they fit."""
+
+    def codes(**fields):
+        return {
+            w.code
+            for w in dtsim.simulate(dtsim.load_scenario(preset="intellect-1", overrides=fields)).warnings
+        }
+
+    got = codes(regional_compression=10, activation_compression=10)
+    assert {"REGIONAL_COMPRESSION_IGNORED", "ACTIVATION_COMPRESSION_IGNORED"} <= got
+    assert not {"REGIONAL_COMPRESSION_IGNORED", "ACTIVATION_COMPRESSION_IGNORED"} & codes()
+    assert "INT8_CODEC_RATIO" in codes(codec="int8", compression=16)
+    assert "INT8_CODEC_RATIO" not in codes(codec="int8", compression=2)  # bf16 → int8 is 2×
+    assert "INT8_CODEC_RATIO" not in codes(codec="topk", compression=16)
+    hier = dtsim.simulate(
+        dtsim.load_scenario(
+            overrides={"hierarchical": True, "num_nodes": 32, "nodes_per_group": 8, "regional_compression": 4}
+        )
+    )
+    assert hier.mode == "hierarchical-diloco"
+    assert "REGIONAL_COMPRESSION_IGNORED" not in {w.code for w in hier.warnings}

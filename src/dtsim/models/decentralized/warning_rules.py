@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from dtsim.models.decentralized.strategies import has_trait, is_mode
-from dtsim.physics.memory import PRECISIONS
+from dtsim.physics.codec import MODEL_CODECS as CODECS
+from dtsim.physics.memory import PRECISIONS, bytes_per_value
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,23 @@ def _nodes_needed(v: dict) -> str:
     one = int(np.ceil(s * spare))
     two = int(np.ceil(2 * s * spare))
     return f"{one} nodes for one pipeline, {two} for PP-group DiLoCo"
+
+
+def _int8_ratio(f) -> np.ndarray:
+    """int8's ratio over the training precision's values (pseudo-gradients travel at the precision's
+    bytes per value, physics.memory.bytes_per_value): 16-bit 2×, FP8 1×, FP4 ½×."""
+    return bytes_per_value(np.asarray(f.precision), f.asm) / 1.0
+
+
+def _int8_ratio_text(v: dict) -> str:
+    ratio = float(bytes_per_value(np.asarray(v["precision"]), v["asm"]))
+    return f"compression {ratio:g}× at {PRECISIONS[int(v['precision'])]}"
+
+
+def _mode(v: dict) -> str:
+    from dtsim.models.decentralized.decision import MODE_IDS
+
+    return MODE_IDS[int(v["mode_code"])]
 
 
 # the parts of an outer step spent waiting on links (engine.BREAKDOWN_KEYS less compute and bubble)
@@ -139,8 +157,15 @@ RULES: tuple[WarningRule, ...] = (
         lambda f, o: o["global_mfu"] < f.asm.low_global_mfu_threshold,
         lambda v: (
             f"η-adjusted MFU is {v['global_mfu']:.1%} (below {v['asm'].low_global_mfu_threshold:.0%}; the "
-            f"wall-clock MFU is {v['wall_clock_mfu']:.1%}): most of the hardware time goes to "
-            f"{v['bottleneck'].replace('_', ' ')} and algorithmic inefficiency."
+            f"wall-clock MFU is {v['wall_clock_mfu']:.1%}): "
+            + (
+                f"compute is the largest single part of the step; the rest is lost to the base MFU "
+                f"({v['mfu']:.0%}), to the step's other parts together and to DiLoCo's algorithmic "
+                f"efficiency (η = {v['efficiency']:.2f})."
+                if v["bottleneck"] == "compute"
+                else f"most of the hardware time goes to {v['bottleneck'].replace('_', ' ')} and algorithmic "
+                "inefficiency."
+            )
         ),
     ),
     WarningRule(
@@ -276,6 +301,34 @@ RULES: tuple[WarningRule, ...] = (
         ),
         lambda v: (
             "moe is false: active_parameters_b and expert_parallelism are ignored (a dense model is all active)."
+        ),
+    ),
+    WarningRule(
+        "REGIONAL_COMPRESSION_IGNORED",
+        lambda f, o: ~np.isnan(f.regional_compression) & ~has_trait(o["mode_code"], "regional_tier"),
+        lambda v: (
+            f"regional_compression ({v['regional_compression']:g}×) acts on the regional tier of a hierarchy; "
+            f"this {_mode(v)} run has none, so it is ignored (compression applies)."
+        ),
+    ),
+    WarningRule(
+        "ACTIVATION_COMPRESSION_IGNORED",
+        lambda f, o: (f.activation_compression != 1.0) & ~has_trait(o["mode_code"], "pipelined"),
+        lambda v: (
+            f"activation_compression ({v['activation_compression']:g}×) acts on the activations pipeline "
+            f"stages send over the WAN; this {_mode(v)} run keeps each replica on one node, so it is ignored."
+        ),
+    ),
+    WarningRule(
+        "INT8_CODEC_RATIO",
+        lambda f, o: (
+            (np.asarray(f.codec) == CODECS.index("int8"))
+            & (np.abs(f.compression - _int8_ratio(f)) > 1e-9 * f.compression)
+        ),
+        lambda v: (
+            f"codec int8 sends 8 bits a value, {_int8_ratio_text(v)}, but compression is "
+            f"{v['compression']:g}×: the wire carries the compression's bytes and the codec's compute is "
+            "int8's. For int8 set compression to that ratio; higher ratios are top-k's (codec topk)."
         ),
     ),
     WarningRule(
