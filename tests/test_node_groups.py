@@ -515,3 +515,20 @@ def test_fields_with_nothing_to_act_on_and_an_int8_ratio_that_is_not_int8s_are_n
     )
     assert hier.mode == "hierarchical-diloco"
     assert "REGIONAL_COMPRESSION_IGNORED" not in {w.code for w in hier.warnings}
+
+
+def test_sweeps_and_searches_over_node_groups_say_what_they_cannot_vary():
+    """With node groups the node count is theirs: a sweep of it is refused naming the values asked for,
+    while a search that holds it at the groups' total (target --solve days) runs."""
+    from typer.testing import CliRunner
+
+    from dtsim.interfaces.cli.main import app
+
+    groups = "[{count: 5, node: dgx-h100, region: us-west}, {count: 6, node: dgx-h100, region: eu-central}]"
+    base = ["--preset", "intellect-1", "--set", f"node_groups={groups}"]
+    res = CliRunner().invoke(app, ["sweep", *base, "--vary", "num_nodes=4:16:4"])
+    text = " ".join(res.output.split())
+    assert res.exit_code == 2 and "num_nodes = [4.0, 8.0, 12.0, 16.0]" in text and "node_groups" in text
+    res = CliRunner().invoke(app, ["target", *base, "--solve", "days", "--params-b", "10", "--tokens-t", "1"])
+    assert res.exit_code == 0, res.output
+    assert "on 11 × dgx-h100" in " ".join(res.output.split())

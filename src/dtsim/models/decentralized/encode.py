@@ -395,11 +395,23 @@ def encode_batch(s: Scenario, arrays: dict[str, Any], n: int) -> Frame:
         if pair:
             raise ScenarioError([(pair[0], "array", "give either bandwidth_mbps or the up/down pair")])
     if s._groups is not None:
+        if "num_nodes" in arrays and np.all(np.asarray(arrays["num_nodes"]) == s.num_nodes):
+            # every row at the groups' own total (a search holding the node count): nothing varies
+            arrays = {k: v for k, v in arrays.items() if k != "num_nodes"}
         clash = [f for f in GROUP_SET_FIELDS if f in arrays]
         if clash:
             what = "the node groups' total count" if clash[0] == "num_nodes" else "set per node group"
+            varied = np.unique(np.asarray(arrays[clash[0]])).tolist()
             raise ScenarioError(
-                [(clash[0], "array", f"is {what} in this scenario; a sweep cannot vary a group's fields yet")]
+                [
+                    (
+                        clash[0],
+                        varied,
+                        f"is {what} in this scenario (node_groups), so a sweep or a search (target, "
+                        "governance) cannot vary it: use a scenario without node_groups, or change the "
+                        "groups' counts and run each",
+                    )
+                ]
             )
         if "mfu" in arrays:
             arrays = dict(arrays)
