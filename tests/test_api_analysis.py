@@ -37,8 +37,10 @@ def _timeless(x):
 
 def _cli(*args: str):
     res = CliRunner().invoke(cli_app, [*args, "--json"])
-    assert res.exit_code == 0, res.output
-    return json.loads(res.stdout)
+    data = json.loads(res.stdout)
+    # exit 1 only where the answer is that nothing does it (limits search: no cluster trains the run)
+    assert res.exit_code == 0 or (res.exit_code == 1 and data.get("found") is False), res.output
+    return data
 
 
 CASES = [  # (path, body, the CLI's arguments)
