@@ -625,8 +625,11 @@ def test_interleaving_shrinks_the_bubble():
 def test_layout_errors_name_the_field():
     with pytest.raises(ScenarioError) as exc:
         step(_gpt3_workload(tp=7))
-    fields = [p[0] for p in exc.value.problems]
-    assert "layout.tp" in fields and "layout.dp" in fields
+    # tp 7 breaks the heads rule and leaves no whole dp: both are the tp the user gave, not a derived dp
+    problems = {(p[0], p[2].split(":")[0].split(" (")[0]) for p in exc.value.problems}
+    assert ("layout.tp", "tp·pp·cp = 56 must divide the GPU count 512") in problems, problems
+    assert any(f == "layout.tp" and m.startswith("must divide heads") for f, m in problems)
+    assert not any(f == "layout.dp" for f, _ in problems)
     with pytest.raises(ScenarioError) as exc:
         step(
             _gpt3_workload(tp=1, pp=97)

@@ -208,14 +208,23 @@ def validation_report(
 # --- dtsim target -------------------------------------------------------------------------------------------
 
 
-def bound_text(c: Any) -> str:
+def group_bounds_text(report: Any, group: str) -> str:
+    """A group's bounds as the validation table shows them (bound_text), each naming its metric when the
+    group's runs have more than one (`✓mfu pt≤3` beside a compute-utilization row the bound leaves out)."""
+    metrics = {r.metric for r in report.runs if r.group == group}
+    return " ".join(bound_text(c, len(metrics) > 1) for c in report.summary[group].bounds)
+
+
+def bound_text(c: Any, named: bool = False) -> str:
     """A group's error bound (validation.report.BoundCheck) as the validation table shows it: ✓ or ✗,
-    then `med≤15%`, `max≤30%` or `pt≤5` (its median_abs_error, max_abs_error or max_abs_points)."""
+    (its metric, when `named`), then `med≤15%`, `max≤30%` or `pt≤5` (its median_abs_error,
+    max_abs_error or max_abs_points)."""
     mark = "✓" if c.ok else "✗"
+    of = f"{c.metric} " if named and c.metric else ""
     if c.bound == "max_abs_points":
-        return f"{mark}pt≤{c.limit:g}"
+        return f"{mark}{of}pt≤{c.limit:g}"
     short = "med" if c.bound == "median_abs_error" else "max"
-    return f"{mark}{short}≤{c.limit:.0%}"
+    return f"{mark}{of}{short}≤{c.limit:.0%}"
 
 
 def row_dict(row) -> dict[str, Any] | None:
@@ -691,10 +700,15 @@ def grid_columns(result, names: list[str] | None = None) -> dict[str, list[Any]]
     (NaN: no run defined at a point) as null, never NaN."""
     import numpy as np
 
+    from dtsim.schema.fields import INTEGER_FIELDS
+
     out = {}
     for k in result.columns if names is None else names:
         v = np.asarray(result.columns[k])
-        out[k] = np.where(np.isfinite(v), v, None).tolist() if v.dtype.kind == "f" else v.tolist()
+        if v.dtype.kind == "f" and k in INTEGER_FIELDS and np.all(np.isfinite(v) & (v == np.round(v))):
+            out[k] = v.astype(np.int64).tolist()  # an integer field stays an integer, as simulate writes it
+        else:
+            out[k] = np.where(np.isfinite(v), v, None).tolist() if v.dtype.kind == "f" else v.tolist()
     return out
 
 

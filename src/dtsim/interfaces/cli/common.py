@@ -196,8 +196,17 @@ WorkersOpt = Annotated[int | None, typer.Option(help="A local Dask cluster of N 
 
 def at_medians(dists: Any) -> str:
     """The note for inputs given as distributions without --uncertainty (name → Distribution)."""
+    from dtsim.schema.fields import INTEGER_FIELDS
+
+    def used(name: str, d: Any) -> str:  # the value the run took: a whole number for an integer field
+        point = d.point()
+        if isinstance(point, int | float) and not isinstance(point, bool):
+            return f"{round(point):d}" if name in INTEGER_FIELDS else f"{point:g}"
+        return str(point)
+
     return (
-        "Inputs given as distributions ran at their medians (a choice: its most likely value): "
-        + ", ".join(f"{k}: {v.describe()}" for k, v in dists.items())
+        "Inputs given as distributions ran at their medians (a choice: its most likely value; an integer "
+        "field rounded): "
+        + ", ".join(f"{k}: {v.describe()} at {used(k, v)}" for k, v in dists.items())
         + "; add --uncertainty N for ranges."
     )

@@ -10,7 +10,7 @@ import typer
 from dtsim.errors import ScenarioError
 from dtsim.interfaces.cli.common import console, err, fail, print_json, table, with_progress
 from dtsim.interfaces.cli.datacenter import CalibrationOpt, calibration_option
-from dtsim.interfaces.operations import bound_text
+from dtsim.interfaces.operations import group_bounds_text
 
 if TYPE_CHECKING:  # the validation package loads numpy and pydantic: only when a command runs
     from dtsim.validation.report import ValidationReport
@@ -164,7 +164,7 @@ def validate(
     ):
         s.add_column(col, no_wrap=col in ("group", "runs", "roles"), overflow="fold")
     for g, e in result.summary.items():
-        bounds = " ".join(bound_text(c) for c in e.bounds)
+        bounds = group_bounds_text(result, g)
         s.add_row(
             g,
             ",".join(e.roles),

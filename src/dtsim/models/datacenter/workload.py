@@ -378,7 +378,11 @@ def run_budget_problems(tokens: float | None, usd_per_gpu_hour: float | None) ->
     ]
     if usd_per_gpu_hour is not None and tokens is None:
         problems.append(
-            ("usd_per_gpu_hour", usd_per_gpu_hour, "needs tokens (--tokens): the price is for a run")
+            (
+                "usd_per_gpu_hour",
+                usd_per_gpu_hour,
+                "needs tokens, the run's training tokens: the price is for a run",
+            )
         )
     return problems
 
@@ -484,12 +488,28 @@ def check_layout(a: Architecture, layout: Layout, cluster: Cluster, seq_len: int
     col = layout_arrays(layout, n)
     dp, tp, pp, cp = col["dp"], layout.tp, layout.pp, layout.cp
     problems = []
-    if dp * tp * pp * cp != n:
+    dp_ok = True  # the rules below that read dp are checked only with a dp that holds
+    if layout.dp is None and n % (tp * pp * cp):  # dp is derived: name the degree the user gave
+        dp_ok = False
+        # the degree that does not divide the GPUs itself, else the pipeline's (their product is what fails)
+        degrees = (("tp", tp), ("pp", pp), ("cp", cp))
+        name, value = next(
+            ((f, v) for f, v in degrees if n % v),
+            next(((f, v) for f, v in (("pp", pp), ("tp", tp), ("cp", cp)) if v > 1), ("tp", tp)),
+        )
+        problems.append(
+            (
+                f"layout.{name}",
+                value,
+                f"tp·pp·cp = {tp * pp * cp} must divide the GPU count {n} (tp={tp}, pp={pp}, cp={cp}; dp is "
+                "the GPUs over it)",
+            )
+        )
+    elif dp * tp * pp * cp != n:
+        dp_ok = False
         problems.append(
             ("layout.dp", dp, f"dp·tp·pp·cp must equal the GPU count {n} (tp={tp}, pp={pp}, cp={cp})")
         )
-        if dp < 1:  # tp·pp·cp alone exceed the GPUs: nothing below can be checked
-            raise ScenarioError(problems)
     if a.heads % tp or a.n_kv % tp:
         problems.append(("layout.tp", tp, f"must divide heads = {a.heads} and kv_heads = {a.n_kv}"))
     slots = a.layers + (2 if layout.embedding_stages == "balanced" else 0)
@@ -513,13 +533,13 @@ def check_layout(a: Architecture, layout: Layout, cluster: Cluster, seq_len: int
         problems.append(("layout.pp", pp, f"must be ≤ the {slots} layer slots (each stage needs one)"))
     if layout.vpp > 1 and layout.schedule != "interleaved":
         problems.append(("layout.vpp", layout.vpp, "virtual stages need the interleaved schedule"))
-    if layout.gbs % (dp * layout.mbs):
+    if dp_ok and layout.gbs % (dp * layout.mbs):
         problems.append(("layout.gbs", layout.gbs, f"must be a multiple of dp·mbs = {dp * layout.mbs}"))
     if layout.schedule in ("dualpipe", "dualpipev"):
-        problems += dualpipe_problems(layout.schedule, pp, layout.gbs, dp * layout.mbs)
+        problems += dualpipe_problems(layout.schedule, pp, layout.gbs, dp * layout.mbs if dp_ok else 0)
     if layout.ep > 1 and (a.moe is None or a.moe.experts % layout.ep):
         problems.append(("layout.ep", layout.ep, "needs an MoE model whose expert count it divides"))
-    if layout.ep > dp * cp:
+    if dp_ok and layout.ep > dp * cp:
         problems.append(
             (
                 "layout.ep",
@@ -531,7 +551,7 @@ def check_layout(a: Architecture, layout: Layout, cluster: Cluster, seq_len: int
     if layout.shard_group is not None:
         if layout.zero != 3:
             problems.append(("layout.shard_group", layout.shard_group, "needs zero = 3 (HSDP shards ZeRO-3)"))
-        elif (dp * cp) % layout.shard_group:
+        elif dp_ok and (dp * cp) % layout.shard_group:
             problems.append(("layout.shard_group", layout.shard_group, f"must divide dp·cp = {dp * cp}"))
     seq = seq_len or a.seq_len
     if layout.cp > 1 and seq % (2 * layout.cp):
@@ -548,6 +568,8 @@ def dualpipe_problems(schedule: str, pp: int, gbs: int, dp_mbs: int) -> list[tup
     if pp < 2 or (schedule == "dualpipe" and pp % 2):
         need = "an even pp ≥ 2" if schedule == "dualpipe" else "pp ≥ 2"
         return [("layout.schedule", schedule, f"needs {need} (pp = {pp})")]
+    if dp_mbs < 1:  # no valid data-parallel degree: check_layout names that
+        return []
     m = gbs // dp_mbs
     if not gbs % dp_mbs and (m < 2 * pp or (schedule == "dualpipe" and m % 2)):
         even = ", an even number" if schedule == "dualpipe" else ""

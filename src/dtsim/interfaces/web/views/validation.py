@@ -96,7 +96,7 @@ def parse_subset(value: Any) -> list[str]:
 def compute(subset: list[str]) -> dict[str, Any]:
     """`dtsim validate --json [--subset …]`'s object for these groups, and the rows the view shows: the
     function operations.validation_report runs, on the bundled records read once (`dataset`)."""
-    from dtsim.interfaces.operations import bound_text as _bound_text
+    from dtsim.interfaces.operations import group_bounds_text
     from dtsim.validation import validate
     from dtsim.validation.model_error import coverage_rows
 
@@ -109,7 +109,7 @@ def compute(subset: list[str]) -> dict[str, Any]:
         "coverage_rows": [[name, runs, cells] for name, runs, cells in coverage_rows(coverage)]
         if coverage["sources"]
         else [],
-        "bounds": {g: " ".join(_bound_text(c) for c in e.bounds) for g, e in report.summary.items()},
+        "bounds": {g: group_bounds_text(report, g) for g in report.summary},
     }
     return {"report": out, "view": view}
 
