@@ -157,6 +157,7 @@ def test_set_node_replaces_hardware_from_lower_layers():
         # a node preset fixes its GPU and their count: another one beside it is refused, not half-taken
         (["simulate", "--set", "node=dgx-b200", "--set", "gpu=h100-sxm"], "node dgx-b200 has b200 GPUs"),
         (["simulate", "--set", "node=dgx-b200", "--set", "gpus_per_node=4"], "node dgx-b200 has 8 GPUs"),
+        (["simulate", "--set", "micro_batches=1000000"], "must be ≤ local_batch_tokens"),
     ],
 )
 def test_bad_input_exits_2_with_a_message(args, needle):

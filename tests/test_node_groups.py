@@ -508,6 +508,8 @@ def test_fields_with_nothing_to_act_on_and_an_int8_ratio_that_is_not_int8s_are_n
     assert "INT8_CODEC_RATIO" in codes(codec="int8", compression=16)
     assert "INT8_CODEC_RATIO" not in codes(codec="int8", compression=2)  # bf16 → int8 is 2×
     assert "INT8_CODEC_RATIO" not in codes(codec="topk", compression=16)
+    assert "STRAGGLER_CURVE_IGNORED" in codes(straggler_strategy="relay", straggler_curve="simulated")
+    assert "STRAGGLER_CURVE_IGNORED" not in codes(straggler_strategy="backup", straggler_curve="simulated")
     hier = dtsim.simulate(
         dtsim.load_scenario(
             overrides={"hierarchical": True, "num_nodes": 32, "nodes_per_group": 8, "regional_compression": 4}

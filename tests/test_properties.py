@@ -79,6 +79,7 @@ def scenarios(draw, **fixed):
         "hidden_size": draw(st.one_of(st.none(), log_int("hidden_size"))),
         "gpu": draw(st.one_of(st.none(), st.sampled_from(["h100-sxm", "tpu-v4", "mi300x"]))),
     }
+    f["micro_batches"] = min(f["micro_batches"], f["local_batch_tokens"])  # a micro-batch holds ≥ 1 token
     f["nodes_per_group"] = draw(st.integers(1, max(1, min(f["num_nodes"], 10_000))))
     f["hierarchical"] = draw(st.booleans())
     if f["moe"]:

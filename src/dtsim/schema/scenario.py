@@ -431,6 +431,8 @@ class Scenario(BaseModel):
             "max_run_days": float("nan") if self.max_run_days is None else self.max_run_days,
             "loss_rate": float("nan") if self.loss_rate is None else self.loss_rate,
             "tcp_streams": float("nan") if self.tcp_streams is None else float(self.tcp_streams),
+            "micro_batches": self.micro_batches,
+            "local_batch_tokens": self.local_batch_tokens,
         }
         check_cross_fields(row)
         if self.node_groups is not None or self.region_rtt_ms is not None:
@@ -527,6 +529,13 @@ CROSS_FIELD_RULES = (
         "nodes_per_group",
         lambda r: r["moe"] & r["regional_ep"] & (r["nodes_per_group"] > r["num_nodes"]),
         lambda r: f"must be ≤ num_nodes = {r['num_nodes']:g} with regional expert parallelism",
+    ),
+    (
+        "micro_batches",
+        lambda r: r["micro_batches"] > r["local_batch_tokens"],
+        lambda r: (
+            f"must be ≤ local_batch_tokens = {r['local_batch_tokens']:g} (a micro-batch holds a token at least)"
+        ),
     ),
     (
         "hardware_growth + software_growth + investment_growth",

@@ -323,6 +323,8 @@ def _cross_field_row(f: Frame) -> dict[str, Any]:
         "max_run_days": f.max_run_days_in,
         "loss_rate": f.loss_rate,
         "tcp_streams": f.tcp_streams,
+        "micro_batches": f.micro_batches,
+        "local_batch_tokens": f.batch_tokens,
     }
 
 

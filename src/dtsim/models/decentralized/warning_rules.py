@@ -16,6 +16,7 @@ import numpy as np
 from dtsim.models.decentralized.strategies import has_trait, is_mode
 from dtsim.physics.codec import MODEL_CODECS as CODECS
 from dtsim.physics.memory import PRECISIONS, bytes_per_value
+from dtsim.physics.stragglers import CURVES, STRATEGIES
 
 
 @dataclass(frozen=True)
@@ -317,6 +318,17 @@ RULES: tuple[WarningRule, ...] = (
         lambda v: (
             f"activation_compression ({v['activation_compression']:g}×) acts on the activations pipeline "
             f"stages send over the WAN; this {_mode(v)} run keeps each replica on one node, so it is ignored."
+        ),
+    ),
+    WarningRule(
+        "STRAGGLER_CURVE_IGNORED",
+        lambda f, o: (
+            (np.asarray(f.straggler_curve) == CURVES.index("simulated"))
+            & (np.asarray(f.straggler) == STRATEGIES.index("relay"))
+        ),
+        lambda v: (
+            "straggler_curve simulated has no curve for the relay strategy (the Monte Carlo has no rule to "
+            "simulate a relay; physics/straggler_mc.py), so relay's closed form applies."
         ),
     ),
     WarningRule(
