@@ -107,13 +107,18 @@ class _Stderr:
 err = _Stderr()
 
 
-def json_requested() -> bool:
-    """Whether the running command was given `--json` (read from Click's current context)."""
+def click_module(name: str) -> Any:
+    """A module of Click as the installed Typer has it (`globals`, `exceptions`): Typer ≥ 0.22 bundles its
+    own Click, whose context stack and error classes are not the `click` package's."""
     import importlib
 
-    # Click's context stack, as the installed Typer has it (Typer ≥ 0.22 bundles its own Click)
     core = next(c.__module__ for c in typer.Context.__mro__ if c.__module__.endswith(".core"))
-    ctx = importlib.import_module(core.removesuffix("core") + "globals").get_current_context(silent=True)
+    return importlib.import_module(core.removesuffix("core") + name)
+
+
+def json_requested() -> bool:
+    """Whether the running command was given `--json` (read from Click's current context)."""
+    ctx = click_module("globals").get_current_context(silent=True)
     if ctx is None:
         return False
     for param in ctx.command.params:

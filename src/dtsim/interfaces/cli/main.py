@@ -63,10 +63,9 @@ def main() -> None:
     if "--json" not in sys.argv[1:]:
         app()
         return
-    from dtsim.interfaces.cli.common import print_json_problems
+    from dtsim.interfaces.cli.common import click_module, print_json_problems
 
-    # Click's base error class, as the installed Typer has it (Typer ≥ 0.22 bundles its own Click)
-    click_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+    click_error = click_module("exceptions").ClickException
     try:
         status = app(standalone_mode=False)
     except click_error as exc:
