@@ -53,14 +53,14 @@ def _nodes_needed(v: dict) -> str:
     return f"{one} nodes for one pipeline, {two} for PP-group DiLoCo"
 
 
-def _int8_ratio(f) -> np.ndarray:
-    """int8's ratio over the training precision's values (pseudo-gradients travel at the precision's
-    bytes per value, physics.memory.bytes_per_value): 16-bit 2×, FP8 1×, FP4 ½×."""
-    return bytes_per_value(np.asarray(f.precision), f.asm) / 1.0
+def _int8_ratio(precision, asm) -> np.ndarray:
+    """int8's ratio over the training precision's values, one byte against the precision's bytes per
+    value (pseudo-gradients travel at those, physics.memory.bytes_per_value): 16-bit 2×, FP8 1×."""
+    return bytes_per_value(np.asarray(precision), asm)
 
 
 def _int8_ratio_text(v: dict) -> str:
-    ratio = float(bytes_per_value(np.asarray(v["precision"]), v["asm"]))
+    ratio = float(_int8_ratio(v["precision"], v["asm"]))
     return f"compression {ratio:g}× at {PRECISIONS[int(v['precision'])]}"
 
 
@@ -335,7 +335,7 @@ RULES: tuple[WarningRule, ...] = (
         "INT8_CODEC_RATIO",
         lambda f, o: (
             (np.asarray(f.codec) == CODECS.index("int8"))
-            & (np.abs(f.compression - _int8_ratio(f)) > 1e-9 * f.compression)
+            & (np.abs(f.compression - _int8_ratio(f.precision, f.asm)) > 1e-9 * f.compression)
         ),
         lambda v: (
             f"codec int8 sends 8 bits a value, {_int8_ratio_text(v)}, but compression is "
