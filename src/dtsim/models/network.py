@@ -465,6 +465,7 @@ def collective(
     )
 
 
+THESIS_NETWORK_FRACTION = 0.05  # Camilli 2025 §3: the share of a step left to synchronization
 THESIS_SYNC_BUDGET_S = 0.25  # Camilli 2025 §3: 0.05 × its 4.9 s batch time, rounded to 250 ms
 
 
@@ -477,7 +478,7 @@ def fabric(
     tokens: float = 2000e12,
     bits_per_param: float = 16.0,
     train_days: float = 100.0,
-    network_fraction: float = 0.05,
+    network_fraction: float = THESIS_NETWORK_FRACTION,
     sync_budget_s: float | None = THESIS_SYNC_BUDGET_S,
     ring_km: float = 4800.0,
     hop_latency_s: float = 28e-6,

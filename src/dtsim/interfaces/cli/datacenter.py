@@ -1134,9 +1134,9 @@ def fabric(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
     """Scale-across fabric dimensioning (Camilli 2025 ch. 3); defaults are its 10 GW, 23-datacenter scenario."""
-    if network_fraction is None and sync_budget_ms is None:  # the thesis's scenario, as it rounds it
-        from dtsim.models.network import THESIS_SYNC_BUDGET_S
+    from dtsim.models.network import THESIS_NETWORK_FRACTION, THESIS_SYNC_BUDGET_S
 
+    if network_fraction is None and sync_budget_ms is None:  # the thesis's scenario, as it rounds it
         sync_budget_ms = THESIS_SYNC_BUDGET_S * 1e3
     values = {
         "cluster_power_gw": cluster_power_gw,
@@ -1147,7 +1147,7 @@ def fabric(
         "tokens_t": tokens_t,
         "bits": bits,
         "train_days": train_days,
-        "network_fraction": 0.05 if network_fraction is None else network_fraction,
+        "network_fraction": THESIS_NETWORK_FRACTION if network_fraction is None else network_fraction,
         "sync_budget_ms": sync_budget_ms,
         "ring_km": ring_km,
         "hop_us": hop_us,
