@@ -510,6 +510,12 @@ def test_step_evaluates_a_file_of_layouts_with_the_flags_filling_the_rest(tmp_pa
     res = runner.invoke(app, [*base, "--layouts", str(yaml_file)])
     assert res.exit_code == 2 and "layouts[0].tp = 'true'" in res.output and "layouts[1].zero" in res.output
     assert "sequence_parallel" not in res.output
+    # a row's warning that is not about its MFU is listed with the row, not as the MFU's flag
+    csv_file.write_text("tp,pp,sequence_parallel\n8,8,true\n1,8,true\n")
+    res = runner.invoke(app, [*base, "--layouts", str(csv_file)])
+    text = " ".join(res.output.split())
+    assert res.exit_code == 0 and "warning (#1): sequence_parallel needs tp > 1" in text
+    assert "(MFU marked !): sequence_parallel" not in text
     # a CSV row's error names the line of the file it came from (blank lines skipped)
     csv_file.write_text("tp,pp\n8,8\n\n7,8\n")
     res = runner.invoke(app, [*base, "--layouts", str(csv_file)])

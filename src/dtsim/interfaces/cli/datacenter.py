@@ -440,16 +440,27 @@ def print_layouts_uncertainty(dmc, first: int = 1) -> None:
     print_uncertainty(dmc.mc, console=con, title=f"layout #{first}")
 
 
+def flags_mfu(warning: str) -> bool:
+    """Whether a layout's warning doubts its MFU (the plausibility check, or an HFU above the peak),
+    rather than saying what an option did."""
+    return warning.startswith(("predicted MFU", "HFU "))
+
+
 def mfu_cell(mfu: float, warnings: list[str]) -> str:
     """A table's MFU, marked ! when a plausibility warning goes with it."""
-    return f"{mfu:.1%}" + ("!" if warnings else "")
+    return f"{mfu:.1%}" + ("!" if any(flags_mfu(w) for w in warnings) else "")
 
 
-def print_mfu_flag(con, warnings_by_row: list[list[str]]) -> None:
-    """Under a table: the first plausibility warning, for the MFUs marked !."""
-    first = next((w[0] for w in warnings_by_row if w), None)
-    if first:
-        con.print(f"[yellow]warning (MFU marked !):[/yellow] {first}", highlight=False)
+def print_mfu_flag(con, warnings_by_row: list[list[str]], first: int = 0) -> None:
+    """Under a table numbered from `first`: the first plausibility warning, for the MFUs marked !, then
+    every other warning with the row it belongs to."""
+    doubt = next((w for ws in warnings_by_row for w in ws if flags_mfu(w)), None)
+    if doubt:
+        con.print(f"[yellow]warning (MFU marked !):[/yellow] {doubt}", highlight=False)
+    for i, ws in enumerate(warnings_by_row, first):
+        for w in ws:
+            if not flags_mfu(w):
+                con.print(f"[yellow]warning (#{i}):[/yellow] {w}", highlight=False)
 
 
 def layout_table(results, title: str, first: int = 0, days: bool = False, fits: bool = False):
@@ -958,11 +969,12 @@ def plan(
                 title_justify="left",
             )
             days = [] if tokens is None else ["days"]
-            for col in ("hidden", "layers", "heads", "params B", "µs/token", *days, "MFU", "layout"):
+            for col in ("#", "hidden", "layers", "heads", "params B", "µs/token", *days, "MFU", "layout"):
                 t.add_column(col)
-            for r in rows:
+            for i, r in enumerate(rows, 1):
                 lay = r["layout"]
                 t.add_row(
+                    str(i),
                     str(r["hidden"]),
                     str(r["layers"]),
                     str(r["heads"]),
@@ -974,7 +986,7 @@ def plan(
                 )
             con = console()
             con.print(t)
-            print_mfu_flag(con, [r["warnings"] for r in rows])
+            print_mfu_flag(con, [r["warnings"] for r in rows], first=1)
             return
         arch = resolve_model(model, {k: v for k, v in locals().items() if k in SHAPE_FLAGS})
         result = run_plan(arch, cluster, opt, top=top, calibration=doc)
@@ -1031,7 +1043,7 @@ def plan(
     title = "Fastest layouts that fit" if result.fits else "Nothing fits — the closest layouts (not answers)"
     if shown:
         con.print(layout_table(shown, title, first=1, days=tokens is not None))
-    print_mfu_flag(con, [r.warnings for r in result.ranked])
+    print_mfu_flag(con, [r.warnings for r in result.ranked], first=1)
     if result.fits and result.model_error.get("basis"):
         con.print(f"[dim]{result.model_error['basis']}[/dim]", highlight=False)
     if dmc is not None:
