@@ -32,6 +32,7 @@ from dtsim.interfaces.operations import (
     collective_result,
     fabric_json,
     fabric_plan,
+    flags_mfu,
     layout_label,
     model_architecture,
     step_layouts,
@@ -438,12 +439,6 @@ def print_layouts_uncertainty(dmc, first: int = 1) -> None:
     if sentence:
         con.print(sentence[0].upper() + sentence[1:] + ".", highlight=False)
     print_uncertainty(dmc.mc, console=con, title=f"layout #{first}")
-
-
-def flags_mfu(warning: str) -> bool:
-    """Whether a layout's warning doubts its MFU (the plausibility check, or an HFU above the peak),
-    rather than saying what an option did."""
-    return warning.startswith(("predicted MFU", "HFU "))
 
 
 def mfu_cell(mfu: float, warnings: list[str]) -> str:
