@@ -570,3 +570,13 @@ def test_limits_search_says_when_its_answer_does_not_fit_or_none_exists():
     assert ok.exit_code == 0 and "does not fit" not in ok.output
     none = runner.invoke(app, ["limits", "search", "--compute", "1e25", "--months", "0.001", "--json"])
     assert none.exit_code == 1 and "latency wall" in json.loads(none.stdout)["reason"]
+
+
+def test_limits_curve_table_reads_whole_in_an_80_column_terminal():
+    """At 80 columns the table leaves out its cost, energy, interleaving and schedule columns and says
+    so, rather than folding numbers mid-token (6.5e+ / 24); a wide terminal shows them."""
+    narrow = runner.invoke(app, ["limits", "curve", "--gpu", "h100-sxm"], env={"COLUMNS": "80"})
+    assert narrow.exit_code == 0 and "a narrow terminal" in narrow.output
+    assert "6.5e24" in narrow.output and "GWh" not in narrow.output.split("a narrow terminal")[0]
+    wide = runner.invoke(app, ["limits", "curve", "--gpu", "h100-sxm"], env={"COLUMNS": "160"})
+    assert "GWh" in wide.output and "a narrow terminal" not in wide.output

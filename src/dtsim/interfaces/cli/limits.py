@@ -51,6 +51,16 @@ MemoryOpt = Annotated[
     ),
 ]
 
+
+NARROW_TABLE_COLUMNS = 110  # below this terminal width `limits curve` leaves out WIDE_ONLY
+WIDE_ONLY = ("GPU cost $", "GWh", "v", "sched")
+
+
+def _short(x: float, spec: str) -> str:
+    """A number in `spec` with its exponent written short (6.5e24, not 6.5e+24), for a narrow table."""
+    return format(x, spec).replace("e+", "e").replace("e0", "e").replace("e-0", "e-")
+
+
 CSV_FIELDS = (
     "d_model",
     "d_ff",
@@ -368,35 +378,32 @@ def curve_cmd(
             title=f"{name}: {'sparse' if sparse else 'dense'}, {scaling} batch scaling, ≤ {months:g} months",
             title_justify="left",
         )
-        cols = (
-            "d_model",
-            "FLOP",
-            "util",
-            "GPUs",
-            "months",
-            "GPU cost $",
-            "GWh",
-            "DP×TPm×TPff×PP×EP",
-            "v",
-            "m",
-        )
-        for col in (*cols, "sched"):
+        cells = {
+            "d_model": lambda p: str(p.d_model),
+            "FLOP": lambda p: _short(p.training_flop, ".2g"),
+            "util": lambda p: f"{p.utilization:.3f}",
+            "GPUs": lambda p: _short(p.n_gpus, ".3g"),
+            "months": lambda p: f"{p.months:.2f}",
+            "GPU cost $": lambda p: _short(p.capital_cost_usd, ".2g"),
+            "GWh": lambda p: _short(p.energy_kwh / 1e6, ".3g"),
+            "DP×TPm×TPff×PP×EP": lambda p: f"{p.dp}×{p.tp_model}×{p.tp_ff}×{p.pp}×{p.ep}",
+            "v": lambda p: str(p.pp_interleaving),
+            "m": lambda p: str(p.microbatches),
+            "sched": lambda p: "ZB" if p.schedule == "zero-bubble" else "1F1B",
+        }
+        narrow = c.width < NARROW_TABLE_COLUMNS  # the columns shown whole in an 80-column terminal
+        shown = [k for k in cells if not (narrow and k in WIDE_ONLY)]
+        for col in shown:
             t.add_column(col, justify="right")
         for p in pts:
-            t.add_row(
-                str(p.d_model),
-                f"{p.training_flop:.2g}",
-                f"{p.utilization:.3f}",
-                f"{p.n_gpus:.3g}",
-                f"{p.months:.2f}",
-                f"{p.capital_cost_usd:.2g}",
-                f"{p.energy_kwh / 1e6:.3g}",
-                f"{p.dp}×{p.tp_model}×{p.tp_ff}×{p.pp}×{p.ep}",
-                str(p.pp_interleaving),
-                str(p.microbatches),
-                "ZB" if p.schedule == "zero-bubble" else "1F1B",
-            )
+            t.add_row(*(cells[k](p) for k in shown))
         c.print(t)
+        if narrow:
+            c.print(
+                f"(a narrow terminal: {', '.join(WIDE_ONLY)} are left out; a wider one, --json or --out has "
+                "them)",
+                highlight=False,
+            )
         g = catalog.gpus()[hw.gpu]
         c.print(
             f"GPU cost: GPUs × {g.price_usd:,.0f} USD ({hw.gpu}, purchase); energy: GPUs × {g.board_power_w:g} W × "
