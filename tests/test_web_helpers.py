@@ -465,3 +465,24 @@ def test_navigation_links_carry_the_shared_keys_a_view_holds_at_their_current_va
     passing = Shell(ui, "/validation", links={"/step": Link(_props={})})
     passing.share({"model": "mixtral-8x7b", "tokens": "", "subset": "a"})
     assert passing.links["/step"]._props == {"href": "/step?model=mixtral-8x7b", "data-clear": ""}
+
+
+def test_page_errors_never_show_python_values_and_name_inputs_by_label():
+    """A blank input is said as blank (no `= None`, no `(0.0, None)`), and an input is named by its
+    label with its key, the key kept whole however long the label (messages quote 80 characters)."""
+    from dtsim.interfaces.web.page import HINT_LABELS
+    from dtsim.interfaces.web.viewkit import labelled
+
+    text = problems_text(
+        ScenarioError(
+            [
+                ("Nodes (count)", None, "must be given"),
+                ("Bus bandwidth / latency", (0.0, None), "must be > 0"),
+            ]
+        )
+    )
+    assert "None" not in text and "Nodes (count): must be given" in text and "0 / blank" in text
+    named = labelled(ScenarioError([("num_nodes", 2.5, "must be an integer")]), HINT_LABELS)
+    assert problems_text(named) == "Nodes [num_nodes] = 2.5: must be an integer"
+    long = labelled(ScenarioError([("--level-bandwidth", "x", "bad")]), {"level_bandwidth": "L" * 200})
+    assert "[level_bandwidth] = 'x'" in problems_text(long)

@@ -136,6 +136,11 @@ class NodeSpec:
         )
 
 
+def nodes_text(n: int) -> str:
+    """`n` nodes in words: "1 node", "2,048 nodes"."""
+    return f"{n:,} node" + ("" if n == 1 else "s")
+
+
 def h100_equivalents(gpu_id: str, count: int, asm: Assumptions | None = None) -> float:
     """Dense FP16 compute in units of one H100 (the threshold unit of the original governance model)."""
     asm = asm or Assumptions()
@@ -1086,12 +1091,14 @@ def _fewest_nodes(base, space, node, days_limit, params_b, tokens_t, max_nodes, 
         below = _fastest(base, space, node, fewer, params_b, tok, None, count, strict=False)
         beyond = below.winner
         if below.rows == 0:
-            why = f"{fewer:,} nodes run no configuration of the space: groups of g nodes need 2·g nodes"
+            why = (
+                f"on {nodes_text(fewer)} no configuration of the space runs: groups of g nodes need 2·g nodes"
+            )
             lim = Limit("group size", None, None, why)
         elif beyond is None:
-            lim = _memory_limit(base, node, fewer, params_b, tok, f"{fewer:,} nodes cannot hold {model}")
+            lim = _memory_limit(base, node, fewer, params_b, tok, f"{nodes_text(fewer)} cannot hold {model}")
         else:
-            lim = _past_limit(base, w, tok, beyond, tok, f"a run on {fewer:,} nodes", days_limit)
+            lim = _past_limit(base, w, tok, beyond, tok, f"a run on {nodes_text(fewer)}", days_limit)
     return Solution(
         "num_nodes",
         float(w.num_nodes),

@@ -431,7 +431,7 @@ def solve_question(sol) -> str:
     if sol.solve == "parameters_b":
         return f"{sol.value:,.4g}B parameters ({sol.tokens_t:,.4g}T tokens) within {sol.days_limit:,.4g} days on {hw}"
     if sol.solve == "num_nodes":
-        return f"{hw} train {model} within {sol.days_limit:,.4g} days (it takes {sol.run.days:,.4g})"
+        return f"{hw} train {model} within {sol.days_limit:,.4g} days (it takes {sol.run.days:,.4g} days)"
     return f"{sol.value:,.4g} days to train {model} on {hw}"
 
 

@@ -28,6 +28,7 @@ from dtsim.interfaces.web import viewkit
 from dtsim.interfaces.web.charts import SWEEP_FIELDS, breakdown_chart, sweep_chart
 from dtsim.interfaces.web.fields import (
     GROUPS,
+    HINTS,
     default_values,
     from_shared,
     parse_query,
@@ -56,6 +57,7 @@ from dtsim.interfaces.web.viewkit import (
     ErrorCard,
     ResultJson,
     ShareCard,
+    labelled,
     problems_text,
 )
 from dtsim.interfaces.web.views import Shell, view_modules
@@ -63,6 +65,8 @@ from dtsim.interfaces.web.widgets import InputWidgets, make_widget
 from dtsim.models.decentralized.engine import simulate
 from dtsim.models.decentralized.result import Result
 from dtsim.schema.scenario import Scenario, load_scenario
+
+HINT_LABELS = {h.name: h.label for _, hints in HINTS for h in hints}  # scenario field → its input's label
 
 # A page load builds every widget and chart (about 1.5 MB) and NiceGUI keeps it until its browser
 # connects; one that never does (a script, a bot) was kept 60 s, so a client looping on / grew the server
@@ -316,7 +320,7 @@ class Page:
             scenario = self.current_scenario()
             result = simulate(scenario)
         except ScenarioError as exc:
-            self.errors.show(exc)
+            self.errors.show(labelled(exc, HINT_LABELS))  # inputs by their labels, as the other pages
             self.state.result = None
             self.band.update()
             return
@@ -402,7 +406,15 @@ class Page:
         except ScenarioError as exc:
             # no stale chart: say why this field cannot be swept here
             self.sweep_plot.options.clear()
-            self.sweep_plot.options.update({"title": {"text": "No sweep: " + problems_text(exc, " ")}})
+            self.sweep_plot.options.update(
+                {
+                    "title": {
+                        "text": "No sweep: " + problems_text(exc, " "),
+                        # wrapped inside the chart, not cut at its edges
+                        "textStyle": {"width": 560, "overflow": "break", "fontSize": 13},
+                    }
+                }
+            )
             self.sweep_plot.update()
             return
         days = [None if d != d else float(d) for d in batch["wall_clock_days"].tolist()]

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from dtsim.errors import ScenarioError, format_problem
+from dtsim.errors import QUOTE_CHARS, ScenarioError, format_problem
 from dtsim.interfaces.operations import json_default, json_text
 from dtsim.schema.inputs import decode_text, parse_data
 
@@ -38,8 +38,41 @@ Download = tuple[bytes, str] | None
 
 def problems_text(exc: ScenarioError, sep: str = "\n") -> str:
     """The problems one per line (or `sep`-joined): `field = value: what is allowed`, each value quoted
-    in at most 80 characters."""
-    return sep.join(format_problem(f, v, m) for f, v, m in exc.problems)
+    in at most 80 characters; a blank input is `field: what is allowed` (no Python None on a page), and
+    a pair of inputs shows a blank one as blank."""
+
+    def line(field: str, value: Any, message: str) -> str:
+        if value is None:
+            return f"{field}: {message}"
+        if isinstance(value, tuple) and any(v is None for v in value):
+            value = " / ".join(
+                "blank" if v is None else f"{v:g}" if isinstance(v, float) else str(v) for v in value
+            )
+        return format_problem(field, value, message)
+
+    return sep.join(line(f, v, m) for f, v, m in exc.problems)
+
+
+def widget_label(w: Any) -> str | None:
+    """The label a NiceGUI input shows (its `label` prop, or a switch's text), or None."""
+    props = getattr(w, "props", None)
+    label = props.get("label") if isinstance(props, dict) else None
+    return label or getattr(w, "text", None) or None
+
+
+def labelled(exc: ScenarioError, labels: dict[str, str | None]) -> ScenarioError:
+    """`exc` with a problem about an input named by its label and its key (`Label [key]`); a CLI
+    option (`--months`) counts as its key; other names are left as they are."""
+
+    def named(field: str) -> str:
+        key = str(field).removeprefix("--").replace("-", "_")
+        label = labels.get(key)
+        if not label:
+            return str(field)
+        room = QUOTE_CHARS - len(key) - 3  # a message names a field in at most QUOTE_CHARS: keep the key
+        return f"{label if len(label) <= room else label[: room - 1] + '…'} [{key}]"
+
+    return ScenarioError([(named(f), v, m) for f, v, m in exc.problems])
 
 
 def read_upload(
@@ -149,6 +182,11 @@ class ErrorCard:
         self.card.visible = False
         with self.card:
             self.label = ui.label().classes("text-red-10 whitespace-pre-wrap")
+            # an answer below was worked out for the last inputs that held, not these
+            ui.label(
+                "Any answer below is still the one for the last inputs that held; it is not updated until "
+                "these are fixed."
+            ).classes("text-caption text-red-10").props("data-testid=errors-stale")
 
     def show(self, exc: ScenarioError | str) -> None:
         self.label.text = exc if isinstance(exc, str) else problems_text(exc)
@@ -382,6 +420,13 @@ class KitView:
         w.props(f"dense data-testid={name}").classes("w-full")
         w.on_value_change(lambda e, name=name: self.on_input(name, e.value))
         return w
+
+    def show_error(self, exc: ScenarioError | str) -> None:
+        """The problems in the error card, each input named by its widget's label and its key in the
+        share link (`Time limit (months) [months]`), as the form views name theirs."""
+        if isinstance(exc, ScenarioError):
+            exc = labelled(exc, {k: widget_label(w) for k, w in self.widgets.items()})
+        self.kit.show_error(exc)
 
     def accept(self, data: Any) -> None:
         """Show an answer: the error card goes, the answer is kept (for the Result JSON download)."""

@@ -1260,14 +1260,15 @@ def _fit_note(need_gb: float, usable_gb: float, layout: Layout, dp: int) -> str:
     """Why a layout does not fit and what would shrink it ('' when it fits)."""
     if need_gb <= usable_gb:
         return ""
+    # the layout's fields, as the CLI's flags (--zero), the API's body and the page's inputs all name them
     moves = []
     if layout.zero < 3 and dp * layout.cp > 1:  # ZeRO shards over data-parallel ranks only
-        moves.append("--zero 3")
-    moves.append("more --pp or --tp")
+        moves.append("zero 3")
+    moves.append("more pp or tp")
     if layout.recompute != "full":
-        moves.append("--recompute full")
+        moves.append("recompute full")
     if layout.mbs > 1:
-        moves.append("a smaller --mbs")
+        moves.append("a smaller mbs")
     moves.append("more GPUs")
     return (
         f"does not fit: needs {need_gb:,.1f} GB per GPU of the {usable_gb:,.1f} GB usable; the step time is "

@@ -133,7 +133,8 @@ RULES: tuple[WarningRule, ...] = (
             else np.asarray(False)
         ),
         lambda v: (
-            f"Node group {v['memory_group']} has {_gb(v['vram_bytes'] / 1e9)} per node, less than the "
+            f"Node group node_groups[{v['memory_group']:.0f}] (row {v['memory_group'] + 1:.0f}) has "
+            f"{_gb(v['vram_bytes'] / 1e9)} per node, less than the "
             f"{_gb(v['memory_bytes'] / 1e9)} of model state a replica needs: every replica is split into "
             f"{v['stages']:.0f} pipeline stages to fit it, where the largest nodes "
             f"({_gb(v['largest_group_vram_bytes'] / 1e9)}) need {v['memory_group_stages']:.0f}. Without that "

@@ -349,9 +349,7 @@ class LimitsView(KitView):
         self.carried = {k: v for k, v in query.items() if k in SHARED_KEYS and k not in KEYS}
         self.params, notice = restore(query)
         self.widgets: dict[str, Any] = {}
-        self.latest = Latest(
-            compute, lambda: (dict(self.params),), self.accept, lambda e: self.kit.show_error(e)
-        )
+        self.latest = Latest(compute, lambda: (dict(self.params),), self.accept, self.show_error)
         with ui.row().classes("w-full items-start gap-4 flex-wrap q-pa-sm"):
             with ui.column().classes("gap-1").style("flex: 1 1 300px; max-width: 400px"):
                 self._inputs()

@@ -328,7 +328,7 @@ class SweepView(KitView):
         self.bands_on = bool(self.params["uncertainty"])
         self.params["uncertainty"] = self.params["uncertainty"] or DRAWS
         self.widgets: dict[str, Any] = {}
-        self.latest = Latest(compute, self.args, self.accept, lambda e: self.kit.show_error(e))
+        self.latest = Latest(compute, self.args, self.accept, self.show_error)
         with ui.row().classes("w-full items-start gap-4 flex-wrap q-pa-sm"):
             with ui.column().classes("gap-1").style("flex: 1 1 300px; max-width: 420px"):
                 self._inputs()

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from dtsim import catalog
+from dtsim.analysis.search import nodes_text
 from dtsim.interfaces.web.formview import Field, fmt, form_page, key_values, table, warnings_box
 
 PATH = "/target"
@@ -159,7 +160,7 @@ def render_solve(ui: Any, a: dict[str, Any]) -> None:
         ui.label(a["limit"]["why"]).classes("text-body2 text-grey-9").props("data-testid=limit-why")
         b = a.get("beyond")
         if b is not None:
-            past = f"Just past the answer ({fmt(b['parameters_b'])}B on {b['num_nodes']:,} nodes): " + (
+            past = f"Just past the answer ({fmt(b['parameters_b'])}B on {nodes_text(b['num_nodes'])}): " + (
                 f"{fmt(b['days'])} days" if b["runs"] and b["days"] is not None else "it cannot run"
             )
             ui.label(past).classes("text-caption").props("data-testid=beyond")

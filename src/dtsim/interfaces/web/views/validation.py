@@ -257,9 +257,7 @@ class ValidationView(KitView):
         self.ui, self.shell = ui, shell
         self.carried = {k: v for k, v in query.items() if k in SHARED_KEYS}
         notice = None
-        self.latest = Latest(
-            compute, lambda: (list(self.subset),), self.accept, lambda e: self.kit.show_error(e)
-        )
+        self.latest = Latest(compute, lambda: (list(self.subset),), self.accept, self.show_error)
         try:
             unknown = sorted(set(query) - {"subset", *SHARED_KEYS})
             if unknown:
