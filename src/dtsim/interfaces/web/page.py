@@ -67,6 +67,7 @@ from dtsim.models.decentralized.result import Result
 from dtsim.schema.scenario import Scenario, load_scenario
 
 HINT_LABELS = {h.name: h.label for _, hints in HINTS for h in hints}  # scenario field → its input's label
+REQUIRED = ("parameters_b", "tokens_t", "num_nodes")  # inputs of / that a blank must not default
 
 # A page load builds every widget and chart (about 1.5 MB) and NiceGUI keeps it until its browser
 # connects; one that never does (a script, a bot) was kept 60 s, so a client looping on / grew the server
@@ -291,9 +292,17 @@ class Page:
     # --- behaviour ------------------------------------------------------------------------------------
 
     def current_fields(self) -> dict[str, Any]:
-        """The scenario's fields: the inputs', with the node groups' (which then set num_nodes)."""
+        """The scenario's fields: the inputs', with the node groups' (which then set num_nodes). A
+        REQUIRED input left blank is refused, not taken at its default (as /step refuses a blank)."""
         fields = values_to_fields(self.state.values)
         groups = self.groups_card.fields()
+        blank = [
+            name
+            for name in REQUIRED
+            if self.state.values.get(name) is None and not (name == "num_nodes" and groups.get("node_groups"))
+        ]
+        if blank:
+            raise ScenarioError([(name, None, "is required: give a value") for name in blank])
         if groups.get("node_groups"):
             fields.pop("num_nodes", None)
         return leave_to_model(fields | groups, default_values())

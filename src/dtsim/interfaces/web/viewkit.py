@@ -338,7 +338,11 @@ class ShareCard:
         self.ui.notify("Link copied", timeout=1500)
 
     def download(self, make: Callable[[], Download]) -> None:
-        made = make()
+        try:
+            made = make()
+        except ScenarioError as exc:  # inputs that do not hold make no file: say why
+            self.ui.notify("Not downloaded: " + problems_text(exc, "; "), type="negative", multi_line=True)
+            return
         if made is not None:
             self.ui.download(*made)
 
