@@ -371,7 +371,10 @@ class LimitsView(KitView):
             self.bind("sparse", ui.switch("Sparse (MoE) models", value=p["sparse"]))
             self.bind("scaling", ui.select(list(SCALINGS), label="Critical batch law", value=p["scaling"]))
             self.bind(
-                "months", ui.number("Time limit (months)", value=p["months"]).props("min=0.01 max=1200")
+                # no widget min/max: NiceGUI compares them as text (a server-side TypeError) and would
+                # clamp a value silently; the view's own check names a value out of range
+                "months",
+                ui.number("Time limit (months)", value=p["months"]),
             )
             self.bind("memory", ui.select(list(MEMORIES), label="Memory check", value=p["memory"]))
         with ui.card().classes("w-full q-pa-sm"):
