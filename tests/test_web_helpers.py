@@ -486,3 +486,21 @@ def test_page_errors_never_show_python_values_and_name_inputs_by_label():
     assert problems_text(named) == "Nodes [num_nodes] = 2.5: must be an integer"
     long = labelled(ScenarioError([("--level-bandwidth", "x", "bad")]), {"level_bandwidth": "L" * 200})
     assert "[level_bandwidth] = 'x'" in problems_text(long)
+
+
+def test_an_input_held_blank_where_its_default_is_not_stays_in_the_share_link():
+    """/target's Question left blank means a search; its link says so (`solve=`), so opening the link
+    gives the search again and not the default question."""
+    from types import SimpleNamespace
+
+    from dtsim.interfaces.web.formview import defaults, from_query, to_query
+    from dtsim.interfaces.web.views import Shell
+    from dtsim.interfaces.web.views import target as target_view
+
+    fs = target_view.fields()
+    values = defaults(fs) | {"solve": None, "tokens_t": 2.0}
+    shell = Shell(SimpleNamespace(run_javascript=lambda _: None), "/target", links={})
+    path = shell.share(to_query(fs, values))
+    assert path == "/target?solve=&tokens_t=2"
+    back, problems = from_query(fs, dict(parse_qsl(path.split("?")[1], keep_blank_values=True)))
+    assert back["solve"] is None and back["tokens_t"] == 2.0 and not problems

@@ -125,9 +125,10 @@ class Shell:
         into its own fields (num_nodes, tokens_t, the parameter counts), which its remembered query
         holds under their own names (no old shared value to replace), so a datacenter view's default
         (2 nodes, an 8B model) would overwrite the page's own scenario."""
-        clean = {k: str(v) for k, v in params.items() if v not in (None, "")}
+        # an input held blank where its default is not (`question=`: /target's search) stays in the link
+        clean = {k: str(v) for k, v in params.items() if v is not None}
         path = self._target(self.current, clean)
-        held = clean if links is None else links
+        held = {k: v for k, v in clean.items() if v != ""} if links is None else links
         shared = carried(held)
         cleared = ",".join(k for k in SHARED_KEYS if k in held and k not in shared)
         for target, link in self.links.items():
