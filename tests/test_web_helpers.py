@@ -504,3 +504,17 @@ def test_an_input_held_blank_where_its_default_is_not_stays_in_the_share_link():
     assert path == "/target?solve=&tokens_t=2"
     back, problems = from_query(fs, dict(parse_qsl(path.split("?")[1], keep_blank_values=True)))
     assert back["solve"] is None and back["tokens_t"] == 2.0 and not problems
+
+
+def test_a_share_link_with_a_gpu_reads_back_as_the_page_computed_it():
+    """On / the accelerator prices the run and PFLOPS/VRAM stay as given; a gpu read from a link
+    re-derives them, so the link names them too (at their defaults): the link's answer is the page's
+    (2.4 days for 70B/2T on 500 nodes, not the 3.1 of the re-derived dense H100 peak)."""
+    from dtsim.interfaces.web.fields import values_to_fields
+
+    values = default_values() | {"num_nodes": 500, "parameters_b": 70, "tokens_t": 2, "gpu": "h100-sxm"}
+    page = dtsim.simulate(dtsim.load_scenario(layers=[values_to_fields(values)]))
+    query = share_query(values)
+    assert "pflops_per_node=32" in query and "vram_per_node_gb=2304" in query
+    linked = dtsim.simulate(dtsim.load_scenario(layers=[parse_query(dict(parse_qsl(query)))]))
+    assert linked.wall_clock_days == page.wall_clock_days

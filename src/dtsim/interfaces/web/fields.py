@@ -497,10 +497,21 @@ def _query_value(v: Any) -> str:
     return str(v)
 
 
+# A gpu read from a link re-derives these from the catalog (schema/scenario.py: `gpu` in a layer drops the
+# hardware fields under it), so a link that names the gpu names them too, even at their defaults
+GPU_DERIVED = ("gpus_per_node", "pflops_per_node", "vram_per_node_gb")
+
+
 def share_query(values: dict[str, Any]) -> str:
-    """The query string of a scenario: only fields that differ from the defaults (order fixed)."""
+    """The query string of a scenario: the fields that differ from the defaults (order fixed), and with
+    a gpu the hardware it would otherwise re-derive, so the link reads back as the page computed it."""
     defaults = default_values()
-    pairs = [(k, _query_value(v)) for k, v in values.items() if v != defaults.get(k) and v is not None]
+    with_gpu = values.get("gpu") is not None and values.get("gpu") != defaults.get("gpu")
+    pairs = [
+        (k, _query_value(v))
+        for k, v in values.items()
+        if v is not None and (v != defaults.get(k) or (with_gpu and k in GPU_DERIVED))
+    ]
     return urlencode(pairs)
 
 
