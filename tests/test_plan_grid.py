@@ -37,3 +37,18 @@ def test_nothing_fits_every_cell_says_so():
     least = min(c["min_memory_per_gpu_gb"] for c in p.by_tp_pp)
     assert least == pytest.approx(p.nearest[0].memory_per_gpu_gb, rel=1e-12)
     assert least > p.usable_memory_gb
+
+
+def test_plan_lists_one_layout_where_zero_stages_change_nothing():
+    """With one data-parallel rank (dp·cp = 1) every ZeRO stage is the same layout: plan lists it once,
+    not once per stage (the trial's top four rows were one layout)."""
+    from dtsim.models.datacenter.plan import PlanOptions, plan
+    from dtsim.models.datacenter.workload import Cluster
+    from dtsim.physics.transformer import get_architecture
+
+    res = plan(
+        get_architecture("llama3.1-8b"), Cluster(gpu="h100-sxm", nodes=1), PlanOptions(gbs=64), top=1000
+    )
+    single = [r.layout for r in res.ranked if r.layout["dp"] * r.layout["cp"] == 1]
+    keys = [tuple((k, v) for k, v in sorted(lay.items()) if k != "zero") for lay in single]
+    assert single and len(keys) == len(set(keys))

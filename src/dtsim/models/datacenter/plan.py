@@ -90,6 +90,8 @@ def enumerate_layouts(
         """(ZeRO stage, HSDP shard group) pairs for a dp·cp group: every stage over the whole group
         (shard 0) and, with opt.hsdp, ZeRO-3 sharded over 1, 2 or 4 whole nodes of it and replicated
         across the rest (HSDP; Zhao et al. 2023 §3.2.2), the shard group being dp·cp ranks tp apart."""
+        if group == 1:  # one data-parallel rank: every ZeRO stage is the same layout (nothing to shard)
+            return [(min(opt.zero_choices), 0)]
         out = [(z, 0) for z in opt.zero_choices]
         if opt.hsdp and 3 in opt.zero_choices:
             per_node = max(1, cluster.gpus_per_node // tp)  # dp·cp ranks of one node (TP innermost)
