@@ -906,7 +906,7 @@ def test_plan_searches_pipelines_that_do_not_divide_the_layers():
         ({"pp": 4, "pp_layers": (20, 20, 20)}, "layout.pp_layers"),
         ({"pp": 4, "pp_layers": (30, 20, 20, 0)}, "layout.pp_layers"),
         ({"pp": 4, "pp_layers": (20, 20, 20, 20), "embedding_stages": "balanced"}, "layout.pp_layers"),
-        ({"pp": 4, "vpp": 3}, "layout.pp"),
+        ({"pp": 4, "vpp": 3}, "layout.vpp"),  # the virtual stages do not divide the layers
         ({"pp": 128}, "layout.pp"),
     ],
 )

@@ -528,7 +528,13 @@ def check_layout(a: Architecture, layout: Layout, cluster: Cluster, seq_len: int
                 ("layout.pp_layers", ",".join(map(str, split)), "needs embedding_stages first-last and vpp 1")
             )
     elif layout.vpp > 1 and slots % (pp * layout.vpp):
-        problems.append(("layout.pp", pp, f"pp·vpp = {pp * layout.vpp} must divide {slots} layer slots"))
+        problems.append(
+            (
+                "layout.vpp",
+                layout.vpp,
+                f"pp·vpp = {pp * layout.vpp} must divide {slots} layer slots (pp = {pp})",
+            )
+        )
     elif pp > slots:
         problems.append(("layout.pp", pp, f"must be ≤ the {slots} layer slots (each stage needs one)"))
     if layout.vpp > 1 and layout.schedule != "interleaved":
