@@ -86,8 +86,12 @@ def test_node_groups_and_uncertainty_in_the_browser(server, tmp_path):
         # two groups in two regions, as the file above gives them
         page.click("[data-testid=groups-card] .q-expansion-item__container > .q-item")
         page.click("[data-testid=groups-add]")
+        page.wait_for_selector("[data-testid=group-0-count]")
+        # the first group takes the scenario's 72 nodes: the run keeps its size; a second starts at one
+        assert page.input_value("[data-testid=group-0-count]") == "72"
         page.click("[data-testid=groups-add]")
         page.wait_for_selector("[data-testid=group-1-count]")
+        assert page.input_value("[data-testid=group-1-count]") == "1"
         fill(page, "group-0-count", "6")
         fill(page, "group-0-bandwidth_up_mbps", "500")
         fill(page, "group-1-count", "4")

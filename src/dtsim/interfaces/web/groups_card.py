@@ -171,9 +171,12 @@ def groups_summary(result_data: dict[str, Any]) -> str:
 class GroupsCard:
     """The card; `on_change` is called (with no argument) whenever a row changes."""
 
-    def __init__(self, ui: Any, on_change: Callable[[], None]) -> None:
+    def __init__(
+        self, ui: Any, on_change: Callable[[], None], nodes_now: Callable[[], Any] | None = None
+    ) -> None:
         self.ui = ui
         self.on_change = on_change
+        self.nodes_now = nodes_now  # the scenario's node count: the first group's count
         self.groups: list[dict[str, Any]] = []
         self.rtt: dict[str, Any] | None = None
         self.shown_regions: list[str] | None = None  # the regions table's regions, as drawn
@@ -212,7 +215,18 @@ class GroupsCard:
         return group_fields(self.groups, self.rtt)
 
     def add(self) -> None:
-        self.groups.append(dict(NEW_GROUP))
+        """A new row. The first takes the scenario's node count (its nodes become the group, so the run
+        keeps its size); later ones start at NEW_GROUP's one node."""
+        row = dict(NEW_GROUP)
+        nodes = self.nodes_now() if self.nodes_now is not None and not self.groups else None
+        if (
+            isinstance(nodes, int | float)
+            and not isinstance(nodes, bool)
+            and nodes >= 1
+            and nodes == int(nodes)
+        ):
+            row["count"] = int(nodes)
+        self.groups.append(row)
         self._rows()
         self.on_change()
 

@@ -184,7 +184,7 @@ class Page:
                     "profiles, INTELLECT-1- and Covenant-72B-like runs."
                 )
                 self.node_select.tooltip("Fill the hardware from a node preset (catalog/nodes.yaml).")
-            self.groups_card = GroupsCard(ui, self.refresh)
+            self.groups_card = GroupsCard(ui, self.refresh, lambda: self.state.values.get("num_nodes"))
             for title, inputs in GROUPS:
                 with (
                     ui.expansion(title, value=title in OPEN_GROUPS)
