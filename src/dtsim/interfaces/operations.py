@@ -955,12 +955,6 @@ def step_payload(result: Any, software: str | None) -> dict[str, Any]:
     return with_software(result.model_dump(mode="json"), software)
 
 
-def flags_mfu(warning: str) -> bool:
-    """Whether a layout's warning doubts its MFU (the plausibility check, or an HFU above the peak),
-    rather than saying what an option did: the ones a table marks with ! beside the MFU."""
-    return warning.startswith(("predicted MFU", "HFU "))
-
-
 def layout_label(lay: dict[str, Any]) -> str:
     """A compact one-line layout: dp·tp·pp(·vpp) with the switches that differ from the defaults."""
     parts = [f"dp{lay['dp']} tp{lay['tp']} pp{lay['pp']}" + (f" v{lay['vpp']}" if lay["vpp"] > 1 else "")]

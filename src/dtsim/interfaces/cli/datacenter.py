@@ -32,7 +32,6 @@ from dtsim.interfaces.operations import (
     collective_result,
     fabric_json,
     fabric_plan,
-    flags_mfu,
     layout_label,
     model_architecture,
     step_layouts,
@@ -443,18 +442,22 @@ def print_layouts_uncertainty(dmc, first: int = 1) -> None:
 
 def mfu_cell(mfu: float, warnings: list[str]) -> str:
     """A table's MFU, marked ! when a plausibility warning goes with it."""
-    return f"{mfu:.1%}" + ("!" if any(flags_mfu(w) for w in warnings) else "")
+    from dtsim.models.datacenter.plausibility import doubts_mfu
+
+    return f"{mfu:.1%}" + ("!" if any(doubts_mfu(w) for w in warnings) else "")
 
 
 def print_mfu_flag(con, warnings_by_row: list[list[str]], first: int = 0) -> None:
     """Under a table numbered from `first`: the first plausibility warning, for the MFUs marked !, then
     every other warning with the row it belongs to."""
-    doubt = next((w for ws in warnings_by_row for w in ws if flags_mfu(w)), None)
+    from dtsim.models.datacenter.plausibility import doubts_mfu
+
+    doubt = next((w for ws in warnings_by_row for w in ws if doubts_mfu(w)), None)
     if doubt:
         con.print(f"[yellow]warning (MFU marked !):[/yellow] {doubt}", highlight=False)
     for i, ws in enumerate(warnings_by_row, first):
         for w in ws:
-            if not flags_mfu(w):
+            if not doubts_mfu(w):
                 con.print(f"[yellow]warning (#{i}):[/yellow] {w}", highlight=False)
 
 

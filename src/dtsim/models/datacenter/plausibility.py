@@ -34,6 +34,16 @@ def ceilings() -> dict[str, Any]:
     return catalog.load_table("mfu_ceilings.yaml")
 
 
+MFU_DOUBT = "predicted MFU"  # every mfu_warning starts so
+HFU_DOUBT = "HFU"  # and step's HFU-above-the-peak warnings so
+
+
+def doubts_mfu(warning: str) -> bool:
+    """Whether a layout's warning doubts its MFU (mfu_warning, or an HFU above the peak) rather than
+    saying what an option did: the ones a table marks with ! beside the MFU."""
+    return warning.startswith((MFU_DOUBT + " ", HFU_DOUBT + " "))
+
+
 def mfu_warning(gpu: str, layout: dict[str, Any], mfu: float) -> str:
     """A warning when `mfu` is above the best measured for the GPU's generation and the layout's class,
     or when the records hold no run of that generation and class to check it against ('' otherwise)."""
@@ -46,7 +56,7 @@ def mfu_warning(gpu: str, layout: dict[str, Any], mfu: float) -> str:
         other = max(known.values(), key=lambda b: b["mfu"], default=None)
         if other is not None and mfu > other["mfu"]:  # above every class measured on this generation
             return (
-                f"predicted MFU {mfu:.1%} is above the best measured in dtsim's records for {generation} "
+                f"{MFU_DOUBT} {mfu:.1%} is above the best measured in dtsim's records for {generation} "
                 f"{chips} with any parallelism: {other['mfu']:.1%} ({other['record']}, {other['source']}); "
                 f"none of them used {CLASSES[cls]}; treat it as optimistic"
             )
@@ -59,19 +69,19 @@ def mfu_warning(gpu: str, layout: dict[str, Any], mfu: float) -> str:
             if top is not None and mfu > top[1]["mfu"]:
                 g, b = top
                 return (
-                    f"predicted MFU {mfu:.1%} is above the best measured on any accelerator in dtsim's "
+                    f"{MFU_DOUBT} {mfu:.1%} is above the best measured on any accelerator in dtsim's "
                     f"records, {b['mfu']:.1%} ({g}, {b['record']}, {b['source']}), and dtsim's records hold "
                     f"no measured run of {generation} {chips}; treat it as optimistic"
                 )
         return (
-            f"predicted MFU {mfu:.1%} is unchecked: dtsim's records hold no measured run of {generation} "
+            f"{MFU_DOUBT} {mfu:.1%} is unchecked: dtsim's records hold no measured run of {generation} "
             f"{chips} with {CLASSES[cls]}"
         )
     if mfu <= best["mfu"]:
         return ""
     shown = ".1%" if f"{mfu:.1%}" != f"{best['mfu']:.1%}" else ".2%"  # never "56.3% is above 56.3%"
     return (
-        f"predicted MFU {mfu:{shown}} is above the best measured in dtsim's records for {generation} "
+        f"{MFU_DOUBT} {mfu:{shown}} is above the best measured in dtsim's records for {generation} "
         f"{chips} with {CLASSES[cls]}: {best['mfu']:{shown}} ({best['record']}, {best['source']}); treat it "
         "as optimistic"
     )

@@ -28,7 +28,7 @@ from dtsim.errors import ScenarioError
 from dtsim.models.datacenter.model_error import packaged as model_error_packaged
 from dtsim.models.datacenter.model_error import step_time_factors
 from dtsim.models.datacenter.model_error import summary as model_error_summary
-from dtsim.models.datacenter.plausibility import mfu_warning
+from dtsim.models.datacenter.plausibility import HFU_DOUBT, mfu_warning
 
 # The inputs live in workload.py; they are re-exported here so that `from dtsim.models.datacenter.step
 # import Cluster, Layout, Workload, step` reads the whole model from one place.
@@ -1000,13 +1000,13 @@ def annotated_performance(
         )
     if perf["hfu"] > 1.0 and micro.flash_attention_efficiency:
         perf["warnings"].append(
-            f"HFU {perf['hfu']:.1%} is above the peak only in its count: hardware FLOPs include the masked "
+            f"{HFU_DOUBT} {perf['hfu']:.1%} is above the peak only in its count: hardware FLOPs include the masked "
             "half of the attention scores, which the causal FlashAttention kernel skips (timed at its "
             "measured speed); compare MFU"
         )
     elif perf["hfu"] > 1.0:
         perf["warnings"].append(
-            f"HFU {perf['hfu']:.1%} is above the peak: the FLOP counts include the masked half of the "
+            f"{HFU_DOUBT} {perf['hfu']:.1%} is above the peak: the FLOP counts include the masked half of the "
             "attention scores that causal attention kernels skip, and this accelerator has no published "
             "attention-kernel ceiling to bound them; not an answer to plan on"
         )

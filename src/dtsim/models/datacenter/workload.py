@@ -491,12 +491,9 @@ def check_layout(a: Architecture, layout: Layout, cluster: Cluster, seq_len: int
     dp_ok = True  # the rules below that read dp are checked only with a dp that holds
     if layout.dp is None and n % (tp * pp * cp):  # dp is derived: name the degree the user gave
         dp_ok = False
-        # the degree that does not divide the GPUs itself, else the pipeline's (their product is what fails)
-        degrees = (("tp", tp), ("pp", pp), ("cp", cp))
-        name, value = next(
-            ((f, v) for f, v in degrees if n % v),
-            next(((f, v) for f, v in (("pp", pp), ("tp", tp), ("cp", cp)) if v > 1), ("tp", tp)),
-        )
+        # the degree that does not divide the GPUs itself, else (only their product fails) the pipeline's
+        fallback = ("pp", pp) if pp > 1 else ("tp", tp)
+        name, value = next(((f, v) for f, v in (("tp", tp), ("pp", pp), ("cp", cp)) if n % v), fallback)
         problems.append(
             (
                 f"layout.{name}",
