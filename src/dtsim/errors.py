@@ -110,7 +110,7 @@ def validation_problems(
 
 
 def _utf8(text: object) -> str:
-    """Text safe to encode as UTF-8 (a lone surrogate from a key becomes a \\udXXX escape)."""
+    """Text safe to encode as UTF-8 (a lone surrogate from a key becomes a backslash escape such as \\udc80)."""
     return str(text).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
