@@ -516,6 +516,12 @@ def test_step_evaluates_a_file_of_layouts_with_the_flags_filling_the_rest(tmp_pa
     text = " ".join(res.output.split())
     assert res.exit_code == 0 and "warning (#1): sequence_parallel needs tp > 1" in text
     assert "(MFU marked !): sequence_parallel" not in text
+    # a warning every row carries (a network field with nothing to act on) is listed once
+    csv_file.write_text("tp,pp\n8,8\n8,4\n")
+    res = runner.invoke(app, [*base, "--layouts", str(csv_file), "--no-nvls"])
+    text = " ".join(res.output.split())
+    assert res.exit_code == 0 and text.count("nvls false:") == 1, text
+    assert "warning (every row): nvls false: the nvlink3 links have no NVLink SHARP" in text
     # a CSV row's error names the line of the file it came from (blank lines skipped)
     csv_file.write_text("tp,pp\n8,8\n\n7,8\n")
     res = runner.invoke(app, [*base, "--layouts", str(csv_file)])

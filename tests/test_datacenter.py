@@ -538,6 +538,40 @@ def test_an_option_with_nothing_to_act_on_is_reported_not_taken_silently():
     assert kept.memory_per_gpu_gb < step(Workload(**base, layout=Layout(**z3))).memory_per_gpu_gb
 
 
+def test_network_fields_with_nothing_to_act_on_are_named_not_taken_silently():
+    """--no-nvls on NVLink 3 (no NVLink SHARP), scale-out fields on a job inside one NVLink domain or one
+    TPU slice: each leaves the answer as it was and says so; where
+    the field acts there is no such warning and the answer moves."""
+    lay = Layout(tp=8, gbs=64)
+    for base, extra, needle in (
+        (
+            {"gpu": "a100-80gb", "nodes": 2},
+            {"nvls": False},
+            "nvls false: the nvlink3 links have no NVLink SHARP",
+        ),
+        (
+            {"gpu": "a100-80gb", "nodes": 1},
+            {"nic_gbps": 100.0},
+            "nic_gbps 100: the job's 8 GPUs sit in one NVLink",
+        ),
+        ({"gpu": "tpu-v5e", "nodes": 4}, {"nics_per_node": 2.0}, "32 chips sit in one TPU slice"),
+    ):
+        ref = step(Workload(model="llama3.1-8b", cluster=Cluster(**base), layout=lay))
+        r = step(Workload(model="llama3.1-8b", cluster=Cluster(**base, **extra), layout=lay))
+        assert r.step_time_s == ref.step_time_s, extra
+        assert any(needle in w and w.endswith("ignored") for w in r.warnings), (extra, r.warnings)
+        assert not any(w.endswith("ignored") for w in ref.warnings), ref.warnings
+    # where each acts: NVLS on an H100 node, the NIC rate across nodes
+    for base, extra, layout in (
+        ({"gpu": "h100-sxm", "nodes": 2}, {"nvls": False}, lay),
+        ({"gpu": "a100-80gb", "nodes": 2}, {"nic_gbps": 100.0}, Layout(gbs=64)),
+    ):
+        ref = step(Workload(model="llama3.1-8b", cluster=Cluster(**base), layout=layout))
+        r = step(Workload(model="llama3.1-8b", cluster=Cluster(**base, **extra), layout=layout))
+        assert r.step_time_s > ref.step_time_s, extra
+        assert not any(w.endswith("ignored") for w in r.warnings), (extra, r.warnings)
+
+
 def test_dualpipe_memory_and_zero_traffic_follow_its_stages():
     """DualPipeV's rank 0 holds the first and the last chunk: the embedding, the output layer (Llama 2
     does not tie them) and the fp32 logits on top of 1F1B's first stage, and pp + ½ micro-batches of

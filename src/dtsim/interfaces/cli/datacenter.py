@@ -449,16 +449,20 @@ def mfu_cell(mfu: float, warnings: list[str]) -> str:
 
 def print_mfu_flag(con, warnings_by_row: list[list[str]], first: int = 0) -> None:
     """Under a table numbered from `first`: the first plausibility warning, for the MFUs marked !, then
-    every other warning with the row it belongs to."""
+    every other warning once, with the rows it belongs to ("every row" when it is on all of them)."""
     from dtsim.models.datacenter.plausibility import doubts_mfu
 
     doubt = next((w for ws in warnings_by_row for w in ws if doubts_mfu(w)), None)
     if doubt:
         con.print(f"[yellow]warning (MFU marked !):[/yellow] {doubt}", highlight=False)
+    rows: dict[str, list[int]] = {}
     for i, ws in enumerate(warnings_by_row, first):
         for w in ws:
-            if not doubts_mfu(w):
-                con.print(f"[yellow]warning (#{i}):[/yellow] {w}", highlight=False)
+            if not doubts_mfu(w) and i not in rows.setdefault(w, []):
+                rows[w].append(i)
+    for w, where in rows.items():
+        label = "every row" if len(where) == len(warnings_by_row) > 1 else ", ".join(f"#{i}" for i in where)
+        con.print(f"[yellow]warning ({label}):[/yellow] {w}", highlight=False)
 
 
 def layout_table(results, title: str, first: int = 0, days: bool = False, fits: bool = False):

@@ -377,6 +377,7 @@ def _performance(lay, out, i: int, opt: PlanOptions, cluster: Cluster, asm: Assu
     perf = annotated_performance(
         out, i, layout, cluster, asm, opt.tokens, opt.usd_per_gpu_hour, model_error_packaged()
     )
+    perf["warnings"] += cluster.ignored_fields()
     return LayoutPerformance(layout=layout, **perf)
 
 

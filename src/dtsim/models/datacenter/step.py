@@ -1148,6 +1148,7 @@ def _steps(
     usable = asm.usable_memory_fraction * hw.memory_bytes / 1e9
     params_b = count_params(a).total / 1e9
     network = cluster.network_fields()
+    cluster_notes = cluster.ignored_fields()
     packaged = model_error_packaged(calibrated, clock_derate)
     error_summary = model_error_summary(packaged)
     cols = [layout_arrays(layout, n, workload.precision) for layout in layouts]
@@ -1177,7 +1178,7 @@ def _steps(
             perf = annotated_performance(
                 out, j, layout, cluster, asm, workload.tokens, workload.usd_per_gpu_hour, packaged
             )
-            perf["warnings"] += ignored_options(layout)
+            perf["warnings"] += ignored_options(layout) + cluster_notes
             results[i] = StepResult(
                 **perf,
                 layout=layout,

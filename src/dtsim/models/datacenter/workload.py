@@ -235,6 +235,33 @@ class Cluster(BaseModel):
     def n_gpus(self) -> int:
         return self.nodes * self.gpus_per_node
 
+    def ignored_fields(self) -> list[str]:
+        """A warning for each network field given where it has nothing to act on, so a cluster never
+        takes one silently: NVLS switched off on a link type without it, scale-out fields on a job
+        that never leaves one NVLink domain (or TPU slice)."""
+        net = self.network_fields()
+        notes = []
+        if not self.nvls and catalog.fabrics()[net["nvlink"]].nvls_efficiency is None:
+            notes.append(
+                f"nvls false: the {net['nvlink']} links have no NVLink SHARP to turn off (NVLink 4 and 5 "
+                "switches only): ignored"
+            )
+        scale_out = [
+            f"{name} {getattr(self, name):g}"
+            if name != "inter_fabric"
+            else f"inter_fabric {self.inter_fabric}"
+            for name in ("nics_per_node", "nic_gbps", "oversubscription", "inter_fabric")
+            if getattr(self, name) is not None
+        ]
+        domain = net["nvlink_domain"]
+        if scale_out and self.n_gpus <= domain:
+            where = "one TPU slice" if net["torus"] else f"one NVLink domain of {domain} GPUs"
+            notes.append(
+                f"{', '.join(scale_out)}: the job's {self.n_gpus} {'chips' if net['torus'] else 'GPUs'} sit in {where}, so no traffic "
+                "crosses the scale-out network: ignored"
+            )
+        return notes
+
 
 AttentionKernel = Literal["flash2", "flash1", "triton"]
 ATTENTION_KERNELS: tuple[str, ...] = get_args(AttentionKernel)  # as the "attn_kernel" column: an index
