@@ -96,11 +96,18 @@ def test_step_is_the_cli_json(client, body, tmp_path):
 
 def test_step_batch_is_the_cli_layouts_json_and_each_row_alone(client, tmp_path):
     base = {"model": "llama3.1-8b", "gpu": "h100-sxm", "nodes": 2, "gbs": 256, "tokens": 1e12}
-    rows = [{"tp": 1, "zero": 3}, {"tp": 2, "pp": 2, "pp_layers": [15, 17]}, {"tp": 8, "mbs": 2}]
+    rows = [
+        {"tp": 1, "zero": 3, "name": "fsdp"},
+        {"tp": 2, "pp": 2, "pp_layers": [15, 17]},
+        {"tp": 8, "mbs": 2},
+    ]
     resp = client.post("/api/step", json={**base, "layouts": rows})
     assert resp.status_code == 200, resp.text
     batch = resp.json()["layouts"]
     assert resp.json() == cli_json("step", {**base, "layouts": rows}, tmp_path)
+    # a row's name labels its result and is not a layout field
+    assert batch[0]["name"] == "fsdp" and "name" not in batch[1] and "name" not in batch[0]["layout"]
+    rows[0].pop("name")
     singles = [client.post("/api/step", json={**base, **row}).json() for row in rows]
     assert [b["layout"] for b in batch] == [s["layout"] for s in singles]
     for b, s in zip(batch, singles, strict=True):
@@ -295,6 +302,13 @@ def test_fabric_bounds_are_the_libraries(client, field, top, tmp_path):
         ),
         ("/api/step", {"model": "gpt2", "layouts": [{}, {"tp": 5}]}, "layouts[1].tp", "must divide heads"),
         ("/api/step", {"model": "gpt2", "layouts": [{"pp": "x"}]}, "layouts[0].pp", "valid integer"),
+        (
+            "/api/step",
+            {"model": "gpt2", "layouts": [{}, {"name": {"a": 1}}]},
+            "layouts[1].name",
+            "must be text",
+        ),
+        ("/api/step", {"model": "gpt2", "layouts": [{"name": "x" * 81}]}, "layouts[0].name", "at most 80"),
         ("/api/step", {"model": "gpt2", "layouts": []}, "layouts", "at least 1 item"),
         ("/api/step", {"model": "gpt2", "layouts": [{}] * 1001}, "layouts", "at most 1000 items"),
         ("/api/step", {"model": "gpt2", "colour": "blue"}, "colour", "Extra inputs"),

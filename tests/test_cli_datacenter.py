@@ -516,6 +516,13 @@ def test_step_evaluates_a_file_of_layouts_with_the_flags_filling_the_rest(tmp_pa
     text = " ".join(res.output.split())
     assert res.exit_code == 0 and "warning (#1): sequence_parallel needs tp > 1" in text
     assert "(MFU marked !): sequence_parallel" not in text
+    # a name column labels the rows (table and JSON) without being a layout field
+    csv_file.write_text("name,tp,pp\nbaseline,8,8\n,8,4\n")
+    res = runner.invoke(app, [*base, "--layouts", str(csv_file)])
+    assert res.exit_code == 0 and "│ baseline" in res.output, res.output
+    res = runner.invoke(app, [*base, "--layouts", str(csv_file), "--json"])
+    rows = json.loads(res.output)["layouts"]
+    assert rows[0]["name"] == "baseline" and "name" not in rows[1] and "name" not in rows[0]["layout"]
     # a warning every row carries (a network field with nothing to act on) is listed once
     csv_file.write_text("tp,pp\n8,8\n8,4\n")
     res = runner.invoke(app, [*base, "--layouts", str(csv_file), "--no-nvls"])

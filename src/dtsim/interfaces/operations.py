@@ -898,19 +898,31 @@ def step_layouts(
     """Each row's layout (the flags filling what it leaves out) stepped; every bad row is reported,
     named `layouts[i].field`. A software profile (`software`, or a row's own `software` column) gives
     the defaults of the fields neither the row nor an `explicit` flag sets, with its rules resolved for
-    the row's tp (an unknown profile is named `name`, or `layouts[i].software`). Returns (result,
-    profile id or None) per row."""
+    the row's tp (an unknown profile is named `name`, or `layouts[i].software`). A row's `name` (text of
+    at most 80 characters) labels its result. Returns (result, profile id or None, name or None) per
+    row."""
     from dtsim.models.datacenter.software import apply_software
     from dtsim.models.datacenter.step import layout_problems, steps
     from dtsim.models.datacenter.workload import Layout, Workload, build
 
-    built, problems, profiles = {}, [], {}
+    built, problems, profiles, labels = {}, [], {}, {}
     switches = {n for n, f in Layout.model_fields.items() if f.annotation in (bool, bool | None)}
     for i, row in enumerate(rows):
         row = dict(row)
         own = row.pop("software", None)
         profiles[i] = own if own is not None else software
+        labels[i] = row.pop("name", None)
         try:
+            if labels[i] is not None and (
+                isinstance(labels[i], bool) or not isinstance(labels[i], str | int | float)
+            ):
+                raise ScenarioError(
+                    [(f"layouts[{i}].name", labels[i], "must be text: a label for the row's result")]
+                )
+            if labels[i] is not None:
+                labels[i] = str(labels[i]).strip() or None
+            if labels[i] is not None and len(labels[i]) > 80:
+                raise ScenarioError([(f"layouts[{i}].name", labels[i][:40] + "…", "at most 80 characters")])
             wrong = [
                 (f"layouts[{i}].{k}", v) for k, v in row.items() if isinstance(v, bool) and k not in switches
             ]
@@ -939,7 +951,7 @@ def step_layouts(
         raise ScenarioError(problems + layout_problems(workload, list(built.values()), prefixes))
     # all rows in one vectorized evaluation; steps() names a row's broken rule layouts[i].field
     results = steps(workload, list(built.values()), calibration=doc)
-    return [(r, profiles[i]) for i, r in zip(built, results, strict=True)]
+    return [(r, profiles[i], labels[i]) for i, r in zip(built, results, strict=True)]
 
 
 def with_software(payload: dict[str, Any], software: str | None) -> dict[str, Any]:
@@ -950,9 +962,13 @@ def with_software(payload: dict[str, Any], software: str | None) -> dict[str, An
     return payload
 
 
-def step_payload(result: Any, software: str | None) -> dict[str, Any]:
-    """A step result as JSON (`dtsim step --json`, /api/step) with its software profile."""
-    return with_software(result.model_dump(mode="json"), software)
+def step_payload(result: Any, software: str | None, name: str | None = None) -> dict[str, Any]:
+    """A step result as JSON (`dtsim step --json`, /api/step) with its software profile and, for a
+    row of a batch that names itself, its `name`."""
+    payload = with_software(result.model_dump(mode="json"), software)
+    if name is not None:
+        payload["name"] = name
+    return payload
 
 
 def layout_label(lay: dict[str, Any]) -> str:

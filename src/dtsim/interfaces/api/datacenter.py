@@ -241,7 +241,8 @@ class StepRequest(LayoutRequest):
         min_length=1,
         max_length=MAX_LAYOUTS,
         description="A batch (`dtsim step --layouts`): rows of layout fields (tp, pp, dp, mbs, gbs, zero, ...), "
-        "each evaluated, the body's layout fields giving what a row leaves out. The answer is "
+        "each evaluated, the body's layout fields giving what a row leaves out; a row's `name` (text, at most "
+        "80 characters) labels its result and `software` gives its own profile. The answer is "
         '{"layouts": [...]}, one result per row, each what the row alone gives.',
     )
 
@@ -255,8 +256,13 @@ class TraceRequest(LayoutRequest):
 LAYOUT_FIELDS = tuple(k for k in Layout.model_fields if k in LayoutRequest.model_fields)
 
 
+class StepBatchRow(StepResult):
+    software: str | None = Field(None, description="The software profile the row took its defaults from.")
+    name: str | None = Field(None, description="The row's own `name`, when it gave one.")
+
+
 class StepBatch(BaseModel):
-    layouts: list[StepResult]
+    layouts: list[StepBatchRow]
 
 
 class PlanRequest(WorkloadFields):
@@ -396,7 +402,7 @@ def _step(req: StepRequest) -> JSONResponse:
         results = ops.step_layouts(
             rows, req.layout_fields(), req.run_fields(), None, req.software, req.given()
         )
-        return _answer({"layouts": [ops.step_payload(r, sw) for r, sw in results]})
+        return _answer({"layouts": [ops.step_payload(r, sw, name) for r, sw, name in results]})
 
 
 @_operation("/step", StepResult | StepBatch, "Step time, MFU and memory of a parallel layout (or a batch)")

@@ -465,12 +465,25 @@ def print_mfu_flag(con, warnings_by_row: list[list[str]], first: int = 0) -> Non
         con.print(f"[yellow]warning ({label}):[/yellow] {w}", highlight=False)
 
 
-def layout_table(results, title: str, first: int = 0, days: bool = False, fits: bool = False):
-    """Layouts side by side, numbered from `first`: step time, days of the run (`days`), TFLOP/s, MFU
-    (marked ! when implausible), memory, whether each fits (`fits`) and the layout."""
+def layout_table(
+    results,
+    title: str,
+    first: int = 0,
+    days: bool = False,
+    fits: bool = False,
+    names: list[str | None] | None = None,
+):
+    """Layouts side by side, numbered from `first`: their `names` (when any has one), step time, days
+    of the run (`days`), TFLOP/s, MFU (marked ! when implausible), memory, whether each fits (`fits`)
+    and the layout."""
+    from rich.markup import escape
+
     t = table(title=title, title_justify="left")
+    named = names is not None and any(n is not None for n in names)
+    t.add_column("#", justify="right", no_wrap=True)
+    if named:
+        t.add_column("name", overflow="fold", max_width=16)
     for col in (
-        "#",
         "s/iter",
         "80 % range",
         *(["days"] if days else []),
@@ -484,6 +497,7 @@ def layout_table(results, title: str, first: int = 0, days: bool = False, fits: 
     for i, r in enumerate(results, first):
         t.add_row(
             str(i),
+            *([escape(names[i - first] or "")] if named else []),
             f"{r.step_time_s:.2f}",
             "—" if r.step_time_s_p10 is None else f"{r.step_time_s_p10:.2f}–{r.step_time_s_p90:.2f}",
             *([f"{r.run.days:,.1f}" if r.run is not None else ""] if days else []),
@@ -496,10 +510,11 @@ def layout_table(results, title: str, first: int = 0, days: bool = False, fits: 
     return t
 
 
-def print_layout_table(results, title: str) -> None:
-    """Layouts side by side: step time, MFU, memory, fit, warnings."""
+def print_layout_table(results, title: str, names: list[str | None] | None = None) -> None:
+    """Layouts side by side (with their `names` when any has one): step time, MFU, memory, fit,
+    warnings."""
     con = console()
-    con.print(layout_table(results, title, fits=True))
+    con.print(layout_table(results, title, fits=True, names=names))
     print_mfu_flag(con, [r.warnings for r in results])
     if results and results[0].model_error.get("basis"):
         con.print(f"[dim]{results[0].model_error['basis']}[/dim]", highlight=False)
@@ -748,7 +763,7 @@ def step(
             except ScenarioError as exc:
                 raise ScenarioError(with_file_lines(exc.problems, lines, layouts)) from None
             if uncertainty is not None:
-                rows = [Layout(**r.layout) for r, _ in results]
+                rows = [Layout(**r.layout) for r, _, _ in results]
                 workload = build(Workload, {**run, "layout": rows[0]})
                 dmc = run_datacenter_mc(workload, rows, *mc_args)
         else:
@@ -767,13 +782,17 @@ def step(
         return
     if layouts is not None:
         if as_json:
-            payload = {"layouts": [step_payload(r, sw) for r, sw in results]}
+            payload = {"layouts": [step_payload(r, sw, name) for r, sw, name in results]}
             if dmc is not None:
                 payload |= dmc.as_dict()
             print_json(payload)
         else:
-            print_layout_table([r for r, _ in results], f"{len(results)} layouts from {layouts}")
-            used = sorted({sw for _, sw in results if sw is not None})
+            print_layout_table(
+                [r for r, _, _ in results],
+                f"{len(results)} layouts from {layouts}",
+                [n for _, _, n in results],
+            )
+            used = sorted({sw for _, sw, _ in results if sw is not None})
             if used:
                 console().print(f"software: {', '.join(used)}", highlight=False)
             if dmc is not None:
