@@ -155,6 +155,30 @@ def test_cli_json_records():
     assert rows[0]["wall_clock_days"] > rows[1]["wall_clock_days"]
 
 
+def test_cli_json_counts_and_undefined_values_are_what_simulate_writes():
+    """The result's counts are integers and its not-applicable values null in a sweep's JSON as in
+    simulate's: regional_steps_used without a regional tier, limiting_group without node groups."""
+    for preset, nodes in (("colocated", 2), ("intellect-1", 14), ("default", 8)):
+        r = runner.invoke(app, ["sweep", "--preset", preset, "--vary", f"num_nodes={nodes}", "--json", "-q"])
+        assert r.exit_code == 0, r.output
+        row = json.loads(r.output)[0]
+        sim = runner.invoke(app, ["simulate", "--preset", preset, "--set", f"num_nodes={nodes}", "--json"])
+        one = json.loads(sim.output)
+        for key in (
+            "regional_steps_used",
+            "inner_steps_used",
+            "auto_inner_steps",
+            "limiting_group",
+            "gpu_count",
+        ):
+            assert row[key] == one[key] and type(row[key]) is type(one[key]), (
+                preset,
+                key,
+                row[key],
+                one[key],
+            )
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [

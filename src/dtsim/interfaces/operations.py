@@ -697,18 +697,35 @@ def governance_analysis(
 
 def grid_columns(result, names: list[str] | None = None) -> dict[str, list[Any]]:
     """A grid's columns (all, or `names`) as JSON values: numbers as Python numbers, an undefined value
-    (NaN: no run defined at a point) as null, never NaN."""
+    (NaN: no run defined at a point) as null, never NaN. A count (a scenario's integer field, or an
+    integer of simulate's result: inner_steps_used, auto_inner_steps, ...) is an integer, as simulate
+    writes it, and regional_steps_used is null where the point's mode has no regional tier, as there."""
     import numpy as np
 
+    from dtsim.models.decentralized.result import Result
+    from dtsim.models.decentralized.strategies import BY_ID
     from dtsim.schema.fields import INTEGER_FIELDS
 
+    counts = set(INTEGER_FIELDS) | {
+        k for k, f in Result.model_fields.items() if f.annotation in (int, int | None)
+    }
     out = {}
     for k in result.columns if names is None else names:
         v = np.asarray(result.columns[k])
-        if v.dtype.kind == "f" and k in INTEGER_FIELDS and np.all(np.isfinite(v) & (v == np.round(v))):
-            out[k] = v.astype(np.int64).tolist()  # an integer field stays an integer, as simulate writes it
+        if k == "limiting_group":  # −1: no node groups, null as simulate writes it
+            out[k] = [int(x) if x >= 0 else None for x in v.tolist()]
+            continue
+        if v.dtype.kind != "f":
+            out[k] = v.tolist()
+            continue
+        finite = np.isfinite(v)
+        if k == "regional_steps_used" and "mode" in result.columns:
+            tiered = [BY_ID[m].regional_tier if m in BY_ID else False for m in result.columns["mode"]]
+            finite = finite & np.asarray(tiered, dtype=bool)
+        if k in counts and np.all(v[finite] == np.round(v[finite])):
+            out[k] = [int(x) if f else None for x, f in zip(v.tolist(), finite.tolist(), strict=True)]
         else:
-            out[k] = np.where(np.isfinite(v), v, None).tolist() if v.dtype.kind == "f" else v.tolist()
+            out[k] = np.where(finite, v, None).tolist()
     return out
 
 
