@@ -51,13 +51,26 @@ def format_problem(field: str, value: object, message: str) -> str:
 
 
 def check_folder(path: Any, option: str) -> None:
-    """A clear error, naming `option`, when the folder a file is to be written in does not exist
-    (checked before the work that would write it)."""
+    """A clear error, naming `option`, when the folder a file is to be written in does not exist or
+    the path is itself a folder (checked before the work that would write it)."""
     from pathlib import Path
 
     folder = Path(path).parent
     if not folder.is_dir():
         raise ScenarioError([(option, str(path), f"its folder does not exist ({folder})")])
+    if Path(path).is_dir():
+        raise ScenarioError([(option, str(path), "is a folder: give a file name in it")])
+
+
+def write_text_file(path: Any, text: str, option: str) -> None:
+    """Write `text` to `path` (UTF-8), or a clear error naming `option` when it cannot be written."""
+    from pathlib import Path
+
+    check_folder(path, option)
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError([(option, str(path), f"cannot be written ({exc.strerror or exc})")]) from None
 
 
 def problem(field: str, value: object, message: str) -> ScenarioError:

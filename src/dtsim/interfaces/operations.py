@@ -65,6 +65,26 @@ def limits_hardware(
     out = []
     for name in names or ["h100-sxm"]:
         hw = get(name)
+        levels = len(hw.bandwidth)
+        sizes = ", ".join(f"{n:,} GPUs" for n in hw.level_sizes)
+        wrong = [
+            (field, values if field == "level_bandwidth" else [x * 1e6 for x in values])
+            for field, values in (("level_bandwidth", bandwidth), ("level_latency_us", latency_s))
+            if values is not None and len(values) != levels
+        ]
+        if wrong:
+            raise ScenarioError(
+                [
+                    (
+                        field,
+                        ",".join(f"{x:g}" for x in values),
+                        f"{name}'s network has {levels} level{'s' if levels != 1 else ''} "
+                        f"({sizes + ', then ' if sizes else ''}the whole cluster): give {levels} value"
+                        f"{'s' if levels != 1 else ''}, one per level",
+                    )
+                    for field, values in wrong
+                ]
+            )
         if given:
             hw = custom(hw, bandwidth=bandwidth, latency=latency_s, **chip)
         out.append(hw)

@@ -596,13 +596,12 @@ def trace_target(path: Path | None, layouts: Path | None, uncertainty: Any) -> N
 
 def write_trace(path: Path, workload: Any, result: Any, calibration: Any) -> None:
     """Write the step's iteration as a Trace Event Format document (models/datacenter/trace.py)."""
+    from dtsim.errors import write_text_file
     from dtsim.models.datacenter.trace import chrome_trace
 
-    text = json_text(chrome_trace(workload, result, calibration), indent=None)
-    try:
-        path.write_text(text + "\n")
-    except OSError as exc:
-        raise ScenarioError([("--trace", str(path), f"cannot be written ({exc.strerror})")]) from None
+    write_text_file(
+        path, json_text(chrome_trace(workload, result, calibration), indent=None) + "\n", "--trace"
+    )
 
 
 def step(

@@ -132,7 +132,7 @@ def _plot_curves(series: list[tuple[str, list[LimitsPoint]]], path: Path, fracti
     from dtsim.interfaces.plotting import pyplot
     from dtsim.models.limits.curve import parallelism_fractions
 
-    plt = pyplot(path)
+    plt = pyplot(path, "--fractions-plot" if fractions else "--plot")
     fig, ax = plt.subplots(figsize=(8, 5))
     if fractions:
         name, pts = series[0]
@@ -346,10 +346,14 @@ def curve_cmd(
     """Utilization against training compute for compute-optimal runs within the time limit."""
     from dtsim import catalog
     from dtsim.assumptions import Assumptions
+    from dtsim.errors import check_folder, write_text_file
     from dtsim.interfaces.operations import curve_payload, limits_curve
     from dtsim.models.limits.curve import linear_scaling_stop
 
     try:
+        for path, option in ((csv_path, "--csv"), (plot, "--plot"), (fractions_plot, "--fractions-plot")):
+            if path is not None:  # before the work
+                check_folder(path, option)
         bws, lats = _levels(level_bandwidth, level_latency_us)
         hws, series = limits_curve(
             gpu, sparse, scaling, months, memory, bws, lats, peak_tflops, hbm_tb_s, memory_gb
@@ -365,7 +369,7 @@ def curve_cmd(
             for name, pts in series:
                 for p in pts:
                     w.writerow((name, *(getattr(p, k) for k in CSV_FIELDS)))
-            csv_path.write_text(buf.getvalue(), encoding="utf-8")
+            write_text_file(csv_path, buf.getvalue(), "--csv")
     except ScenarioError as exc:
         fail(exc)
         return
