@@ -141,6 +141,8 @@ class GPU:
     sources: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
     micro: Micro | None = None
     memory_mib: float | None = None  # the device memory the runtime reports (nvidia-smi memory.total)
+    # dense FP4 tensor-core peak where the GPU has an FP4 datapath (Blackwell); None where it has none
+    fp4_tflops: float | None = None
 
     @property
     def memory_bytes(self) -> float:
@@ -150,9 +152,14 @@ class GPU:
         return self.memory_mib * 2**20 if self.memory_mib else self.memory_gb * 1e9
 
     def peak_tflops(self, precision: str) -> float | None:
-        """Dense peak TFLOP/s at a training precision (fp4 falls back to the FP8 rate, or None)."""
+        """Dense peak TFLOP/s a training precision is timed at, None where the GPU has no datapath for
+        it. fp4 is timed at the FP8 rate on a GPU with an FP4 datapath (`fp4_tflops`): no published
+        end-to-end FP4 pretraining throughput gives its speed-up over FP8, so FP4 there shrinks model
+        state and traffic only; a GPU without one (Hopper and older) has no fp4."""
         if precision in ("fp16", "bf16"):
             return self.fp16_tflops
+        if precision == "fp4" and self.fp4_tflops is None:
+            return None
         return self.fp8_tflops
 
 
@@ -474,6 +481,7 @@ def catalog_payload() -> dict[str, Any]:
                 "name": g.name,
                 "fp16_tflops": g.fp16_tflops,
                 "fp8_tflops": g.fp8_tflops,
+                "fp4_tflops": g.fp4_tflops,
                 "memory_gb": g.memory_gb,
                 "memory_runtime_gb": g.memory_bytes / 1e9,
                 "board_power_w": g.board_power_w,

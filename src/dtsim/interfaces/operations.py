@@ -632,6 +632,7 @@ def governance_analysis(
     """`dtsim governance`: for each per-node cap, the largest node of each accelerator under it, the
     cheapest way to reach each target with such nodes and the legitimate systems it catches
     (analysis/governance.py); with `uncertainty`, how sure each cheapest run is. `payload` is `--json`."""
+    from dtsim import catalog
     from dtsim.analysis.governance import analyse, answers_held
     from dtsim.analysis.search import DEFAULT_DAYS
     from dtsim.analysis.space_options import caps_from_options, parse_values
@@ -649,7 +650,24 @@ def governance_analysis(
     caps = caps_from_options(compute_cap, memory_cap, base_compute_cap)
     tgts = tuple(float(x) for x in parse_values("--targets", targets, ()))
     precs = tuple(p.strip().lower() for p in precisions.split(",") if p.strip())
+    allowed = f"{', '.join(PRECISIONS[:-1])} or {PRECISIONS[-1]}"
+    if not precs:
+        raise ScenarioError([("--precisions", precisions, f"give at least one: {allowed}")])
     for p in precs:
+        if p in PRECISIONS:
+            searched = gpu or list(catalog.gpus())
+            able = [g for g in catalog.gpus() if catalog.gpus()[g].peak_tflops(p) is not None]
+            if not set(searched) & set(able):
+                raise ScenarioError(
+                    [
+                        (
+                            "--precisions",
+                            precisions,
+                            f"{p}: none of {', '.join(searched)} has an {p.upper()} datapath "
+                            f"({', '.join(able)} do)",
+                        )
+                    ]
+                )
         if p not in PRECISIONS:
             raise ScenarioError(
                 [

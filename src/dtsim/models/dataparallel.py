@@ -105,7 +105,7 @@ def setup(
 ) -> DPSetup:
     """A DPSetup from what a user knows. F: `tflops` (TFLOP/s) or the catalog `gpu`'s dense peak at the
     precision (FP16/BF16 rate for fp32 gradients: mixed-precision training all-reduces FP32 gradients of
-    BF16 matmuls; FP8 rate for fp8 and fp4), times `mfu`. β and α: `bandwidth_gbs` (GB/s) and
+    BF16 matmuls; FP8 rate for fp8, and for fp4 on a GPU with an FP4 datapath), times `mfu`. β and α: `bandwidth_gbs` (GB/s) and
     `latency_us` (µs; default 0, the documents' bandwidth-dominated form), or a catalog `fabric`'s bus
     bandwidth (wire rate × NCCL efficiency) and latency. Defaults: an H100 SXM on a 900 GB/s link, as in
     Data Parallelism from Associativity's examples."""

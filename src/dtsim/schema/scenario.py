@@ -385,8 +385,9 @@ class Scenario(BaseModel):
                                 (
                                     "precision",
                                     precision,
-                                    f"gpu {gpu.id} has no FP8/FP4 datapath; "
-                                    "use fp16/bf16 or set pflops_per_node",
+                                    f"gpu {gpu.id} has no {precision.upper()} datapath; use "
+                                    + ("fp16/bf16/fp8" if gpu.fp8_tflops else "fp16/bf16")
+                                    + " or set pflops_per_node",
                                 )
                             ]
                         )
