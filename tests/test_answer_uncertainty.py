@@ -47,7 +47,16 @@ def test_an_uncertain_base_spreads_the_answer_and_can_miss_the_limit():
 
 
 def test_a_drawn_field_the_answer_sets_is_not_drawn_and_a_warning_says_so():
-    out = _json([*TARGET, "--set", "num_nodes=8..64", "--uncertainty", "16", "--seed", "1", "--json"])
+    # given with --set, a field the search sets is refused outright (it would be ignored)
+    res = runner.invoke(app, [*TARGET, "--set", "num_nodes=8..64", "--uncertainty", "16", "--seed", "1"])
+    assert res.exit_code == 2 and "search sets num_nodes itself" in " ".join(res.output.split())
+    # in a base the library is given, it is not drawn and a warning says so
+    from dtsim.interfaces.operations import target_search
+
+    base, dists = load_uncertain_scenario(None, None, ["num_nodes=8..64"], fixed_assumptions=False)
+    out = target_search(
+        base, dists, params_b=100, tokens_t=2, node=["16x-h100-sxm"], uncertainty=16, seed=1
+    ).payload
     assert "num_nodes" not in out["monte_carlo"]["inputs"]
     assert any("num_nodes" in w and "set by the configuration" in w for w in out["monte_carlo"]["warnings"])
 

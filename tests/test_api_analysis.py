@@ -326,3 +326,11 @@ def test_an_estimate_probes_a_smaller_search_and_scales_it():
     with pytest.raises(ScenarioError) as bad:  # the probe checks the input before any job is made
         analysis.target_estimate({**fields, "inner_steps": [0]})
     assert bad.value.problems[0][0] == "inner_steps"
+
+
+def test_api_refuses_a_scenario_field_the_search_sets(client):
+    resp = client.post("/api/target", json={"quality_flop": 1e24, "scenario": {"parameters_b": 7}})
+    assert resp.status_code == 422
+    assert resp.json()["detail"][0]["field"] == "scenario.parameters_b"
+    resp = client.post("/api/governance", json={"scenario": {"precision": "fp16"}})
+    assert resp.status_code == 422 and "use --precisions" in resp.json()["detail"][0]["message"]

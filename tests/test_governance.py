@@ -195,6 +195,11 @@ def test_cli_reproduce():
         (["governance", "--metric", "speed"], "local or quality"),
         (["governance", "--precisions", "fp12"], "fp16, bf16, fp8 or fp4"),
         (["governance", "--precisions", ""], "give at least one"),
+        (
+            ["governance", "--set", "gpu=a100-80gb"],
+            "--set = 'gpu=a100-80gb': governance's search sets gpu itself",
+        ),
+        (["governance", "--set", "precision=fp16"], "use --precisions"),
         (["governance", "--gpu", "h100-sxm", "--precisions", "fp4"], "none of h100-sxm has an FP4 datapath"),
         (["governance", "--compute-cap", "none", "--memory-cap", ""], "at least one"),
     ],

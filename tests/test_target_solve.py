@@ -453,3 +453,24 @@ def test_a_limit_of_any_size_gives_no_warning():
         r = runner.invoke(app, ["target", "--solve", "parameters_b", "--days", "1e308", "--json"])
     assert r.exit_code == 0, r.output
     assert strict_json(r.stdout)["answer"] > 0
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--quality-flop", "1e24", "--set", "parameters_b=7"], "use --params-b"),
+        (["--quality-flop", "1e24", "--set", "num_nodes=3"], "use --max-nodes or --min-nodes"),
+        (["--solve", "days", "--params-b", "70", "--set", "compression=3"], "use --compression"),
+        (["--solve", "parameters_b", "--set", "parameters_b=7"], "--solve parameters_b finds it"),
+    ],
+)
+def test_a_base_field_the_search_sets_is_refused_not_ignored(args, needle):
+    """--set of a field the search replaces would change nothing: refused, naming what to give instead;
+    --solve keeps the base's node and node count, so those stay settable there."""
+    res = runner.invoke(app, ["target", *args])
+    assert res.exit_code == 2, res.output
+    assert needle in " ".join(res.output.split()) and "Traceback" not in res.output
+    kept = runner.invoke(
+        app, ["target", "--solve", "days", "--params-b", "7", "--set", "num_nodes=40", "--json"]
+    )
+    assert kept.exit_code == 0, kept.output

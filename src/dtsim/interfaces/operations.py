@@ -285,6 +285,61 @@ class TargetAnswer:
     payload: dict[str, Any]
 
 
+# Scenario fields a search sets itself, and what to give instead (analysis/search.py _evaluate and
+# configuration_fields): a base value of one of them would be replaced without a word
+_NODE_FIELDS = ("node", "gpu", "gpus_per_node", "pflops_per_node", "vram_per_node_gb")
+_GRID_FIELDS = ("inner_steps", "compression", "hierarchical", "nodes_per_group", "activation_compression")
+SEARCHED_FIELDS = {
+    "target": {
+        **dict.fromkeys(_NODE_FIELDS, "--node"),
+        "precision": "--node (a node preset carries its precision)",
+        "num_nodes": "--max-nodes or --min-nodes",
+        "parameters_b": "--params-b",
+        "tokens_t": "--tokens-t",
+        "inner_steps": "--inner-steps",
+        "compression": "--compression",
+        "hierarchical": "--group-sizes (0 is flat)",
+        "nodes_per_group": "--group-sizes",
+        "activation_compression": "--activation-compression",
+        "regional_steps": "nothing: the search sets it to auto",
+    },
+    "governance": {
+        **dict.fromkeys(_NODE_FIELDS, "--gpu"),
+        "precision": "--precisions",
+        "num_nodes": "--max-nodes",
+        "parameters_b": "--targets (the search sizes the model)",
+        "tokens_t": "--targets (the search sizes the run)",
+        **dict.fromkeys(_GRID_FIELDS, "nothing: the search grid sets it"),
+        "regional_steps": "nothing: the search sets it to auto",
+    },
+}
+
+
+def refuse_searched(
+    given: dict[str, Any], command: str, solve: str | None = None, where: str = "--set"
+) -> None:
+    """An error naming each base field of `given` (field → what the user wrote: a --set item, an API
+    scenario field's value) that `command`'s search replaces, and what to give instead. `--solve` keeps
+    the base's node and node count (it solves for one of parameters_b, num_nodes or days) and searches
+    the grid fields only."""
+    hints = SEARCHED_FIELDS[command]
+    if solve is not None:
+        hints = {k: v for k, v in hints.items() if k in (*_GRID_FIELDS, "regional_steps", solve)}
+        if solve in hints:
+            hints[solve] = f"nothing: --solve {solve} finds it"
+    problems = [
+        (
+            where if where == "--set" else f"{where}.{k}",
+            v,
+            f"{command}'s search sets {k} itself, so this value would be ignored; use {hints[k]}",
+        )
+        for k, v in given.items()
+        if k in hints
+    ]
+    if problems:
+        raise ScenarioError(problems)
+
+
 def target_search(
     base,
     dists,

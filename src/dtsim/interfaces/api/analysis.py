@@ -297,7 +297,12 @@ SOLVE_OTHERS = (
 
 def target_work(progress: ProgressFn = _no_progress, **fields: Any) -> dict[str, Any]:
     """`dtsim target --json`, and with `solve` its direct questions."""
-    base, dists = _base(fields.pop("scenario", {}), fields.pop("preset", "governance"))
+    scenario = fields.pop("scenario", {})
+    base, dists = _base(scenario, fields.pop("preset", "governance"))
+    try:
+        ops.refuse_searched(scenario, "target", fields.get("solve"), where="scenario")
+    except ScenarioError as exc:
+        raise _refused(exc) from None
     lists = ("compression", "inner_steps", "group_sizes", "fractions", "pipeline_multiples")
     for k in (*lists, "activation_compression"):
         fields[k] = _text(fields.get(k))
@@ -316,7 +321,12 @@ def target_work(progress: ProgressFn = _no_progress, **fields: Any) -> dict[str,
 
 def governance_work(progress: ProgressFn = _no_progress, **fields: Any) -> dict[str, Any]:
     """`dtsim governance --json`."""
-    base, dists = _base(fields.pop("scenario", {}), fields.pop("preset", "governance"))
+    scenario = fields.pop("scenario", {})
+    base, dists = _base(scenario, fields.pop("preset", "governance"))
+    try:
+        ops.refuse_searched(scenario, "governance", where="scenario")
+    except ScenarioError as exc:
+        raise _refused(exc) from None
     caps = {k: _text(fields.get(k)) or "none" for k in ("compute_cap", "memory_cap")}
     fields |= caps | {"targets": _text(fields["targets"]), "precisions": ",".join(fields["precisions"])}
     try:

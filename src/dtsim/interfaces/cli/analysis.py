@@ -382,6 +382,7 @@ def target(
     try:
         operations.uncertainty_flags_alone(uncertainty, **{"--prob": prob})
         base, dists = uncertain_base(file, preset, set_, uncertainty, seed, levels, fixed_assumptions, corr)
+        operations.refuse_searched(_set_keys(set_), "target", solve)
         if solve is not None:
             _target_solve(
                 base,
@@ -581,6 +582,12 @@ def print_answer_warnings(notes: list[dict[str, str]], whose: str) -> None:
     console().print(t)
 
 
+def _set_keys(set_: list[str] | None) -> dict[str, str]:
+    """The field names of --set FIELD=VALUE items, each with its item (a malformed one is left to
+    parse_set's error)."""
+    return {item.split("=", 1)[0].strip(): item for item in set_ or () if "=" in item}
+
+
 def _set_text(v: Any) -> str:
     """A field value as --set takes it (booleans as true/false, numbers in full)."""
     return str(v).lower() if isinstance(v, bool) else repr(v) if isinstance(v, float) else str(v)
@@ -652,6 +659,7 @@ def governance(
         return
     try:
         base, dists = uncertain_base(file, preset, set_, uncertainty, seed, levels, fixed_assumptions, corr)
+        operations.refuse_searched(_set_keys(set_), "governance")
         ans = with_progress(
             "configurations",
             not as_json,
