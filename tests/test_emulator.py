@@ -788,6 +788,7 @@ def test_without_torch_options_are_still_checked_and_configs_written(tmp_path):
 def test_summary_is_typed_and_as_dict_is_the_report():
     """Issue 12 item 5: `dtsim.emulate` returns an EmulationSummary; summarize() of two synthetic worker
     records (no root, no torch) gives its medians, errors against the prediction, and JSON-ready dicts."""
+    import dataclasses
     import json
 
     from dtsim.emulator.launcher import HEADER_BYTES, EmulateOptions, summarize
@@ -819,6 +820,9 @@ def test_summary_is_typed_and_as_dict_is_the_report():
         s.payload_bytes_per_rank_per_sync / s.expected_bytes_per_rank_per_sync - 1
     )
     assert s.sync_error == pytest.approx(0.6 / s.predicted_sync_s - 1)
+    # unshaped links: dtsim predicts latency alone, so there is no sync error to report
+    unshaped = summarize(dataclasses.replace(opts, bandwidth_mbps=None), records)
+    assert unshaped.sync_error is None and 0 < unshaped.predicted_sync_s < 0.01
     assert (s.loss_first, s.loss_last) == (5.0, 4.0)
     d = json.loads(json.dumps(s.as_dict()))
     assert d["events"][0] == {

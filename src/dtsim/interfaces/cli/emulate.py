@@ -200,10 +200,14 @@ def _print_summary(s: EmulationSummary) -> None:
         "",
         "",
     )
-    if s.predicted_sync_s > 0:
+    opts = s.run.options if s.run is not None else {}
+    shaped = opts.get("bandwidth_mbps") is not None or any(
+        v is not None for v in opts.get("slow_links", {}).values()
+    )
+    if shaped or (s.run is None and s.sync_error is not None):
         t.add_row("sync time", f"{s.measured_sync_s:.3f} s", f"{s.predicted_sync_s:.3f} s", err(s.sync_error))
     else:  # unshaped links: the model has no link rate to predict a time from
-        t.add_row("sync time", f"{s.measured_sync_s:.3f} s", "n/a (links not shaped)", "")
+        t.add_row("sync time", f"{s.measured_sync_s:.3f} s", "— (links not shaped)", "")
     t.add_row("step time", f"{s.measured_step_s:.3f} s", f"{s.predicted_step_s:.3f} s", err(s.step_error))
     t.add_row("tokens per second", f"{s.tokens_per_s:,.0f}", f"{s.predicted_tokens_per_s:,.0f}", "")
     t.add_row("communication share of the step", f"{s.overhead_fraction:.1%}", "", "")
