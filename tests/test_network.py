@@ -212,6 +212,17 @@ def test_seed_001_eq_3_19_is_reachable_from_the_cli():
     assert d["time_s"] == pytest.approx(22 * (200 * 5e-6 + 1e9 / (23 * 100e9)), rel=1e-12)
     res = runner.invoke(app, ["collective", "--algorithm", "wan-ring", "--hop-km", "-1"])
     assert res.exit_code == 2 and "--hop-km = -1.0" in res.output
+    # the wan-ring's latency is its fibre's: a --latency-us it would not use is refused, not ignored
+    res = runner.invoke(
+        app, ["collective", "--algorithm", "wan-ring", "--bandwidth-gbs", "100", "--latency-us", "9"]
+    )
+    assert res.exit_code == 2 and "--latency-us = 9.0: the wan-ring's per-step latency" in " ".join(
+        res.output.split()
+    )
+    # the text names the algorithm the op is timed with, as the JSON does
+    for op, form in (("all-to-all", "pairwise"), ("broadcast", "tree"), ("p2p", "direct")):
+        res = runner.invoke(app, ["collective", "--op", op, "--fabric", "nvlink3"])
+        assert res.output.startswith(f"{op} ({form}) of"), res.output
 
 
 # --- the all-reduce algorithm NCCL picks: ring, tree or NVLS (issue 13 item 1) --------------------------

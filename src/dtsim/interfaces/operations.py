@@ -1182,6 +1182,7 @@ def collective_result(
     except ScenarioError as exc:
         names = {"size_bytes": ("size_mb", size_mb)}
         names["bandwidth_bytes_s/latency_s"] = ("bandwidth_gbs/latency_us", (bandwidth_gbs, latency_us))
+        names["latency_s"] = ("latency_us", latency_us)
         raise ScenarioError([(*names.get(f, (f, v)), m) for f, v, m in exc.problems]) from None
 
 

@@ -402,6 +402,17 @@ def collective(
         raise ScenarioError(
             [("algorithm", algorithm, f"chooses the all-reduce's algorithm; {op} is timed as {OP_FORM[op]}")]
         )
+    if algorithm == "wan-ring" and latency_s:  # 0 is what it uses without hop_km
+        raise ScenarioError(
+            [
+                (
+                    "latency_s",
+                    latency_s,
+                    "the wan-ring's per-step latency is the propagation delay of its fibre (hop_km, 5 µs/km): "
+                    "give the distance instead",
+                )
+            ]
+        )
     if hop_km and not (op == "allreduce" and algorithm == "wan-ring"):
         raise ScenarioError([("hop_km", hop_km, "is the fibre per step of the wan-ring all-reduce only")])
     size = float(size_bytes)

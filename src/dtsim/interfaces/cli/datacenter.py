@@ -1098,7 +1098,13 @@ def collective(
     ] = "ring",
     ranks: Annotated[int, typer.Option(help="Participating ranks.")] = 8,
     size_mb: Annotated[float, typer.Option("--size-mb", help="Message size in MB (10^6 bytes).")] = 1000.0,
-    fabric: Annotated[str | None, typer.Option(help="Fabric id (catalog/fabrics.yaml).")] = None,
+    fabric: Annotated[
+        str | None,
+        typer.Option(
+            help="Fabric id (catalog/fabrics.yaml) [default: nvlink3, whose bus bandwidth and latency fill "
+            "whichever of --bandwidth-gbs and --latency-us is not given]."
+        ),
+    ] = None,
     bandwidth_gbs: Annotated[
         float | None, typer.Option("--bandwidth-gbs", help="Bus bandwidth in GB/s.")
     ] = None,
@@ -1127,7 +1133,7 @@ def collective(
         return
     t, per_rank = r.time_s, r.bytes_sent_per_rank
     console().print(
-        f"{op} ({algorithm}) of {size_mb:g} MB over {ranks} ranks: [bold]{t * 1e3:,.3f} ms[/bold]; "
+        f"{op} ({r.algorithm}) of {size_mb:g} MB over {ranks} ranks: [bold]{t * 1e3:,.3f} ms[/bold]; "
         f"each rank sends {per_rank / 1e6:,.1f} MB"
         + (", half each way, each direction at the bandwidth" if r.algorithm in BIDIRECTIONAL else "")
         + (f" (on the TPU slice {r.torus})" if r.torus else "")
