@@ -334,3 +334,9 @@ def test_api_refuses_a_scenario_field_the_search_sets(client):
     assert resp.json()["detail"][0]["field"] == "scenario.parameters_b"
     resp = client.post("/api/governance", json={"scenario": {"precision": "fp16"}})
     assert resp.status_code == 422 and "use --precisions" in resp.json()["detail"][0]["message"]
+
+
+def test_api_sweep_refuses_a_scenario_field_it_varies(client):
+    body = {"vary": [{"field": "num_nodes", "values": [8, 16]}], "scenario": {"num_nodes": 3}}
+    resp = client.post("/api/sweep", json=body)
+    assert resp.status_code == 422 and resp.json()["detail"][0]["field"] == "scenario.num_nodes"

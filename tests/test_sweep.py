@@ -180,6 +180,27 @@ def test_cli_json_counts_and_undefined_values_are_what_simulate_writes():
 
 
 @pytest.mark.parametrize(
+    ("sets", "vary", "needle"),
+    [
+        (
+            "num_nodes=3",
+            "num_nodes=8,16",
+            "num_nodes is varied (--vary num_nodes), so this value would be replaced",
+        ),
+        ("bandwidth_up_mbps=5", "bandwidth_mbps=10,100", "would both set a link direction"),
+        ("bandwidth_mbps=5", "bandwidth_up_mbps=10,100", "would both set a link direction"),
+    ],
+)
+def test_a_set_field_the_grid_varies_is_refused_not_dropped(sets, vary, needle):
+    """simulate refuses bandwidth_mbps beside a direction; a sweep dropped the --set (or applied it to the
+    other direction only) without a word. A field set in a file stays the base the grid varies."""
+    r = runner.invoke(app, ["sweep", "--set", sets, "--vary", vary, "-q"])
+    assert r.exit_code == 2 and needle in " ".join(r.output.split()), r.output
+    ok = runner.invoke(app, ["sweep", "--set", "mfu=0.3", "--vary", vary, "--json"])
+    assert ok.exit_code == 0 and all(row["mfu"] == 0.3 for row in json.loads(ok.output))
+
+
+@pytest.mark.parametrize(
     ("args", "needle"),
     [
         (["sweep"], "give at least one"),

@@ -167,6 +167,31 @@ def check_axes(axes: list[Axis]) -> int:
     return n
 
 
+def set_and_varied(given: dict[str, Any], axes: list[Axis], where: str = "--set") -> None:
+    """An error for each base field given explicitly (`given`: field → what was written, a --set item or
+    an API scenario field's value) that a varied field replaces at every point: the same field, or
+    bandwidth_mbps beside a varied direction (and the reverse), as simulate refuses both together."""
+    replaced = {}
+    for a in axes:
+        replaced[a.field] = f"is varied (--vary {a.field}), so this value would be replaced at every point"
+        pair = {"bandwidth_mbps": ("bandwidth_up_mbps", "bandwidth_down_mbps")}.get(a.field, ())
+        if a.field in ("bandwidth_up_mbps", "bandwidth_down_mbps"):
+            pair = ("bandwidth_mbps",)
+        for k in pair:
+            replaced.setdefault(
+                k,
+                f"and the varied {a.field} would both set a link direction: give each direction once (vary "
+                "bandwidth_up_mbps and set bandwidth_down_mbps, or the reverse)",
+            )
+    problems = [
+        (where if where == "--set" else f"{where}.{k}", v, f"{k} {replaced[k]}")
+        for k, v in given.items()
+        if k in replaced
+    ]
+    if problems:
+        raise ScenarioError(problems)
+
+
 def run_grid(
     base: Scenario,
     axes: list[Axis],

@@ -344,7 +344,7 @@ def grid_sweep_work(
 ) -> dict[str, Any]:
     """/api/sweep with `vary`: the grid of `dtsim sweep` (analysis/grid.run_grid), one row per point, as
     columns: {"fields", "points", "constants", "columns": {varied field or output: [value per row]}}."""
-    from dtsim.analysis.grid import grid_size, metric_names, parse_vary, run_grid
+    from dtsim.analysis.grid import grid_size, metric_names, parse_vary, run_grid, set_and_varied
     from dtsim.schema.scenario import load_scenario
 
     if not isinstance(scenario, dict):
@@ -363,6 +363,7 @@ def grid_sweep_work(
             axes.append(parse_vary(axis_spec(axis)))
         except ScenarioError as exc:
             raise ScenarioError([(f"vary[{i}]", v, m) for _f, v, m in exc.problems]) from None
+    set_and_varied(scenario, axes, where="scenario")
     n = grid_size(axes)
     if n > MAX_GRID_POINTS:
         raise ScenarioError(

@@ -95,6 +95,7 @@ def sweep(
         metric_names,
         parse_vary,
         run_grid,
+        set_and_varied,
         write_table,
     )
     from dtsim.analysis.uncertainty import HEADLINE, level_name, parse_levels, share
@@ -107,6 +108,8 @@ def sweep(
         axes = [parse_vary(v) for v in vary or []]
         if not axes:
             raise ScenarioError([("--vary", None, "give at least one: --vary field=start:stop:num[:log]")])
+        # (a drawn one gets its own error: vary it or draw it)
+        set_and_varied({k: v for k, v in _set_keys(set_).items() if k not in dists}, axes)
         if out is not None:  # a file that cannot be written fails before the grid runs
             check_out(out)
         if plot is not None:
