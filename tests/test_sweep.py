@@ -179,6 +179,28 @@ def test_cli_json_counts_and_undefined_values_are_what_simulate_writes():
             )
 
 
+def test_each_point_carries_its_warnings_and_a_point_that_is_not_a_run_is_no_extreme():
+    """A point whose replicas never synchronize (LESS_THAN_ONE_OUTER_STEP) was the grid's 'lowest' time
+    with no word; the JSON lists each point's warning codes, the ones simulate gives that point."""
+    args = ["sweep", "--preset", "intercontinental", "--vary", "num_nodes=1,1000000"]
+    args += ["--vary", "bandwidth_mbps=0.001,1e6"]
+    rows = json.loads(runner.invoke(app, [*args, "--json", "-q"]).output)
+    for row in rows:
+        point = [f"num_nodes={row['num_nodes']}", "--set", f"bandwidth_mbps={row['bandwidth_mbps']}"]
+        sim = runner.invoke(app, ["simulate", "--preset", "intercontinental", "--set", *point, "--json"])
+        assert row["warnings"] == [w["code"] for w in json.loads(sim.output)["warnings"]]
+    no_run = [r for r in rows if "LESS_THAN_ONE_OUTER_STEP" in r["warnings"]]
+    assert no_run and min(r["wall_clock_days"] for r in no_run) < min(
+        r["wall_clock_days"] for r in rows if r not in no_run
+    )
+    text = " ".join(runner.invoke(app, [*args, "-q"]).output.split())
+    assert (
+        "2 that are not a run" in text and "(not a run)" in text and "LESS_THAN_ONE_OUTER_STEP at 2" in text
+    )
+    lowest = text.split("│ lowest │")[1].split("│ highest")[0]
+    assert "0.009375" not in lowest
+
+
 @pytest.mark.parametrize(
     ("sets", "vary", "needle"),
     [

@@ -175,14 +175,26 @@ def sweep(
         f"{result.n:,} points ({' × '.join(f'{a.field} {len(a)}' for a in result.axes)}) "
         f"in {result.seconds:.2f} s by the batch path"
     )
-    finite = np.isfinite(z)
+    from dtsim.models.decentralized.warning_rules import CODES
+
+    bits = np.asarray(result.columns.get("warning_bits", np.zeros(result.n)), dtype=np.int64)
+    # a point whose replicas never synchronize is a fraction of one step, not a run: not a grid extreme
+    no_run = (bits >> CODES.index("LESS_THAN_ONE_OUTER_STEP")) & 1 == 1
+    finite = np.isfinite(z) & ~no_run
     if finite.any():
         lo, hi = (
             int(np.nanargmin(np.where(finite, z, np.nan))),
             int(np.nanargmax(np.where(finite, z, np.nan))),
         )
+        undefined = int((~np.isfinite(z)).sum())
         t = table(
-            title=f"{metric}: range over the grid ({int((~finite).sum()):,} points where it is undefined)"
+            title=f"{metric}: range over the grid ({undefined:,} points where it is undefined"
+            + (
+                f", {int(no_run.sum()):,} that are not a run: their replicas never synchronize"
+                if no_run.any()
+                else ""
+            )
+            + ")"
         )
         t.add_column("")
         for a in result.axes:
@@ -215,9 +227,17 @@ def sweep(
                 *[_fmt(result.columns[a.field][i]) for a in result.axes],
                 _fmt(z[i]),
                 *extra,
-                str(result.columns["mode"][i]),
+                str(result.columns["mode"][i]) + (" (not a run)" if no_run[i] else ""),
             )
         c.print(t)
+    counts = [(code, int(((bits >> k) & 1).sum())) for k, code in enumerate(CODES)]
+    counts = [(code, m) for code, m in counts if m]
+    if counts:
+        c.print(
+            "warnings at the grid's points (simulate one to read it; the JSON lists each point's): "
+            + ", ".join(f"{code} at {m:,}" for code, m in counts),
+            highlight=False,
+        )
     if bands is not None:
         for w in bands.warnings:
             c.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
