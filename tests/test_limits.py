@@ -400,6 +400,20 @@ def test_cli_curve_json_and_csv(tmp_path):
     assert (tmp_path / "c.csv").read_text().startswith("hardware,d_model")
 
 
+def test_cli_curve_marks_the_points_whose_activations_do_not_fit():
+    """limits search said so; the curve showed such points with no flag."""
+    pts = json.loads(runner.invoke(app, ["limits", "curve", "--gpu", "h100-sxm", "--json"]).output)
+    over = [p["d_model"] for p in pts if not p["memory"]["per_gpu_with_activations_ok"]]
+    assert over
+    out = runner.invoke(app, ["limits", "curve", "--gpu", "h100-sxm"], env={"COLUMNS": "200"}).output
+    assert all(f" {d}* " in out for d in over)
+    assert f"with its activations it does not fit ({len(over)} of {len(pts)} points" in " ".join(out.split())
+    fits = runner.invoke(
+        app, ["limits", "curve", "--memory", "per-gpu-activations"], env={"COLUMNS": "200"}
+    ).output
+    assert "*" not in fits and "does not fit" not in fits
+
+
 def test_cli_curve_plots(tmp_path):
     png, svg = tmp_path / "u.png", tmp_path / "f.svg"
     r = runner.invoke(

@@ -382,8 +382,11 @@ def curve_cmd(
             title=f"{name}: {'sparse' if sparse else 'dense'}, {scaling} batch scaling, ≤ {months:g} months",
             title_justify="left",
         )
+        overflow = [p for p in pts if not p.memory["per_gpu_with_activations_ok"]]
         cells = {
-            "d_model": lambda p: str(p.d_model),
+            "d_model": lambda p: (
+                str(p.d_model) + ("*" if not p.memory["per_gpu_with_activations_ok"] else "")
+            ),
             "FLOP": lambda p: _short(p.training_flop, ".2g"),
             "util": lambda p: f"{p.utilization:.3f}",
             "GPUs": lambda p: _short(p.n_gpus, ".3g"),
@@ -406,6 +409,16 @@ def curve_cmd(
             c.print(
                 f"(a narrow terminal: {', '.join(WIDE_ONLY)} are left out; a wider one, --json or --out has "
                 "them)",
+                highlight=False,
+            )
+        if overflow:
+            worst = max(overflow, key=lambda p: p.memory["activations_per_gpu_gb"])
+            total = worst.memory["model_states_per_gpu_gb"] + worst.memory["activations_per_gpu_gb"]
+            c.print(
+                f"[yellow]* with its activations it does not fit[/yellow] ({len(overflow)} of {len(pts)} points; "
+                f"up to {total:,.1f} GB per GPU of the {hw.memory_bytes / 1e9:,.1f} GB at d_model "
+                f"{worst.d_model}): --memory {memory} bounds only what Erdil & Schneider-Joseph 2024 do; "
+                "--memory per-gpu-activations bounds both",
                 highlight=False,
             )
         g = catalog.gpus()[hw.gpu]
