@@ -97,6 +97,14 @@ def test_governance_cli_uncertainty_json():
     assert cheapest["uncertainty"]["p_within_limit"] == 1.0
     d = cheapest["uncertainty"]["days"]
     assert d["p10"] == d["p50"] == d["p90"] == pytest.approx(cheapest["days"], rel=1e-9)
+    # the text names the cells each warning holds for, not one warning as if for all
+    caps2 = ["--compute-cap", "16,4", "--memory-cap", "none", "--targets", "1e24", "--gpu", "h100-sxm"]
+    res = runner.invoke(
+        app, ["governance", *caps2, "--uncertainty", "32", "--seed", "1"], env={"COLUMNS": "300"}
+    )
+    lines = [ln for ln in res.output.splitlines() if ln.startswith("warning (")]
+    assert lines and all(ln.startswith(("warning (every cell)", "warning (≤ ")) for ln in lines), lines
+    assert any("only 32 draws" in ln and ln.startswith("warning (every cell)") for ln in lines)
 
 
 def test_target_and_governance_grids_give_the_same_answers_on_a_local_dask_cluster():

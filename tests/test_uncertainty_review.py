@@ -99,7 +99,7 @@ def test_an_answer_that_nothing_moves_says_so_and_lists_no_driver():
     d = _strict(res.stdout)
     mc = d["monte_carlo"]
     assert mc["drivers"]["wall_clock_days"] == []
-    assert any("moves the days" in w for w in mc["warnings"])
+    assert any("moves this run's days" in w for w in mc["warnings"])
     assert not any("wall_clock_days" in w and "standard error" in w for w in mc["warnings"])
 
 

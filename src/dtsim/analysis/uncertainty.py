@@ -733,8 +733,9 @@ def answer_monte_carlo(
     lo, hi = days[level_name(min(levels))], days[level_name(max(levels))]
     if lo is not None and negligible(hi - lo, hi):
         mc.warnings.append(
-            f"none of the {len(kept)} drawn inputs moves the days: the answer is exactly as sure as its "
-            "inputs; give the base's uncertain fields as distributions (e.g. --set mfu=0.3..0.5)"
+            f"none of the {len(kept)} drawn inputs moves this run's days (they are the same in every draw): "
+            "its range is zero only because the fields it depends on are held at one value; give the base's "
+            "uncertain fields as distributions (e.g. --set mfu=0.3..0.5)"
         )
     dropped = sorted(k for k in dists if k in fixed)
     if dropped:

@@ -746,8 +746,13 @@ def governance(
             "as not in time; the search is not repeated per draw; each run's days at the levels are in --json).",
             highlight=False,
         )
-        for w in dict.fromkeys(w for h in held.values() for w in h["warnings"]):
-            c.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+        cells: dict[str, list[str]] = {}  # each warning with the cells (cap, target) it holds for
+        for (ci, x), h in held.items():
+            for w in h["warnings"]:
+                cells.setdefault(w, []).append(f"{res.caps[ci].cap.label()} at {x:.0e} FLOP")
+        for w, where in cells.items():
+            label = "every cell" if len(where) == len(held) > 1 else "; ".join(where)
+            c.print(f"[yellow]warning ({label}):[/yellow] {w}", highlight=False)
     t = table(title="largest node of each accelerator under each cap (GPUs per node)")
     t.add_column("accelerator")
     for cr in res.caps:
