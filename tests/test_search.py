@@ -276,7 +276,9 @@ def test_cli_human_report_names_each_mode():
         (["target", "--local-flop", "1e24", "--node", "nope"], "unknown node preset"),
         (["target", "--local-flop", "1e24", "--compression", ""], "empty value"),
         (["target", "--local-flop", "1e24", "--inner-steps", "0"], "integers"),
-        (["target", "--local-flop", "1e24", "--days", "0"], "positive number of days"),
+        (["target", "--local-flop", "1e24", "--days", "0"], "number of days from 0.01 to 100000"),
+        (["target", "--local-flop", "1e24", "--days", "1e9"], "number of days from 0.01 to 100000"),
+        (["governance", "--days", "0.001"], "number of days from 0.01 to 100000"),
         (["target", "--local-flop", "1e24", "--set", "moe=true", "--set", "active_parameters_b=10"], "dense"),
     ],
 )

@@ -353,7 +353,7 @@ def test_solve_library_objective_nodes_and_no_time_limit():
         ),
         (
             ["--solve", "num_nodes", "--params-b", "7", "--days", "-3"],
-            ["--days", "-3", "positive number of days"],
+            ["--days", "-3", "number of days from 0.01 to 100000"],
         ),
         (
             ["--solve", "num_nodes", "--params-b", "7", "--local-flop", "1e24"],
@@ -389,7 +389,10 @@ def test_solve_bad_combinations_exit_2(args, needles):
     ("args", "factor"),
     [
         (["--solve", "days", "--params-b", "5000", "--set", "num_nodes=3"], "does not fit"),
-        (["--solve", "parameters_b", "--days", "1e-9"], "even a 0.001B model takes"),
+        (
+            ["--solve", "parameters_b", "--days", "0.01", "--tokens-t", "100", "--set", "num_nodes=1"],
+            "even a 0.001B model takes",
+        ),
         (
             ["--solve", "num_nodes", "--params-b", "2000", "--days", "30", "--max-nodes", "500"],
             "of each outer step is",
@@ -448,11 +451,14 @@ def test_a_space_without_a_configuration_for_the_node_count():
 
 
 def test_a_limit_of_any_size_gives_no_warning():
+    """The largest limit the table allows runs without an overflow; beyond it the limit is refused."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # an overflow in rate × days would raise
-        r = runner.invoke(app, ["target", "--solve", "parameters_b", "--days", "1e308", "--json"])
+        r = runner.invoke(app, ["target", "--solve", "parameters_b", "--days", "100000", "--json"])
     assert r.exit_code == 0, r.output
     assert strict_json(r.stdout)["answer"] > 0
+    r = runner.invoke(app, ["target", "--solve", "parameters_b", "--days", "1e308"])
+    assert r.exit_code == 2 and "number of days from 0.01 to 100000" in " ".join(r.output.split())
 
 
 @pytest.mark.parametrize(

@@ -27,6 +27,7 @@ from dtsim.analysis.search import (
     _evaluate,
     config_groups,
     configuration_fields,
+    days_problem,
     node_count_grid,
 )
 from dtsim.analysis.targets import Target, tokens_needed
@@ -217,8 +218,8 @@ def analyse(
     for t in targets:
         if not (math.isfinite(t) and t > 0):
             raise ScenarioError([("--targets", t, "must be positive FLOP counts")])
-    if not (math.isfinite(days_limit) and days_limit > 0):
-        raise ScenarioError([("--days", days_limit, "must be a positive number of days")])
+    if days_problem(days_limit) is not None:
+        raise days_problem(days_limit)
     for g in gpus or ():
         if g not in catalog.gpus():
             raise ScenarioError([("--gpu", g, f"unknown accelerator; known: {', '.join(catalog.gpus())}")])

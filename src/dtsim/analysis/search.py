@@ -43,6 +43,22 @@ from dtsim.schema.scenario import Scenario
 
 PROBE_TOKENS_T = 1.0
 DEFAULT_DAYS = defaults().governance_run_days  # the original governance model's 1.5-year run
+
+
+def days_problem(days_limit: Any) -> ScenarioError | None:
+    """The error for a search's time limit outside governance_run_days' range (the assumptions table:
+    below it a run is a few steps, above it longer than any plan), else None."""
+    from dtsim.assumptions import table
+
+    lo, hi = next(a.range for a in table() if a.name == "governance_run_days")
+    ok = isinstance(days_limit, int | float) and not isinstance(days_limit, bool) and lo <= days_limit <= hi
+    return (
+        None
+        if ok
+        else ScenarioError([("--days", days_limit, f"must be a number of days from {lo:g} to {hi:g}")])
+    )
+
+
 MODE_IDS = decision.MODE_IDS
 INFEASIBLE = MODE_IDS.index("infeasible")
 MODES = tuple(m for m in MODE_IDS if m != "infeasible")
@@ -363,8 +379,8 @@ def search(
         )
     if days_limit is None and objective == "time":
         days_limit = math.inf  # the fastest run, however long
-    elif not (isinstance(days_limit, int | float) and math.isfinite(days_limit) and days_limit > 0):
-        raise ScenarioError([("--days", days_limit, "must be a positive number of days")])
+    elif days_problem(days_limit) is not None:
+        raise days_problem(days_limit)
     if budget is not None and not (math.isfinite(budget) and budget > 0):
         raise ScenarioError([("--budget", budget, "must be a positive amount in USD")])
     if base.moe:
@@ -874,8 +890,8 @@ def solve(
             raise ScenarioError([("--tokens-t", tokens_t, f"must be {lo_t:g}–{hi_t:g} T tokens")])
     if what == "days":
         days_limit = None
-    elif days_limit is None or not (math.isfinite(days_limit) and days_limit > 0):
-        raise ScenarioError([("--days", days_limit, "must be a positive number of days")])
+    elif days_problem(days_limit) is not None:
+        raise days_problem(days_limit)
     lo_n, hi_n = BOUNDS["num_nodes"]["ge"], BOUNDS["num_nodes"]["le"]
     if what == "num_nodes" and not lo_n <= max_nodes <= hi_n:
         raise ScenarioError([("--max-nodes", max_nodes, f"must be {lo_n}–{hi_n:,} nodes")])
