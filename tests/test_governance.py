@@ -195,6 +195,7 @@ def test_cli_reproduce():
         (["governance", "--metric", "speed"], "local or quality"),
         (["governance", "--precisions", "fp12"], "fp16, bf16, fp8 or fp4"),
         (["governance", "--precisions", ""], "give at least one"),
+        (["governance", "--targets", "1e24,1e24"], "repeats 1e+24; give each once"),
         (
             ["governance", "--set", "gpu=a100-80gb"],
             "--set = 'gpu=a100-80gb': governance's search sets gpu itself",
@@ -208,6 +209,13 @@ def test_cli_bad_input(args, needle):
     r = runner.invoke(app, args)
     assert r.exit_code == 2, r.output
     assert needle in " ".join(r.output.split()) and "Traceback" not in r.output
+
+
+def test_target_columns_are_named_apart():
+    """1e24 and 1.4e24 were both headed '1e+24 FLOP'."""
+    args = ["governance", "--targets", "1e24,1.4e24", "--compute-cap", "16", "--memory-cap", "none"]
+    res = runner.invoke(app, [*args, "--gpu", "h100-sxm"], env={"COLUMNS": "250"})
+    assert res.exit_code == 0 and "1e+24 FLOP" in res.output and "1.4e+24 FLOP" in res.output
 
 
 def test_fp4_only_where_the_gpu_has_an_fp4_datapath():

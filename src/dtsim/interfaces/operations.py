@@ -704,6 +704,11 @@ def governance_analysis(
                     raise ScenarioError([(flag, text, f"{v!r} is not a number")])
     caps = caps_from_options(compute_cap, memory_cap, base_compute_cap)
     tgts = tuple(float(x) for x in parse_values("--targets", targets, ()))
+    repeated = sorted({x for x in tgts if tgts.count(x) > 1})
+    if repeated:
+        raise ScenarioError(
+            [("--targets", targets, f"repeats {', '.join(f'{x:g}' for x in repeated)}; give each once")]
+        )
     precs = tuple(p.strip().lower() for p in precisions.split(",") if p.strip())
     allowed = f"{', '.join(PRECISIONS[:-1])} or {PRECISIONS[-1]}"
     if not precs:

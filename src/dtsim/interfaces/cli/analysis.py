@@ -722,7 +722,7 @@ def governance(
     t = table(title="cheapest way to reach each target under the cap")
     t.add_column("cap")
     for x in res.targets:
-        t.add_column(f"{x:.0e} FLOP")
+        t.add_column(f"{x:.3g} FLOP")
     t.add_column("systems caught", justify="right")
     for cr in res.caps:
         cells = []
@@ -749,7 +749,7 @@ def governance(
         cells: dict[str, list[str]] = {}  # each warning with the cells (cap, target) it holds for
         for (ci, x), h in held.items():
             for w in h["warnings"]:
-                cells.setdefault(w, []).append(f"{res.caps[ci].cap.label()} at {x:.0e} FLOP")
+                cells.setdefault(w, []).append(f"{res.caps[ci].cap.label()} at {x:.3g} FLOP")
         for w, where in cells.items():
             label = "every cell" if len(where) == len(held) > 1 else "; ".join(where)
             c.print(f"[yellow]warning ({label}):[/yellow] {w}", highlight=False)
