@@ -589,6 +589,52 @@ def test_a_failing_bound_is_reported_and_exits_1(tmp_path):
     assert [c["ok"] for c in d["summary"]["STRICT"]["bounds"]] == [False]
 
 
+def test_a_record_in_another_unit_than_its_metric_is_rejected(tmp_path):
+    """A busbw in Gb/s was compared as GB/s (an 8× error reported as a 2 % match)."""
+    doc = {
+        "groups": {
+            "MYNCCL": {
+                "description": "my nccl runs",
+                "role": "check",
+                "defaults": {"kind": "collective", "op": "allreduce", "convention": "nccl-busbw"},
+            }
+        },
+        "records": [
+            {
+                "id": f"MY-{unit.replace('/', '')}",
+                "group": "MYNCCL",
+                "source": "me",
+                "certainty": "P",
+                "metric": "busbw_gb_s",
+                "unit": unit,
+                "measured": 230,
+                "ranks": 8,
+                "gpus_per_node": 8,
+                "size_bytes": 8589934592,
+                "intra_fabric": "nvlink3",
+            }
+            for unit in ("GB/s", "Gb/s")
+        ],
+    }
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    r = runner.invoke(app, ["validate", "--runs", str(tmp_path), "--subset", "MYNCCL", "--json"])
+    d = json.loads(r.stdout)
+    assert r.exit_code == 1 and [x["id"] for x in d["runs"]] == ["MY-GBs"]
+    assert any(p["record"] == "MY-Gbs" and "write measured in 'GB/s'" in p["reason"] for p in d["problems"])
+    text = " ".join(
+        runner.invoke(app, ["validate", "--runs", str(tmp_path), "--subset", "MYNCCL"]).output.split()
+    )
+    assert "1 records rejected (listed above the tables)" in text
+    # a subset that names a group whose file was rejected says so
+    (tmp_path / "a.yaml").write_text("records: [unclosed\n")
+    r = runner.invoke(app, ["validate", "--runs", str(tmp_path), "--subset", "MYNCCL"])
+    assert r.exit_code == 2 and "1 records of --runs were rejected" in " ".join(r.output.split())
+    # calibrate does not write a fit that silently leaves the rejected records out
+    out = tmp_path / "cal.yaml"
+    r = runner.invoke(app, ["calibrate", "--runs", str(tmp_path), "--out", str(out)])
+    assert r.exit_code == 1 and not out.exists() and "nothing written" in r.output
+
+
 def test_runs_dir_must_exist(tmp_path):
     r = runner.invoke(app, ["validate", "--runs", str(tmp_path / "nope"), "--json"])
     assert r.exit_code == 1

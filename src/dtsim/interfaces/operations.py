@@ -201,14 +201,27 @@ def limits_search(
 # --- dtsim validate -----------------------------------------------------------------------------------------
 
 
-def validation_subset(names: list[str] | None, known: set[str], field: str = "--subset") -> list[str] | None:
-    """The named groups / record ids (None: all), or an error naming the first unknown one."""
+def validation_subset(
+    names: list[str] | None, known: set[str], field: str = "--subset", data: Any = None
+) -> list[str] | None:
+    """The named groups / record ids (None: all), or an error naming the first unknown one, the groups
+    there are (`data`'s, when given) and, when records of the user's runs were rejected, the first of
+    them (a misspelt record is why its group is unknown)."""
     if not names:
         return None
     unknown = [n for n in names if n not in known]
     if unknown:
-        groups = sorted(g for g in known if g.isupper() or "-" in g)[:40]
-        raise ScenarioError([(field, unknown[0], "not a group or record id; groups: " + ", ".join(groups))])
+        groups = (
+            sorted(data.groups) if data is not None else sorted(g for g in known if g.isupper() or "-" in g)
+        )
+        shown = ", ".join(groups[:60]) + (f" and {len(groups) - 60} more" if len(groups) > 60 else "")
+        rejected = list(getattr(data, "problems", ()))
+        why = (
+            f" ({len(rejected)} records of --runs were rejected; the first: {rejected[0]})"
+            if rejected
+            else ""
+        )
+        raise ScenarioError([(field, unknown[0], f"not a group or record id{why}; groups: {shown}")])
     return names
 
 
@@ -221,7 +234,7 @@ def validation_report(
     from dtsim.validation import validate as run_validation
 
     data = load_dataset(runs)
-    names = validation_subset(subset, set(data.groups) | {r.id for r in data.records}, field)
+    names = validation_subset(subset, set(data.groups) | {r.id for r in data.records}, field, data)
     return data, run_validation(data, names, calibration=calibration)
 
 

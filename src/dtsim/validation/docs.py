@@ -46,7 +46,9 @@ def render() -> str:
         "",
         "Run it yourself: `dtsim validate` (table), `dtsim validate --json`, `dtsim validate --plot",
         "scatter.png`; add your own runs with `--runs DIR` (one YAML file per set of records, the same",
-        "schema as the bundled files).",
+        "schema as the bundled files). A record's `unit` must be the one its metric is compared in",
+        "(`validation/records.METRIC_UNITS`: busbw_gb_s in GB/s, wall_clock_days in days, ...), and a",
+        "rejected record makes `validate` and `calibrate` exit 1 (`calibrate` then writes nothing).",
         "",
     ]
     pooled = result.datacenter_check

@@ -36,6 +36,26 @@ from dtsim.schema import inputs
 CERTAINTY = Literal["P", "P*", "S", "D", "user"]
 
 
+# the unit each metric is compared in (what its `measured` must be written in): a record in another unit
+# (Gb/s for GB/s, hours for days) would be compared as if it were in this one
+METRIC_UNITS: dict[str, tuple[str, ...]] = {
+    "tflops_per_gpu": ("TFLOP/s per GPU", "TFLOP/s per chip", "TFLOP/s"),
+    "tflops": ("TFLOP/s",),
+    "mfu": ("% MFU", "%"),
+    "hfu": ("% HFU", "%"),
+    "tokens_per_s_per_gpu": ("tokens/s per GPU", "tokens/s per chip", "tokens/s"),
+    "busbw_gb_s": ("GB/s",),
+    "time_us": ("µs", "us"),
+    "time_ms": ("ms",),
+    "bytes_per_event_mb": ("MB",),
+    "bytes_per_flow_mb": ("MB",),
+    "allreduce_s": ("s",),
+    "comm_per_round_s": ("s",),
+    "compute_utilization": ("%",),
+    "wall_clock_days": ("days",),
+}
+
+
 class _Base(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     id: str = Field(min_length=1, max_length=120)
@@ -48,6 +68,21 @@ class _Base(BaseModel):
     unit: str = Field(min_length=1)
     assumptions: tuple[str, ...] = ()
     notes: str = ""
+
+    @model_validator(mode="after")
+    def _unit_of_metric(self):
+        allowed = METRIC_UNITS.get(getattr(self, "metric", ""), ())
+        if allowed and " ".join(self.unit.split()) not in allowed:
+            raise PydanticCustomError(
+                "unit_mismatch",
+                "unit: {unit} is not how metric {metric} is compared; write measured in {allowed}",
+                {
+                    "unit": repr(self.unit),
+                    "metric": self.metric,
+                    "allowed": " or ".join(repr(u) for u in allowed),
+                },
+            )
+        return self
 
 
 class DatacenterRecord(_Base):

@@ -24,10 +24,10 @@ SubsetOpt = Annotated[
 ]
 
 
-def _subset(text: str | None, known: set[str]) -> list[str] | None:
+def _subset(text: str | None, known: set[str], data=None) -> list[str] | None:
     from dtsim.interfaces.operations import validation_subset
 
-    return validation_subset([t.strip() for t in (text or "").split(",") if t.strip()], known)
+    return validation_subset([t.strip() for t in (text or "").split(",") if t.strip()], known, data=data)
 
 
 def plot_file(result: ValidationReport, path: Path) -> Path:
@@ -221,6 +221,11 @@ def validate(
             else ""
         )
         + (f"; plot written to {plot}" if plot else "")
+        + (
+            f"; [red]{len(data.problems)} records rejected[/red] (listed above the tables)"
+            if data.problems
+            else ""
+        )
     )
     raise typer.Exit(code)
 
@@ -248,9 +253,11 @@ def calibrate(
     try:
         data = load_dataset(runs)
         known = set(data.groups) | {r.id for r in data.records}
-        names = _subset(subset, known)
+        names = _subset(subset, known, data)
         doc = with_progress("fitting", not as_json, lambda p: run_calibration(data, names, p))
         target = None
+        if data.problems:  # a calibration that silently left out the user's records would be lost work
+            dry_run = True
         if not dry_run:
             try:
                 target = write(doc, out)
@@ -263,9 +270,10 @@ def calibrate(
         return
     for p in data.problems:
         console(stderr=True).print(f"[bold red]rejected:[/bold red] {p}", highlight=False)
+    code = 1 if data.problems else 0
     if as_json:
         print_json(doc)
-        return
+        raise typer.Exit(code)
     con = console()
     t = table(title=f"Fitted on {', '.join(doc['subset'])} ({doc['date']})", title_justify="left")
     for col in ("section", "name", "constant", "value", "RMS log err", "fitted on"):
@@ -282,7 +290,15 @@ def calibrate(
             _ids(row.fitted_on),
         )
     con.print(t)
-    con.print("written to " + str(target) if target else "dry run: nothing written")
+    if data.problems:
+        con.print(
+            f"[red]nothing written: {len(data.problems)} records were rejected (listed above); fix them, or "
+            "drop --runs, and fit again[/red]",
+            highlight=False,
+        )
+    else:
+        con.print("written to " + str(target) if target else "dry run: nothing written")
+    raise typer.Exit(code)
 
 
 COMMANDS = {"validate": validate, "calibrate": calibrate}
