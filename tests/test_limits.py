@@ -400,6 +400,11 @@ def test_cli_curve_json_and_csv(tmp_path):
     assert (tmp_path / "c.csv").read_text().startswith("hardware,d_model")
 
 
+def test_nothing_varied_hint_names_only_options_the_command_has():
+    out = " ".join(runner.invoke(app, ["limits", "closed-form", "--uncertainty", "16"]).output.split())
+    assert "Nothing varied" in out and "--fixed-assumptions" not in out
+
+
 def test_cli_curve_marks_the_points_whose_activations_do_not_fit():
     """limits search said so; the curve showed such points with no flag."""
     pts = json.loads(runner.invoke(app, ["limits", "curve", "--gpu", "h100-sxm", "--json"]).output)

@@ -279,6 +279,27 @@ def test_cli_human_report_names_each_mode():
         (["target", "--local-flop", "1e24", "--days", "0"], "number of days from 0.01 to 100000"),
         (["target", "--local-flop", "1e24", "--days", "1e9"], "number of days from 0.01 to 100000"),
         (["governance", "--days", "0.001"], "number of days from 0.01 to 100000"),
+        (["target", "--quality-flop", "1e24", "--max-nodes", "100000000"], "--max-nodes = 100000000"),
+        (["target", "--local-flop", "1e24", "--quality-flop", "1e24"], "'--local-flop and --quality-flop'"),
+        (
+            ["target", "--reach", "quality", "--budget", "1e7", "--objective", "time"],
+            "does not apply to --reach",
+        ),
+        (
+            [
+                "target",
+                "--min-nodes",
+                "--node",
+                "16x-h100-sxm",
+                "--quality-flop",
+                "1e24",
+                "--objective",
+                "time",
+            ],
+            "--min-nodes",
+        ),
+        (["governance", "--base-compute-cap", "-3"], "--base-compute-cap = -3.0"),
+        (["governance", "--compute-cap", "-3"], "--compute-cap = '-3'"),
         (["target", "--local-flop", "1e24", "--set", "moe=true", "--set", "active_parameters_b=10"], "dense"),
     ],
 )

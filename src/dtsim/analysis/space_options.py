@@ -3,6 +3,8 @@ node lists a target search or a governance analysis may range over (shared by th
 
 from __future__ import annotations
 
+from typing import Any
+
 from dtsim import catalog
 from dtsim.analysis.governance import Cap
 from dtsim.analysis.search import NodeSpec, Space, node_count_grid
@@ -42,6 +44,13 @@ def space_from_options(
 ):
     """The search space of `dtsim target`/`governance` from comma-separated option values; a value not
     given keeps `Space`'s default."""
+    from dtsim.schema.fields import BOUNDS
+
+    hi = BOUNDS["num_nodes"]["le"]
+    if isinstance(max_nodes, bool) or not (isinstance(max_nodes, int) and 1 <= max_nodes <= hi):
+        raise ScenarioError(
+            [("--max-nodes", max_nodes, f"must be a whole number of nodes from 1 to {hi:,.0f}")]
+        )
     ids = nodes or list(catalog.nodes())
     specs = [NodeSpec.from_preset(i, precision) for i in ids]
     d = Space(nodes=specs)
@@ -77,11 +86,21 @@ def caps_from_options(compute: str, memory: str | None, base_compute: float | No
     """Governance caps from `--compute-cap` (H100-equivalents per node, `none` for no compute cap) and
     `--memory-cap` (GB per node, at the compute cap `base_compute`)."""
     caps = []
+
+    def cap(flag: str, text: Any, **kw: float | None) -> Cap:
+        try:
+            return Cap(**kw)
+        except ScenarioError as exc:  # named as the flag the value came from
+            raise ScenarioError([(flag, text, m) for _f, _v, m in exc.problems]) from None
+
     for v in parse_values("--compute-cap", compute, ()) if compute.strip().lower() != "none" else ():
-        caps.append(Cap(h100_equivalents=float(v)))
+        caps.append(cap("--compute-cap", compute, h100_equivalents=float(v)))
     if memory and memory.strip().lower() != "none":
         for v in parse_values("--memory-cap", memory, ()):
-            caps.append(Cap(h100_equivalents=base_compute, memory_gb=float(v)))
+            cap("--memory-cap", memory, memory_gb=float(v))  # the memory first, then the compute beside it
+            caps.append(
+                cap("--base-compute-cap", base_compute, h100_equivalents=base_compute, memory_gb=float(v))
+            )
     if not caps:
         raise ScenarioError(
             [

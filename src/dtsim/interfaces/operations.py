@@ -391,9 +391,18 @@ def target_search(
 
     days = DEFAULT_DAYS if days is None else days
     max_nodes = 100_000 if max_nodes is None else max_nodes
+    if objective is not None and (reach is not None or min_nodes):
+        query = "--reach" if reach is not None else "--min-nodes"
+        what = "the most compute a budget buys" if reach is not None else "the fewest nodes"
+        raise ScenarioError([("--objective", objective, f"does not apply to {query}: it asks for {what}")])
     objective = "cost" if objective is None else objective
     given = [x is not None for x in (local_flop, quality_flop)] + [
         params_b is not None or tokens_t is not None
+    ]
+    named = [
+        flag
+        for flag, on in zip(("--local-flop", "--quality-flop", "--params-b/--tokens-t"), given, strict=True)
+        if on
     ]
     if reach is not None:
         if any(given):
@@ -413,7 +422,7 @@ def target_search(
                 [
                     (
                         "target",
-                        None,
+                        " and ".join(named) or "none given",
                         "give exactly one: --local-flop X, --quality-flop X, or --params-b P --tokens-t D",
                     )
                 ]

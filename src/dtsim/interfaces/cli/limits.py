@@ -310,7 +310,7 @@ def closed_form_cmd(
     if mc is not None:
         from dtsim.interfaces.cli.report import print_uncertainty
 
-        print_uncertainty(mc, console=c, title="the limits")
+        print_uncertainty(mc, console=c, title="the limits", fixed_hint=False)
     elif drawn:
         c.print(at_medians({k: values[INPUTS[k.removeprefix("--")]] for k in drawn}), highlight=False)
 
@@ -572,7 +572,7 @@ def _search_uncertainty(c, mc, drawn, values) -> None:
         return
     from dtsim.interfaces.cli.report import print_uncertainty
 
-    print_uncertainty(mc, console=c, title="the search")
+    print_uncertainty(mc, console=c, title="the search", fixed_hint=False)
     c.print("The point answer (each distribution at its median):", highlight=False)
 
 

@@ -254,7 +254,7 @@ def print_report(
     (console or _console()).print(render(r, title=title, explain=explain, mc=mc))
 
 
-def print_uncertainty(mc, console: Console | None = None, title: str = "") -> None:
+def print_uncertainty(mc, console: Console | None = None, title: str = "", fixed_hint: bool = True) -> None:
     """The Monte Carlo block under a report: each headline output's quantiles and mean ± its standard
     error, the shares of modes and feasibility, the probabilities asked for and the warnings."""
     con = console or _console()
@@ -296,7 +296,8 @@ def print_uncertainty(mc, console: Console | None = None, title: str = "") -> No
         con.print(v)
     else:
         con.print(
-            "Nothing varied: every draw is the point (give inputs as distributions, or drop --fixed-assumptions).",
+            "Nothing varied: every draw is the point (give inputs as distributions"
+            + (", or drop --fixed-assumptions)." if fixed_hint else ")."),
             highlight=False,
         )
     for key, label in (
