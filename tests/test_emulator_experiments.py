@@ -39,6 +39,23 @@ def test_experiment_list_names_each_with_a_description():
     assert [e["name"] for e in listed] == NAMES and all(e["description"] for e in listed)
 
 
+def test_an_experiment_refuses_run_options_it_would_not_use():
+    """An experiment runs with its own options: --workers 4 --bandwidth-mbps 10 ran with 2 workers at
+    1000 Mbit/s without a word. No root or torch is needed to be refused."""
+    r = runner.invoke(
+        app, ["emulate", "--experiment", "straggler", "--workers", "4", "--bandwidth-mbps", "10"]
+    )
+    text = " ".join(r.output.split())
+    assert r.exit_code == 2 and "--workers = 4" in text and "--bandwidth-mbps = 10.0" in text
+    assert "runs with its own options" in text
+    r = runner.invoke(app, ["emulate", "--algorithm", "ddp", "--inner-steps", "7"])
+    assert r.exit_code == 2 and "--inner-steps = 7: applies to --algorithm diloco only" in " ".join(
+        r.output.split()
+    )
+    listed = " ".join(runner.invoke(app, ["emulate", "--experiment", "list"]).output.split())
+    assert "dtsim emulate thesis" in listed and "dtsim emulate diloco-efficiency" in listed
+
+
 def test_unknown_experiment_exits_2_naming_the_allowed_ones():
     r = runner.invoke(app, ["emulate", "--experiment", "nope"])
     assert r.exit_code == 2

@@ -304,10 +304,39 @@ def emulate(
 
     if queue_ms is None:
         queue_ms = float(asm_defaults().emulator_tbf_queue_ms)  # assumptions table
+    given = [
+        p
+        for p in ctx.params
+        if getattr(ctx.get_parameter_source(p), "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")
+    ]
+    flag = lambda p: "--" + p.replace("_", "-")  # noqa: E731
     if experiment is not None and ctx.invoked_subcommand is None and not cleanup:
         from dtsim.interfaces.cli.emulate_experiments import run_experiment_command
 
+        fixed = [p for p in given if p not in ("experiment", "as_json")]
+        if fixed:
+            fail(
+                ScenarioError(
+                    [
+                        (
+                            flag(p),
+                            ctx.params[p],
+                            f"--experiment {experiment} runs with its own options (its reproduce line shows "
+                            "them); drop this, or run `dtsim emulate` with the options you want",
+                        )
+                        for p in fixed
+                    ]
+                )
+            )
+            return
         run_experiment_command(experiment, as_json)
+        return
+    if algorithm == "ddp" and "inner_steps" in given:
+        fail(
+            ScenarioError(
+                [("--inner-steps", inner_steps, "applies to --algorithm diloco only (DDP syncs every step)")]
+            )
+        )
         return
     try:
         slow, slow_latency = _parse_slow(slow_link)

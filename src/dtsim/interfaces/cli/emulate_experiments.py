@@ -16,6 +16,11 @@ def _list(as_json: bool) -> None:
     c = console()
     for e in EXPERIMENTS.values():
         c.print(f"{e.name:<22} {e.description}", markup=False, highlight=False, soft_wrap=True)
+    c.print(
+        "Longer studies are subcommands: `dtsim emulate thesis` (the thesis's DDP testbed sweeps) and "
+        "`dtsim emulate diloco-efficiency` (η against H); `dtsim emulate --help` lists them.",
+        highlight=False,
+    )
 
 
 def run_experiment_command(name: str, as_json: bool) -> None:
