@@ -237,6 +237,10 @@ def test_fabric_thesis_defaults():
         (["--network-fraction", "1.5"], ["network-fraction"]),
         (["--sync-budget-ms", "0"], ["sync-budget-ms"]),
         (["--params-t", "nan"], ["params-t"]),
+        (["--network-fraction", "1"], ["network-fraction", "the rest of each step computes"]),
+        (["--datacenters", "1"], ["datacenters", "at least 2"]),
+        (["--pod-power-kw", "1e9"], ["pod-power-kw", "pods per datacenter"]),
+        (["--cluster-power-gw", "1e300"], ["cluster-power-gw", "must be ≤ 1e+06"]),
     ],
 )
 def test_fabric_bad_input(args, needles):

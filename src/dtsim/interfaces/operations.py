@@ -1241,12 +1241,23 @@ FABRIC_INPUTS: dict[str, tuple[str, float]] = {
 def fabric_plan(values: dict[str, Any]):
     """`dtsim.fabric` of the CLI's inputs at its units (`values` keyed as FABRIC_INPUTS names them: GW,
     kW, PFLOP/s, trillions, ms, µs); a problem names the input that way, with the value given."""
+    from dtsim.models.network import FABRIC_MAX
     from dtsim.models.network import fabric as plan
 
     args = {
         k: (None if values[name] is None else values[name] * factor)
         for k, (name, factor) in FABRIC_INPUTS.items()
     }
+    beyond = [  # the limits at the inputs' own units (a GW value past 1e300 overflowed to 'not finite')
+        (name, values[name], f"must be ≤ {FABRIC_MAX[k] / factor:g}")
+        for k, (name, factor) in FABRIC_INPUTS.items()
+        if k in FABRIC_MAX
+        and isinstance(values[name], int | float)
+        and math.isfinite(values[name])
+        and values[name] * factor > FABRIC_MAX[k]
+    ]
+    if beyond:
+        raise ScenarioError(beyond)
     try:
         return plan(**args)
     except ScenarioError as exc:

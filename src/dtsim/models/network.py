@@ -480,6 +480,24 @@ THESIS_NETWORK_FRACTION = 0.05  # Camilli 2025 §3: the share of a step left to 
 THESIS_SYNC_BUDGET_S = 0.25  # Camilli 2025 §3: 0.05 × its 4.9 s batch time, rounded to 250 ms
 
 
+# Upper ends far beyond any planet-scale cluster, so every product and quotient of the plan is a
+# finite double (a critical_batch_k of 1e308 overflowed B_crit = k·√tokens to infinity).
+FABRIC_MAX = {
+    "cluster_power_w": 1e15,  # a petawatt
+    "datacenters": 1e6,
+    "pod_power_w": 1e12,
+    "pod_peak_flop_s": 1e24,
+    "parameters": 1e18,
+    "tokens": 1e20,
+    "bits_per_param": 64.0,
+    "train_days": 36525.0,  # a century
+    "critical_batch_k": 1e6,
+    "ring_km": 1e6,  # 25 times round the equator
+    "hop_latency_s": 1.0,
+    "sync_budget_s": 1e9,
+}
+
+
 def fabric(
     cluster_power_w: float = 10e9,
     datacenters: int = 23,
@@ -511,29 +529,38 @@ def fabric(
     problems = [
         (k, v, "must be a finite number > 0") for k, v in positive.items() if not _finite(v, 0, False)
     ]
-    if not (_finite(network_fraction, 0, False) and network_fraction <= 1):
-        problems.append(("network_fraction", network_fraction, "must be in (0, 1]"))
+    if not (_finite(network_fraction, 0, False) and network_fraction < 1):
+        problems.append(
+            ("network_fraction", network_fraction, "must be in (0, 1): the rest of each step computes")
+        )
+    if _finite(datacenters, 0, False) and datacenters < 2:
+        problems.append(
+            (
+                "datacenters",
+                datacenters,
+                "must be at least 2: a scale-across fabric joins datacenters over a WAN",
+            )
+        )
+    elif (
+        _finite(datacenters, 0, False)
+        and _finite(cluster_power_w, 0, False)
+        and _finite(pod_power_w, 0, False)
+        and cluster_power_w / datacenters < pod_power_w
+    ):
+        problems.append(
+            (
+                "pod_power_w",
+                pod_power_w,
+                "is more than each datacenter's share of the cluster's power "
+                f"({cluster_power_w / datacenters / pod_power_w:.2g} pods per datacenter): each needs at least one",
+            )
+        )
     for k, v in (("ring_km", ring_km), ("hop_latency_s", hop_latency_s)):
         if not _finite(v, 0, True):
             problems.append((k, v, "must be a finite number ≥ 0"))
     if sync_budget_s is not None and not _finite(sync_budget_s, 0, False):
         problems.append(("sync_budget_s", sync_budget_s, "must be a finite number > 0"))
-    # Upper ends far beyond any planet-scale cluster, so every product and quotient of the plan is a
-    # finite double (a critical_batch_k of 1e308 overflowed B_crit = k·√tokens to infinity).
-    most = {
-        "cluster_power_w": 1e15,  # a petawatt
-        "datacenters": 1e6,
-        "pod_power_w": 1e12,
-        "pod_peak_flop_s": 1e24,
-        "parameters": 1e18,
-        "tokens": 1e20,
-        "bits_per_param": 64.0,
-        "train_days": 36525.0,  # a century
-        "critical_batch_k": 1e6,
-        "ring_km": 1e6,  # 25 times round the equator
-        "hop_latency_s": 1.0,
-        "sync_budget_s": 1e9,
-    }
+    most = FABRIC_MAX
     given = {**positive, "network_fraction": network_fraction, "ring_km": ring_km}
     given |= {"hop_latency_s": hop_latency_s, "sync_budget_s": sync_budget_s}
     problems += [
