@@ -212,6 +212,10 @@ def test_seed_001_eq_3_19_is_reachable_from_the_cli():
     assert d["time_s"] == pytest.approx(22 * (200 * 5e-6 + 1e9 / (23 * 100e9)), rel=1e-12)
     res = runner.invoke(app, ["collective", "--algorithm", "wan-ring", "--hop-km", "-1"])
     assert res.exit_code == 2 and "--hop-km = -1.0" in res.output
+    res = runner.invoke(app, ["collective", "--size-mb", "1e300"])
+    assert res.exit_code == 2 and "--size-mb = 1e+300: must be > 0 and ≤ 1e+09" in " ".join(
+        res.output.split()
+    )
     # the wan-ring's latency is its fibre's: a --latency-us it would not use is refused, not ignored
     res = runner.invoke(
         app, ["collective", "--algorithm", "wan-ring", "--bandwidth-gbs", "100", "--latency-us", "9"]

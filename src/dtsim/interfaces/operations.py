@@ -1174,6 +1174,9 @@ def target_size_payload(
 MAX_RANKS = 10**9  # ranks a collective may span (CLI, page and POST /api/collective alike)
 
 
+MAX_MESSAGE_MB = 1e9  # a petabyte: beyond any model's gradients (1e15 bytes), and times stay readable
+
+
 def collective_result(
     op: str,
     algorithm: str,
@@ -1192,8 +1195,8 @@ def collective_result(
 
     if not 1 <= ranks <= MAX_RANKS:
         raise ScenarioError([("ranks", ranks, f"must be an integer between 1 and {MAX_RANKS:,}")])
-    if not size_mb > 0:
-        raise ScenarioError([("size_mb", size_mb, "must be > 0")])
+    if not 0 < size_mb <= MAX_MESSAGE_MB:
+        raise ScenarioError([("size_mb", size_mb, f"must be > 0 and ≤ {MAX_MESSAGE_MB:g} (a petabyte)")])
     if (bandwidth_gbs is not None and not bandwidth_gbs > 0) or (
         latency_us is not None and not latency_us >= 0
     ):

@@ -321,7 +321,9 @@ class CollectiveRequest(BaseModel):
         "is Camilli 2025 eq. 3.19, (N−1)·(T_prop + S/(N·BW)), with hop_km of fibre per ring step.",
     )
     ranks: int = Field(8, ge=1, le=10**9, description="Participating ranks.")
-    size_mb: FiniteFloat = Field(1000.0, gt=0, description="Message size in MB (10^6 bytes).")
+    size_mb: FiniteFloat = Field(
+        1000.0, gt=0, le=1e9, description="Message size in MB (10^6 bytes), at most a petabyte."
+    )
     fabric: LinkId | None = Field(
         None, description="Link type (catalog/fabrics.yaml); default nvlink3's rates."
     )
