@@ -80,7 +80,8 @@ def test_grid_rows_equal_scalar_simulations():
     # every input is a column (constants too) beside every output
     for field in ("parameters_b", "tokens_t", "latency_ms", "mfu", "num_nodes", "bandwidth_mbps"):
         assert field in g.columns
-    assert "bandwidth_up_mbps" not in g.columns  # bandwidth_mbps varies and sets it
+    # bandwidth_mbps varies and sets both directions: each row holds the value it set, not the base's
+    assert list(g.columns["bandwidth_up_mbps"]) == list(g.columns["bandwidth_mbps"])
 
 
 def test_node_as_a_batch_field_matches_presets():
@@ -177,6 +178,34 @@ def test_cli_json_counts_and_undefined_values_are_what_simulate_writes():
                 row[key],
                 one[key],
             )
+
+
+def test_each_row_says_the_inputs_a_varied_field_sets():
+    """Varying a node preset left gpu, gpus_per_node, pflops_per_node, vram_per_node_gb and precision
+    null, and varying bandwidth_mbps both directions: each row now holds what simulate ran with."""
+    from dtsim.schema.scenario import load_scenario
+
+    rows = json.loads(
+        runner.invoke(
+            app,
+            ["sweep", "--preset", "governance", "--vary", "node=16x-h100-sxm,50x-a100-80gb", "--json", "-q"],
+        ).output
+    )
+    for row in rows:
+        s = load_scenario(preset="governance", overrides={"node": row["node"]})
+        for k in ("gpu", "gpus_per_node", "pflops_per_node", "vram_per_node_gb"):
+            assert row[k] == getattr(s, k), (k, row[k], getattr(s, k))
+        assert row["precision"] == s.precision.value
+    rows = json.loads(
+        runner.invoke(app, ["sweep", "--vary", "gpu=h100-sxm,a100-80gb", "--json", "-q"]).output
+    )
+    for row in rows:
+        s = load_scenario(overrides={"gpu": row["gpu"]})
+        assert (row["pflops_per_node"], row["vram_per_node_gb"]) == pytest.approx(
+            (s.pflops_per_node, s.vram_per_node_gb)
+        )
+    rows = json.loads(runner.invoke(app, ["sweep", "--vary", "bandwidth_mbps=10,100", "--json", "-q"]).output)
+    assert [(r["bandwidth_up_mbps"], r["bandwidth_down_mbps"]) for r in rows] == [(10, 10), (100, 100)]
 
 
 def test_each_point_carries_its_warnings_and_a_point_that_is_not_a_run_is_no_extreme():

@@ -234,7 +234,37 @@ def run_grid(
     columns.update(inputs)
     for k, v in out.items():
         columns[k if k not in columns else f"out_{k}"] = v
+    columns.update(_implied_inputs(base, inputs))
     return GridResult(axes, columns, n, time.perf_counter() - started, constants)
+
+
+def _implied_inputs(base: Scenario, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The input fields a varied field sets at each point, so every row says what it ran: a node preset's
+    GPU, count, peak and memory (and precision, the base's where the preset has none); a GPU's peak and
+    memory at the base's count and precision; both link directions of bandwidth_mbps."""
+    from dtsim import catalog
+
+    out: dict[str, np.ndarray] = {}
+    base_precision = base.to_fields().get("precision", "fp16")
+    if "node" in inputs:
+        nodes = [catalog.nodes()[str(x)] for x in inputs["node"]]
+        out["gpu"] = np.asarray([nd.gpu for nd in nodes], dtype=object)
+        out["gpus_per_node"] = np.asarray([nd.gpu_count for nd in nodes], dtype=float)
+        out["pflops_per_node"] = np.asarray([nd.pflops for nd in nodes], dtype=float)
+        out["vram_per_node_gb"] = np.asarray([nd.vram_gb for nd in nodes], dtype=float)
+        out["precision"] = np.asarray([nd.precision or base_precision for nd in nodes], dtype=object)
+    elif "gpu" in inputs and base.gpus_per_node is not None:
+        gpus = [catalog.gpus()[str(x)] for x in inputs["gpu"]]
+        precision = inputs.get("precision", np.full(len(gpus), base_precision, dtype=object))
+        peaks = [g.peak_tflops(str(p)) for g, p in zip(gpus, precision, strict=True)]
+        count = float(base.gpus_per_node)
+        out["pflops_per_node"] = np.asarray([np.nan if pk is None else count * pk / 1000 for pk in peaks])
+        out["vram_per_node_gb"] = np.asarray([count * g.memory_gb for g in gpus], dtype=float)
+    if "bandwidth_mbps" in inputs:
+        out["bandwidth_up_mbps"] = out["bandwidth_down_mbps"] = np.asarray(
+            inputs["bandwidth_mbps"], dtype=float
+        )
+    return out
 
 
 # --- uncertainty bands ---------------------------------------------------------------------------------------
