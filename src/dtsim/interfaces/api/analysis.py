@@ -379,7 +379,10 @@ def grid_sweep_work(
         result = run_grid(base, axes, jobs.counted(progress))
     except ScenarioError as exc:  # a value the batch path refuses: the axis that gave it, else the base
         where = {a.field: f"vary[{i}]" for i, a in enumerate(axes)}
-        named = [(where.get(f.split("[")[0], f"scenario.{f}"), v, m) for f, v, m in exc.problems]
+        named = [
+            ("vary" if f == "--vary" else where.get(f.split("[")[0], f"scenario.{f}"), v, m)
+            for f, v, m in exc.problems
+        ]
         raise ScenarioError(named) from None
     names = [a.field for a in axes]
     names += [k for k in result.columns if k not in result.constants and k not in names]

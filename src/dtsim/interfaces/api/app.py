@@ -496,7 +496,7 @@ def api_sweep(
     preset: Annotated[PresetName | None, Query(description="Start from this preset.")] = None,
 ) -> Any:
     """`field` (with `values` or `points`): one field, as columns of the headline outputs. `vary`: the
-    grid of `dtsim sweep` (one row per point, every output), at most MAX_GRID_POINTS points."""
+    grid of `dtsim sweep` (one row per point, every output), at most 4,096 points (MAX_GRID_POINTS)."""
     if req.vary is not None:
         from dtsim.interfaces.api.analysis import grid_sweep_work
 
