@@ -650,6 +650,12 @@ def test_calibrate_cli_writes_with_provenance(tmp_path):
     assert doc["subset"] == ["MEG21", "KOR22"] and doc["date"]
     assert len(entry["fitted_on"]) == 15 and set(entry["residuals"]) == set(entry["fitted_on"])
     assert doc["fabrics"] == {} and doc["wan"] == {}
+    # a .json name gets JSON (it got YAML), the same document
+    as_json = tmp_path / "cal.json"
+    assert runner.invoke(app, ["calibrate", "--subset", "MEG21,KOR22", "--out", str(as_json)]).exit_code == 0
+    assert {k: v for k, v in json.loads(as_json.read_text()).items() if k != "date"} == {
+        k: v for k, v in doc.items() if k != "date"
+    }
     # validate with that file: only MEG21/KOR22 count as calibration; the WAN window is missing, so
     # the window-limited INTELLECT-1 rows say why they cannot be predicted
     r = runner.invoke(app, ["validate", "--calibration", str(out), "--json"])

@@ -246,8 +246,14 @@ def _record_fit(entry: dict[str, Any], recs: list[Any], doc: dict[str, Any]) -> 
 
 
 def write(doc: dict[str, Any], path: str | Path = DEFAULT_OUT) -> Path:
-    """Write a calibration document to `path` (default ./calibration.yaml), never into the installed
-    package; `--calibration FILE` (or `dtsim.step(..., calibration=FILE)`) puts it in use."""
+    """Write a calibration document to `path` (default ./calibration.yaml; JSON when the name ends in
+    .json), never into the installed package; `--calibration FILE` (or `dtsim.step(..., calibration=FILE)`) puts it in use."""
     target = Path(path)
-    target.write_text(yaml.safe_dump(doc, sort_keys=False, width=110, allow_unicode=True), encoding="utf-8")
+    if target.suffix.lower() == ".json":  # what the name says; --calibration reads either
+        import json
+
+        text = json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n"
+    else:
+        text = yaml.safe_dump(doc, sort_keys=False, width=110, allow_unicode=True)
+    target.write_text(text, encoding="utf-8")
     return target
