@@ -151,7 +151,7 @@ def test_set_node_replaces_hardware_from_lower_layers():
         (["simulate", "--set", "hardware_growth=3"], "hardware_growth = 3.0: a bare number is ambiguous"),
         (["simulate", "--set", "assumptions.pue=0.5"], "assumptions.pue = 0.5: must be between 1 and 5"),
         (["simulate", "--set", "gpu=h100"], "gpu = 'h100': unknown gpu"),
-        (["simulate", "--set", "gpu=a100-80gb", "--set", "precision=fp8"], "has no FP8/FP4 datapath"),
+        (["simulate", "--set", "gpu=a100-80gb", "--set", "precision=fp8"], "has no FP8 datapath"),
         (["simulate", "/no/such/file.yaml"], "cannot read"),
         (["sweep", "--vary", "num_nodes=1:100:3:banana"], "1:100:3:banana"),  # printed as typed, no emoji
         # a node preset fixes its GPU and their count: another one beside it is refused, not half-taken

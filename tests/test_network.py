@@ -212,6 +212,16 @@ def test_seed_001_eq_3_19_is_reachable_from_the_cli():
     assert d["time_s"] == pytest.approx(22 * (200 * 5e-6 + 1e9 / (23 * 100e9)), rel=1e-12)
     res = runner.invoke(app, ["collective", "--algorithm", "wan-ring", "--hop-km", "-1"])
     assert res.exit_code == 2 and "--hop-km = -1.0" in res.output
+    # one NVLink domain joins at most its switch system's GPUs (catalog max_domain, sourced)
+    for fabric, most in (("nvlink3", 16), ("nvlink4", 256), ("nvlink5", 576)):
+        ok = runner.invoke(app, ["collective", "--fabric", fabric, "--ranks", str(most)])
+        res = runner.invoke(app, ["collective", "--fabric", fabric, "--ranks", str(most + 1)])
+        assert ok.exit_code == 0 and res.exit_code == 2, res.output
+        assert f"at most the {most} GPUs one {fabric} domain joins" in " ".join(res.output.split())
+    res = runner.invoke(
+        app, ["step", "--model", "gpt2", "--gpu", "h100-sxm", "--nodes", "64", "--nvlink-domain", "512"]
+    )
+    assert res.exit_code == 2 and "nvlink4 joins at most 256" in " ".join(res.output.split())
     res = runner.invoke(app, ["collective", "--size-mb", "1e300"])
     assert res.exit_code == 2 and "--size-mb = 1e+300: must be > 0 and ≤ 1e+09" in " ".join(
         res.output.split()

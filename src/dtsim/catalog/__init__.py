@@ -104,6 +104,9 @@ class Fabric:
     nvls_efficiency: float | None = None
     nvls_latency_s: float | None = None
     nvls_source: str | None = None
+    # the most GPUs one NVLink domain of this generation joins (its largest NVSwitch system); None for NICs
+    max_domain: int | None = None
+    max_domain_source: str | None = None
     # A TPU's inter-chip interconnect (ICI): chips joined point to point in a torus of `torus_dims` axes
     # (bandwidth_gb_s is then one link's one-way rate, latency_s one hop's); an axis has a wraparound
     # link when its length is a multiple of `wrap_axis_multiple` — with `wrap_whole_slice`, only when

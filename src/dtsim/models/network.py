@@ -361,6 +361,17 @@ def collective(
         # a ring collective on a TPU's ICI runs on the torus links the ranks span; a point-to-point
         # transfer, a broadcast and an all-to-all are timed on one link (the torus's bisection for
         # all-to-all is not modelled)
+        if fab.max_domain is not None and ranks > fab.max_domain:
+            raise ScenarioError(
+                [
+                    (
+                        "ranks",
+                        ranks,
+                        f"must be at most the {fab.max_domain} GPUs one {fab.id} domain joins "
+                        f"({fab.max_domain_source}); more ranks cross a NIC fabric (`dtsim step` times them)",
+                    )
+                ]
+            )
         if fab.torus_dims and op in ("allreduce", "reduce-scatter", "all-gather"):
             if op == "allreduce" and algorithm != "ring":
                 raise ScenarioError(

@@ -137,7 +137,21 @@ class Cluster(BaseModel):
                     [(field, value, f"unknown fabric; known: {', '.join(catalog.fabrics())}")]
                 )
         self._check_torus()
-        domain = self.network_fields()["nvlink_domain"]
+        net = self.network_fields()
+        domain = net["nvlink_domain"]
+        most = catalog.fabrics()[net["nvlink"]].max_domain
+        if most is not None and domain > most:
+            field = "nvlink_domain" if self.nvlink_domain is not None else "gpus_per_node"
+            raise ScenarioError(
+                [
+                    (
+                        field,
+                        getattr(self, field),
+                        f"an NVLink domain of {domain} GPUs: {net['nvlink']} joins at most {most} "
+                        f"({catalog.fabrics()[net['nvlink']].max_domain_source})",
+                    )
+                ]
+            )
         if domain % self.gpus_per_node:
             raise ScenarioError(
                 [("nvlink_domain", domain, f"must be a multiple of gpus_per_node ({self.gpus_per_node})")]
