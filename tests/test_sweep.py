@@ -180,6 +180,25 @@ def test_cli_json_counts_and_undefined_values_are_what_simulate_writes():
             )
 
 
+def test_a_grid_point_that_breaks_a_rule_is_named_by_its_values():
+    """The batch's row index (nodes_per_group[0]) told a user nothing about which point of the grid."""
+    r = runner.invoke(
+        app,
+        [
+            "sweep",
+            "--preset",
+            "intercontinental",
+            "--vary",
+            "num_nodes=1,2",
+            "--vary",
+            "hierarchical=true,false",
+        ],
+    )
+    text = " ".join(r.output.split())
+    assert r.exit_code == 2 and "nodes_per_group = 8.0" in text and "[0]" not in text
+    assert "at the grid point num_nodes=1, hierarchical=true" in text
+
+
 def test_each_row_says_the_inputs_a_varied_field_sets():
     """Varying a node preset left gpu, gpus_per_node, pflops_per_node, vram_per_node_gb and precision
     null, and varying bandwidth_mbps both directions: each row now holds what simulate ran with."""

@@ -140,11 +140,37 @@ def _batch_fields(fields: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {k: (v.astype(str) if v.dtype == object else v) for k, v in fields.items()}
 
 
+def _at_point(problem: tuple[str, Any, str], fields: dict[str, np.ndarray]) -> tuple[str, Any, str]:
+    """A batch problem `field[i]` as the grid point i is: its field, with the varied values there."""
+    import re
+
+    field, value, message = problem
+    m = re.fullmatch(r"(\w+)\[(\d+)\]", field)
+    if not m:
+        return problem
+    i = int(m.group(2))
+    point = ", ".join(f"{k}={_shown(v[i])}" for k, v in fields.items())
+    return (m.group(1), value, f"{message} (at the grid point {point}; every point must be a valid scenario)")
+
+
+def _shown(v: Any) -> str:
+    return (
+        f"{v:g}"
+        if isinstance(v, float | np.floating)
+        else str(v).lower()
+        if isinstance(v, bool | np.bool_)
+        else str(v)
+    )
+
+
 def grid_block(start: int, stop: int, base: Scenario, axes: list[Axis]) -> dict[str, Any]:
     """Grid points start..stop−1 through the batch path: their axis values and every output (codes
     decoded to mode and bottleneck). Runs on whichever process gets it."""
     fields = grid_fields(axes, start, stop)
-    batch = simulate_batch(base, **_batch_fields(fields))
+    try:
+        batch = simulate_batch(base, **_batch_fields(fields))
+    except ScenarioError as exc:  # a row's rule: name the grid point it is, not the block's row index
+        raise ScenarioError([_at_point(p, fields) for p in exc.problems]) from None
     part = {k: np.asarray(v) for k, v in batch.columns.items() if k not in _CODES}
     part["mode"] = batch["mode"]
     part["bottleneck"] = batch["bottleneck"]
