@@ -316,3 +316,17 @@ def test_space_errors():
         Space(nodes=[NodeSpec.from_preset("16x-h100-sxm")], compressions=(0,))
     with pytest.raises(ScenarioError):
         node_count_grid(0)
+
+
+@pytest.mark.parametrize(
+    ("args", "unit"),
+    [
+        (["--params-b", "70", "--tokens-t", "2"], "tokens"),
+        (["--quality-flop", "1e24"], "quality-adjusted FLOP"),
+        (["--reach", "local", "--budget", "1e7"], "local-equivalent FLOP"),
+    ],
+)
+def test_target_json_says_what_reach_within_limit_counts(args, unit):
+    r = runner.invoke(app, ["target", *args, "--node", "16x-h100-sxm", "--json"])
+    d = json.loads(r.stdout)
+    assert d["reach_unit"] == unit and d["winner"]["reach_within_limit"] > 0

@@ -489,6 +489,12 @@ def target_search(
         "objective": obj,
         "days_limit": days,
         "budget_usd": budget,
+        # what each configuration's reach_within_limit counts: the target's own measure
+        "reach_unit": {
+            "model": "tokens",
+            "local": "local-equivalent FLOP",
+            "quality": "quality-adjusted FLOP",
+        }[tgt.kind if tgt else str(reach)],
         "search": {
             "kind": "exhaustive over the grid; cheapest: node count refined to the smallest integer",
             "configurations": res.configurations,
