@@ -234,3 +234,12 @@ def test_fp4_only_where_the_gpu_has_an_fp4_datapath():
     assert {(n.gpu, n.precision) for n in nodes} == {("h100-sxm", "fp8"), ("b200", "fp8"), ("b200", "fp4")}
     r = runner.invoke(app, ["simulate", "--set", "gpu=h100-sxm", "--set", "precision=fp4"])
     assert r.exit_code == 2 and "no FP4 datapath; use fp16/bf16/fp8" in " ".join(r.output.split())
+    # a peak given beside the GPU (the default GH200 node, a Hopper node preset) runs, flagged
+    for sets in (["precision=fp4"], ["node=16x-h100-sxm", "precision=fp4"]):
+        args = [x for kv in sets for x in ("--set", kv)]
+        out = json.loads(runner.invoke(app, ["simulate", *args, "--json"]).output)
+        assert "NO_PRECISION_DATAPATH" in [w["code"] for w in out["warnings"]], sets
+    out = json.loads(
+        runner.invoke(app, ["simulate", "--set", "node=dgx-b200", "--set", "precision=fp4", "--json"]).output
+    )
+    assert "NO_PRECISION_DATAPATH" not in [w["code"] for w in out["warnings"]]

@@ -225,6 +225,26 @@ def test_each_row_says_the_inputs_a_varied_field_sets():
         )
     rows = json.loads(runner.invoke(app, ["sweep", "--vary", "bandwidth_mbps=10,100", "--json", "-q"]).output)
     assert [(r["bandwidth_up_mbps"], r["bandwidth_down_mbps"]) for r in rows] == [(10, 10), (100, 100)]
+    # with the count, peak or precision varied beside them, each row still holds what ran there
+    for vary in (
+        ["gpu=h100-sxm,b200", "gpus_per_node=8,16"],
+        ["gpu=h100-sxm,b200", "pflops_per_node=1,100"],
+        ["node=dgx-h100,16x-h100-fp8", "precision=fp16,fp8"],
+    ):
+        args = [x for v in vary for x in ("--vary", v)]
+        for row in json.loads(runner.invoke(app, ["sweep", *args, "--json", "-q"]).output):
+            point = {v.split("=")[0]: row[v.split("=")[0]] for v in vary}
+            s = load_scenario(overrides=point)
+            for k in ("gpu", "gpus_per_node", "pflops_per_node", "vram_per_node_gb"):
+                assert (
+                    row[k] == pytest.approx(getattr(s, k))
+                    if isinstance(row[k], float)
+                    else row[k] == getattr(s, k)
+                )
+            assert row["precision"] == s.precision.value
+    # a field a varied node or GPU sets, given beside it, is refused as the varied field itself is
+    r = runner.invoke(app, ["sweep", "--set", "pflops_per_node=5", "--vary", "gpu=h100-sxm,b200"])
+    assert r.exit_code == 2 and "is set by the varied gpu" in " ".join(r.output.split())
 
 
 def test_each_point_carries_its_warnings_and_a_point_that_is_not_a_run_is_no_extreme():

@@ -197,9 +197,24 @@ def set_and_varied(given: dict[str, Any], axes: list[Axis], where: str = "--set"
     """An error for each base field given explicitly (`given`: field → what was written, a --set item or
     an API scenario field's value) that a varied field replaces at every point: the same field, or
     bandwidth_mbps beside a varied direction (and the reverse), as simulate refuses both together."""
+    from dtsim import catalog
+
     replaced = {}
     for a in axes:
         replaced[a.field] = f"is varied (--vary {a.field}), so this value would be replaced at every point"
+        # a node preset sets its GPU, count, peak and memory (and precision, where it names one); a GPU
+        # sets the node's peak and memory from the catalog
+        sets: tuple[str, ...] = ()
+        if a.field == "node":
+            sets = ("gpu", "gpus_per_node", "pflops_per_node", "vram_per_node_gb")
+            if any(catalog.nodes()[str(v)].precision for v in a.values if str(v) in catalog.nodes()):
+                sets += ("precision",)
+        elif a.field == "gpu":
+            sets = ("node", "pflops_per_node", "vram_per_node_gb")
+        for k in sets:
+            replaced.setdefault(
+                k, f"is set by the varied {a.field} at every point, so this value would be replaced"
+            )
         pair = {"bandwidth_mbps": ("bandwidth_up_mbps", "bandwidth_down_mbps")}.get(a.field, ())
         if a.field in ("bandwidth_up_mbps", "bandwidth_down_mbps"):
             pair = ("bandwidth_mbps",)
@@ -260,36 +275,58 @@ def run_grid(
     columns.update(inputs)
     for k, v in out.items():
         columns[k if k not in columns else f"out_{k}"] = v
-    columns.update(_implied_inputs(base, inputs))
+    columns.update(_implied_inputs(base, axes, n))
     return GridResult(axes, columns, n, time.perf_counter() - started, constants)
 
 
-def _implied_inputs(base: Scenario, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The input fields a varied field sets at each point, so every row says what it ran: a node preset's
-    GPU, count, peak and memory (and precision, the base's where the preset has none); a GPU's peak and
-    memory at the base's count and precision; both link directions of bandwidth_mbps."""
-    from dtsim import catalog
+def _scalar(field: str, v: Any) -> Any:
+    """An axis value as a scenario field takes it (an integer field's 8.0 as 8)."""
+    from dtsim.schema.fields import INTEGER_FIELDS
 
-    out: dict[str, np.ndarray] = {}
-    base_precision = base.to_fields().get("precision", "fp16")
-    if "node" in inputs:
-        nodes = [catalog.nodes()[str(x)] for x in inputs["node"]]
-        out["gpu"] = np.asarray([nd.gpu for nd in nodes], dtype=object)
-        out["gpus_per_node"] = np.asarray([nd.gpu_count for nd in nodes], dtype=float)
-        out["pflops_per_node"] = np.asarray([nd.pflops for nd in nodes], dtype=float)
-        out["vram_per_node_gb"] = np.asarray([nd.vram_gb for nd in nodes], dtype=float)
-        out["precision"] = np.asarray([nd.precision or base_precision for nd in nodes], dtype=object)
-    elif "gpu" in inputs and base.gpus_per_node is not None:
-        gpus = [catalog.gpus()[str(x)] for x in inputs["gpu"]]
-        precision = inputs.get("precision", np.full(len(gpus), base_precision, dtype=object))
-        peaks = [g.peak_tflops(str(p)) for g, p in zip(gpus, precision, strict=True)]
-        count = float(base.gpus_per_node)
-        out["pflops_per_node"] = np.asarray([np.nan if pk is None else count * pk / 1000 for pk in peaks])
-        out["vram_per_node_gb"] = np.asarray([count * g.memory_gb for g in gpus], dtype=float)
-    if "bandwidth_mbps" in inputs:
-        out["bandwidth_up_mbps"] = out["bandwidth_down_mbps"] = np.asarray(
-            inputs["bandwidth_mbps"], dtype=float
-        )
+    v = v.item() if hasattr(v, "item") else v
+    return int(v) if field in INTEGER_FIELDS and isinstance(v, float) and v == int(v) else v
+
+
+def _implied_inputs(base: Scenario, axes: list[Axis], n: int) -> dict[str, np.ndarray]:
+    """The input fields a varied field sets at each point, so every row says what it ran: a node
+    preset's or GPU's count, peak, memory and precision, both directions of bandwidth_mbps. Each
+    combination of the varied hardware and link fields is resolved once as simulate resolves it
+    (Scenario.replace); a field that is itself varied keeps its axis' column."""
+    setting = (
+        "node",
+        "gpu",
+        "gpus_per_node",
+        "precision",
+        "pflops_per_node",
+        "vram_per_node_gb",
+        "bandwidth_mbps",
+    )
+    implied = ("gpu", "gpus_per_node", "pflops_per_node", "vram_per_node_gb", "precision")
+    implied += ("bandwidth_up_mbps", "bandwidth_down_mbps")
+    varied = {a.field for a in axes}
+    if not varied & {"node", "gpu", "bandwidth_mbps"}:
+        return {}
+    sizes = tuple(len(a) for a in axes)
+    idx = np.unravel_index(np.arange(n), sizes)
+    rel = [k for k, a in enumerate(axes) if a.field in setting]
+    combo = np.ravel_multi_index(tuple(idx[k] for k in rel), tuple(sizes[k] for k in rel))
+    keys = [k for k in implied if k not in varied]
+    table: dict[str, list[Any]] = {k: [] for k in keys}
+    for c in range(math.prod(sizes[k] for k in rel)):
+        pos = np.unravel_index(c, tuple(sizes[k] for k in rel))
+        point = {
+            axes[k].field: _scalar(axes[k].field, axes[k].values[p]) for k, p in zip(rel, pos, strict=True)
+        }
+        s = base.replace(**point).to_fields()
+        for k in keys:
+            table[k].append(s.get(k))
+    out = {}
+    for k, vals in table.items():
+        if all(v is None for v in vals):
+            continue
+        col = np.asarray([np.nan if v is None else v for v in vals], dtype=object)
+        col = col if any(isinstance(v, str) for v in vals) else col.astype(float)
+        out[k] = col[combo]
     return out
 
 

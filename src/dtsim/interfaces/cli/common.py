@@ -45,11 +45,27 @@ def table(*columns: Any, **options: Any) -> Table:
     return _Folding(*columns, **options)
 
 
+PLAIN_PROGRESS_S = 10.0  # without a terminal, long work says how far it is this often
+
+
 def with_progress(what: str, show: bool, run: Callable[[Callable[[int, int], None] | None], Any]) -> Any:
     """run(progress) with a progress bar on stderr (done of total, time left) when `show`, else run(None):
     the one progress bar of every long command (Monte Carlo, grids, searches)."""
     if not show:
         return run(None)
+    err = console(stderr=True)
+    if not err.is_terminal:  # no live bar (a pipe, a log file): a plain line at most every 10 s
+        import time
+
+        last = [time.monotonic()]
+
+        def line(done: int, total: int) -> None:
+            now = time.monotonic()
+            if now - last[0] >= PLAIN_PROGRESS_S and done < total:
+                last[0] = now
+                err.print(f"{what}: {done:,}/{total:,}", highlight=False)
+
+        return run(line)
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     columns = (TextColumn(what), BarColumn(), TextColumn("{task.completed:,}/{task.total:,}"))

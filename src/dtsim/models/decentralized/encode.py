@@ -100,6 +100,10 @@ BATCH_FIELDS = (
     "bandwidth_mbps",
 )
 # Fields a `node` preset sets (unless given): a grid hides their constant columns when node varies.
+# catalog_peak_flop_s of a node whose catalog GPU has no datapath for the training precision (FP8 before
+# Hopper, FP4 before Blackwell): the NO_PRECISION_DATAPATH warning, and no peak to cross-check against
+NO_DATAPATH = -1.0
+
 NODE_SET_FIELDS = ("gpu", "gpus_per_node", "pflops_per_node", "vram_per_node_gb", "precision")
 # The hardware fields, resolved together as the scalar path resolves them (schema `_resolve`): a node
 # preset fills gpu/count/peak/VRAM/precision; an explicit gpu fills peak and VRAM from its count and
@@ -142,6 +146,8 @@ def encode_scenario(s: Scenario) -> dict[str, Any]:
     dense = gpu.peak_tflops(_enum_value(s.precision)) if gpu else None
     count = s.gpus_per_node
     cols["catalog_peak_flop_s"] = np.nan if dense is None or count is None else count * dense * 1e12
+    if gpu is not None and dense is None:
+        cols["catalog_peak_flop_s"] = NO_DATAPATH  # the GPU has no datapath for this precision
     if gpu is None:
         cols["gpus_per_node"] = np.nan
     if s._groups is not None:
@@ -451,6 +457,10 @@ def encode_batch(s: Scenario, arrays: dict[str, Any], n: int) -> Frame:
         gpu = catalog.gpus()[s.gpu]
         peaks = np.array([gpu.peak_tflops(p) or np.nan for p in memory.PRECISIONS]) * 1e12
         cols["catalog_peak_flop_s"] = np.asarray(cols["gpus_per_node"]) * peaks[np.asarray(cols["precision"])]
+        lacking = np.array([gpu.peak_tflops(p) is None for p in memory.PRECISIONS])[
+            np.asarray(cols["precision"])
+        ]
+        cols["catalog_peak_flop_s"] = np.where(lacking, NO_DATAPATH, cols["catalog_peak_flop_s"])
     frame = Frame({k: np.asarray(v) for k, v in cols.items()}, n=n)
     check_cross_fields(_cross_field_row(frame), batch=True)
     return frame

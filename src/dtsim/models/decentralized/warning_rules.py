@@ -173,10 +173,19 @@ RULES: tuple[WarningRule, ...] = (
     WarningRule(
         "PEAK_NOT_CATALOG",
         lambda f, o: (
-            ~np.isnan(f.catalog_peak_flop_s)
+            (f.catalog_peak_flop_s > 0)
             & (np.abs(f.peak_flop_s / f.catalog_peak_flop_s - 1.0) > f.asm.peak_mismatch_tolerance)
         ),
         lambda v: _peak_message(v),
+    ),
+    WarningRule(
+        "NO_PRECISION_DATAPATH",
+        lambda f, o: f.catalog_peak_flop_s < 0,
+        lambda v: (
+            f"The node's catalog GPU has no {PRECISIONS[int(v['precision'])].upper()} tensor-core datapath (FP8: "
+            "Hopper and later; FP4: Blackwell B100, B200, GB200): pflops_per_node is taken as given, as for a "
+            "hypothetical chip, while its cost and energy stay this GPU's."
+        ),
     ),
     WarningRule(
         "EP_SAVED_MEMORY",
