@@ -468,6 +468,11 @@ def test_a_limit_of_any_size_gives_no_warning():
         (["--quality-flop", "1e24", "--set", "num_nodes=3"], "use --max-nodes or --min-nodes"),
         (["--solve", "days", "--params-b", "70", "--set", "compression=3"], "use --compression"),
         (["--solve", "parameters_b", "--set", "parameters_b=7"], "--solve parameters_b finds it"),
+        (["--solve", "days", "--params-b", "10", "--set", "tokens_t=1"], "use --tokens-t"),
+        (
+            ["--solve", "days", "--params-b", "10", "--node", "dgx-h100", "--set", "gpu=a100-80gb"],
+            "use --node",
+        ),
     ],
 )
 def test_a_base_field_the_search_sets_is_refused_not_ignored(args, needle):
@@ -480,3 +485,13 @@ def test_a_base_field_the_search_sets_is_refused_not_ignored(args, needle):
         app, ["target", "--solve", "days", "--params-b", "7", "--set", "num_nodes=40", "--json"]
     )
     assert kept.exit_code == 0, kept.output
+    # the base's precision is used by node presets without their own: kept, and it changes the answer
+    runs = [
+        runner.invoke(
+            app,
+            ["target", "--local-flop", "1e25", "--node", "16x-h100-sxm", "--set", f"precision={p}", "--json"],
+        )
+        for p in ("fp16", "fp8")
+    ]
+    assert all(r.exit_code == 0 for r in runs)
+    assert json.loads(runs[0].stdout)["winner"] != json.loads(runs[1].stdout)["winner"]

@@ -305,7 +305,6 @@ _GRID_FIELDS = ("inner_steps", "compression", "hierarchical", "nodes_per_group",
 SEARCHED_FIELDS = {
     "target": {
         **dict.fromkeys(_NODE_FIELDS, "--node"),
-        "precision": "--node (a node preset carries its precision)",
         "num_nodes": "--max-nodes or --min-nodes",
         "parameters_b": "--params-b",
         "tokens_t": "--tokens-t",
@@ -329,15 +328,21 @@ SEARCHED_FIELDS = {
 
 
 def refuse_searched(
-    given: dict[str, Any], command: str, solve: str | None = None, where: str = "--set"
+    given: dict[str, Any],
+    command: str,
+    solve: str | None = None,
+    where: str = "--set",
+    node_given: bool = False,
 ) -> None:
     """An error naming each base field of `given` (field → what the user wrote: a --set item, an API
     scenario field's value) that `command`'s search replaces, and what to give instead. `--solve` keeps
-    the base's node and node count (it solves for one of parameters_b, num_nodes or days) and searches
-    the grid fields only."""
+    the base's node (unless --node is given: `node_given`) and node count (it solves for one of
+    parameters_b, num_nodes or days) and searches the grid fields only. The base's precision stays:
+    a node preset without its own takes it."""
     hints = SEARCHED_FIELDS[command]
     if solve is not None:
-        hints = {k: v for k, v in hints.items() if k in (*_GRID_FIELDS, "regional_steps", solve)}
+        kept = (*_GRID_FIELDS, "regional_steps", "tokens_t", solve, *(_NODE_FIELDS if node_given else ()))
+        hints = {k: v for k, v in hints.items() if k in kept}
         if solve in hints:
             hints[solve] = f"nothing: --solve {solve} finds it"
     problems = [
@@ -742,7 +747,7 @@ def governance_analysis(
     if not precs:
         raise ScenarioError([("--precisions", precisions, f"give at least one: {allowed}")])
     for p in precs:
-        if p in PRECISIONS:
+        if p in PRECISIONS and all(g in catalog.gpus() for g in gpu or ()):  # an unknown --gpu: named below
             searched = gpu or list(catalog.gpus())
             able = [g for g in catalog.gpus() if catalog.gpus()[g].peak_tflops(p) is not None]
             if not set(searched) & set(able):

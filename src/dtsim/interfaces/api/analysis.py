@@ -300,7 +300,9 @@ def target_work(progress: ProgressFn = _no_progress, **fields: Any) -> dict[str,
     scenario = fields.pop("scenario", {})
     base, dists = _base(scenario, fields.pop("preset", "governance"))
     try:
-        ops.refuse_searched(scenario, "target", fields.get("solve"), where="scenario")
+        ops.refuse_searched(
+            scenario, "target", fields.get("solve"), where="scenario", node_given=bool(fields.get("node"))
+        )
     except ScenarioError as exc:
         raise _refused(exc) from None
     lists = ("compression", "inner_steps", "group_sizes", "fractions", "pipeline_multiples")

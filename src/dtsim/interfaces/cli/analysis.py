@@ -405,7 +405,7 @@ def target(
     try:
         operations.uncertainty_flags_alone(uncertainty, **{"--prob": prob})
         base, dists = uncertain_base(file, preset, set_, uncertainty, seed, levels, fixed_assumptions, corr)
-        operations.refuse_searched(_set_keys(set_), "target", solve)
+        operations.refuse_searched(_set_keys(set_), "target", solve, node_given=bool(node))
         if solve is not None:
             _target_solve(
                 base,
