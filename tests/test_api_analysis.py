@@ -343,6 +343,9 @@ def test_api_sweep_refuses_a_scenario_field_it_varies(client):
     body = {"vary": [{"field": "num_nodes", "values": [8, 16]}], "scenario": {"num_nodes": 3}}
     resp = client.post("/api/sweep", json=body)
     assert resp.status_code == 422 and resp.json()["detail"][0]["field"] == "scenario.num_nodes"
+    # each point's warnings, as the CLI's --json lists them
+    grid = client.post("/api/sweep", json={"vary": [{"field": "num_nodes", "values": [8, 16]}]}).json()
+    assert all("INEFFICIENT_RUN" in w for w in grid["columns"]["warnings"])
     # an axes problem is named at vary, not as a scenario field
     body = {"vary": [{"field": "num_nodes", "values": [8, 16]}, {"field": "num_nodes", "values": [8, 16]}]}
     resp = client.post("/api/sweep", json=body)

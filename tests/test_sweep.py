@@ -275,7 +275,7 @@ def test_each_point_carries_its_warnings_and_a_point_that_is_not_a_run_is_no_ext
         (
             "num_nodes=3",
             "num_nodes=8,16",
-            "num_nodes is varied (--vary num_nodes), so this value would be replaced",
+            "num_nodes is varied, so this value would be replaced",
         ),
         ("bandwidth_up_mbps=5", "bandwidth_mbps=10,100", "would both set a link direction"),
         ("bandwidth_mbps=5", "bandwidth_up_mbps=10,100", "would both set a link direction"),

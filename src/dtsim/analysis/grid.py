@@ -201,7 +201,7 @@ def set_and_varied(given: dict[str, Any], axes: list[Axis], where: str = "--set"
 
     replaced = {}
     for a in axes:
-        replaced[a.field] = f"is varied (--vary {a.field}), so this value would be replaced at every point"
+        replaced[a.field] = "is varied, so this value would be replaced at every point"
         # a node preset sets its GPU, count, peak and memory (and precision, where it names one); a GPU
         # sets the node's peak and memory from the catalog
         sets: tuple[str, ...] = ()

@@ -828,7 +828,7 @@ def governance_analysis(
 
 def grid_columns(result, names: list[str] | None = None) -> dict[str, list[Any]]:
     """A grid's columns (all, or `names`) as JSON values: numbers as Python numbers, an undefined value
-    (NaN: no run defined at a point) as null, never NaN; with all columns, `warnings`: each point's
+    (NaN: no run defined at a point) as null, never NaN; with warning_bits, `warnings`: each point's
     warning codes (its warning_bits decoded, as simulate names them). A count (a scenario's integer field, or an
     integer of simulate's result: inner_steps_used, auto_inner_steps, ...) is an integer, as simulate
     writes it, and regional_steps_used is null where the point's mode has no regional tier, as there."""
@@ -842,7 +842,9 @@ def grid_columns(result, names: list[str] | None = None) -> dict[str, list[Any]]
         k for k, f in Result.model_fields.items() if f.annotation in (int, int | None)
     }
     out = {}
-    if names is None and "warning_bits" in result.columns:  # each point's warnings, as simulate names them
+    if "warning_bits" in result.columns and (
+        names is None or "warning_bits" in names
+    ):  # as simulate names them
         from dtsim.models.decentralized.warning_rules import CODES
 
         bits = np.asarray(result.columns["warning_bits"], dtype=np.int64).tolist()

@@ -105,7 +105,8 @@ def setup(
 ) -> DPSetup:
     """A DPSetup from what a user knows. F: `tflops` (TFLOP/s) or the catalog `gpu`'s dense peak at the
     precision (FP16/BF16 rate for fp32 gradients: mixed-precision training all-reduces FP32 gradients of
-    BF16 matmuls; FP8 rate for fp8, and for fp4 on a GPU with an FP4 datapath), times `mfu`. β and α: `bandwidth_gbs` (GB/s) and
+    BF16 matmuls; FP8 rate for fp8 and fp4: FP4 gradients of FP8 matmuls where the GPU has no FP4
+    datapath), times `mfu`. β and α: `bandwidth_gbs` (GB/s) and
     `latency_us` (µs; default 0, the documents' bandwidth-dominated form), or a catalog `fabric`'s bus
     bandwidth (wire rate × NCCL efficiency) and latency. Defaults: an H100 SXM on a 900 GB/s link, as in
     Data Parallelism from Associativity's examples."""
@@ -142,10 +143,21 @@ def setup(
         peak, where = tflops * 1e12, f"{tflops:g} TFLOP/s"
     else:
         g = gpus[gpu or "h100-sxm"]
-        rate = g.peak_tflops("bf16" if precision == "fp32" else precision)
+        # the matmuls' precision: BF16 under FP32 gradients; FP4 gradients of FP8 matmuls where the GPU
+        # has no FP4 datapath (the gradient precision is what the all-reduce sends)
+        compute = {"fp32": "bf16", "fp4": "fp4" if g.fp4_tflops else "fp8"}.get(precision, precision)
+        rate = g.peak_tflops(compute)
         if rate is None:
-            raise ScenarioError([("precision", precision, f"{g.id} has no {precision} rate in the catalog")])
-        peak, where = rate * 1e12, f"{g.id} dense {'bf16' if precision == 'fp32' else precision} peak"
+            raise ScenarioError(
+                [
+                    (
+                        "precision",
+                        precision,
+                        f"{g.id} has no {compute.upper()} datapath; give --tflops or another --gpu",
+                    )
+                ]
+            )
+        peak, where = rate * 1e12, f"{g.id} dense {compute} peak"
     if fabric is not None:
         f = fabrics[fabric]
         bw, alpha, net = f.bus_bytes_per_s, f.latency_s, f"{fabric} bus bandwidth"
