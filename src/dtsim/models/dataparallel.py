@@ -543,6 +543,8 @@ def sync_bandwidth(
     if step_s is not None:
         _number(problems, "step_s", step_s, 0.0, BIG)
     _number(problems, "network_fraction", network_fraction, 0.0, 1.0)
+    if network_fraction == 1.0:  # as fabric: the rest of each step computes
+        problems.append(("network_fraction", network_fraction, "must be < 1: the rest of each step computes"))
     if sync_budget_ms is not None:
         _number(problems, "sync_budget_ms", sync_budget_ms, 0.0, BIG)
     if step_s is None and sync_budget_ms is None:

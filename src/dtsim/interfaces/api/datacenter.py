@@ -348,14 +348,18 @@ class FabricRequest(BaseModel):
         json_schema_extra={"examples": [{"cluster_power_gw": 5, "datacenters": 10, "sync_budget_ms": 500}]},
     )
     cluster_power_gw: float = Field(10.0, gt=0, le=1e6, description="Cluster power, GW.")
-    datacenters: int = Field(23, ge=1, le=1_000_000, description="Datacenters.")
+    datacenters: int = Field(
+        23, ge=2, le=1_000_000, description="Datacenters (at least 2: the WAN joins them)."
+    )
     pod_power_kw: float = Field(200.0, gt=0, le=1e9, description="Power of one pod (NVL72 rack), kW.")
     pod_pflops: float = Field(360.0, gt=0, le=1e9, description="Peak of one pod, PFLOP/s.")
     params_t: float = Field(72.0, gt=0, le=1e6, description="Model parameters in trillions.")
     tokens_t: float = Field(2000.0, gt=0, le=1e8, description="Training tokens in trillions.")
     bits: float = Field(16.0, gt=0, le=64, description="Bits per gradient value.")
     train_days: float = Field(100.0, gt=0, le=36525, description="Training days.")
-    network_fraction: float = Field(0.05, gt=0, le=1, description="Share of a step for synchronization.")
+    network_fraction: float = Field(
+        0.05, gt=0, lt=1, description="Share of a step for synchronization (below 1: the rest computes)."
+    )
     sync_budget_ms: float | None = Field(
         250.0, gt=0, le=1e12, description="Sync budget, ms (null: network_fraction × the batch time)."
     )

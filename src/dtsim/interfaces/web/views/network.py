@@ -30,14 +30,14 @@ COLLECTIVE_FIELDS = (
 )
 FABRIC_FIELDS = (
     Field("cluster_power_gw", "Cluster power (GW)", "number", 10.0),
-    Field("datacenters", "Datacenters (count)", "int", 23),
+    Field("datacenters", "Datacenters (count, at least 2)", "int", 23),
     Field("pod_power_kw", "Pod power (kW)", "number", 200.0),
     Field("pod_pflops", "Pod peak (PFLOP/s)", "number", 360.0),
     Field("params_t", "Parameters (T)", "number", 72.0),
     Field("tokens_t", "Training tokens (T)", "number", 2000.0),
     Field("bits", "Gradient value size (bits)", "number", 16.0),
     Field("train_days", "Training days", "number", 100.0),
-    Field("network_fraction", "Network share of a step (fraction, 0–1)", "number", 0.05),
+    Field("network_fraction", "Network share of a step (fraction, 0–1, below 1)", "number", 0.05),
     Field("sync_budget_ms", "Sync budget (ms; blank: share × batch time)", "number", 250.0, optional=True),
     Field("ring_km", "Ring length (km)", "number", 4800.0),
     Field("hop_us", "Latency per hop (µs)", "number", 28.0),
