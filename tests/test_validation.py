@@ -614,12 +614,27 @@ def test_a_record_in_another_unit_than_its_metric_is_rejected(tmp_path):
                 "intra_fabric": "nvlink3",
             }
             for unit in ("GB/s", "Gb/s")
+        ]
+        + [  # the Greek mu reads as the micro sign (NFKC): accepted as µs
+            {
+                "id": "MY-TIME",
+                "group": "MYNCCL",
+                "source": "me",
+                "certainty": "P",
+                "metric": "time_us",
+                "unit": "\u03bcs",
+                "measured": 50,
+                "ranks": 8,
+                "gpus_per_node": 8,
+                "size_bytes": 32768,
+                "intra_fabric": "nvlink3",
+            }
         ],
     }
     (tmp_path / "a.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     r = runner.invoke(app, ["validate", "--runs", str(tmp_path), "--subset", "MYNCCL", "--json"])
     d = json.loads(r.stdout)
-    assert r.exit_code == 1 and [x["id"] for x in d["runs"]] == ["MY-GBs"]
+    assert r.exit_code == 1 and [x["id"] for x in d["runs"]] == ["MY-GBs", "MY-TIME"]
     assert any(p["record"] == "MY-Gbs" and "write measured in 'GB/s'" in p["reason"] for p in d["problems"])
     text = " ".join(
         runner.invoke(app, ["validate", "--runs", str(tmp_path), "--subset", "MYNCCL"]).output.split()

@@ -367,6 +367,7 @@ def summarize(opts: EmulateOptions, records: list[dict[str, Any]]) -> EmulationS
         sync_error=(measured_sync / pred["predicted_sync_s"] - 1)
         if measured_sync and pred["predicted_sync_s"] and links_shaped(opts)
         else None,
+        links_shaped=links_shaped(opts),
         measured_step_s=measured_step,
         predicted_step_s=pred["predicted_step_s"],
         step_error=measured_step / pred["predicted_step_s"] - 1 if measured_step else None,

@@ -68,6 +68,8 @@ class EmulationSummary:
     events: list[SyncEvent]
     # DiLoCo: median wait of the first rank into a sync for the last (compute imbalance; not in measured_sync_s)
     measured_arrival_skew_s: float | None = None
+    # whether any link was shaped to a rate (launcher.links_shaped): only then is the sync time predicted
+    links_shaped: bool = True
     run: RunInfo | None = None
     records: list[dict[str, Any]] = field(default_factory=list)  # every worker's raw measurements
 

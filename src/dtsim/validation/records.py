@@ -71,8 +71,11 @@ class _Base(BaseModel):
 
     @model_validator(mode="after")
     def _unit_of_metric(self):
+        import unicodedata
+
         allowed = METRIC_UNITS.get(getattr(self, "metric", ""), ())
-        if allowed and " ".join(self.unit.split()) not in allowed:
+        same = lambda u: unicodedata.normalize("NFKC", " ".join(u.split()))  # noqa: E731 (µ micro sign = μ)
+        if allowed and same(self.unit) not in {same(u) for u in allowed}:
             raise PydanticCustomError(
                 "unit_mismatch",
                 "unit: {unit} is not how metric {metric} is compared; write measured in {allowed}",

@@ -145,7 +145,9 @@ class SyncBandwidthRequest(BaseModel):
     params_b: float = Field(72_000.0, gt=0, le=1e9, description="Parameters in billions.")
     precision: Precision = Field("bf16", description="Gradient precision (bits per value).")
     step_s: float | None = Field(4.9, gt=0, le=dpm.BIG, description="T_batch: one step's time, s.")
-    network_fraction: float = Field(0.05, gt=0, lt=1, description="α_net: the step's share for sync (below 1).")
+    network_fraction: float = Field(
+        0.05, gt=0, lt=1, description="α_net: the step's share for sync (below 1)."
+    )
     sync_budget_ms: float | None = Field(None, gt=0, le=dpm.BIG, description="T_synch budget, ms.")
     ring_km: float = Field(4800.0, ge=0, le=1e6, description="L_max: fibre, km (5 µs/km).")
     hops: int = Field(23, ge=0, le=10**9, description="N_hops: switching hops.")

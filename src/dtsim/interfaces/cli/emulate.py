@@ -200,11 +200,7 @@ def _print_summary(s: EmulationSummary) -> None:
         "",
         "",
     )
-    opts = s.run.options if s.run is not None else {}
-    shaped = opts.get("bandwidth_mbps") is not None or any(
-        v is not None for v in opts.get("slow_links", {}).values()
-    )
-    if shaped or (s.run is None and s.sync_error is not None):
+    if s.links_shaped:
         t.add_row("sync time", f"{s.measured_sync_s:.3f} s", f"{s.predicted_sync_s:.3f} s", err(s.sync_error))
     else:  # unshaped links: the model has no link rate to predict a time from
         t.add_row("sync time", f"{s.measured_sync_s:.3f} s", "— (links not shaped)", "")
