@@ -243,3 +243,19 @@ def test_fp4_only_where_the_gpu_has_an_fp4_datapath():
         runner.invoke(app, ["simulate", "--set", "node=dgx-b200", "--set", "precision=fp4", "--json"]).output
     )
     assert "NO_PRECISION_DATAPATH" not in [w["code"] for w in out["warnings"]]
+
+
+def test_the_pages_refuse_what_the_cli_refuses():
+    """The governance, target and sweep pages call the same refusals as the CLI and the API."""
+    from dtsim.interfaces.web.views import governance as g
+    from dtsim.interfaces.web.views import sweep
+    from dtsim.interfaces.web.views import target as t
+
+    base = {"preset": "governance", "compute_cap": "16", "memory_cap": "none", "base_compute_cap": 16.0}
+    base |= {"targets": "1e24", "metric": "quality", "days": None, "gpus": None, "precisions": "fp16"}
+    with pytest.raises(ScenarioError, match="sets num_nodes itself"):
+        g.compute({**base, "set": ["num_nodes=5"], "max_nodes": 100})
+    with pytest.raises(ScenarioError, match="sets parameters_b itself"):
+        t.compute({"preset": "governance", "set": ["parameters_b=7"], "quality_flop": 1e24})
+    with pytest.raises(ScenarioError, match="num_nodes is varied"):
+        sweep._compute({"set": "num_nodes=3", "vary": "num_nodes=8,16"})

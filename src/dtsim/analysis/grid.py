@@ -225,7 +225,7 @@ def set_and_varied(given: dict[str, Any], axes: list[Axis], where: str = "--set"
                 "bandwidth_up_mbps and set bandwidth_down_mbps, or the reverse)",
             )
     problems = [
-        (where if where == "--set" else f"{where}.{k}", v, f"{k} {replaced[k]}")
+        (where if where in ("--set", "set") else f"{where}.{k}", v, f"{k} {replaced[k]}")
         for k, v in given.items()
         if k in replaced
     ]

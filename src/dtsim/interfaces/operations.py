@@ -327,6 +327,12 @@ SEARCHED_FIELDS = {
 }
 
 
+def set_keys(items: list[str] | None) -> dict[str, str]:
+    """The field names of --set FIELD=VALUE items, each with its item (a malformed one is left to
+    parse_set's error)."""
+    return {item.split("=", 1)[0].strip(): item for item in items or () if "=" in item}
+
+
 def refuse_searched(
     given: dict[str, Any],
     command: str,
@@ -347,7 +353,7 @@ def refuse_searched(
             hints[solve] = f"nothing: --solve {solve} finds it"
     problems = [
         (
-            where if where == "--set" else f"{where}.{k}",
+            where if where in ("--set", "set") else f"{where}.{k}",
             v,
             f"{command}'s search sets {k} itself, so this value would be ignored; use {hints[k]}",
         )

@@ -606,9 +606,7 @@ def print_answer_warnings(notes: list[dict[str, str]], whose: str) -> None:
 
 
 def _set_keys(set_: list[str] | None) -> dict[str, str]:
-    """The field names of --set FIELD=VALUE items, each with its item (a malformed one is left to
-    parse_set's error)."""
-    return {item.split("=", 1)[0].strip(): item for item in set_ or () if "=" in item}
+    return operations.set_keys(set_)
 
 
 def _set_text(v: Any) -> str:

@@ -70,6 +70,7 @@ def compute(v: dict[str, Any], progress: Any = None) -> dict[str, Any]:
     from dtsim.interfaces import operations as ops
 
     base, dists = load_uncertain_scenario(None, v["preset"], v.get("set") or [], fixed_assumptions=True)
+    ops.refuse_searched(ops.set_keys(v.get("set")), "governance", where="set")
     return ops.governance_analysis(
         base,
         dists,

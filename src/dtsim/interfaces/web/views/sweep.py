@@ -88,9 +88,17 @@ def _compute(p: dict[str, Any], progress: Any = None) -> dict[str, Any]:
     need. The CLI's functions throughout: uncertain_base, parse_vary, run_grid, add_bands, grid_columns."""
     import numpy as np
 
-    from dtsim.analysis.grid import add_bands, check_axes, grid_size, metric_names, parse_vary, run_grid
+    from dtsim.analysis.grid import (
+        add_bands,
+        check_axes,
+        grid_size,
+        metric_names,
+        parse_vary,
+        run_grid,
+        set_and_varied,
+    )
     from dtsim.analysis.uncertainty import HEADLINE, level_name
-    from dtsim.interfaces.operations import grid_columns, json_default, uncertain_base
+    from dtsim.interfaces.operations import grid_columns, json_default, set_keys, uncertain_base
 
     p = parse_params(p)
     draws = None
@@ -114,6 +122,7 @@ def _compute(p: dict[str, Any], progress: Any = None) -> dict[str, Any]:
     if not axes:
         raise ScenarioError([("vary", p["vary"], "give at least one: field=start:stop:num[:log]")])
     check_axes(axes)
+    set_and_varied({k: v for k, v in set_keys(split(p["set"])).items() if k not in dists}, axes, where="set")
     n = grid_size(axes)
     if n > MAX_PAGE_POINTS:
         raise ScenarioError(

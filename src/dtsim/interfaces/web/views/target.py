@@ -105,6 +105,9 @@ def compute(v: dict[str, Any], progress: Any = None) -> dict[str, Any]:
 
     base, dists = base_scenario(v)
     node = [v["node"]] if v.get("node") else None
+    ops.refuse_searched(
+        ops.set_keys(v.get("set")), "target", v.get("solve"), where="set", node_given=bool(node)
+    )
     if v.get("solve"):
         others = {
             "--local-flop": v.get("local_flop"),
