@@ -189,6 +189,26 @@ def test_user_facing_text_cites_documents_not_spec_file_labels():
     assert "Erdil & Schneider-Joseph 2024" in (root / "README.md").read_text()
 
 
+def test_long_work_without_a_terminal_says_how_far_it_is(monkeypatch, capsys):
+    """Without a terminal (a pipe, a log file) there is no live bar: a plain line on stderr at most
+    every PLAIN_PROGRESS_S says how far the work is, so a long run is told from a hang."""
+    from dtsim.interfaces.cli import common
+
+    monkeypatch.setattr(common, "PLAIN_PROGRESS_S", 0.0)
+
+    def work(progress):
+        for done in range(3):
+            if progress is not None:
+                progress(done, 3)
+        return "answer"
+
+    assert common.with_progress("emulating", True, work) == "answer"
+    err = capsys.readouterr().err
+    assert "emulating: 1/3" in err and "emulating: 2/3" in err and "3/3" not in err
+    assert common.with_progress("emulating", False, work) == "answer"  # --json: nothing
+    assert capsys.readouterr().err == ""
+
+
 def test_calibrate_reports_progress_to_the_end_and_fits_the_same():
     from dtsim.validation import load_dataset
     from dtsim.validation.calibrate import calibrate
