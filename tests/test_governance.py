@@ -243,6 +243,12 @@ def test_fp4_only_where_the_gpu_has_an_fp4_datapath():
         runner.invoke(app, ["simulate", "--set", "node=dgx-b200", "--set", "precision=fp4", "--json"]).output
     )
     assert "NO_PRECISION_DATAPATH" not in [w["code"] for w in out["warnings"]]
+    # node groups: a group whose GPU lacks the precision flags the run
+    groups = '[{"count": 4, "node": "16x-h100-sxm", "region": "us-east"}, {"count": 4, "node": "dgx-b200", "region": "eu-west"}]'
+    for precision, flagged in (("fp4", True), ("fp8", False)):
+        args = ["simulate", "--set", f"precision={precision}", "--set", f"node_groups={groups}", "--json"]
+        codes = [w["code"] for w in json.loads(runner.invoke(app, args).output)["warnings"]]
+        assert ("NO_PRECISION_DATAPATH" in codes) == flagged, (precision, codes)
 
 
 def test_the_pages_refuse_what_the_cli_refuses():

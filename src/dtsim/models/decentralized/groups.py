@@ -94,6 +94,8 @@ def encode_groups(s, cols: dict, mfu_of) -> GroupTable:
     cols["catalog_peak_flop_s"] = (
         _same_or(cat, lambda c: float(np.dot(count, c) / n)) if not np.isnan(cat).any() else np.nan
     )
+    if (cat == _no_datapath()).any():  # a group's GPU lacks the precision: the warning, no cross-check
+        cols["catalog_peak_flop_s"] = _no_datapath()
 
     distance, measured = _region_terms(s)
     return GroupTable(
@@ -117,9 +119,19 @@ def _gpu_attr(gpu_id, attr) -> float:
     return float(getattr(gpu, attr)) if gpu is not None else np.nan
 
 
+def _no_datapath() -> float:
+    from dtsim.models.decentralized.encode import NO_DATAPATH
+
+    return NO_DATAPATH
+
+
 def _catalog_peak(g, precision: str) -> float:
+    from dtsim.models.decentralized.encode import NO_DATAPATH
+
     gpu = catalog.gpus().get(g.gpu) if g.gpu else None
     dense = gpu.peak_tflops(precision) if gpu else None
+    if gpu is not None and dense is None:
+        return NO_DATAPATH
     return np.nan if dense is None or g.gpus_per_node is None else g.gpus_per_node * dense * 1e12
 
 

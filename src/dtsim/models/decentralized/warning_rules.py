@@ -182,7 +182,8 @@ RULES: tuple[WarningRule, ...] = (
         "NO_PRECISION_DATAPATH",
         lambda f, o: f.catalog_peak_flop_s < 0,
         lambda v: (
-            f"The node's catalog GPU has no {PRECISIONS[int(v['precision'])].upper()} tensor-core datapath (FP8: "
+            f"The node's (or a node group's) catalog GPU has no {PRECISIONS[int(v['precision'])].upper()} "
+            "tensor-core datapath (FP8: "
             "Hopper and later; FP4: Blackwell B100, B200, GB200): pflops_per_node is taken as given, as for a "
             "hypothetical chip, while its cost and energy stay this GPU's."
         ),
