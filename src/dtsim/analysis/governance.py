@@ -25,9 +25,9 @@ from dtsim.analysis.search import (
     NodeSpec,
     Space,
     _evaluate,
+    check_days,
     config_groups,
     configuration_fields,
-    days_problem,
     node_count_grid,
 )
 from dtsim.analysis.targets import Target, tokens_needed
@@ -218,8 +218,7 @@ def analyse(
     for t in targets:
         if not (math.isfinite(t) and t > 0):
             raise ScenarioError([("--targets", t, "must be positive FLOP counts")])
-    if days_problem(days_limit) is not None:
-        raise days_problem(days_limit)
+    check_days(days_limit)
     for g in gpus or ():
         if g not in catalog.gpus():
             raise ScenarioError([("--gpu", g, f"unknown accelerator; known: {', '.join(catalog.gpus())}")])

@@ -45,18 +45,14 @@ PROBE_TOKENS_T = 1.0
 DEFAULT_DAYS = defaults().governance_run_days  # the original governance model's 1.5-year run
 
 
-def days_problem(days_limit: Any) -> ScenarioError | None:
-    """The error for a search's time limit outside governance_run_days' range (the assumptions table:
-    below it a run is a few steps, above it longer than any plan), else None."""
-    from dtsim.assumptions import table
+def check_days(days_limit: Any) -> None:
+    """An error for a search's time limit outside governance_run_days' range in the assumptions table
+    (below it a run is a few steps, above it longer than any plan)."""
+    from dtsim.catalog import assumption_rows
 
-    lo, hi = next(a.range for a in table() if a.name == "governance_run_days")
-    ok = isinstance(days_limit, int | float) and not isinstance(days_limit, bool) and lo <= days_limit <= hi
-    return (
-        None
-        if ok
-        else ScenarioError([("--days", days_limit, f"must be a number of days from {lo:g} to {hi:g}")])
-    )
+    lo, hi = (float(x) for x in assumption_rows()["governance_run_days"]["range"])
+    if isinstance(days_limit, bool) or not (isinstance(days_limit, int | float) and lo <= days_limit <= hi):
+        raise ScenarioError([("--days", days_limit, f"must be a number of days from {lo:g} to {hi:g}")])
 
 
 MODE_IDS = decision.MODE_IDS
@@ -379,8 +375,8 @@ def search(
         )
     if days_limit is None and objective == "time":
         days_limit = math.inf  # the fastest run, however long
-    elif days_problem(days_limit) is not None:
-        raise days_problem(days_limit)
+    else:
+        check_days(days_limit)
     if budget is not None and not (math.isfinite(budget) and budget > 0):
         raise ScenarioError([("--budget", budget, "must be a positive amount in USD")])
     if base.moe:
@@ -890,8 +886,8 @@ def solve(
             raise ScenarioError([("--tokens-t", tokens_t, f"must be {lo_t:g}–{hi_t:g} T tokens")])
     if what == "days":
         days_limit = None
-    elif days_problem(days_limit) is not None:
-        raise days_problem(days_limit)
+    else:
+        check_days(days_limit)
     lo_n, hi_n = BOUNDS["num_nodes"]["ge"], BOUNDS["num_nodes"]["le"]
     if what == "num_nodes" and not lo_n <= max_nodes <= hi_n:
         raise ScenarioError([("--max-nodes", max_nodes, f"must be {lo_n}–{hi_n:,} nodes")])

@@ -345,6 +345,7 @@ def summarize(opts: EmulateOptions, records: list[dict[str, Any]]) -> EmulationS
         opts.workers * opts.batch * opts.seq_len * (opts.inner_steps if opts.algorithm == "diloco" else 1)
     )
     losses = [s["loss"] for s in r0["steps"]]
+    shaped = links_shaped(opts)  # unshaped links (loopback, host-bound): latency alone, not a time to check
     return EmulationSummary(
         algorithm=opts.algorithm,
         workers=opts.workers,
@@ -363,11 +364,10 @@ def summarize(opts: EmulateOptions, records: list[dict[str, Any]]) -> EmulationS
         measured_compute_s=compute,
         measured_sync_s=measured_sync,
         predicted_sync_s=pred["predicted_sync_s"],
-        # unshaped links (loopback, host-bound): the prediction is latency alone, not a time to check
         sync_error=(measured_sync / pred["predicted_sync_s"] - 1)
-        if measured_sync and pred["predicted_sync_s"] and links_shaped(opts)
+        if measured_sync and pred["predicted_sync_s"] and shaped
         else None,
-        links_shaped=links_shaped(opts),
+        links_shaped=shaped,
         measured_step_s=measured_step,
         predicted_step_s=pred["predicted_step_s"],
         step_error=measured_step / pred["predicted_step_s"] - 1 if measured_step else None,

@@ -109,7 +109,7 @@ def sweep(
         if not axes:
             raise ScenarioError([("--vary", None, "give at least one: --vary field=start:stop:num[:log]")])
         # (a drawn one gets its own error: vary it or draw it)
-        set_and_varied({k: v for k, v in _set_keys(set_).items() if k not in dists}, axes)
+        set_and_varied({k: v for k, v in operations.set_keys(set_).items() if k not in dists}, axes)
         if out is not None:  # a file that cannot be written fails before the grid runs
             check_out(out)
         if plot is not None:
@@ -405,7 +405,7 @@ def target(
     try:
         operations.uncertainty_flags_alone(uncertainty, **{"--prob": prob})
         base, dists = uncertain_base(file, preset, set_, uncertainty, seed, levels, fixed_assumptions, corr)
-        operations.refuse_searched(_set_keys(set_), "target", solve, node_given=bool(node))
+        operations.refuse_searched(operations.set_keys(set_), "target", solve, node_given=bool(node))
         if solve is not None:
             _target_solve(
                 base,
@@ -605,10 +605,6 @@ def print_answer_warnings(notes: list[dict[str, str]], whose: str) -> None:
     console().print(t)
 
 
-def _set_keys(set_: list[str] | None) -> dict[str, str]:
-    return operations.set_keys(set_)
-
-
 def _set_text(v: Any) -> str:
     """A field value as --set takes it (booleans as true/false, numbers in full)."""
     return str(v).lower() if isinstance(v, bool) else repr(v) if isinstance(v, float) else str(v)
@@ -680,7 +676,7 @@ def governance(
         return
     try:
         base, dists = uncertain_base(file, preset, set_, uncertainty, seed, levels, fixed_assumptions, corr)
-        operations.refuse_searched(_set_keys(set_), "governance")
+        operations.refuse_searched(operations.set_keys(set_), "governance")
         ans = with_progress(
             "configurations",
             not as_json,

@@ -132,6 +132,16 @@ def click_module(name: str) -> Any:
     return importlib.import_module(core.removesuffix("core") + name)
 
 
+def params_given(ctx: typer.Context) -> set[str]:
+    """The parameters of a command the user gave (not left at their defaults), by name: typer's context
+    may carry its own click's ParameterSource enum."""
+    return {
+        p
+        for p in ctx.params
+        if getattr(ctx.get_parameter_source(p), "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")
+    }
+
+
 def json_requested() -> bool:
     """Whether the running command was given `--json` (read from Click's current context)."""
     ctx = click_module("globals").get_current_context(silent=True)

@@ -21,6 +21,7 @@ from dtsim.interfaces.cli.common import (
     err,
     fail,
     json_text,
+    params_given,
     print_json,
     table,
     with_progress,
@@ -204,13 +205,8 @@ SOFTWARE_PARAMS = {
 
 def given_flags(ctx: typer.Context) -> set[str]:
     """The profile-settable Layout fields whose flag the user gave (not left at its default)."""
-    # by name: typer's context may carry its own click's ParameterSource enum
-    sources = {param: getattr(ctx.get_parameter_source(param), "name", "DEFAULT") for param in ctx.params}
-    return {
-        field
-        for field, param in SOFTWARE_PARAMS.items()
-        if sources.get(param, "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")
-    }
+    given = params_given(ctx)
+    return {field for field, param in SOFTWARE_PARAMS.items() if param in given}
 
 
 def print_software_list(as_json: bool) -> None:

@@ -17,6 +17,7 @@ from dtsim.interfaces.cli.common import (
     err,
     fail,
     json_text,
+    params_given,
     print_json,
     table,
     with_progress,
@@ -300,16 +301,12 @@ def emulate(
 
     if queue_ms is None:
         queue_ms = float(asm_defaults().emulator_tbf_queue_ms)  # assumptions table
-    given = [
-        p
-        for p in ctx.params
-        if getattr(ctx.get_parameter_source(p), "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")
-    ]
+    given = params_given(ctx)
     flag = lambda p: "--" + p.replace("_", "-")  # noqa: E731
     if experiment is not None and ctx.invoked_subcommand is None and not cleanup:
         from dtsim.interfaces.cli.emulate_experiments import run_experiment_command
 
-        fixed = [p for p in given if p not in ("experiment", "as_json")]
+        fixed = sorted(given - {"experiment", "as_json"}, key=list(ctx.params).index)
         if fixed:
             fail(
                 ScenarioError(
