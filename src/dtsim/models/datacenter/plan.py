@@ -288,14 +288,17 @@ def _plan(a: Architecture, cluster: Cluster, opt: PlanOptions, top: int) -> Plan
         fits = np.asarray(out["fits"])
         rejected["does not fit in GPU memory"] = int((~fits).sum())
         order = np.argsort(np.where(fits, out["step_time_s"], np.inf), kind="stable")
-        ranked = [_performance(lay, out, i, opt, cluster, asm) for i in order[: min(top, int(fits.sum()))]]
+        notes = cluster.ignored_fields()  # the cluster's, the same for every row
+        ranked = [
+            _performance(lay, out, i, opt, cluster, asm, notes) for i in order[: min(top, int(fits.sum()))]
+        ]
         if not ranked:
             seen: set[tuple[float, float]] = set()  # layouts that differ only where it changes nothing
             for i in np.argsort(np.asarray(out["memory_per_gpu_gb"]), kind="stable"):
                 key = (float(out["memory_per_gpu_gb"][i]), float(out["step_time_s"][i]))
                 if key not in seen:
                     seen.add(key)
-                    nearest.append(_performance(lay, out, i, opt, cluster, asm))
+                    nearest.append(_performance(lay, out, i, opt, cluster, asm, notes))
                 if len(nearest) == min(top, 3):
                     break
     searched = n_candidates + sum(v for k, v in rejected.items() if k != "does not fit in GPU memory")
@@ -345,7 +348,9 @@ def tp_pp_grid(lay: dict[str, np.ndarray], out: dict[str, np.ndarray]) -> list[d
     ]
 
 
-def _performance(lay, out, i: int, opt: PlanOptions, cluster: Cluster, asm: Assumptions) -> LayoutPerformance:
+def _performance(
+    lay, out, i: int, opt: PlanOptions, cluster: Cluster, asm: Assumptions, notes: list[str]
+) -> LayoutPerformance:
     """Layout i of the candidates as a LayoutPerformance (with its MFU plausibility warning and, when
     tokens are given, the run's totals)."""
     row = {k: (bool(v[i]) if v.dtype == bool else float(v[i])) for k, v in lay.items()}
@@ -377,7 +382,7 @@ def _performance(lay, out, i: int, opt: PlanOptions, cluster: Cluster, asm: Assu
     perf = annotated_performance(
         out, i, layout, cluster, asm, opt.tokens, opt.usd_per_gpu_hour, model_error_packaged()
     )
-    perf["warnings"] += cluster.ignored_fields()
+    perf["warnings"] += notes  # the cluster's fields with nothing to act on (Cluster.ignored_fields)
     return LayoutPerformance(layout=layout, **perf)
 
 

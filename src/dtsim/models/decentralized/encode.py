@@ -16,7 +16,7 @@ import numpy as np
 from dtsim import catalog
 from dtsim.errors import ScenarioError
 from dtsim.models.decentralized.frame import Frame
-from dtsim.models.decentralized.groups import encode_groups
+from dtsim.models.decentralized.groups import catalog_peak_flop_s, encode_groups
 from dtsim.models.decentralized.inner_steps import AUTO, AUTO_QUALITY
 from dtsim.physics import codec, efficiency, memory, runlength, stragglers
 from dtsim.schema.fields import BOUNDS, INTEGER_FIELDS, bound_text
@@ -100,10 +100,6 @@ BATCH_FIELDS = (
     "bandwidth_mbps",
 )
 # Fields a `node` preset sets (unless given): a grid hides their constant columns when node varies.
-# catalog_peak_flop_s of a node whose catalog GPU has no datapath for the training precision (FP8 before
-# Hopper, FP4 before Blackwell): the NO_PRECISION_DATAPATH warning, and no peak to cross-check against
-NO_DATAPATH = -1.0
-
 NODE_SET_FIELDS = ("gpu", "gpus_per_node", "pflops_per_node", "vram_per_node_gb", "precision")
 # The hardware fields, resolved together as the scalar path resolves them (schema `_resolve`): a node
 # preset fills gpu/count/peak/VRAM/precision; an explicit gpu fills peak and VRAM from its count and
@@ -142,12 +138,7 @@ def encode_scenario(s: Scenario) -> dict[str, Any]:
     gpu = catalog.gpus().get(s.gpu) if s.gpu else None
     cols["gpu_price_usd"] = gpu.price_usd if gpu else np.nan
     cols["gpu_power_w"] = gpu.board_power_w if gpu else np.nan
-    # the catalog's dense peak of the node at the training precision, to cross-check pflops_per_node
-    dense = gpu.peak_tflops(_enum_value(s.precision)) if gpu else None
-    count = s.gpus_per_node
-    cols["catalog_peak_flop_s"] = np.nan if dense is None or count is None else count * dense * 1e12
-    if gpu is not None and dense is None:
-        cols["catalog_peak_flop_s"] = NO_DATAPATH  # the GPU has no datapath for this precision
+    cols["catalog_peak_flop_s"] = catalog_peak_flop_s(s.gpu, _enum_value(s.precision), s.gpus_per_node)
     if gpu is None:
         cols["gpus_per_node"] = np.nan
     if s._groups is not None:
@@ -454,13 +445,10 @@ def encode_batch(s: Scenario, arrays: dict[str, Any], n: int) -> Frame:
     if s.gpu and not any(f in varied_hw for f in ("node", "gpu")):
         # the catalog's dense node peak follows a precision or GPU count varied row by row (the
         # hardware combinations above already carry it when the node or GPU itself varies)
-        gpu = catalog.gpus()[s.gpu]
-        peaks = np.array([gpu.peak_tflops(p) or np.nan for p in memory.PRECISIONS]) * 1e12
-        cols["catalog_peak_flop_s"] = np.asarray(cols["gpus_per_node"]) * peaks[np.asarray(cols["precision"])]
-        lacking = np.array([gpu.peak_tflops(p) is None for p in memory.PRECISIONS])[
+        one = np.array([catalog_peak_flop_s(s.gpu, p, 1.0) for p in memory.PRECISIONS])[
             np.asarray(cols["precision"])
-        ]
-        cols["catalog_peak_flop_s"] = np.where(lacking, NO_DATAPATH, cols["catalog_peak_flop_s"])
+        ]  # one GPU's peak at each row's precision, or NO_DATAPATH
+        cols["catalog_peak_flop_s"] = np.where(one < 0, one, np.asarray(cols["gpus_per_node"]) * one)
     frame = Frame({k: np.asarray(v) for k, v in cols.items()}, n=n)
     check_cross_fields(_cross_field_row(frame), batch=True)
     return frame

@@ -27,6 +27,9 @@ import numpy as np
 from dtsim import catalog
 from dtsim.physics import wan
 
+# catalog_peak_flop_s of a node whose catalog GPU has no datapath for the training precision
+NO_DATAPATH = -1.0
+
 
 @dataclass(frozen=True)
 class GroupTable:
@@ -90,12 +93,12 @@ def encode_groups(s, cols: dict, mfu_of) -> GroupTable:
             if not np.isnan(vals).any()
             else np.nan
         )
-    cat = np.array([_catalog_peak(g, s.precision.value) for g in groups])
+    cat = np.array([catalog_peak_flop_s(g.gpu, s.precision.value, g.gpus_per_node) for g in groups])
     cols["catalog_peak_flop_s"] = (
         _same_or(cat, lambda c: float(np.dot(count, c) / n)) if not np.isnan(cat).any() else np.nan
     )
-    if (cat == _no_datapath()).any():  # a group's GPU lacks the precision: the warning, no cross-check
-        cols["catalog_peak_flop_s"] = _no_datapath()
+    if (cat == NO_DATAPATH).any():  # a group's GPU lacks the precision: the warning, no cross-check
+        cols["catalog_peak_flop_s"] = NO_DATAPATH
 
     distance, measured = _region_terms(s)
     return GroupTable(
@@ -119,20 +122,15 @@ def _gpu_attr(gpu_id, attr) -> float:
     return float(getattr(gpu, attr)) if gpu is not None else np.nan
 
 
-def _no_datapath() -> float:
-    from dtsim.models.decentralized.encode import NO_DATAPATH
-
-    return NO_DATAPATH
-
-
-def _catalog_peak(g, precision: str) -> float:
-    from dtsim.models.decentralized.encode import NO_DATAPATH
-
-    gpu = catalog.gpus().get(g.gpu) if g.gpu else None
+def catalog_peak_flop_s(gpu_id: str | None, precision: str, count: float | None) -> float:
+    """The catalog's dense peak of `count` GPUs of `gpu_id` at a training precision, to cross-check a
+    node's pflops_per_node (NaN: no GPU or no count); NO_DATAPATH where the GPU has no datapath for the
+    precision (FP8 before Hopper, FP4 before Blackwell: the NO_PRECISION_DATAPATH warning)."""
+    gpu = catalog.gpus().get(gpu_id) if gpu_id else None
     dense = gpu.peak_tflops(precision) if gpu else None
     if gpu is not None and dense is None:
         return NO_DATAPATH
-    return np.nan if dense is None or g.gpus_per_node is None else g.gpus_per_node * dense * 1e12
+    return np.nan if dense is None or count is None else count * dense * 1e12
 
 
 def _region_terms(s) -> tuple[np.ndarray, np.ndarray]:
