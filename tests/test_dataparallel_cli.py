@@ -251,6 +251,7 @@ def test_every_command_prints_a_table_and_strict_json(command):
         (["overlap", "--buckets", "2", "--bucket-mb", "25"], "--buckets/--bucket-mb", "one or the other"),
         (["overlap", "--comm-ms", "-1"], "--comm-ms", "≥ 0"),
         (["sync-bandwidth", "--network-fraction", "0"], "--network-fraction", "> 0"),
+        (["sync-bandwidth", "--network-fraction", "1"], "--network-fraction", "> 0 and < 1"),
         (["sync-bandwidth", "--hops", "-1"], "--hops", "integer from 0"),
         (["sync-bandwidth", "--ring-km", "inf"], "--ring-km", "finite"),
         (["traffic", "--dataset-samples", "0"], "--dataset-samples", "integer from 1"),

@@ -1073,18 +1073,17 @@ def step_layouts(
         row = dict(row)
         own = row.pop("software", None)
         profiles[i] = own if own is not None else software
-        labels[i] = row.pop("name", None)
+        label = row.pop("name", None)
         try:
-            if labels[i] is not None and (
-                isinstance(labels[i], bool) or not isinstance(labels[i], str | int | float)
-            ):
-                raise ScenarioError(
-                    [(f"layouts[{i}].name", labels[i], "must be text: a label for the row's result")]
-                )
-            if labels[i] is not None:
-                labels[i] = str(labels[i]).strip() or None
-            if labels[i] is not None and len(labels[i]) > 80:
-                raise ScenarioError([(f"layouts[{i}].name", labels[i][:40] + "…", "at most 80 characters")])
+            if label is not None:
+                if isinstance(label, bool) or not isinstance(label, str | int | float):
+                    raise ScenarioError(
+                        [(f"layouts[{i}].name", label, "must be text: a label for the row's result")]
+                    )
+                label = str(label).strip() or None
+                if label is not None and len(label) > 80:
+                    raise ScenarioError([(f"layouts[{i}].name", label[:40] + "…", "at most 80 characters")])
+            labels[i] = label
             wrong = [
                 (f"layouts[{i}].{k}", v) for k, v in row.items() if isinstance(v, bool) and k not in switches
             ]

@@ -49,13 +49,16 @@ def bytes_per_value(precision: str, asm: Assumptions) -> float:
 # --- input checks ------------------------------------------------------------------------------------
 
 
-def _number(problems: list, name: str, value: Any, lo: float, hi: float, lo_open: bool = True) -> None:
+def _number(
+    problems: list, name: str, value: Any, lo: float, hi: float, lo_open: bool = True, hi_open: bool = False
+) -> None:
     ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
     if ok:
-        ok = (value > lo if lo_open else value >= lo) and value <= hi
+        ok = (value > lo if lo_open else value >= lo) and (value < hi if hi_open else value <= hi)
     if not ok:
         low = f"> {lo:g}" if lo_open else f"≥ {lo:g}"
-        problems.append((name, value, f"must be a finite number {low} and ≤ {hi:g}"))
+        high = f"< {hi:g}" if hi_open else f"≤ {hi:g}"
+        problems.append((name, value, f"must be a finite number {low} and {high}"))
 
 
 def _integer(problems: list, name: str, value: Any, lo: int, hi: float) -> None:
@@ -542,9 +545,7 @@ def sync_bandwidth(
         problems.append(("precision", precision, f"must be one of {', '.join(PRECISIONS)}"))
     if step_s is not None:
         _number(problems, "step_s", step_s, 0.0, BIG)
-    _number(problems, "network_fraction", network_fraction, 0.0, 1.0)
-    if network_fraction == 1.0:  # as fabric: the rest of each step computes
-        problems.append(("network_fraction", network_fraction, "must be < 1: the rest of each step computes"))
+    _number(problems, "network_fraction", network_fraction, 0.0, 1.0, hi_open=True)  # the rest computes
     if sync_budget_ms is not None:
         _number(problems, "sync_budget_ms", sync_budget_ms, 0.0, BIG)
     if step_s is None and sync_budget_ms is None:

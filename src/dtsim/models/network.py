@@ -571,12 +571,11 @@ def fabric(
             problems.append((k, v, "must be a finite number ≥ 0"))
     if sync_budget_s is not None and not _finite(sync_budget_s, 0, False):
         problems.append(("sync_budget_s", sync_budget_s, "must be a finite number > 0"))
-    most = FABRIC_MAX
     given = {**positive, "network_fraction": network_fraction, "ring_km": ring_km}
     given |= {"hop_latency_s": hop_latency_s, "sync_budget_s": sync_budget_s}
     problems += [
         (k, given[k], f"must be ≤ {top:g}")
-        for k, top in most.items()
+        for k, top in FABRIC_MAX.items()
         if given[k] is not None and k not in {p[0] for p in problems} and given[k] > top
     ]
     if problems:
