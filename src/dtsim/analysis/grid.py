@@ -193,6 +193,15 @@ def check_axes(axes: list[Axis]) -> int:
     return n
 
 
+# The fields a varied field sets at every point besides itself (schema `_resolve`, as simulate resolves
+# them): a node preset its hardware, a GPU its node's peak and memory, bandwidth_mbps both directions
+SET_BY_VARIED: dict[str, tuple[str, ...]] = {
+    "node": NODE_SET_FIELDS,
+    "gpu": ("node", "pflops_per_node", "vram_per_node_gb"),
+    "bandwidth_mbps": ("bandwidth_up_mbps", "bandwidth_down_mbps"),
+}
+
+
 def set_and_varied(given: dict[str, Any], axes: list[Axis], where: str = "--set") -> None:
     """An error for each base field given explicitly (`given`: field → what was written, a --set item or
     an API scenario field's value) that a varied field replaces at every point: the same field, or
@@ -202,27 +211,20 @@ def set_and_varied(given: dict[str, Any], axes: list[Axis], where: str = "--set"
     replaced = {}
     for a in axes:
         replaced[a.field] = "is varied, so this value would be replaced at every point"
-        # a node preset sets its GPU, count, peak and memory (and precision, where it names one); a GPU
-        # sets the node's peak and memory from the catalog
-        sets: tuple[str, ...] = ()
-        if a.field == "node":
-            sets = ("gpu", "gpus_per_node", "pflops_per_node", "vram_per_node_gb")
-            if any(catalog.nodes()[str(v)].precision for v in a.values if str(v) in catalog.nodes()):
-                sets += ("precision",)
-        elif a.field == "gpu":
-            sets = ("node", "pflops_per_node", "vram_per_node_gb")
-        for k in sets:
-            replaced.setdefault(
-                k, f"is set by the varied {a.field} at every point, so this value would be replaced"
-            )
-        pair = {"bandwidth_mbps": ("bandwidth_up_mbps", "bandwidth_down_mbps")}.get(a.field, ())
+        sets = SET_BY_VARIED.get(a.field, ())
+        if a.field == "node" and not any(  # a preset without a precision of its own keeps the base's
+            catalog.nodes()[str(v)].precision for v in a.values if str(v) in catalog.nodes()
+        ):
+            sets = tuple(k for k in sets if k != "precision")
         if a.field in ("bandwidth_up_mbps", "bandwidth_down_mbps"):
-            pair = ("bandwidth_mbps",)
-        for k in pair:
+            sets = ("bandwidth_mbps",)
+        for k in sets:
             replaced.setdefault(
                 k,
                 f"and the varied {a.field} would both set a link direction: give each direction once (vary "
-                "bandwidth_up_mbps and set bandwidth_down_mbps, or the reverse)",
+                "bandwidth_up_mbps and set bandwidth_down_mbps, or the reverse)"
+                if "bandwidth" in a.field
+                else f"is set by the varied {a.field} at every point, so this value would be replaced",
             )
     problems = [
         (where if where in ("--set", "set") else f"{where}.{k}", v, f"{k} {replaced[k]}")
@@ -259,13 +261,7 @@ def run_grid(
             out[k][start:stop] = v
         if progress is not None:
             progress(stop, n)
-    hidden = set(inputs)
-    if "node" in inputs:
-        hidden |= set(NODE_SET_FIELDS)
-    if "gpu" in inputs:
-        hidden |= {"node", "pflops_per_node", "vram_per_node_gb"}
-    if "bandwidth_mbps" in inputs:
-        hidden |= {"bandwidth_up_mbps", "bandwidth_down_mbps"}
+    hidden = set(inputs).union(*(SET_BY_VARIED.get(f, ()) for f in inputs))
     constants = {k: v for k, v in base.to_fields().items() if k not in hidden and not isinstance(v, dict)}
     columns: dict[str, np.ndarray] = {}
     for k, v in constants.items():
@@ -292,19 +288,10 @@ def _implied_inputs(base: Scenario, axes: list[Axis], n: int) -> dict[str, np.nd
     preset's or GPU's count, peak, memory and precision, both directions of bandwidth_mbps. Each
     combination of the varied hardware and link fields is resolved once as simulate resolves it
     (Scenario.replace); a field that is itself varied keeps its axis' column."""
-    setting = (
-        "node",
-        "gpu",
-        "gpus_per_node",
-        "precision",
-        "pflops_per_node",
-        "vram_per_node_gb",
-        "bandwidth_mbps",
-    )
-    implied = ("gpu", "gpus_per_node", "pflops_per_node", "vram_per_node_gb", "precision")
-    implied += ("bandwidth_up_mbps", "bandwidth_down_mbps")
+    setting = ("node", *NODE_SET_FIELDS, "bandwidth_mbps")  # the fields that decide the implied ones
+    implied = (*NODE_SET_FIELDS, *SET_BY_VARIED["bandwidth_mbps"])
     varied = {a.field for a in axes}
-    if not varied & {"node", "gpu", "bandwidth_mbps"}:
+    if not varied & set(SET_BY_VARIED):
         return {}
     sizes = tuple(len(a) for a in axes)
     idx = np.unravel_index(np.arange(n), sizes)
