@@ -436,13 +436,6 @@ def print_layouts_uncertainty(dmc, first: int = 1) -> None:
     print_uncertainty(dmc.mc, console=con, title=f"layout #{first}")
 
 
-def mfu_cell(mfu: float, warnings: list[str]) -> str:
-    """A table's MFU, marked ! when a plausibility warning goes with it."""
-    from dtsim.models.datacenter.plausibility import doubts_mfu
-
-    return f"{mfu:.1%}" + ("!" if any(doubts_mfu(w) for w in warnings) else "")
-
-
 def print_mfu_flag(con, warnings_by_row: list[list[str]], first: int = 0) -> None:
     """Under a table numbered from `first`: the first plausibility warning, for the MFUs marked !, then
     every other warning once, with the rows it belongs to ("every row" when it is on all of them)."""
@@ -474,6 +467,8 @@ def layout_table(
     and the layout."""
     from rich.markup import escape
 
+    from dtsim.models.datacenter.plausibility import mfu_marked
+
     t = table(title=title, title_justify="left")
     named = names is not None and any(n is not None for n in names)
     t.add_column("#", justify="right", no_wrap=True)
@@ -498,7 +493,7 @@ def layout_table(
             "—" if r.step_time_s_p10 is None else f"{r.step_time_s_p10:.2f}–{r.step_time_s_p90:.2f}",
             *([f"{r.run.days:,.1f}" if r.run is not None else ""] if days else []),
             f"{r.model_tflops_per_gpu:.0f}",
-            mfu_cell(r.mfu, r.warnings),
+            mfu_marked(r.mfu, r.warnings),
             f"{r.memory_per_gpu_gb:.0f}",
             *(["yes" if r.fits else "[red]no[/red]"] if fits else []),
             layout_label(r.layout),
@@ -987,6 +982,8 @@ def plan(
             days = [] if tokens is None else ["days"]
             for col in ("#", "hidden", "layers", "heads", "params B", "µs/token", *days, "MFU", "layout"):
                 t.add_column(col)
+            from dtsim.models.datacenter.plausibility import mfu_marked
+
             for i, r in enumerate(rows, 1):
                 lay = r["layout"]
                 t.add_row(
@@ -997,7 +994,7 @@ def plan(
                     f"{r['params_b']:.1f}",
                     f"{r['seconds_per_token'] * 1e6:.3f}",
                     *([f"{r['run']['days']:,.1f}"] if r.get("run") else []),
-                    mfu_cell(r["mfu"], r["warnings"]),
+                    mfu_marked(r["mfu"], r["warnings"]),
                     layout_label(lay),
                 )
             con = console()

@@ -44,6 +44,16 @@ def doubts_mfu(warning: str) -> bool:
     return warning.startswith((MFU_DOUBT + " ", HFU_DOUBT + " "))
 
 
+def mfu_doubted(warnings: list[str]) -> bool:
+    """Whether any of a layout's warnings doubts its MFU."""
+    return any(doubts_mfu(w) for w in warnings)
+
+
+def mfu_marked(mfu: float, warnings: list[str]) -> str:
+    """A table's MFU as the CLI and the pages show it: marked ! when one of its warnings doubts it."""
+    return f"{mfu:.1%}" + ("!" if mfu_doubted(warnings) else "")
+
+
 def mfu_warning(gpu: str, layout: dict[str, Any], mfu: float) -> str:
     """A warning when `mfu` is above the best measured for the GPU's generation and the layout's class,
     or when the records hold no run of that generation and class to check it against ('' otherwise)."""

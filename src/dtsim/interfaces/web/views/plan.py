@@ -201,7 +201,7 @@ def heatmap(cells: list[dict[str, Any]]) -> dict[str, Any]:
 
 def layout_rows(layouts: list[dict[str, Any]], days: bool) -> list[dict[str, Any]]:
     from dtsim.interfaces.operations import layout_label
-    from dtsim.models.datacenter.plausibility import doubts_mfu
+    from dtsim.models.datacenter.plausibility import mfu_marked
 
     rows = []
     for i, r in enumerate(layouts, 1):
@@ -214,7 +214,7 @@ def layout_rows(layouts: list[dict[str, Any]], days: bool) -> list[dict[str, Any
             "#": i,
             "s/iter": f"{r['step_time_s']:.3f}",
             "80 % range": interval,
-            "MFU": f"{r['mfu']:.1%}" + ("!" if any(doubts_mfu(w) for w in r["warnings"]) else ""),
+            "MFU": mfu_marked(r["mfu"], r["warnings"]),
             "GB/GPU": f"{r['memory_per_gpu_gb']:.1f}",
             "fits": "yes" if r["fits"] else "no",
             "layout": layout_label(r["layout"]),
@@ -259,9 +259,9 @@ def render(ui: Any, answer: dict[str, Any], v: dict[str, Any]) -> None:
     # the fastest layout's warnings; the others' are marked ! in the table, as the CLI marks them
     shown = a["layouts"] or a["nearest"]
     warnings_box(ui, shown[0]["warnings"] if shown else [])
-    from dtsim.models.datacenter.plausibility import doubts_mfu
+    from dtsim.models.datacenter.plausibility import mfu_doubted
 
-    marked = sum(1 for r in shown[1:] if any(doubts_mfu(w) for w in r["warnings"]))
+    marked = sum(1 for r in shown[1:] if mfu_doubted(r["warnings"]))
     if marked:
         ui.label(f"{marked} more listed layouts carry a warning (MFU marked !).").classes(
             "text-caption text-orange-10"
