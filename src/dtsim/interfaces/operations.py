@@ -840,8 +840,8 @@ def grid_columns(result, names: list[str] | None = None) -> dict[str, list[Any]]
     writes it, and regional_steps_used is null where the point's mode has no regional tier, as there."""
     import numpy as np
 
-    from dtsim.models.decentralized.result import Result
-    from dtsim.models.decentralized.strategies import BY_ID
+    from dtsim.models.decentralized.result import NOT_APPLICABLE, Result
+    from dtsim.models.decentralized.strategies import MODE_IDS
     from dtsim.schema.fields import INTEGER_FIELDS
 
     counts = set(INTEGER_FIELDS) | {
@@ -855,18 +855,17 @@ def grid_columns(result, names: list[str] | None = None) -> dict[str, list[Any]]
 
         bits = np.asarray(result.columns["warning_bits"], dtype=np.int64).tolist()
         out["warnings"] = [[c for k, c in enumerate(CODES) if b >> k & 1] for b in bits]
+    # the columns NOT_APPLICABLE reads: the grid keeps each point's mode by name
+    frame = {**result.columns}
+    if "mode" in frame:
+        frame["mode_code"] = np.asarray([MODE_IDS.index(m) for m in frame["mode"]])
     for k in result.columns if names is None else names:
         v = np.asarray(result.columns[k])
-        if k == "limiting_group":  # −1: no node groups, null as simulate writes it
-            out[k] = [int(x) if x >= 0 else None for x in v.tolist()]
-            continue
-        if v.dtype.kind != "f":
+        applies = ~NOT_APPLICABLE[k](frame) if k in NOT_APPLICABLE and "mode" in frame else True
+        if v.dtype.kind not in "fi" or (v.dtype.kind == "i" and k not in NOT_APPLICABLE):
             out[k] = v.tolist()
             continue
-        finite = np.isfinite(v)
-        if k == "regional_steps_used" and "mode" in result.columns:
-            tiered = [BY_ID[m].regional_tier if m in BY_ID else False for m in result.columns["mode"]]
-            finite = finite & np.asarray(tiered, dtype=bool)
+        finite = np.isfinite(v) & applies
         if k in counts and np.all(v[finite] == np.round(v[finite])):
             out[k] = [int(x) if f else None for x, f in zip(v.tolist(), finite.tolist(), strict=True)]
         else:

@@ -145,6 +145,14 @@ class Result(BaseModel):
         return self.model_dump_json(**kw)
 
 
+# Outputs that do not apply to some runs, and where (a mask over a row or a batch's columns, by the
+# frame's names): simulate's result gives them as null there, and so does a grid's JSON
+NOT_APPLICABLE = {
+    "limiting_group": lambda c: np.asarray(c["limiting_group"]) < 0,  # no node groups
+    "regional_steps_used": lambda c: ~has_trait(np.asarray(c["mode_code"]), "regional_tier"),
+}
+
+
 def _f(x: Any) -> float | None:
     x = float(x)
     return x if math.isfinite(x) else None
@@ -261,7 +269,7 @@ def build_result(out: dict, i: int, scenario, asm, frame) -> Result:
         effective_days=_f(v["effective_days"]),
         goodput=_f(v["goodput"]),
         failure_free_days=_f(v["failure_free_days"]),
-        limiting_group=None if v["limiting_group"] < 0 else int(v["limiting_group"]),
+        limiting_group=None if NOT_APPLICABLE["limiting_group"](v) else int(v["limiting_group"]),
         hierarchy_by_region=bool(v["hierarchy_by_region"]),
         compute_step_s=v["step_s"],
         inner_step_s=_f(v["inner_step_s"]),
@@ -269,9 +277,9 @@ def build_result(out: dict, i: int, scenario, asm, frame) -> Result:
         regional_sync_s=_f(v["regional_sync_s"]),
         outer_step_s=_f(v["outer_step_s"]),
         inner_steps_used=_i(v["inner_steps_used"]),
-        regional_steps_used=_i(v["regional_steps_used"])
-        if has_trait(v["mode_code"], "regional_tier")
-        else None,
+        regional_steps_used=None
+        if NOT_APPLICABLE["regional_steps_used"](v)
+        else _i(v["regional_steps_used"]),
         auto_inner_steps=_i(v["auto_inner_steps"]),
         efficiency=_f(v["efficiency"]),
         efficiency_h=_f(v["efficiency_h"]),
