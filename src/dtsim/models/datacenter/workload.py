@@ -580,7 +580,7 @@ def check_layout(a: Architecture, layout: Layout, cluster: Cluster, seq_len: int
     if dp_ok and layout.gbs % (dp * layout.mbs):
         problems.append(("layout.gbs", layout.gbs, f"must be a multiple of dp·mbs = {dp * layout.mbs}"))
     if layout.schedule in ("dualpipe", "dualpipev"):
-        problems += dualpipe_problems(layout.schedule, pp, layout.gbs, dp * layout.mbs if dp_ok else 0)
+        problems += dualpipe_problems(layout.schedule, pp, layout.gbs, dp * layout.mbs if dp_ok else None)
     if layout.ep > 1 and (a.moe is None or a.moe.experts % layout.ep):
         problems.append(("layout.ep", layout.ep, "needs an MoE model whose expert count it divides"))
     if dp_ok and layout.ep > dp * cp:
@@ -604,15 +604,15 @@ def check_layout(a: Architecture, layout: Layout, cluster: Cluster, seq_len: int
         raise ScenarioError(problems)
 
 
-def dualpipe_problems(schedule: str, pp: int, gbs: int, dp_mbs: int) -> list[tuple[str, Any, str]]:
+def dualpipe_problems(schedule: str, pp: int, gbs: int, dp_mbs: int | None) -> list[tuple[str, Any, str]]:
     """DualPipe's requirements (deepseek-ai/DualPipe, dualpipe.py and dualpipev.py `step`): a pipeline
     (DualPipe: an even number of ranks), at least two micro-batches per rank (DualPipe: an even count,
     half fed from each end). The micro-batch rule is checked once the batch divides into micro-batches
-    (otherwise check_layout names that)."""
+    (otherwise check_layout names that); dp_mbs is None where no data-parallel degree is valid."""
     if pp < 2 or (schedule == "dualpipe" and pp % 2):
         need = "an even pp ≥ 2" if schedule == "dualpipe" else "pp ≥ 2"
         return [("layout.schedule", schedule, f"needs {need} (pp = {pp})")]
-    if dp_mbs < 1:  # no valid data-parallel degree: check_layout names that
+    if dp_mbs is None:  # no valid data-parallel degree: check_layout names that
         return []
     m = gbs // dp_mbs
     if not gbs % dp_mbs and (m < 2 * pp or (schedule == "dualpipe" and m % 2)):
