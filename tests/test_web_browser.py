@@ -315,3 +315,26 @@ def test_preset_link_menus_and_legend(server):
         links = page.locator("[data-testid=nav] a")
         assert links.count() >= 1 and links.first.get_attribute("href").startswith("/")
         browser.close()
+
+
+def test_limits_points_table_is_not_cut_on_a_laptop(server):
+    """The /limits points table has eleven columns; inside the right-hand column of a 1280-px window its
+    last two (GPU cost, GWh) lay beyond the card, reachable only by scrolling the table sideways. It now
+    spans the page: nothing overflows at 1280 px."""
+    from playwright.sync_api import sync_playwright
+
+    chromium = ensure_chromium()
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=LAUNCH_ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(server + "/limits")
+        page.wait_for_function(
+            "document.querySelectorAll('[data-testid=points-table] tbody tr').length > 10", timeout=60_000
+        )
+        scroll, client = page.evaluate(
+            "() => { const e = document.querySelector('[data-testid=points-table] .q-table__middle');"
+            " return [e.scrollWidth, e.clientWidth]; }"
+        )
+        assert scroll <= client, (scroll, client)
+        assert page.locator("[data-testid=points-table] th", has_text="GWh").is_visible()
+        browser.close()

@@ -359,6 +359,10 @@ class LimitsView(KitView):
                     self.kit.link_notice(notice)
                 self._outputs()
                 self.kit.share_card(lambda: dict(self.params), lambda: self.data, self.import_inputs)
+        # the points table spans the page: its eleven columns overflowed the right-hand column (cost and
+        # energy were only reachable by scrolling the table sideways)
+        with ui.column().classes("w-full q-pa-sm"):
+            self._points()
 
     def _inputs(self) -> None:
         ui, p = self.ui, self.params
@@ -414,6 +418,9 @@ class LimitsView(KitView):
         with ui.card().classes("w-full q-pa-sm"):
             ui.label("Smallest cluster for the target compute (limits search)").classes("text-weight-bold")
             self.search_label = ui.label().classes("text-body2").props("data-testid=search")
+
+    def _points(self) -> None:
+        ui = self.ui
         with ui.card().classes("w-full q-pa-sm"):
             ui.label("Points (cost: the GPUs' purchase; energy: board power × time × PUE)").classes(
                 "text-weight-bold"
