@@ -73,6 +73,10 @@ def test_heat_map_places_every_cell():
     assert [c["value"] for c in none["data"]] == [[0, 0, 120.0]]
     assert none["data"][0]["label"]["formatter"] == "no fit 120 GB"
     assert (chart["visualMap"]["min"], chart["visualMap"]["max"]) == (2.0, 3.0)
+    assert chart["visualMap"]["show"]
+    # nothing fits: no step-time scale (it showed 0–1 s, times no layout has)
+    nothing = plan_view.heatmap([c for c in cells if c["best_step_time_s"] is None])
+    assert not nothing["visualMap"]["show"] and nothing["series"][0]["data"] == []
 
 
 @pytest.mark.parametrize(

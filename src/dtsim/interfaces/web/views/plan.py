@@ -127,7 +127,9 @@ def inline(v: dict[str, Any]) -> bool:
 
 def heatmap(cells: list[dict[str, Any]]) -> dict[str, Any]:
     """Best step time over TP (x) × PP (y): a coloured cell per pair where a layout fits, a grey one
-    marked "no fit" (with the least memory any layout there needs) where none does."""
+    marked "no fit" (with the least memory any layout there needs) where none does. When no cell fits
+    the step-time scale is hidden (ECharts needs a visual map for a heat map; it had shown a 0–1 s
+    scale of times no layout has)."""
     tps = sorted({c["tp"] for c in cells})
     pps = sorted({c["pp"] for c in cells})
     fit = [c for c in cells if c["best_step_time_s"] is not None]
@@ -156,6 +158,7 @@ def heatmap(cells: list[dict[str, Any]]) -> dict[str, Any]:
             },
             "visualMap": {
                 "seriesIndex": 0,
+                "show": bool(fit),
                 "min": round(best, 6),
                 "max": round(max(times), 6),
                 "calculable": True,
