@@ -914,6 +914,37 @@ def test_a_layer_count_the_pipeline_does_not_divide_is_spread_as_evenly_as_possi
     assert sum(heavy) == layers and slower.step_time_s > even.step_time_s
 
 
+def test_an_uneven_split_is_charged_each_stage_its_own_memory():
+    """A trial user's case: GPT-3 175B, TP 8, PP 4, 1F1B, --pp-layers 16,30,30,20 fits (stage 1: 30
+    layers with 3 micro-batches in flight, 79 GB) but was called out of memory at 88.8 GB, its 30 layers
+    charged the first stage's 4 in flight; 21,21,21,33 took the last stage's weights with the first
+    stage's activations. Each stage is now charged its own parameters with its own activations."""
+    a = get_architecture("gpt3-175b")
+    cluster = Cluster(gpu="a100-80gb", nodes=48)
+
+    def run(split=None):
+        return step(Workload(model=a, cluster=cluster, layout=Layout(tp=8, pp=4, gbs=1536, pp_layers=split)))
+
+    even = run()  # 24 layers a stage; the first stage, 4 in flight, holds the most activations
+    per_layer_gb = even.memory_breakdown_gb["activations"] / (24 * 4)
+    middle = run((16, 30, 30, 20))
+    assert middle.memory_breakdown_gb["activations"] == pytest.approx(30 * 3 * per_layer_gb, rel=1e-9)
+    assert middle.fits and middle.memory_per_gpu_gb == pytest.approx(sum(middle.memory_breakdown_gb.values()))
+    last_heavy = run((21, 21, 21, 33))
+    first = run((21, 25, 25, 25))  # the same first stage: its parameters and 21 × 4 in flight
+    last = run((21, 21, 21, 33)).memory_breakdown_gb
+    # the peak is one stage's: the first (21 layers × 4 in flight) or the last (33 layers × 1)
+    assert last["activations"] in (
+        pytest.approx(21 * 4 * per_layer_gb, rel=1e-9),
+        pytest.approx(33 * per_layer_gb, rel=1e-9),
+    )
+    if last["activations"] == pytest.approx(33 * per_layer_gb, rel=1e-9):
+        assert last["weights"] > first.memory_breakdown_gb["weights"]  # the last stage's 33 layers
+    else:
+        assert last["weights"] == pytest.approx(first.memory_breakdown_gb["weights"])
+    assert last_heavy.memory_per_gpu_gb < 80
+
+
 def test_plan_searches_pipelines_that_do_not_divide_the_layers():
     """Issue 13 item 5: 70 layers over 12 stages (126 over 16) is a published layout; plan ranks such
     uneven splits (spread as evenly as possible, vpp 1) beside the even ones, with step's numbers."""

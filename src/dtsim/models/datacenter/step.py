@@ -717,9 +717,6 @@ def evaluate(
     weight_bytes = asm.weight_bytes
     if "fp32_params" in f:
         weight_bytes = np.where(f["fp32_params"].astype(bool) & z3 & (shard > 1), 0.0, asm.weight_bytes)
-    w = stage_params * weight_bytes / w_div
-    g = stage_params * grad_bytes / g_div
-    o = stage_params * asm.optimizer_bytes / o_div
     unit_buffers = np.where(
         z3 & (shard > 1), stage_params * chunk / units * (2.0 * asm.weight_bytes + grad_bytes), 0.0
     )
@@ -779,37 +776,59 @@ def evaluate(
             ),
         ),
     )
-    activations = np.maximum(first_layers, per_stage) * in_flight * act_layer + np.where(
-        recompute == 2, full_layer, 0.0
+    # 1F1B's stage k holds min(m, pp − k) micro-batches (Megatron-LM schedules.py: pp − rank − 1 warm-up
+    # forwards, then one in flight), the interleaved schedule's rank k pp + (pp − 1 − 2k)/vpp chunks'
+    # worth: a middle stage, at best rank 1, holds fewer than the first. The busiest middle stage is
+    # charged as rank 1 (exact when it is rank 1, an upper bound otherwise); the other schedules are
+    # charged the first stage's count on every stage.
+    in_flight_mid = np.where(
+        schedule == 1,
+        np.minimum(m, pp - 1.0),
+        np.where(schedule == 2, np.maximum(in_flight - 2.0 / vpp, 1.0), in_flight),
     )
+    recomputing = np.where(recompute == 2, full_layer, 0.0)
     # the fp32 logits live on the output layer's rank: the only one, or DualPipe's rank 0, which also
     # holds the first stage's activations
     logits = tokens * a.vocab / tp * 4.0
     overhead = asm.framework_overhead_gb * 1e9
-    # the memory of the busiest stage and of the last stage, by part; the larger sum is the peak, and its
-    # parts are StepResult.memory_breakdown_gb
-    stage_parts = {
-        "weights": w,
-        "gradients": g,
-        "optimizer": o,
-        "zero3_unit_buffers": unit_buffers,
-        "activations": activations,
-        "logits": np.where((pp == 1) | dual, 1.0, 0.0) * logits,
-        "framework_overhead": overhead,
+
+    def parts(params, activations, logits_share):
+        return {
+            "weights": params * weight_bytes / w_div,
+            "gradients": params * grad_bytes / g_div,
+            "optimizer": params * asm.optimizer_bytes / o_div,
+            "zero3_unit_buffers": unit_buffers,
+            "activations": activations,
+            "logits": logits_share * logits,
+            "framework_overhead": overhead,
+        }
+
+    # Each stage's own parameters with its own activations (the first stage, the busiest middle one and
+    # the last; they were once mixed: the busiest stage's parameters with the most layers' activations
+    # at the first stage's count, so an uneven split that fits was called out of memory). One rank
+    # holding every layer (pp 1) or two stages (DualPipe) is one candidate.
+    combined = (pp == 1) | dual
+    first_parts = parts(
+        np.where(combined, stage_params, first_params),
+        np.where(combined, np.maximum(first_layers, per_stage), first_layers) * in_flight * act_layer
+        + recomputing,
+        np.where(combined, 1.0, 0.0),
+    )
+    mid_parts = parts(mid_params, per_stage * in_flight_mid * act_layer + recomputing, 0.0)
+    last_parts = parts(last_params, layers_last * act_layer, 1.0)
+    totals = [
+        sum(first_parts.values()),
+        np.where((pp > 2) & ~combined, sum(mid_parts.values()), 0.0),
+        np.where(combined, 0.0, sum(last_parts.values())),
+    ]
+    peak = np.argmax(np.stack(np.broadcast_arrays(*totals)), axis=0)
+    candidates = (first_parts, mid_parts, last_parts)
+    # the parts of the peak stage are StepResult.memory_breakdown_gb
+    memory_parts = {
+        k: np.select([peak == i for i in range(3)], [np.broadcast_to(c[k], peak.shape) for c in candidates])
+        for k in first_parts
     }
-    last_parts = {
-        "weights": last_params * weight_bytes / w_div,
-        "gradients": last_params * grad_bytes / g_div,
-        "optimizer": last_params * asm.optimizer_bytes / o_div,
-        "zero3_unit_buffers": unit_buffers,
-        "activations": layers_last * act_layer,
-        "logits": logits,
-        "framework_overhead": overhead,
-    }
-    memory, last_stage_memory = sum(stage_parts.values()), sum(last_parts.values())
-    last = last_stage_memory > memory
-    memory_parts = {k: np.where(last, last_parts[k], x) for k, x in stage_parts.items()}
-    memory = np.maximum(memory, last_stage_memory)
+    memory = np.maximum(np.maximum(totals[0], totals[1]), totals[2])
 
     # --- throughput --------------------------------------------------------------------------------------------------
     n = dp * tp * pp * cp
