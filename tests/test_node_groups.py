@@ -356,6 +356,19 @@ def test_regions_become_the_regional_tier_when_that_is_faster():
         )
 
 
+def test_regions_of_one_node_form_no_regional_tier():
+    """A trial user's case: three regions of one node each became a "hierarchy" whose groups of one
+    were charged a 2V/B regional sync (2,880 s) with nobody to average with, and it was chosen as
+    faster. A region tier forms only where some region has two nodes; an explicit regional group of one
+    is refused."""
+    ones = {"node_groups": [{"count": 1, "region": r} for r in ("us-east", "eu-central", "asia-east")]}
+    r = dtsim.simulate(ones)
+    assert r.mode == "flat-diloco" and not r.hierarchy_by_region and r.regional_sync_s == 0.0
+    assert r.wall_clock_days == dtsim.simulate(ones | {"hierarchical": False}).wall_clock_days
+    with pytest.raises(dtsim.ScenarioError, match="nodes_per_group = 1: must be ≥ 2 when hierarchical"):
+        dtsim.simulate(hierarchical=True, nodes_per_group=1)
+
+
 def test_a_run_shorter_than_one_outer_step_says_so():
     short = dtsim.simulate({"num_nodes": 10_000_000, "parameters_b": 10, "node": "dgx-h100"})
     assert short.wall_clock_days * 86400 < short.outer_step_s

@@ -523,6 +523,14 @@ CROSS_FIELD_RULES = (
     ),
     (
         "nodes_per_group",
+        lambda r: r["hierarchical"] & (r["nodes_per_group"] < 2),
+        lambda r: (
+            "must be ≥ 2 when hierarchical is true: a regional group of one node has nobody to average "
+            "with (hierarchical: false is that run, flat DiLoCo)"
+        ),
+    ),
+    (
+        "nodes_per_group",
         lambda r: r["hierarchical"] & (r["nodes_per_group"] > r["num_nodes"]),
         lambda r: f"must be ≤ num_nodes = {r['num_nodes']:g} when hierarchical is true",
     ),

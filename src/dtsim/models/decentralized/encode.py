@@ -147,11 +147,16 @@ def encode_scenario(s: Scenario) -> dict[str, Any]:
         given = s.given_fields()
         # groups in two or more regions may form the regional tier of a hierarchy, when the scenario
         # leaves the hierarchy to the model (engine.run_frame_choosing keeps it where it is faster)
+        per_region = {r: sum(g.count for g in s._groups if g.region == r) for r in regions}
+        # ... and when some region has two nodes or more: regions of one node each have nobody to
+        # average with inside, so a regional tier would only add syncs
         auto = (
-            None not in regions and len(regions) >= 2 and not {"hierarchical", "nodes_per_group"} & set(given)
+            None not in regions
+            and len(regions) >= 2
+            and max(per_region.values()) >= 2
+            and not {"hierarchical", "nodes_per_group"} & set(given)
         )
         cols["region_count"] = float(len(regions)) if auto else np.nan
-        per_region = {r: sum(g.count for g in s._groups if g.region == r) for r in regions}
         cols["region_largest"] = float(max(per_region.values())) if auto else np.nan
         cols["regional_given"] = "regional_bandwidth_mbps" in given
     return cols
