@@ -107,6 +107,14 @@ def test_the_model_charges_failures_by_mode():
     expected = float(failures.restart_goodput(tau, checkpoint, asm.restart_s + checkpoint, job))
     assert p.goodput == pytest.approx(expected, rel=1e-12) and 0 < p.goodput < 1
 
+    # a pipeline of DiLoCo replicas (mode C): each of its S nodes fetches its stage's 1/S of the model
+    # over its own link, at once (a trial user's case: the whole model over one link was charged)
+    c = dtsim.simulate(parameters_b=600, node_mtbf_hours=100)
+    assert c.mode == "pp-group-diloco"
+    rejoin = asm.restart_s + 8 * 600e9 * 2 / c.pp_stages / 100e6  # fp16, the default 100 Mbit/s
+    expected = float(failures.elastic_goodput(c.outer_step_s, rejoin, 100 * 3600 / c.pp_stages))
+    assert c.goodput == pytest.approx(expected, rel=1e-12)
+
 
 def test_low_goodput_is_said_and_a_run_that_never_ends_has_no_times():
     r = dtsim.simulate(num_nodes=8, node_mtbf_hours=5)

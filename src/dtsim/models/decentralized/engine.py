@@ -360,7 +360,7 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
 def _goodput(f: Frame, out: dict[str, np.ndarray], mode, used_nodes) -> np.ndarray:
     """Kept progress over wall-clock time with node failures (physics/failures.py). DiLoCo replicas (a
     node, or a pipeline of S nodes in mode C) drop out and rejoin at the next outer step after a restart
-    and a download of the global model; a synchronous pipeline (mode B) restarts the job from its last
+    and a download of the global model (a pipeline's nodes each fetch their stage's share at once); a synchronous pipeline (mode B) restarts the job from its last
     checkpoint, taken at Daly's interval. 1 without node_mtbf_hours."""
     if np.isnan(f.node_mtbf_h).all():  # no failures anywhere in the batch
         return np.where(mode == decision.INFEASIBLE, np.nan, 1.0)
@@ -369,7 +369,8 @@ def _goodput(f: Frame, out: dict[str, np.ndarray], mode, used_nodes) -> np.ndarr
     node_mtbf_s = np.where(np.isnan(hours), np.inf, hours * 3600.0)
     pipelined = has_trait(mode, "pipelined")
     per_replica = np.where(pipelined, f.stages, 1.0)
-    model_bits = 8.0 * f.parameters_held * f.bytes_per_value
+    # a pipeline's S nodes each fetch their own stage's 1/S of the model, at once over their own links
+    model_bits = 8.0 * f.parameters_held * f.bytes_per_value / per_replica
     rejoin = asm.restart_s + model_bits / f.down_bps
     elastic = failures.elastic_goodput(out["outer_step_s"], rejoin, node_mtbf_s / per_replica)
     used = np.maximum(1.0, used_nodes)  # the nodes that train: idle ones cannot stop the job
