@@ -555,21 +555,47 @@ def test_network_fields_with_nothing_to_act_on_are_named_not_taken_silently():
             "nic_gbps 100: the job's 8 GPUs sit in one NVLink",
         ),
         ({"gpu": "tpu-v5e", "nodes": 4}, {"nics_per_node": 2.0}, "32 chips sit in one TPU slice"),
+        (
+            {"gpu": "h100-sxm", "nodes": 16},
+            {"oversubscription": 4.0},
+            "oversubscription 4: the job's 16 nodes sit under one leaf switch (32 nodes",
+        ),
     ):
         ref = step(Workload(model="llama3.1-8b", cluster=Cluster(**base), layout=lay))
         r = step(Workload(model="llama3.1-8b", cluster=Cluster(**base, **extra), layout=lay))
         assert r.step_time_s == ref.step_time_s, extra
         assert any(needle in w and w.endswith("ignored") for w in r.warnings), (extra, r.warnings)
         assert not any(w.endswith("ignored") for w in ref.warnings), ref.warnings
-    # where each acts: NVLS on an H100 node, the NIC rate across nodes
+    # where each acts: NVLS on an H100 node, the NIC rate across nodes, oversubscription past one leaf
     for base, extra, layout in (
         ({"gpu": "h100-sxm", "nodes": 2}, {"nvls": False}, lay),
         ({"gpu": "a100-80gb", "nodes": 2}, {"nic_gbps": 100.0}, Layout(gbs=64)),
+        ({"gpu": "h100-sxm", "nodes": 64}, {"oversubscription": 4.0}, Layout(gbs=512)),
     ):
         ref = step(Workload(model="llama3.1-8b", cluster=Cluster(**base), layout=layout))
         r = step(Workload(model="llama3.1-8b", cluster=Cluster(**base, **extra), layout=layout))
         assert r.step_time_s > ref.step_time_s, extra
         assert not any(w.endswith("ignored") for w in r.warnings), (extra, r.warnings)
+
+
+def test_a_fabric_built_for_another_gpu_keeps_this_gpus_nvlink():
+    """A trial user's case: --gpu h800 --fabric dgx-h100-ndr gave the H800 the H100's 450 GB/s NVLink
+    (tensor-parallel time halved) without a word. The chip's own, slower NVLink is used, and said."""
+    lay = Layout(tp=8, pp=8, gbs=512)
+    own = step(Workload(model="gpt3-175b", cluster=Cluster(gpu="h800", nodes=16), layout=lay))
+    fab = step(
+        Workload(model="gpt3-175b", cluster=Cluster(gpu="h800", nodes=16, fabric="dgx-h100-ndr"), layout=lay)
+    )
+    assert fab.network["nvlink"] == "nvlink4-h800" and fab.step_time_s == pytest.approx(
+        own.step_time_s, rel=1e-12
+    )
+    assert any("faster than h800's own NVLink" in w for w in fab.warnings), fab.warnings
+    h100 = step(
+        Workload(
+            model="gpt3-175b", cluster=Cluster(gpu="h100-sxm", nodes=16, fabric="dgx-h100-ndr"), layout=lay
+        )
+    )
+    assert h100.network["nvlink"] == "nvlink4" and not any("own NVLink" in w for w in h100.warnings)
 
 
 def test_dualpipe_memory_and_zero_traffic_follow_its_stages():

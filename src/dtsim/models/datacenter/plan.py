@@ -288,7 +288,7 @@ def _plan(a: Architecture, cluster: Cluster, opt: PlanOptions, top: int) -> Plan
         fits = np.asarray(out["fits"])
         rejected["does not fit in GPU memory"] = int((~fits).sum())
         order = np.argsort(np.where(fits, out["step_time_s"], np.inf), kind="stable")
-        notes = cluster.ignored_fields()  # the cluster's, the same for every row
+        notes = cluster.ignored_fields(asm.leaf_switch_nodes)  # the cluster's, the same for every row
         ranked = [
             _performance(lay, out, i, opt, cluster, asm, notes) for i in order[: min(top, int(fits.sum()))]
         ]

@@ -1167,7 +1167,7 @@ def _steps(
     usable = asm.usable_memory_fraction * hw.memory_bytes / 1e9
     params_b = count_params(a).total / 1e9
     network = cluster.network_fields()
-    cluster_notes = cluster.ignored_fields()
+    cluster_notes = cluster.ignored_fields(asm.leaf_switch_nodes)
     packaged = model_error_packaged(calibrated, clock_derate)
     error_summary = model_error_summary(packaged)
     cols = [layout_arrays(layout, n, workload.precision) for layout in layouts]

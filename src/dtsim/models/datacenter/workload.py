@@ -162,9 +162,17 @@ class Cluster(BaseModel):
         """(scale-up, scale-out) link type ids: explicit, else the cluster fabric's, else the GPU's own."""
         fab = catalog.cluster_fabrics().get(self.fabric) if self.fabric else None
         micro = catalog.gpus()[self.gpu].micro
-        return self.intra_fabric or (fab.nvlink if fab else micro.nvlink), self.inter_fabric or (
-            fab.nic if fab else micro.nic
-        )
+        nvlink = fab.nvlink if fab and not self._own_nvlink_slower() else micro.nvlink
+        return self.intra_fabric or nvlink, self.inter_fabric or (fab.nic if fab else micro.nic)
+
+    def _own_nvlink_slower(self) -> bool:
+        """Whether a cluster fabric built for another GPU has faster NVLink than this GPU's own (H800 in a
+        DGX H100 fabric: the chip carries 400 GB/s, not the H100's 900): the chip's links are used."""
+        fab = catalog.cluster_fabrics().get(self.fabric) if self.fabric else None
+        if fab is None or fab.gpu == self.gpu:
+            return False
+        links, own = catalog.fabrics(), catalog.gpus()[self.gpu].micro.nvlink
+        return links[own].bandwidth_gb_s < links[fab.nvlink].bandwidth_gb_s
 
     def _ici(self) -> catalog.Fabric | None:
         """The scale-up link type when it is a TPU's ICI torus, else None."""
@@ -249,12 +257,33 @@ class Cluster(BaseModel):
     def n_gpus(self) -> int:
         return self.nodes * self.gpus_per_node
 
-    def ignored_fields(self) -> list[str]:
+    def ignored_fields(self, leaf_nodes: float | None = None) -> list[str]:
         """A warning for each network field given where it has nothing to act on, so a cluster never
         takes one silently: NVLS switched off on a link type without it, scale-out fields on a job
-        that never leaves one NVLink domain (or TPU slice)."""
+        that never leaves one NVLink domain (or TPU slice), oversubscription on a job under one leaf
+        switch (`leaf_nodes`, the assumptions table's leaf_switch_nodes); and a fabric's NVLink this
+        GPU cannot carry."""
         net = self.network_fields()
         notes = []
+        if self.intra_fabric is None and self._own_nvlink_slower():
+            fab = catalog.cluster_fabrics()[self.fabric]
+            links = catalog.fabrics()
+            notes.append(
+                f"fabric {self.fabric}: its {fab.nvlink} ({links[fab.nvlink].bandwidth_gb_s:g} GB/s a direction, "
+                f"built for {fab.gpu}) is faster than {self.gpu}'s own NVLink; the {self.gpu}'s "
+                f"{net['nvlink']} ({links[net['nvlink']].bandwidth_gb_s:g} GB/s) is used"
+            )
+        if (
+            self.oversubscription is not None
+            and leaf_nodes is not None
+            and self.nodes <= leaf_nodes
+            and self.n_gpus > net["nvlink_domain"]
+        ):
+            notes.append(
+                f"oversubscription {self.oversubscription:g}: the job's {self.nodes} nodes sit under one leaf "
+                f"switch ({leaf_nodes:g} nodes, leaf_switch_nodes), so no traffic crosses the tier above it: "
+                "ignored"
+            )
         if not self.nvls and catalog.fabrics()[net["nvlink"]].nvls_efficiency is None:
             notes.append(
                 f"nvls false: the {net['nvlink']} links have no NVLink SHARP to turn off (NVLink 4 and 5 "
