@@ -243,6 +243,14 @@ def test_fp4_only_where_the_gpu_has_an_fp4_datapath():
         runner.invoke(app, ["simulate", "--set", "node=dgx-b200", "--set", "precision=fp4", "--json"]).output
     )
     assert "NO_PRECISION_DATAPATH" not in [w["code"] for w in out["warnings"]]
+    # TPU v6e has no FP8 datapath (the MIRI table's 1,836 "FP8" is Google's INT8 rate): refused where
+    # the peak is derived, flagged on the MIRI node preset that gives it (a trial user's case: it ran
+    # at twice the BF16 rate, unflagged)
+    assert gpus["tpu-v6e"].peak_tflops("fp8") is None
+    r = runner.invoke(app, ["simulate", "--set", "gpu=tpu-v6e", "--set", "precision=fp8"])
+    assert r.exit_code == 2 and "tpu-v6e has no FP8 datapath" in " ".join(r.output.split())
+    out = json.loads(runner.invoke(app, ["simulate", "--set", "node=17x-tpu-v6e-fp8", "--json"]).output)
+    assert "NO_PRECISION_DATAPATH" in [w["code"] for w in out["warnings"]]
     # node groups: a group whose GPU lacks the precision flags the run
     groups = '[{"count": 4, "node": "16x-h100-sxm", "region": "us-east"}, {"count": 4, "node": "dgx-b200", "region": "eu-west"}]'
     for precision, flagged in (("fp4", True), ("fp8", False)):
