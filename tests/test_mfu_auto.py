@@ -95,6 +95,31 @@ def test_auto_mfu_follows_the_scenarios_assumptions_and_servers():
     assert one_server.scenario["mfu"] >= plain  # NVLink across all 16 is never slower
 
 
+def test_a_gb200_nvl72_rack_is_planned_as_one_nvlink_domain():
+    """A trial user's case: the gb200-nvl72 node preset was planned as nine 8-GPU servers (NVLink
+    domains of 8), so `simulate` gave 18 % MFU where `plan` on the NVL72 fabric gives far more. The
+    preset's own domain (nodes.yaml nvlink_domain 72) is planned; changing its GPU count drops it."""
+    rack = {"parameters_b": 7.0, "node": "gb200-nvl72", "precision": "bf16", "mfu": "auto"}
+    r = simulate(make_scenario(rack))
+    assert "NVLink domains of 72" in r.mfu_source
+    eights = simulate(make_scenario({**rack, "assumptions": {"mfu_auto_server_gpus": 8}}))
+    assert "NVLink domains of 72" in eights.mfu_source  # the rack's own domain, not the server default
+    # the same 72 B200s as a node given by its GPU: servers of mfu_auto_server_gpus
+    servers = simulate(
+        make_scenario({"parameters_b": 7.0, "gpu": "b200", "gpus_per_node": 72, "mfu": "auto"})
+    )
+    assert "NVLink domains of 8" in servers.mfu_source
+    cluster = Cluster(gpu="b200", nodes=1, gpus_per_node=72)
+    rows, _ = plan_by_size(7e9, cluster, PlanOptions(gbs=32, seq_len=4096), 32000, 4096)
+    best = max(
+        (x for x in rows if abs(x["params_b"] / 7.0 - 1) <= 0.05),
+        key=lambda x: x["params_b"] * x["tokens_per_s"],
+    )
+    assert r.compute_step_s == pytest.approx(
+        make_scenario(rack).local_batch_tokens / best["tokens_per_s"] * (7.0 / best["params_b"]), rel=1e-9
+    )
+
+
 def test_the_api_answers_an_unplannable_auto_mfu_with_422():
     from fastapi.testclient import TestClient
 

@@ -178,6 +178,8 @@ class NodePreset:
     source: str
     precision: str | None = None
     h100_equivalents: float | None = None
+    # GPUs one NVLink domain joins in this node, where it is more than a server's (a GB200 NVL72 rack: 72)
+    nvlink_domain: int | None = None
 
 
 @dataclass(frozen=True)

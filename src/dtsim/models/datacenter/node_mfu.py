@@ -38,11 +38,22 @@ def node_mfu(
     pflops_per_node: float,
     moe: bool = False,
     assumptions: dict[str, Any] | None = None,
+    nvlink_domain: int | None = None,
 ) -> tuple[float, str]:
     """(MFU, where it comes from) for `mfu: auto`; a ScenarioError names the field that prevents it.
     `assumptions` (the scenario's overrides, possibly tables) reach the datacenter model too; they enter
-    the cache key as JSON."""
-    key = (parameters_b, gpu, gpus_per_node, precision, local_batch_tokens, pflops_per_node, moe)
+    the cache key as JSON. `nvlink_domain`: the node's own NVLink domain where a node preset gives one
+    (a GB200 NVL72 rack: 72), instead of servers of `mfu_auto_server_gpus`."""
+    key = (
+        parameters_b,
+        gpu,
+        gpus_per_node,
+        precision,
+        local_batch_tokens,
+        pflops_per_node,
+        moe,
+        nvlink_domain,
+    )
     return _planned(key, json.dumps(assumptions or {}, sort_keys=True, default=str))
 
 
@@ -59,7 +70,7 @@ def _planned(key: tuple, overrides: str) -> tuple[float, str]:
     from dtsim.models.datacenter.step import resolve_hardware
     from dtsim.models.datacenter.workload import Cluster
 
-    parameters_b, gpu, gpus_per_node, precision, local_batch_tokens, pflops_per_node, moe = key
+    parameters_b, gpu, gpus_per_node, precision, local_batch_tokens, pflops_per_node, moe, domain = key
     assumptions = json.loads(overrides)
     asm = Assumptions(assumptions)
     seq_len, vocab, tolerance = (
@@ -108,7 +119,9 @@ def _planned(key: tuple, overrides: str) -> tuple[float, str]:
             ]
         )
     count = int(gpus_per_node)
-    per_domain = nvlink_node(count, int(asm.mfu_auto_server_gpus))
+    per_domain = (
+        domain if domain and count % domain == 0 else nvlink_node(count, int(asm.mfu_auto_server_gpus))
+    )
     try:
         cluster = Cluster(gpu=spec.id, nodes=count // per_domain, gpus_per_node=per_domain)
     except ValidationError:  # more NVLink domains than the datacenter model plans (was an HTTP 500)

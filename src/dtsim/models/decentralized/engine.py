@@ -597,6 +597,17 @@ AUTO_MFU_INPUTS = (
 )
 
 
+def _node_nvlink_domain(s: Scenario) -> int | None:
+    """The node preset's own NVLink domain (nodes.yaml `nvlink_domain`, a GB200 NVL72 rack's 72) while
+    the scenario keeps that preset's GPU and count; None otherwise."""
+    from dtsim import catalog
+
+    node = catalog.nodes().get(s.node) if isinstance(s.node, str) else None
+    if node is None or node.nvlink_domain is None or (s.gpu, s.gpus_per_node) != (node.gpu, node.gpu_count):
+        return None
+    return node.nvlink_domain
+
+
 def resolve_mfu(s: Scenario) -> Scenario:
     """The scenario with `mfu: auto` planned by the datacenter model (models/datacenter/node_mfu.py),
     where it came from in `_mfu_source`; a scenario whose MFU is a number is returned as it is."""
@@ -614,6 +625,7 @@ def resolve_mfu(s: Scenario) -> Scenario:
         s.pflops_per_node,
         s.moe,
         s.assumptions,
+        _node_nvlink_domain(s),
     )
     if not BOUNDS["mfu"]["ge"] <= value <= BOUNDS["mfu"]["le"]:
         where = "below what the node's GPUs achieve" if value > 1 else "far above the node's GPUs' peak"
