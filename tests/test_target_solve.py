@@ -315,6 +315,32 @@ def test_text_report_names_the_answer_and_the_limit():
         assert words in r.output
 
 
+def test_the_check_command_reproduces_the_answer_from_a_file(tmp_path):
+    """A trial user's case: `target FILE --solve days` layers the file on its --preset (governance); the
+    printed "check it: dtsim simulate (this base) …" did not say so, and run on the file it layered it on
+    simulate's default preset: 286 days where target said 284. It names the file and the preset now."""
+    import shlex
+
+    f = tmp_path / "h1.yaml"
+    f.write_text("parameters_b: 10\ntokens_t: 1\nnode: dgx-h100\nnum_nodes: 12\n")
+    r = runner.invoke(
+        app,
+        ["target", str(f), "--solve", "days", "--params-b", "70", "--tokens-t", "1.4"],
+        env={"COLUMNS": "100000"},
+    )
+    assert r.exit_code == 0, r.output
+    (line,) = [x for x in r.output.splitlines() if x.startswith("check it: ")]
+    argv = shlex.split(line.removeprefix("check it: "))
+    assert argv[:4] == ["dtsim", "simulate", str(f), "--preset"] and argv[4] == "governance"
+    out = runner.invoke(app, [*argv[1:], "--json"])
+    days = json.loads(
+        runner.invoke(
+            app, ["target", str(f), "--solve", "days", "--params-b", "70", "--tokens-t", "1.4", "--json"]
+        ).output
+    )
+    assert json.loads(out.output)["wall_clock_days"] == pytest.approx(days["answer"], rel=1e-9)
+
+
 def test_solve_library_objective_nodes_and_no_time_limit():
     """search(objective="nodes") is the fewest nodes and days_limit=None the fastest at any length."""
     node = NodeSpec.from_preset("16x-h100-sxm")

@@ -408,6 +408,7 @@ def target(
         operations.refuse_searched(operations.set_keys(set_), "target", solve, node_given=bool(node))
         if solve is not None:
             _target_solve(
+                _base_command(file, preset),
                 base,
                 dists,
                 solve,
@@ -522,8 +523,30 @@ SOLVE_QUESTION = {
 }
 
 
+def _base_command(file: Path | None, preset: str) -> str:
+    """`dtsim simulate` with the base `target` searched from: its file layered on its preset, as target
+    loads them (a file alone would be layered on simulate's default preset, not target's)."""
+    import shlex
+
+    return (
+        "dtsim simulate " + (f"{shlex.quote(str(file))} " if file else "") + f"--preset {shlex.quote(preset)}"
+    )
+
+
 def _target_solve(
-    base, dists, solve, params_b, tokens_t, days, nodes, max_nodes, others, space_opts, as_json, mc_opts
+    check_base,
+    base,
+    dists,
+    solve,
+    params_b,
+    tokens_t,
+    days,
+    nodes,
+    max_nodes,
+    others,
+    space_opts,
+    as_json,
+    mc_opts,
 ):
     """`target --solve`: one direct question (analysis.search.solve), its answer, the configuration
     that gives it and the limiting factor, as text or --json; --uncertainty draws the answer's run."""
@@ -569,8 +592,7 @@ def _target_solve(
     c.print(t)
     fields = {**sol.run.scenario_fields(), "tokens_t": sol.tokens_t}
     c.print(
-        "check it: dtsim simulate (this base) "
-        + " ".join(f"--set {k}={_set_text(v)}" for k, v in fields.items()),
+        f"check it: {check_base} " + " ".join(f"--set {k}={_set_text(v)}" for k, v in fields.items()),
         highlight=False,
         markup=False,
     )
