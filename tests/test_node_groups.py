@@ -547,3 +547,15 @@ def test_sweeps_and_searches_over_node_groups_say_what_they_cannot_vary():
     res = CliRunner().invoke(app, ["target", *base, "--solve", "days", "--params-b", "10", "--tokens-t", "1"])
     assert res.exit_code == 0, res.output
     assert "on 11 × dgx-h100" in " ".join(res.output.split())
+    # groups of other hardware than the base's node: target would describe and price the base's node
+    # (a trial user saw 12 × 16× GH200, 192 GPUs, for groups of H100 and B200 nodes): refused, as is a
+    # search over the count the groups fix, naming what answers it
+    mixed = "[{count: 8, node: dgx-h100, region: us-east}, {count: 4, node: dgx-b200, region: eu-central}]"
+    for argv in (
+        ["--set", f"node_groups={mixed}", "--solve", "days", "--params-b", "10", "--tokens-t", "1"],
+        [*base, "--solve", "num_nodes", "--params-b", "10"],
+        [*base, "--params-b", "10", "--tokens-t", "1"],
+    ):
+        res = CliRunner().invoke(app, ["target", *argv])
+        text = " ".join(res.output.split())
+        assert res.exit_code == 2 and "node_groups = '2 groups'" in text and "dtsim simulate" in text, text

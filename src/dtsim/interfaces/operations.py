@@ -397,6 +397,8 @@ def target_search(
     within the time limit (analysis/search.py), or the inverse queries (--min-nodes, --reach), with the
     answer's warnings and, with `uncertainty`, its Monte Carlo; `payload` is `dtsim target --json`."""
     from dtsim.analysis.search import DEFAULT_DAYS, Target, search
+
+    refuse_node_groups(base, None)
     from dtsim.analysis.space_options import space_from_options
     from dtsim.analysis.uncertainty import answer_monte_carlo, answer_warnings, parse_levels
 
@@ -538,6 +540,42 @@ class SolveAnswer:
     payload: dict[str, Any]
 
 
+def refuse_node_groups(base, solve: str | None) -> None:
+    """`target` searches configurations of one node kind (analysis.search.NodeSpec). Node groups that all
+    run the base's node (groups that differ in region and links only) are that kind: `--solve days` and
+    `--solve parameters_b` hold their count and run them. Anything else would describe and price the
+    base's own node, not the groups' (a trial user saw 12 × 16× GH200, 192 GPUs, for groups of H100 and
+    B200 nodes), or vary the count the groups fix: it is refused, naming what answers it."""
+    groups = getattr(base, "_groups", None)
+    if groups is None:
+        return
+    mine = (base.gpu, base.gpus_per_node, base.pflops_per_node, base.vram_per_node_gb)
+    own = [(g.gpu, g.gpus_per_node, g.pflops_per_node, g.vram_per_node_gb) == mine for g in groups]
+    if solve in ("days", "parameters_b") and all(own):
+        return
+    what = (
+        "its node count is the node groups' total"
+        if all(own)
+        else "the node groups run other hardware than the base's node, which target would describe and price"
+    )
+    raise ScenarioError(
+        [
+            (
+                "node_groups",
+                f"{len(groups)} groups",
+                f"target {'--solve ' + solve if solve else 'searches'} configurations of one node kind, and {what}: "
+                "ask `dtsim simulate` for the groups' days, `dtsim sweep --vary inner_steps=… --vary "
+                "compression=…` for what target's search varies"
+                + (
+                    ", or `target --solve days|parameters_b` where every group runs the base's node"
+                    if solve != "days" or not all(own)
+                    else ""
+                ),
+            )
+        ]
+    )
+
+
 def solve_question(sol) -> str:
     """A `target --solve` answer as a sentence."""
     hw = f"{sol.num_nodes:,} × {sol.node.id}"
@@ -582,6 +620,7 @@ def target_solve(
 
     if solve not in SOLVABLE:
         raise ScenarioError([("--solve", solve, "must be parameters_b, num_nodes or days")])
+    refuse_node_groups(base, solve)
     for option, value in (others or {}).items():
         if value is not None:
             raise ScenarioError(
