@@ -559,3 +559,24 @@ def test_sweeps_and_searches_over_node_groups_say_what_they_cannot_vary():
         res = CliRunner().invoke(app, ["target", *argv])
         text = " ".join(res.output.split())
         assert res.exit_code == 2 and "node_groups = '2 groups'" in text and "dtsim simulate" in text, text
+
+
+def test_a_sweep_of_node_groups_warns_as_simulate_does():
+    """A trial user's case: `sweep` added PEAK_NOT_CATALOG to a node-groups scenario, checking the base's
+    GH200 peak, which the groups replace; simulate did not."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from dtsim.interfaces.cli.main import app
+
+    groups = [
+        {"count": 8, "node": "dgx-h100", "region": "us-east"},
+        {"count": 4, "node": "dgx-b200", "region": "eu-central", "bandwidth_up_mbps": 200},
+    ]
+    one = dtsim.simulate({"parameters_b": 10, "tokens_t": 1, "node_groups": groups})
+    args = ["--set", "parameters_b=10", "--set", f"node_groups={json.dumps(groups)}"]
+    out = CliRunner().invoke(app, ["sweep", *args, "--vary", "tokens_t=1", "--json", "-q"])
+    assert out.exit_code == 0, out.output
+    assert "PEAK_NOT_CATALOG" not in {w.code for w in one.warnings}
+    assert set(json.loads(out.output)[0]["warnings"]) == {w.code for w in one.warnings}

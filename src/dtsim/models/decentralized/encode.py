@@ -447,9 +447,10 @@ def encode_batch(s: Scenario, arrays: dict[str, Any], n: int) -> Frame:
         cols["growth_oom"] = sum(
             parts.get(g, np.full(n, runlength.parse_growth(getattr(s, g)))) for g in GROWTH
         )
-    if s.gpu and not any(f in varied_hw for f in ("node", "gpu")):
+    if s.gpu and s._groups is None and not any(f in varied_hw for f in ("node", "gpu")):
         # the catalog's dense node peak follows a precision or GPU count varied row by row (the
-        # hardware combinations above already carry it when the node or GPU itself varies)
+        # hardware combinations above already carry it when the node or GPU itself varies; node
+        # groups carry their own, groups.encode_groups: the scenario's gpu is not their hardware)
         one = np.array([catalog_peak_flop_s(s.gpu, p, 1.0) for p in memory.PRECISIONS])[
             np.asarray(cols["precision"])
         ]  # one GPU's peak at each row's precision, or NO_DATAPATH
