@@ -279,3 +279,32 @@ def test_help_and_import_load_no_heavy_library():
     assert _imported_by("import dtsim") == []
     loaded = _imported_by("import dtsim\ndtsim.simulate(dtsim.Scenario(num_nodes=72))")
     assert "numpy" in loaded and "fastapi" not in loaded and "nicegui" not in loaded
+
+
+def test_a_files_preset_and_the_command_lines_must_agree(tmp_path):
+    """A trial user's case: a file's `preset: intellect-1` silently replaced `--preset covenant-72b`
+    (simulate, sweep, target). Two different bases are refused; either alone is the base, and target's
+    and governance's own default (governance) gives way to the file's."""
+    f = tmp_path / "p2.yaml"
+    f.write_text("preset: intellect-1\nnum_nodes: 20\n")
+    for argv in (
+        ["simulate", str(f), "--preset", "covenant-72b"],
+        ["sweep", str(f), "--preset", "covenant-72b", "--vary", "num_nodes=10,20"],
+        ["target", str(f), "--preset", "governance", "--solve", "days", "--params-b", "10"],
+    ):
+        r = runner.invoke(app, argv)
+        assert r.exit_code == 2 and "the file names another base preset (intellect-1)" in " ".join(
+            r.output.split()
+        )
+    assert (
+        json.loads(runner.invoke(app, ["simulate", str(f), "--json"]).output)["scenario"]["parameters_b"]
+        == 10.21
+    )
+    same = runner.invoke(app, ["simulate", str(f), "--preset", "INTELLECT-1", "--json"])
+    assert same.exit_code == 0, same.output
+    r = runner.invoke(
+        app,
+        ["target", str(f), "--solve", "days", "--params-b", "10", "--tokens-t", "1"],
+        env={"COLUMNS": "10000"},
+    )
+    assert r.exit_code == 0 and f"check it: dtsim simulate {f} --set" in r.output, r.output

@@ -722,6 +722,18 @@ def load_scenario(
             key = lower_word(base)
             if not isinstance(key, str) or key not in catalog.scenario_presets():
                 raise _unknown("preset", base, catalog.scenario_presets())
+            if preset is not None and lower_word(preset) != key:
+                # the file's base silently replaced the one asked for (its fields layered above it)
+                raise ScenarioError(
+                    [
+                        (
+                            "preset",
+                            preset,
+                            f"the file names another base preset ({base}): drop --preset, or the file's "
+                            "`preset:` line",
+                        )
+                    ]
+                )
             stack.append(catalog.preset_fields(key))
         stack.append(file_fields)
     if layers:
@@ -734,6 +746,20 @@ def load_scenario(
             layer = {**layer, "assumptions": {**merged["assumptions"], **layer["assumptions"]}}
         merged = catalog.merge_layers(merged, layer)
     return make_scenario(merged)
+
+
+def base_preset(file: str | Path | None, preset: str | None, default: str) -> str | None:
+    """The base preset of a command whose own default base is `default` (target's and governance's
+    'governance'): the one given, else none where the file names its own (`preset:`), else `default`."""
+    if preset is not None:
+        return preset
+    if (
+        file is not None
+        and isinstance(read_scenario_file(file), dict)
+        and "preset" in read_scenario_file(file)
+    ):
+        return None
+    return default
 
 
 def make_scenario(fields: dict[str, Any]) -> Scenario:

@@ -306,7 +306,12 @@ def _print_search(res, title: str) -> None:
 
 def target(
     file: Annotated[Path | None, typer.Argument(help="Base scenario (network, MFU, stragglers...).")] = None,
-    preset: Annotated[str, typer.Option("--preset", "-p", help="Base preset.")] = "governance",
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            "--preset", "-p", help="Base preset (default: governance, or the file's own `preset:`)."
+        ),
+    ] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", "-s", help="Override a base field.")] = None,
     local_flop: Annotated[
         float | None, typer.Option("--local-flop", help="Target: local-equivalent FLOP (C·η).")
@@ -400,10 +405,12 @@ def target(
     fewest nodes or the days, with the limiting factor)."""
     # lazy: the pydantic scenario model and the YAML catalog load only when the command runs (fast --help)
     from dtsim.analysis.search import DEFAULT_DAYS
+    from dtsim.schema.scenario import base_preset
 
     days_given, days = days, DEFAULT_DAYS if days is None else days
     try:
         operations.uncertainty_flags_alone(uncertainty, **{"--prob": prob})
+        preset = base_preset(file, preset, "governance")
         base, dists = uncertain_base(file, preset, set_, uncertainty, seed, levels, fixed_assumptions, corr)
         operations.refuse_searched(operations.set_keys(set_), "target", solve, node_given=bool(node))
         if solve is not None:
@@ -523,13 +530,13 @@ SOLVE_QUESTION = {
 }
 
 
-def _base_command(file: Path | None, preset: str) -> str:
+def _base_command(file: Path | None, preset: str | None) -> str:
     """`dtsim simulate` with the base `target` searched from: its file layered on its preset, as target
     loads them (a file alone would be layered on simulate's default preset, not target's)."""
     import shlex
 
-    return (
-        "dtsim simulate " + (f"{shlex.quote(str(file))} " if file else "") + f"--preset {shlex.quote(preset)}"
+    return "dtsim simulate " + " ".join(
+        ([shlex.quote(str(file))] if file else []) + (["--preset", shlex.quote(preset)] if preset else [])
     )
 
 
@@ -644,11 +651,14 @@ def governance(
     ctx: typer.Context,
     file: Annotated[Path | None, typer.Option("--file", help="Base scenario file.")] = None,
     preset: Annotated[
-        str,
+        str | None,
         typer.Option(
-            "--preset", "-p", help="Base preset (network, MFU...), e.g. a miri-* deployment profile."
+            "--preset",
+            "-p",
+            help="Base preset (network, MFU...), e.g. a miri-* deployment profile (default: governance, or "
+            "the file's own `preset:`).",
         ),
-    ] = "governance",
+    ] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", "-s", help="Override a base field.")] = None,
     compute_cap: Annotated[
         str, typer.Option("--compute-cap", help="Per-node compute caps, H100-equivalents (or none).")
@@ -693,10 +703,12 @@ def governance(
     target with such nodes, and the legitimate systems the cap would catch."""
     # lazy: the pydantic scenario model and the YAML catalog load only when the command runs (fast --help)
     from dtsim.assumptions import Assumptions
+    from dtsim.schema.scenario import base_preset
 
     if ctx.invoked_subcommand is not None:
         return
     try:
+        preset = base_preset(file, preset, "governance")
         base, dists = uncertain_base(file, preset, set_, uncertainty, seed, levels, fixed_assumptions, corr)
         operations.refuse_searched(operations.set_keys(set_), "governance")
         ans = with_progress(
