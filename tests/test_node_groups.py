@@ -580,3 +580,15 @@ def test_a_sweep_of_node_groups_warns_as_simulate_does():
     assert out.exit_code == 0, out.output
     assert "PEAK_NOT_CATALOG" not in {w.code for w in one.warnings}
     assert set(json.loads(out.output)[0]["warnings"]) == {w.code for w in one.warnings}
+
+
+def test_a_region_tier_takes_the_regional_latency_given():
+    """A trial user's case: regional_latency_ms was silently replaced by the intra-region RTT when the
+    regions formed the regional tier; regional_bandwidth_mbps was honoured. Both are now."""
+    base = THREE_REGIONS
+    auto = dtsim.simulate(base)
+    slow = dtsim.simulate(base | {"regional_latency_ms": 500})
+    assert auto.hierarchy_by_region and slow.hierarchy_by_region
+    f8 = 1 + 0.05 * math.log2(8)
+    payload = auto.details["payload_bits"]
+    assert slow.regional_sync_s == pytest.approx((2 * payload / 1e9 + 0.5) * f8, rel=1e-9)

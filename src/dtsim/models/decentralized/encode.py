@@ -159,6 +159,7 @@ def encode_scenario(s: Scenario) -> dict[str, Any]:
         cols["region_count"] = float(len(regions)) if auto else np.nan
         cols["region_largest"] = float(max(per_region.values())) if auto else np.nan
         cols["regional_given"] = "regional_bandwidth_mbps" in given
+        cols["regional_latency_given"] = "regional_latency_ms" in given
     return cols
 
 
@@ -436,6 +437,8 @@ def encode_batch(s: Scenario, arrays: dict[str, Any], n: int) -> Frame:
         cols["region_count"] = np.nan  # the rows set the hierarchy themselves
     if "regional_bandwidth_mbps" in arrays:
         cols["regional_given"] = True  # each row gives its regional links
+    if "regional_latency_ms" in arrays:
+        cols["regional_latency_given"] = True
     for field, values in arrays.items():
         if field not in BATCH_FIELDS:
             raise ScenarioError(

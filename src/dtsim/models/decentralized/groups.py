@@ -230,7 +230,7 @@ def resolve_links(f) -> None:
         # the regions are the regional groups: G = R groups, the largest region's nodes the largest group
         # (strategies/hierarchical_diloco.group_layout), linked inside a region by the nodes' own links
         # (the slowest direction of the slowest group) unless the scenario gives regional_bandwidth_mbps,
-        # at the intra-region RTT
+        # at the intra-region RTT unless it gives regional_latency_ms
         inside = line  # TCP-limited below at the intra-region RTT, not the WAN's
         intra = asm.intra_region_rtt_ms * 1e-3
         f["hierarchical"] = f.hierarchical | by_region
@@ -238,7 +238,8 @@ def resolve_links(f) -> None:
         f["nodes_per_group"] = np.where(by_region, f.region_largest, f.nodes_per_group)
         # the nodes' own links, unless the scenario gives the regional links
         f["regional_bps"] = np.where(by_region & ~f.regional_given, inside, f.regional_bps)
-        f["regional_latency_s"] = np.where(by_region, intra, f.regional_latency_s)
+        latency_given = np.asarray(f.get("regional_latency_given", False))
+        f["regional_latency_s"] = np.where(by_region & ~latency_given, intra, f.regional_latency_s)
     f["by_region"] = by_region
     f["regional_bps"] = wan.link_rate_bps(f.regional_bps, f.regional_latency_s, streams, loss, asm)
     f["link_group"] = link
