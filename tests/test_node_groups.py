@@ -374,6 +374,14 @@ def test_a_run_shorter_than_one_outer_step_says_so():
     assert short.wall_clock_days * 86400 < short.outer_step_s
     assert any(w.code == "LESS_THAN_ONE_OUTER_STEP" for w in short.warnings)
     assert not any(w.code == "LESS_THAN_ONE_OUTER_STEP" for w in dtsim.simulate({}).warnings)
+    # an automatic H beyond the run says that no H within it is worth its sync (a trial user's case:
+    # H = 9,908,220 of a run with ~1.3 M inner steps, reported with its efficiency as if it trained)
+    for auto in ("auto", "auto-quality"):
+        r = dtsim.simulate(inner_steps=auto, bandwidth_mbps=0.001)
+        (w,) = [w for w in r.warnings if w.code == "LESS_THAN_ONE_OUTER_STEP"]
+        assert f"inner_steps {auto} chose H = {r.inner_steps_used:,.0f}" in w.message, w.message
+    (w,) = [w for w in short.warnings if w.code == "LESS_THAN_ONE_OUTER_STEP"]
+    assert "chose H" not in w.message
 
 
 def test_a_sweep_keeps_node_groups_as_json():

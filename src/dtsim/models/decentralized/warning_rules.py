@@ -123,6 +123,7 @@ RULES: tuple[WarningRule, ...] = (
             f"The {v['tokens'] / 1e12:,.4g}T tokens take {v['total_s'] / v['outer_step_s']:.2g} of an outer step "
             f"({v['outer_step_s']:,.4g} s): the replicas never synchronize, so the times are a fraction of one "
             "step, not a training run. Fewer nodes, a smaller local batch or more tokens give one."
+            + _auto_h_beyond_run(v)
         ),
     ),
     WarningRule(
@@ -421,6 +422,21 @@ CODES = tuple(rule.code for rule in RULES)
 
 
 _BIT_VALUES = np.left_shift(np.int64(1), np.arange(len(RULES), dtype=np.int64))
+
+
+def _auto_h_beyond_run(v) -> str:
+    """What the LESS_THAN_ONE_OUTER_STEP warning adds when inner_steps was chosen by the model ('auto',
+    'auto-quality'): the H it chose is beyond the run, so no H hides this sync within it."""
+    from dtsim.models.decentralized.inner_steps import AUTO, AUTO_QUALITY
+
+    chosen = {AUTO: "auto", AUTO_QUALITY: "auto-quality"}.get(float(np.asarray(v.get("inner_steps_in", 0.0))))
+    if chosen is None or not np.isfinite(v.get("inner_steps_used", np.nan)):
+        return ""
+    return (
+        f" inner_steps {chosen} chose H = {v['inner_steps_used']:,.0f}, more inner steps than the run has: at "
+        "these links no H within the run pays for its sync; give a number of inner steps (the run then waits on its syncs) or "
+        "more bandwidth."
+    )
 
 
 def evaluate_warnings(f, out: dict) -> np.ndarray:
