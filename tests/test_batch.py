@@ -14,7 +14,7 @@ from dtsim.models.decentralized.warning_rules import CODES
 def _random_fields(n, seed=0):
     rng = np.random.default_rng(seed)
     return {
-        "num_nodes": rng.integers(1, 5000, n),
+        "num_nodes": rng.integers(2, 5000, n),
         "bandwidth_up_mbps": 10 ** rng.uniform(0, 4, n),
         "bandwidth_down_mbps": 10 ** rng.uniform(0, 4, n),
         "latency_ms": rng.uniform(0, 400, n),
@@ -25,7 +25,7 @@ def _random_fields(n, seed=0):
         "precision": rng.choice(["FP16", "fp8", "fp4"], n),
         "streaming": rng.choice([True, False], n),
         "hierarchical": rng.choice([True, False], n),
-        "nodes_per_group": np.ones(n, dtype=int),
+        "nodes_per_group": np.full(n, 2),  # a regional group of one is refused with hierarchical
         "vram_per_node_gb": rng.choice([80, 640, 2304], n),
         "activation_compression": rng.choice([1, 4, 10, 30], n),
     }

@@ -600,3 +600,26 @@ def test_a_region_tier_takes_the_regional_latency_given():
     f8 = 1 + 0.05 * math.log2(8)
     payload = auto.details["payload_bits"]
     assert slow.regional_sync_s == pytest.approx((2 * payload / 1e9 + 0.5) * f8, rel=1e-9)
+
+
+def test_vram_beyond_what_the_gpus_hold_is_said():
+    """A trial user's case: vram_per_node_gb 100,000 on 8 × H100 (640 GB) made a 1,000B model "fit one
+    node" with no word; PEAK_NOT_CATALOG checked the peak only. VRAM_NOT_CATALOG says so, for a node and
+    for a node group; the presets' own VRAM is what their GPUs hold."""
+    big = dtsim.simulate(node="dgx-h100", vram_per_node_gb=100000, parameters_b=1000)
+    (w,) = [w for w in big.warnings if w.code == "VRAM_NOT_CATALOG"]
+    assert "156.25× what the node's 8 GPUs hold (640 GB" in w.message
+    grouped = dtsim.simulate(
+        parameters_b=1000, node_groups=[{"count": 8, "node": "dgx-h100", "vram_per_node_gb": 100000}]
+    )
+    assert any(w.code == "VRAM_NOT_CATALOG" and "156.25×" in w.message for w in grouped.warnings)
+    for ok in ({"node": "dgx-h100"}, {"node": "dgx-h100", "vram_per_node_gb": 600}, {}):
+        assert "VRAM_NOT_CATALOG" not in {w.code for w in dtsim.simulate(ok).warnings}, ok
+    # the batch path says the same of a varied VRAM
+    batch = dtsim.simulate_batch(
+        {"node": "dgx-h100", "parameters_b": 1000}, vram_per_node_gb=np.array([600.0, 100000.0])
+    )
+    from dtsim.models.decentralized.warning_rules import CODES
+
+    bit = 1 << CODES.index("VRAM_NOT_CATALOG")
+    assert [bool(int(b) & bit) for b in batch["warning_bits"]] == [False, True]

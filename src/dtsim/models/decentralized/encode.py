@@ -113,6 +113,7 @@ HARDWARE_COLUMNS = (
     "vram_bytes",
     "precision",
     "catalog_peak_flop_s",
+    "catalog_vram_bytes",
 )
 
 
@@ -141,6 +142,8 @@ def encode_scenario(s: Scenario) -> dict[str, Any]:
     cols["catalog_peak_flop_s"] = catalog_peak_flop_s(s.gpu, _enum_value(s.precision), s.gpus_per_node)
     if gpu is None:
         cols["gpus_per_node"] = np.nan
+    # what the node's GPUs hold (datasheet GB), the VRAM_NOT_CATALOG check of vram_per_node_gb
+    cols["catalog_vram_bytes"] = gpu.memory_gb * 1e9 * s.gpus_per_node if gpu and s.gpus_per_node else np.nan
     if s._groups is not None:
         cols["groups"] = encode_groups(s, cols, lambda g: _group_mfu(s, g))
         regions = {g.region for g in s._groups}

@@ -93,6 +93,13 @@ def encode_groups(s, cols: dict, mfu_of) -> GroupTable:
             if not np.isnan(vals).any()
             else np.nan
         )
+    # VRAM_NOT_CATALOG: the group whose vram_per_node_gb most exceeds what its GPUs hold sets the ratio
+    # vram_bytes / catalog_vram_bytes the rule reads
+    held = np.array([_gpu_attr(g.gpu, "memory_gb") * (g.gpus_per_node or np.nan) for g in groups])
+    ratio = np.array([g.vram_per_node_gb for g in groups]) / held
+    cols["catalog_vram_bytes"] = (
+        cols["vram_bytes"] / float(np.nanmax(ratio)) if not np.isnan(ratio).all() else np.nan
+    )
     cat = np.array([catalog_peak_flop_s(g.gpu, s.precision.value, g.gpus_per_node) for g in groups])
     cols["catalog_peak_flop_s"] = (
         _same_or(cat, lambda c: float(np.dot(count, c) / n)) if not np.isnan(cat).any() else np.nan

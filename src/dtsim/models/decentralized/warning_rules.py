@@ -180,6 +180,20 @@ RULES: tuple[WarningRule, ...] = (
         lambda v: _peak_message(v),
     ),
     WarningRule(
+        "VRAM_NOT_CATALOG",
+        lambda f, o: f.vram_bytes > f.catalog_vram_bytes * (1.0 + f.asm.peak_mismatch_tolerance),
+        lambda v: (
+            f"vram_per_node_gb is {v['vram_bytes'] / v['catalog_vram_bytes']:.2f}× what "
+            + (
+                "a node group's GPUs hold (datasheet)"
+                if v.get("groups") is not None
+                else f"the node's {v['gpus_per_node']:,.0f} GPUs hold ({v['catalog_vram_bytes'] / 1e9:,.4g} GB, datasheet)"
+            )
+            + ": every memory verdict (what fits a node, the "
+            "mode, pipeline stages) is against the larger figure, as for a hypothetical node."
+        ),
+    ),
+    WarningRule(
         "NO_PRECISION_DATAPATH",
         lambda f, o: f.catalog_peak_flop_s < 0,
         lambda v: (
