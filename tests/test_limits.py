@@ -602,6 +602,9 @@ def test_limits_curve_table_reads_whole_in_an_80_column_terminal():
     so, rather than folding numbers mid-token (6.5e+ / 24); a wide terminal shows them."""
     narrow = runner.invoke(app, ["limits", "curve", "--gpu", "h100-sxm"], env={"COLUMNS": "80"})
     assert narrow.exit_code == 0 and "a narrow terminal" in narrow.output
+    assert "--json or --csv has them" in " ".join(
+        narrow.output.split()
+    )  # it named --out, which curve has not
     assert "6.5e24" in narrow.output and "GWh" not in narrow.output.split("a narrow terminal")[0]
     wide = runner.invoke(app, ["limits", "curve", "--gpu", "h100-sxm"], env={"COLUMNS": "160"})
     assert "GWh" in wide.output and "a narrow terminal" not in wide.output

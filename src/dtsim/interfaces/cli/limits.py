@@ -407,7 +407,7 @@ def curve_cmd(
         c.print(t)
         if narrow:
             c.print(
-                f"(a narrow terminal: {', '.join(WIDE_ONLY)} are left out; a wider one, --json or --out has "
+                f"(a narrow terminal: {', '.join(WIDE_ONLY)} are left out; a wider one, --json or --csv has "
                 "them)",
                 highlight=False,
             )
