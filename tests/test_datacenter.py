@@ -1531,3 +1531,22 @@ def test_an_mfu_above_100_percent_says_it_is_the_count():
         Workload(model="llama3.1-8b", cluster=Cluster(gpu="a100-80gb", nodes=1), layout=Layout(gbs=8))
     )
     assert short.mfu < 1.0 and not any("above 100 %" in w for w in short.warnings)
+
+
+def test_an_moe_imbalance_without_expert_parallelism_is_named_as_ignored():
+    """A trial user's case: --moe-imbalance 3 with ep 1 left the answer as it was without a word (every
+    rank holds every expert and gets the mean load). It is named; with ep > 1 it acts, unnamed."""
+    cluster = Cluster(gpu="h100-sxm", nodes=8)
+    base = {"tp": 2, "gbs": 512}
+    ref = step(Workload(model="mixtral-8x7b", seq_len=4096, cluster=cluster, layout=Layout(**base)))
+    r = step(
+        Workload(model="mixtral-8x7b", seq_len=4096, cluster=cluster, layout=Layout(**base, moe_imbalance=3))
+    )
+    assert r.step_time_s == ref.step_time_s
+    assert any(w.startswith("moe_imbalance 3: without expert parallelism") for w in r.warnings), r.warnings
+    ep = step(
+        Workload(
+            model="mixtral-8x7b", seq_len=4096, cluster=cluster, layout=Layout(**base, ep=8, moe_imbalance=3)
+        )
+    )
+    assert not any("moe_imbalance" in w for w in ep.warnings)

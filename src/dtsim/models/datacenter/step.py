@@ -993,6 +993,11 @@ def annotated_performance(
             f"on the busiest expert-parallel rank (load {imbalance:g}× the mean): faster than a dropless run, "
             "but those tokens skip their experts"
         )
+    if layout.get("ep", 1) <= 1 and imbalance != 1.0 and cf is None:
+        perf["warnings"].append(
+            f"moe_imbalance {imbalance:g}: without expert parallelism (ep 1) every rank holds every expert and "
+            "gets the mean load, so there is no busiest rank to wait for: ignored"
+        )
     if layout.get("pp", 1) == 1 and (layout.get("schedule", "1f1b") != "1f1b" or layout.get("vpp", 1) > 1):
         perf["warnings"].append(
             f"pp 1 has no pipeline: the {layout.get('schedule', '1f1b')} schedule"
