@@ -821,8 +821,8 @@ def test_an_attention_kernel_beside_no_flash_attention_is_refused():
 
 
 def test_fabric_budget_follows_a_given_network_fraction():
-    """The thesis's 250 ms budget (its rounding of 0.05 × the 4.88 s batch) is the default only while the
-    fraction is; a fraction given sets the budget to fraction × batch time unless a budget is given too."""
+    """The thesis's 250 ms budget (its rounding of 0.05 × the 4.88 s batch) is the default only in its own
+    scenario; a fraction given sets the budget to fraction × batch time, and a budget beside it is refused."""
 
     def budget(*args):
         return json.loads(runner.invoke(app, ["fabric", *args, "--json"]).stdout)["sync_budget_s"]
@@ -830,4 +830,13 @@ def test_fabric_budget_follows_a_given_network_fraction():
     assert budget() == pytest.approx(0.25)
     d = json.loads(runner.invoke(app, ["fabric", "--json"]).stdout)
     assert budget("--network-fraction", "0.5") == pytest.approx(0.5 * d["batch_time_s"], rel=1e-9)
-    assert budget("--network-fraction", "0.5", "--sync-budget-ms", "300") == pytest.approx(0.3)
+    # both: two budgets (the fraction sets required_mfu too), refused (a trial user's case: the given
+    # budget silently won)
+    both = runner.invoke(app, ["fabric", "--network-fraction", "0.5", "--sync-budget-ms", "300"])
+    assert both.exit_code == 2 and "give it or --network-fraction (0.5), not both" in " ".join(
+        both.output.split()
+    )
+    # outside the thesis's own scenario the default is 0.05 × the batch time (at 0.0001 training days
+    # the 250 ms had stood beside a 0.24 µs batch)
+    short = json.loads(runner.invoke(app, ["fabric", "--train-days", "0.0001", "--json"]).stdout)
+    assert short["sync_budget_s"] == pytest.approx(0.05 * short["batch_time_s"], rel=1e-9)

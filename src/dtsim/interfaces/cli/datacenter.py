@@ -1134,6 +1134,9 @@ def collective(
 
 
 BIDIRECTIONAL = ("ring-bidirectional", "wan-ring")  # rings that send half the bytes each way
+# the inputs that set the thesis scenario's batch time at their defaults (Camilli 2025 ch. 3): only there
+# does its rounded 250 ms budget stand in for 0.05 × the batch time
+THESIS_BATCH_INPUTS = (10.0, 23, 200.0, 360.0, 72.0, 2000.0, 100.0, 25.27)
 
 
 def fabric(
@@ -1153,8 +1156,9 @@ def fabric(
         float | None,
         typer.Option(
             "--sync-budget-ms",
-            help="Sync budget in ms (default: the thesis's 250 ms, its rounding of 0.05 × the batch time, "
-            "when --network-fraction is not given; with it, the fraction × the batch time).",
+            help="Sync budget in ms (default: the network fraction × the batch time; in the thesis's own "
+            "scenario, every batch-time option at its default, the thesis's 250 ms, its rounding of 0.05 × 4.9 s). "
+            "Not with --network-fraction.",
         ),
     ] = None,
     ring_km: Annotated[float, typer.Option("--ring-km")] = 4800.0,
@@ -1167,8 +1171,35 @@ def fabric(
     """Scale-across fabric dimensioning (Camilli 2025 ch. 3); defaults are its 10 GW, 23-datacenter scenario."""
     from dtsim.models.network import THESIS_NETWORK_FRACTION, THESIS_SYNC_BUDGET_S
 
-    if network_fraction is None and sync_budget_ms is None:  # the thesis's scenario, as it rounds it
-        sync_budget_ms = THESIS_SYNC_BUDGET_S * 1e3
+    if network_fraction is not None and sync_budget_ms is not None:
+        # the budget is the fraction × the batch time: two budgets (the fraction also sets required_mfu)
+        fail(
+            as_flags(
+                ScenarioError(
+                    [
+                        (
+                            "sync_budget_ms",
+                            sync_budget_ms,
+                            f"give it or --network-fraction ({network_fraction:g}), not both: the budget is the "
+                            "fraction × the batch time",
+                        )
+                    ]
+                )
+            )
+        )
+        return
+    batch_inputs = (
+        cluster_power_gw,
+        datacenters,
+        pod_power_kw,
+        pod_pflops,
+        params_t,
+        tokens_t,
+        train_days,
+        critical_batch_k,
+    )
+    if network_fraction is None and sync_budget_ms is None and batch_inputs == THESIS_BATCH_INPUTS:
+        sync_budget_ms = THESIS_SYNC_BUDGET_S * 1e3  # the thesis's own scenario, as it rounds its budget
     values = {
         "cluster_power_gw": cluster_power_gw,
         "datacenters": datacenters,
