@@ -514,6 +514,14 @@ def test_step_evaluates_a_file_of_layouts_with_the_flags_filling_the_rest(tmp_pa
     res = runner.invoke(app, [*base, "--layouts", str(yaml_file)])
     assert res.exit_code == 2 and "layouts[0].tp = 'true'" in res.output and "layouts[1].zero" in res.output
     assert "sequence_parallel" not in res.output
+    # an unknown column names the columns there are (pydantic's "Extra inputs are not permitted" did not)
+    bad = tmp_path / "unknown.csv"
+    bad.write_text("tp,foo\n8,1\n")
+    res = runner.invoke(
+        app, ["step", "--model", "gpt3-175b", "--nodes", "48", "--gbs", "1536", "--layouts", str(bad)]
+    )
+    text = " ".join(res.output.split())
+    assert res.exit_code == 2 and "layouts[0].foo = '1': unknown field; allowed: dp, tp, pp" in text, text
     # a row's warning that is not about its MFU is listed with the row, not as the MFU's flag
     csv_file.write_text("tp,pp,sequence_parallel\n8,8,true\n1,8,true\n")
     res = runner.invoke(app, [*base, "--layouts", str(csv_file)])

@@ -36,6 +36,10 @@ def test_auto_mfu_makes_the_node_compute_at_the_datacenter_models_speed():
     assert r.compute_step_s == pytest.approx(expected, rel=1e-9)
     assert "NVLink domains of 8" in r.mfu_source
     assert simulate(make_scenario({**BASE, "mfu": 0.4})).mfu_source is None
+    # the plan's own MFU warning speaks of its attention-counting MFU, which is named as such beside the
+    # 6·P MFU the scenario takes (a trial user read two MFUs in one sentence)
+    if "predicted MFU" in r.mfu_source:
+        assert "That layout's MFU with attention counted" in r.mfu_source
 
 
 def test_auto_mfu_is_relative_to_the_declared_peak_and_says_so():

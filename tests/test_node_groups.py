@@ -529,6 +529,11 @@ def test_fields_with_nothing_to_act_on_and_an_int8_ratio_that_is_not_int8s_are_n
     assert "INT8_CODEC_RATIO" in codes(codec="int8", compression=16)
     assert "INT8_CODEC_RATIO" not in codes(codec="int8", compression=2)  # bf16 → int8 is 2×
     assert "INT8_CODEC_RATIO" not in codes(codec="topk", compression=16)
+    # top-k keeping every value, and outer updates more than one step late (trial users' cases: no word)
+    assert "TOPK_CODEC_RATIO" in codes(codec="topk", compression=1)
+    assert "TOPK_CODEC_RATIO" not in codes(codec="topk", compression=100)
+    assert "STALE_OUTER_UPDATES" in codes(outer_overlap_steps=2)
+    assert "STALE_OUTER_UPDATES" not in codes(outer_overlap_steps=1) | codes()
     assert "STRAGGLER_CURVE_IGNORED" in codes(straggler_strategy="relay", straggler_curve="simulated")
     assert "STRAGGLER_CURVE_IGNORED" not in codes(straggler_strategy="backup", straggler_curve="simulated")
     hier = dtsim.simulate(

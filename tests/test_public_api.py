@@ -49,7 +49,8 @@ def test_collective_cli_prints_the_function_result():
         ({"ranks": 2.5}, "ranks"),
         ({"size_bytes": math.nan}, "size_bytes"),
         ({"fabric": "carrier-pigeon"}, "fabric"),
-        ({"bandwidth_bytes_s": 0.0}, "bandwidth_bytes_s/latency_s"),
+        ({"bandwidth_bytes_s": 0.0}, "bandwidth_bytes_s"),
+        ({"latency_s": -1.0}, "latency_s"),
         ({"algorithm": "butterfly"}, "algorithm"),
     ],
 )

@@ -1253,12 +1253,14 @@ def collective_result(
         raise ScenarioError([("ranks", ranks, f"must be an integer between 1 and {MAX_RANKS:,}")])
     if not 0 < size_mb <= MAX_MESSAGE_MB:
         raise ScenarioError([("size_mb", size_mb, f"must be > 0 and ≤ {MAX_MESSAGE_MB:g} (a petabyte)")])
-    if (bandwidth_gbs is not None and not bandwidth_gbs > 0) or (
-        latency_us is not None and not latency_us >= 0
-    ):
-        raise ScenarioError(
-            [("bandwidth_gbs/latency_us", (bandwidth_gbs, latency_us), "must be > 0 and ≥ 0")]
-        )
+    # each named alone (the pair "(0.0, None): must be > 0 and ≥ 0" left a user to guess which)
+    problems = []
+    if bandwidth_gbs is not None and not (math.isfinite(bandwidth_gbs) and bandwidth_gbs > 0):
+        problems.append(("bandwidth_gbs", bandwidth_gbs, "must be a finite bus bandwidth > 0 GB/s"))
+    if latency_us is not None and not (math.isfinite(latency_us) and latency_us >= 0):
+        problems.append(("latency_us", latency_us, "must be a finite per-step latency ≥ 0 µs"))
+    if problems:
+        raise ScenarioError(problems)
     try:
         return run_collective(
             op,

@@ -405,10 +405,13 @@ def collective(
         alpha = fab.latency_s if latency_s is None else latency_s
     if isinstance(hop_km, bool) or not isinstance(hop_km, int | float) or not 0 <= hop_km <= 40_075:
         raise ScenarioError([("hop_km", hop_km, "must be a distance in km between 0 and 40075")])
-    if not (math.isfinite(bw) and bw > 0) or not (math.isfinite(alpha) and alpha >= 0):
-        raise ScenarioError(
-            [("bandwidth_bytes_s/latency_s", (bandwidth_bytes_s, latency_s), "must be finite, > 0 and ≥ 0")]
-        )
+    problems = []
+    if not (math.isfinite(bw) and bw > 0):
+        problems.append(("bandwidth_bytes_s", bandwidth_bytes_s, "must be a finite bus bandwidth > 0 B/s"))
+    if not (math.isfinite(alpha) and alpha >= 0):
+        problems.append(("latency_s", latency_s, "must be a finite per-step latency ≥ 0 s"))
+    if problems:
+        raise ScenarioError(problems)
     if op in OPS and op != "allreduce" and algorithm != "ring":
         raise ScenarioError(
             [("algorithm", algorithm, f"chooses the all-reduce's algorithm; {op} is timed as {OP_FORM[op]}")]

@@ -159,7 +159,12 @@ def _planned(key: tuple, overrides: str) -> tuple[float, str]:
         f"{best['model_tflops_per_gpu']:.0f} TFLOP/s per GPU"
     )
     if best["warnings"]:
-        text += f". {best['warnings'][0]}"
+        # the plan's own warning speaks of its MFU, which counts attention (PaLM convention); the MFU above
+        # is 6·P only, as the decentralized model counts a step: say which is which
+        text += (
+            f". That layout's MFU with attention counted (the datacenter model's convention) is "
+            f"{best['mfu']:.1%}: {best['warnings'][0]}"
+        )
     dense = count * resolve_hardware(cluster, precision).peak_flop_s / 1e15
     if abs(pflops_per_node / dense - 1.0) > 0.01:
         text += (

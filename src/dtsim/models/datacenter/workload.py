@@ -124,7 +124,7 @@ class Cluster(BaseModel):
                         (
                             "gpu",
                             self.gpu,
-                            f"fabric {self.fabric} is built for {built_for} GPUs ({fab.gpu}); give a {built_for} "
+                            f"fabric {self.fabric} is built for {built_for} GPUs ({fab.gpu}); give a GPU of that generation "
                             "GPU, or describe this cluster's network with --nics-per-node, --nic-gbps, "
                             "--nvlink-gbps and --nvlink-domain instead of a fabric",
                         )
@@ -680,6 +680,15 @@ def build(cls, fields: dict[str, Any], prefix: str = ""):
     except ScenarioError as exc:
         raise ScenarioError([(prefix + f, v, m) for f, v, m in exc.problems]) from None
     except ValidationError as exc:
+        allowed = ", ".join(cls.model_fields)
         raise ScenarioError(
-            [(prefix + f, v, m) for f, v, m in validation_problems(exc, fields, _bound_message(exc))]
+            [
+                # pydantic's "Extra inputs are not permitted" named no field that is
+                (
+                    prefix + f,
+                    v,
+                    f"unknown field; allowed: {allowed}" if m == "Extra inputs are not permitted" else m,
+                )
+                for f, v, m in validation_problems(exc, fields, _bound_message(exc))
+            ]
         ) from None

@@ -370,6 +370,26 @@ RULES: tuple[WarningRule, ...] = (
         ),
     ),
     WarningRule(
+        "TOPK_CODEC_RATIO",
+        lambda f, o: (np.asarray(f.codec) == CODECS.index("topk")) & (f.compression <= 1.0),
+        lambda v: (
+            f"codec topk at compression {v['compression']:g}× keeps every value: no sparsification, yet the "
+            "top-k selection's compute is charged on every sync. Set the ratio top-k keeps (100 keeps 1 %), "
+            "or codec none."
+        ),
+    ),
+    WarningRule(
+        "STALE_OUTER_UPDATES",
+        lambda f, o: f.outer_overlap_steps > 1,
+        lambda v: (
+            f"outer_overlap_steps {v['outer_overlap_steps']:g}: outer updates arriving more than one outer step "
+            "late are beyond what the published overlapped-DiLoCo results measure (Streaming DiLoCo; Kale et "
+            "al. 2025, eager updates: at most one step late); η's staleness factor "
+            f"{v['efficiency_staleness']:.3g} (staleness_efficiency_per_outer_step per step beyond one) is an "
+            "extrapolation of an engineering estimate."
+        ),
+    ),
+    WarningRule(
         "SMALL_MODEL_FLOPS",
         lambda f, o: f.parameters < f.asm.small_model_threshold_b * 1e9,
         lambda v: (
