@@ -80,8 +80,9 @@ def scenarios(draw, **fixed):
         "gpu": draw(st.one_of(st.none(), st.sampled_from(["h100-sxm", "tpu-v4", "mi300x"]))),
     }
     f["micro_batches"] = min(f["micro_batches"], f["local_batch_tokens"])  # a micro-batch holds ≥ 1 token
-    f["nodes_per_group"] = draw(st.integers(1, max(1, min(f["num_nodes"], 10_000))))
-    f["hierarchical"] = draw(st.booleans())
+    low = min(2, f["num_nodes"])  # a regional group holds two nodes at least (one is refused)
+    f["nodes_per_group"] = draw(st.integers(low, max(low, min(f["num_nodes"], 10_000))))
+    f["hierarchical"] = draw(st.booleans()) and f["nodes_per_group"] >= 2
     if f["moe"]:
         f["active_parameters_b"] = f["parameters_b"] * draw(st.floats(0.01, 1.0))
         f["active_parameters_b"] = max(f["active_parameters_b"], BOUNDS["active_parameters_b"]["ge"])
@@ -263,7 +264,7 @@ def _value(field):
     if field == "moe_layers":
         return st.integers(0, 200)
     if field == "nodes_per_group":
-        return st.integers(1, 10_000)
+        return st.integers(2, 10_000)  # a regional group of one is refused with hierarchical
     if field == "gpus_per_node":
         inner = st.integers(1, 1000)
     elif field == "hidden_size":

@@ -499,8 +499,8 @@ class Scenario(BaseModel):
 
 # Fields the model chooses for node groups when the scenario does not give them: groups in two or more
 # regions form the regional tier of a hierarchy when that is faster (engine.run_frame_choosing), its
-# groups the regions and its links the regions' own (models/decentralized/groups.py)
-LEFT_TO_MODEL = ("hierarchical", "nodes_per_group", "regional_bandwidth_mbps")
+# groups the regions and its links the regions' own, at the intra-region RTT (models/decentralized/groups.py)
+LEFT_TO_MODEL = ("hierarchical", "nodes_per_group", "regional_bandwidth_mbps", "regional_latency_ms")
 
 # Rules that involve several fields, written once for a scalar scenario and for a batch: each
 # predicate takes a row mapping whose values are scalars or equal-length arrays and returns where

@@ -306,9 +306,11 @@ def read_layouts_file(path: Path, lines: list[int] | None = None) -> list[dict[s
     import csv
     import io
 
-    from dtsim.schema.scenario import parse_data_text, read_text_file
+    from dtsim.schema.inputs import parse_data
+    from dtsim.schema.scenario import read_text_file
 
-    text = read_text_file(path).removeprefix("\ufeff")  # a byte-order mark, as spreadsheets write
+    # problems named as the option (`layouts`, `layouts[0].tp`), not as the file ("file", "y.yaml[0].tp")
+    text = read_text_file(path, "layouts").removeprefix("\ufeff")  # a byte-order mark, as spreadsheets write
     if path.suffix.lower() == ".csv":
         reader = csv.reader(io.StringIO(text))
         header = [h.strip() for h in next(reader, [])]
@@ -334,7 +336,7 @@ def read_layouts_file(path: Path, lines: list[int] | None = None) -> list[dict[s
             if lines is not None:
                 lines.append(line)
     else:
-        rows = parse_data_text(text, path)
+        rows = parse_data(text, path, "layouts")
         if isinstance(rows, dict) and set(rows) == {"layouts"}:
             rows = rows["layouts"]
     if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
@@ -1158,7 +1160,8 @@ def fabric(
             "--sync-budget-ms",
             help="Sync budget in ms (default: the network fraction × the batch time; in the thesis's own "
             "scenario, every batch-time option at its default, the thesis's 250 ms, its rounding of 0.05 × 4.9 s). "
-            "Not with --network-fraction.",
+            "Given beside --network-fraction, the budget bounds the sync and the fraction the compute "
+            "(required_mfu).",
         ),
     ] = None,
     ring_km: Annotated[float, typer.Option("--ring-km")] = 4800.0,
@@ -1171,23 +1174,6 @@ def fabric(
     """Scale-across fabric dimensioning (Camilli 2025 ch. 3); defaults are its 10 GW, 23-datacenter scenario."""
     from dtsim.models.network import THESIS_NETWORK_FRACTION, THESIS_SYNC_BUDGET_S
 
-    if network_fraction is not None and sync_budget_ms is not None:
-        # the budget is the fraction × the batch time: two budgets (the fraction also sets required_mfu)
-        fail(
-            as_flags(
-                ScenarioError(
-                    [
-                        (
-                            "sync_budget_ms",
-                            sync_budget_ms,
-                            f"give it or --network-fraction ({network_fraction:g}), not both: the budget is the "
-                            "fraction × the batch time",
-                        )
-                    ]
-                )
-            )
-        )
-        return
     batch_inputs = (
         cluster_power_gw,
         datacenters,
@@ -1233,6 +1219,13 @@ def fabric(
         f"sync budget {p.sync_budget_s * 1e3:.0f} ms (propagation {p.propagation_s * 1e3:.1f} ms, hops "
         f"{p.hop_s * 1e3:.2f} ms)"
     )
+    if network_fraction is not None and sync_budget_ms is not None:
+        # two budgets: say which bounds what (the given budget replaced fraction × batch time unsaid)
+        c.print(
+            f"(the sync budget is the {sync_budget_ms:g} ms given, not --network-fraction {network_fraction:g} × "
+            f"the batch ({network_fraction * p.batch_time_s * 1e3:,.0f} ms); the fraction sets required_mfu only)",
+            highlight=False,
+        )
     bw = p.min_bandwidth_bits_s
     c.print(
         f"Minimum WAN bandwidth per datacenter: [bold]{bw / 1e15:,.2f} Pbit/s[/bold]"
