@@ -514,6 +514,14 @@ def test_step_evaluates_a_file_of_layouts_with_the_flags_filling_the_rest(tmp_pa
     res = runner.invoke(app, [*base, "--layouts", str(yaml_file)])
     assert res.exit_code == 2 and "layouts[0].tp = 'true'" in res.output and "layouts[1].zero" in res.output
     assert "sequence_parallel" not in res.output
+    # a YAML value that is not a number, and a file that is not there, are named as the option names them
+    nan_file = tmp_path / "nan.yaml"
+    nan_file.write_text("- {tp: .nan, pp: 12}\n")
+    for path, needle in ((nan_file, "layouts[0].tp = nan"), (tmp_path / "missing.yaml", "layouts = ")):
+        res = runner.invoke(
+            app, ["step", "--model", "gpt3-175b", "--nodes", "48", "--gbs", "1536", "--layouts", str(path)]
+        )
+        assert res.exit_code == 2 and needle in res.output and "file =" not in res.output, res.output
     # an unknown column names the columns there are (pydantic's "Extra inputs are not permitted" did not)
     bad = tmp_path / "unknown.csv"
     bad.write_text("tp,foo\n8,1\n")
