@@ -174,6 +174,13 @@ def test_unlike_regions_keep_their_sizes_and_names_are_case_free():
         ({"node_groups": [{"count": 2, "node": "dgx-z9"}]}, "node_groups[0].node"),
         ({"node_groups": [{"count": 2, "node": "dgx-b200", "gpu": "h100-sxm"}]}, "node_groups[0].gpu"),
         ({"node_groups": [{"count": 0}]}, "count"),
+        # a value of the wrong type names what the field allows (a trial user's case: "Input should be a
+        # valid number" said neither the range nor that 'auto' is the scenario's)
+        (
+            {"node_groups": [{"count": 2, "mfu": "auto"}]},
+            "node_groups[0].mfu = 'auto': must be a number ≥ 0.001 and ≤ 1; mfu: auto is the scenario's",
+        ),
+        ({"node_groups": [{"count": "x"}]}, "node_groups[0].count = 'x': must be an integer ≥ 1"),
         ({"node_groups": [{"count": 2}], "num_nodes": 5}, "num_nodes"),
         ({"node_groups": [{"count": 2, "colour": "red"}]}, "colour"),
         ({"node_groups": []}, "node_groups"),
