@@ -364,3 +364,17 @@ def test_openapi_lists_each_operation_with_an_example(client):
     assert {"$ref": "#/components/schemas/StepResult"} in step["anyOf"]
     tp = schemas["StepRequest"]["properties"]["tp"]
     assert (tp["minimum"], tp["maximum"]) == (1, 4096)  # Layout.tp's own bounds
+
+
+def test_an_unknown_model_lists_every_id_without_pydantics_prefix():
+    """A trial user's case: POST /api/step with an unknown model listed three ids and "..." (the CLI lists
+    every one), behind pydantic's "Value error, " prefix."""
+    from fastapi.testclient import TestClient
+
+    from dtsim.interfaces.api.app import create_app
+    from dtsim.physics.transformer import architectures
+
+    r = TestClient(create_app(ui=False)).post("/api/step", json={"model": "nope"})
+    (problem,) = [p for p in r.json()["detail"] if p["field"] == "model"]
+    assert r.status_code == 422 and problem["message"].startswith("must be a catalog model id (")
+    assert all(m in problem["message"] for m in architectures()) and "..." not in problem["message"]

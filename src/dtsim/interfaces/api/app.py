@@ -736,7 +736,9 @@ def create_app(ui: bool = True) -> FastAPI:
             loc = [str(p) for p in err.get("loc", ())]
             if loc and loc[0] in ("body", "query", "path"):
                 loc = loc[1:]
-            problems.append((".".join(loc) or "body", err.get("input"), err.get("msg", "invalid")))
+            msg = err.get("msg", "invalid")
+            # a validator's own message, without pydantic's "Value error, " prefix (as the CLI shows it)
+            problems.append((".".join(loc) or "body", err.get("input"), msg.removeprefix("Value error, ")))
         return _error(422, problems)
 
     def openapi() -> dict[str, Any]:

@@ -144,9 +144,8 @@ class WorkloadFields(BaseModel):
         """One problem named `model` for a value that is neither kind (not one per member of the union)."""
         if value is None or isinstance(value, dict) or (isinstance(value, str) and value in MODEL_IDS):
             return value
-        raise ValueError(
-            "must be a catalog model id (catalog/architectures.yaml: gpt3-175b, llama3.1-70b, ...) or an object "
-            "of architecture fields"
+        raise ValueError(  # every id, as the CLI lists them (the API's list ended "...")
+            f"must be a catalog model id ({', '.join(MODEL_IDS)}) or an object of architecture fields"
         )
 
     def architecture(self) -> Architecture:
