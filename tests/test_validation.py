@@ -772,3 +772,84 @@ def test_a_calibration_file_cannot_give_nvls_to_a_switch_without_it(tmp_path):
     # and NVLS needs more than one GPU behind the switch
     assert not Cluster(gpu="h100-sxm", gpus_per_node=1).network_fields()["nvls"]
     assert Cluster(gpu="h100-sxm").network_fields()["nvls"]
+
+
+def test_records_with_infinite_numbers_or_unnamed_links_are_rejected(tmp_path):
+    """A trial user's cases: a testbed record with added_delay_ms .inf raised a ZeroDivisionError in
+    validate and calibrate; a collective record with size_bytes .inf was predicted as NaN and left out
+    of a calibration that exited 0; one without intra_fabric was accepted, then not predicted, and a
+    calibration on it wrote an empty fit. Each is rejected at load, naming the field."""
+    doc = {
+        "groups": {
+            "TB": {
+                "description": "x",
+                "role": "check",
+                "defaults": {
+                    "kind": "testbed",
+                    "certainty": "P",
+                    "source": "me",
+                    "unit": "s",
+                    "metric": "allreduce_s",
+                },
+            },
+            "CO": {
+                "description": "x",
+                "role": "calibration",
+                "defaults": {
+                    "kind": "collective",
+                    "convention": "nccl-busbw",
+                    "metric": "busbw_gb_s",
+                    "unit": "GB/s",
+                    "gpus_per_node": 8,
+                    "certainty": "P",
+                    "source": "x",
+                },
+            },
+        },
+        "records": [
+            {
+                "id": "TB-d",
+                "group": "TB",
+                "measured": 20.0,
+                "ranks": 4,
+                "bytes_per_param": 4,
+                "host_cores": 4,
+                "added_delay_ms": math.inf,
+            },
+            {
+                "id": "CO-inf",
+                "group": "CO",
+                "measured": 200.0,
+                "ranks": 8,
+                "size_bytes": math.inf,
+                "intra_fabric": "nvlink3",
+            },
+            {"id": "CO-none", "group": "CO", "measured": 230.0, "ranks": 8, "size_bytes": 1e9},
+            {
+                "id": "CO-span",
+                "group": "CO",
+                "measured": 230.0,
+                "ranks": 16,
+                "size_bytes": 1e9,
+                "intra_fabric": "nvlink3",
+            },
+            {
+                "id": "CO-ok",
+                "group": "CO",
+                "measured": 210.0,
+                "ranks": 8,
+                "size_bytes": 8589934592,
+                "intra_fabric": "nvlink3",
+            },
+        ],
+    }
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    d = load_dataset(tmp_path)
+    problems = {p.record: (p.field, p.reason) for p in d.problems}
+    assert problems["TB-d"][0] == "added_delay_ms" and "finite" in problems["TB-d"][1]
+    assert problems["CO-inf"][0] == "size_bytes" and "finite" in problems["CO-inf"][1]
+    assert problems["CO-none"][1].startswith("intra_fabric is required")
+    assert problems["CO-span"][1].startswith("inter_fabric is required")
+    assert "CO-ok" in {r.id for r in d.records}
+    out = runner.invoke(app, ["validate", "--runs", str(tmp_path), "--subset", "CO", "--json"])
+    assert out.exit_code == 1 and json.loads(out.stdout)

@@ -57,7 +57,9 @@ METRIC_UNITS: dict[str, tuple[str, ...]] = {
 
 
 class _Base(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # no infinite or NaN number in any field (a size_bytes of .inf was predicted as NaN and skipped in a
+    # calibration; an added_delay_ms of .inf raised a ZeroDivisionError)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     id: str = Field(min_length=1, max_length=120)
     group: str = Field(min_length=1, max_length=60)
     source: str = Field(min_length=1, description="Where the number comes from.")
@@ -130,7 +132,7 @@ class CollectiveRecord(_Base):
     op: Literal["allreduce"] = "allreduce"
     ranks: int = Field(ge=2)
     gpus_per_node: int = Field(ge=1)
-    size_bytes: float = Field(gt=0)
+    size_bytes: float = Field(gt=0, le=1e15, description="Message size in bytes (at most a petabyte).")
     intra_fabric: str | None = None
     inter_fabric: str | None = None
     nics_per_node: float | None = Field(None, gt=0, description="NICs per node (default: one per GPU).")
@@ -138,6 +140,19 @@ class CollectiveRecord(_Base):
         "ring", description="NCCL algorithm the benchmark ran (NCCL_ALGO): ring, or NVLS (NVLink SHARP)."
     )
     convention: Literal["nccl-busbw", "time"] = "time"
+
+    @model_validator(mode="after")
+    def _links_named(self) -> CollectiveRecord:
+        """The links the ranks use, named (a record without them was accepted, then not predicted, and a
+        calibration on it wrote an empty fit): intra_fabric when a node holds several ranks,
+        inter_fabric when the ranks span nodes."""
+        if self.gpus_per_node > 1 and self.intra_fabric is None:
+            raise ValueError("intra_fabric is required when a node holds several ranks (gpus_per_node > 1)")
+        if self.ranks > self.gpus_per_node and self.inter_fabric is None:
+            raise ValueError(
+                f"inter_fabric is required when the {self.ranks} ranks span nodes of {self.gpus_per_node}"
+            )
+        return self
 
 
 class GemmRecord(_Base):
@@ -160,8 +175,10 @@ class TestbedRecord(_Base):
     ranks: int = Field(ge=2)
     model: str = "distilgpt2"
     bytes_per_param: float = Field(gt=0)
-    link_cap_mbps: float | None = Field(None, gt=0, description="tc bandwidth cap on one ring link.")
-    added_delay_ms: float = Field(0.0, ge=0, description="Delay injected on one ring link.")
+    link_cap_mbps: float | None = Field(None, gt=0, le=1e9, description="tc bandwidth cap on one ring link.")
+    added_delay_ms: float = Field(
+        0.0, ge=0, le=3.6e6, description="Delay injected on one ring link (at most an hour)."
+    )
     host_cores: float | None = Field(
         None,
         gt=0,
@@ -414,7 +431,8 @@ def _load_text(text: str, name: str, data: Dataset, trusted: bool = False) -> No
             rec = _ADAPTER.validate_python(merged)
         except ValidationError as exc:
             for e in exc.errors(include_url=False):
-                data.problems.append(RecordProblem(name, label, _field_path(e), e.get("msg", "invalid")))
+                msg = e.get("msg", "invalid").removeprefix("Value error, ")  # a validator's own words
+                data.problems.append(RecordProblem(name, label, _field_path(e), msg))
             continue
         found = _check_record(rec)
         if found:
