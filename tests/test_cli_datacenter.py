@@ -857,3 +857,17 @@ def test_fabric_budget_follows_a_given_network_fraction():
     # the 250 ms had stood beside a 0.24 µs batch)
     short = json.loads(runner.invoke(app, ["fabric", "--train-days", "0.0001", "--json"]).stdout)
     assert short["sync_budget_s"] == pytest.approx(0.05 * short["batch_time_s"], rel=1e-9)
+
+
+def test_collective_bandwidth_and_latency_are_named_alone_and_bounded():
+    """Trial users' cases: --bandwidth-gbs 0 gave "--bandwidth-gbs/--latency-us = (0.0, None): must be > 0
+    and ≥ 0"; 1e308 was named --bandwidth-bytes-s = inf (an option that does not exist); 1e-320 printed
+    an infinite time with exit 0."""
+    for args, needle in (
+        (["--bandwidth-gbs", "0"], "--bandwidth-gbs = 0.0: must be a bus bandwidth"),
+        (["--bandwidth-gbs", "1e308"], "--bandwidth-gbs = 1e+308"),
+        (["--bandwidth-gbs", "1e-320"], "--bandwidth-gbs = 1e-320"),
+        (["--latency-us", "-1"], "--latency-us = -1.0: must be a per-step latency"),
+    ):
+        r = runner.invoke(app, ["collective", *args])
+        assert r.exit_code == 2 and needle in " ".join(r.output.split()), (args, r.output)

@@ -1257,10 +1257,11 @@ def collective_result(
         raise ScenarioError([("size_mb", size_mb, f"must be > 0 and ≤ {MAX_MESSAGE_MB:g} (a petabyte)")])
     # each named alone (the pair "(0.0, None): must be > 0 and ≥ 0" left a user to guess which)
     problems = []
-    if bandwidth_gbs is not None and not (math.isfinite(bandwidth_gbs) and bandwidth_gbs > 0):
-        problems.append(("bandwidth_gbs", bandwidth_gbs, "must be a finite bus bandwidth > 0 GB/s"))
-    if latency_us is not None and not (math.isfinite(latency_us) and latency_us >= 0):
-        problems.append(("latency_us", latency_us, "must be a finite per-step latency ≥ 0 µs"))
+    # bounds as dataparallel's: 1e308 GB/s overflowed to inf B/s, 1e-320 GB/s to an infinite time
+    if bandwidth_gbs is not None and not (1e-9 < bandwidth_gbs <= 1e9):
+        problems.append(("bandwidth_gbs", bandwidth_gbs, "must be a bus bandwidth > 1e-9 and ≤ 1e9 GB/s"))
+    if latency_us is not None and not (0 <= latency_us <= 1e9):
+        problems.append(("latency_us", latency_us, "must be a per-step latency ≥ 0 and ≤ 1e9 µs"))
     if problems:
         raise ScenarioError(problems)
     try:
@@ -1278,6 +1279,7 @@ def collective_result(
     except ScenarioError as exc:
         names = {"size_bytes": ("size_mb", size_mb)}
         names["bandwidth_bytes_s/latency_s"] = ("bandwidth_gbs/latency_us", (bandwidth_gbs, latency_us))
+        names["bandwidth_bytes_s"] = ("bandwidth_gbs", bandwidth_gbs)
         names["latency_s"] = ("latency_us", latency_us)
         raise ScenarioError([(*names.get(f, (f, v)), m) for f, v, m in exc.problems]) from None
 

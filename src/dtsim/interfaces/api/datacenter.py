@@ -327,10 +327,10 @@ class CollectiveRequest(BaseModel):
         None, description="Link type (catalog/fabrics.yaml); default nvlink3's rates."
     )
     bandwidth_gbs: FiniteFloat | None = Field(
-        None, gt=0, description="Bus bandwidth in GB/s, instead of fabric."
+        None, gt=1e-9, le=1e9, description="Bus bandwidth in GB/s, instead of fabric."
     )
     latency_us: FiniteFloat | None = Field(
-        None, ge=0, description="Per-step latency in µs, instead of fabric."
+        None, ge=0, le=1e9, description="Per-step latency in µs, instead of fabric."
     )
     hop_km: float = Field(0.0, ge=0, le=40_075, description="wan-ring: fibre between neighbouring ranks, km.")
     torus: str | None = Field(
