@@ -217,8 +217,9 @@ def test_plan_by_target_size_is_the_cli_json(client, tmp_path):
         {"algorithm": "tree", "bandwidth_gbs": 10, "latency_us": 5},
         {"algorithm": "wan-ring", "ranks": 4, "bandwidth_gbs": 12.5, "hop_km": 1200},
         {"op": "all-gather", "ranks": 64, "fabric": "ici-v4", "torus": "4x4x4"},
-        # the time overflows: null, as the CLI writes it, never Infinity in the JSON
-        {"size_mb": 1e9, "bandwidth_gbs": 1e-300},
+        # the largest message at the slowest bandwidth allowed (1e-300 GB/s, whose time overflowed, is
+        # refused now): a finite time, never Infinity in the JSON
+        {"size_mb": 1e9, "bandwidth_gbs": 1.1e-9},
     ],
 )
 def test_collective_is_the_cli_json(client, body, tmp_path):
