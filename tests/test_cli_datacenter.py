@@ -857,6 +857,10 @@ def test_fabric_budget_follows_a_given_network_fraction():
     # the 250 ms had stood beside a 0.24 µs batch)
     short = json.loads(runner.invoke(app, ["fabric", "--train-days", "0.0001", "--json"]).stdout)
     assert short["sync_budget_s"] == pytest.approx(0.05 * short["batch_time_s"], rel=1e-9)
+    # only the batch time's inputs and the fraction decide it: --params-t or --bits keep the thesis's,
+    # and the fraction typed at its default is the default (a trial user's cases)
+    for args in (["--params-t", "1"], ["--bits", "32"], ["--network-fraction", "0.05"]):
+        assert budget(*args) == pytest.approx(0.25), args
 
 
 def test_collective_bandwidth_and_latency_are_named_alone_and_bounded():

@@ -1136,9 +1136,9 @@ def collective(
 
 
 BIDIRECTIONAL = ("ring-bidirectional", "wan-ring")  # rings that send half the bytes each way
-# the inputs that set the thesis scenario's batch time at their defaults (Camilli 2025 ch. 3): only there
-# does its rounded 250 ms budget stand in for 0.05 × the batch time
-THESIS_BATCH_INPUTS = (10.0, 23, 200.0, 360.0, 72.0, 2000.0, 100.0, 25.27)
+# the inputs that set the thesis scenario's batch time (tokens, training days, B_crit = k·√tokens) at their
+# defaults (Camilli 2025 ch. 3): only there does its rounded 250 ms budget stand in for 0.05 × the batch time
+THESIS_BATCH_INPUTS = (2000.0, 100.0, 25.27)
 
 
 def fabric(
@@ -1158,8 +1158,9 @@ def fabric(
         float | None,
         typer.Option(
             "--sync-budget-ms",
-            help="Sync budget in ms (default: the network fraction × the batch time; in the thesis's own "
-            "scenario, every batch-time option at its default, the thesis's 250 ms, its rounding of 0.05 × 4.9 s). "
+            help="Sync budget in ms (default: the network fraction × the batch time; at the thesis's own batch "
+            "(--tokens-t, --train-days, --critical-batch-k at their defaults) and fraction 0.05, the thesis's "
+            "250 ms, its rounding of 0.05 × 4.88 s). "
             "Given beside --network-fraction, the budget bounds the sync and the fraction the compute "
             "(required_mfu).",
         ),
@@ -1174,17 +1175,9 @@ def fabric(
     """Scale-across fabric dimensioning (Camilli 2025 ch. 3); defaults are its 10 GW, 23-datacenter scenario."""
     from dtsim.models.network import THESIS_NETWORK_FRACTION, THESIS_SYNC_BUDGET_S
 
-    batch_inputs = (
-        cluster_power_gw,
-        datacenters,
-        pod_power_kw,
-        pod_pflops,
-        params_t,
-        tokens_t,
-        train_days,
-        critical_batch_k,
-    )
-    if network_fraction is None and sync_budget_ms is None and batch_inputs == THESIS_BATCH_INPUTS:
+    batch_inputs = (tokens_t, train_days, critical_batch_k)  # the batch time: days / (tokens / k·√tokens)
+    thesis_fraction = network_fraction in (None, THESIS_NETWORK_FRACTION)
+    if thesis_fraction and sync_budget_ms is None and batch_inputs == THESIS_BATCH_INPUTS:
         sync_budget_ms = THESIS_SYNC_BUDGET_S * 1e3  # the thesis's own scenario, as it rounds its budget
     values = {
         "cluster_power_gw": cluster_power_gw,
