@@ -335,3 +335,28 @@ def test_docs_examples_are_the_commands_real_output():
         assert res.exit_code == 0, res.output
         got = "\n".join(line.rstrip() for line in res.output.strip("\n").split("\n"))
         assert got == shown.strip("\n"), command
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "c"),
+    [(2e-6, -4.7e4, -3.0), (2e-6, -1.0, -3.0), (2e-6, 5.0, -3.0), (1e-12, -1e3, -1e-9), (4.0, 1e8, -2.0)],
+)
+def test_the_largest_root_does_not_cancel(a, b, c):
+    """A trial user's case: at 1e10 tokens and 1 µs the weak-scaling limit was 8.6e9 ranks where the root
+    is 2.36e10: the form 2c/(−b − √D), stable for b > 0, cancels for b < 0 (the weak-scaling quadratic's b
+    is 2S/β − 2α − X, negative once X is large). Checked against the root in 50-digit arithmetic."""
+    from decimal import Decimal, getcontext
+
+    getcontext().prec = 50
+    da, db, dc = (Decimal(repr(x)) for x in (a, b, c))
+    exact = (-db + (db * db - 4 * da * dc).sqrt()) / (2 * da)
+    assert float(dp._largest_root(a, b, c)) == pytest.approx(float(exact), rel=1e-12)
+
+
+def test_weak_scaling_has_a_limit_at_every_batch():
+    """At 1e11 tokens the cancelled root came out infinite: "E ≥ 90% up to no limit; as P → ∞, E → 0"."""
+    limits = [
+        run_json("scaling", "--batch-tokens", t, "--latency-us", "1", "--ranks", "1")["weak_max_ranks"]
+        for t in ("1e9", "1e10", "1e11")
+    ]
+    assert all(x is not None and math.isfinite(x) for x in limits) and limits[0] < limits[1] < limits[2]

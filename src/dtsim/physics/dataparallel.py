@@ -52,12 +52,17 @@ def exposed_bucketed_allreduce(t_comm, t_backward, buckets):
 
 
 def _largest_root(a, b, c):
-    """The positive root of a·x² + b·x + c = 0 with a ≥ 0 and c < 0 (x ≥ it makes the quadratic ≥ 0):
-    the numerically stable form 2c / (−b − √(b² − 4ac)); +∞ where a = 0 and b ≤ 0 (never reached)."""
+    """The positive root of a·x² + b·x + c = 0 with a ≥ 0 and c < 0 (x ≥ it makes the quadratic ≥ 0),
+    in the form that does not cancel (Press et al., Numerical Recipes §5.6): 2c / (−b − √(b² − 4ac))
+    where b ≥ 0, (−b + √(b² − 4ac)) / 2a where b < 0 (the first form subtracted two nearly equal numbers
+    there: 8.6e9 ranks where the root is 2.4e10); +∞ where a = 0 and b ≤ 0 (never reached)."""
     a, b, c = (np.asarray(x, dtype=float) for x in (a, b, c))
-    den = -b - np.sqrt(b * b - 4.0 * a * c)
+    root = np.sqrt(b * b - 4.0 * a * c)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(den < 0, 2.0 * c / np.where(den < 0, den, -1.0), np.inf)
+        falling = (-b + root) / (2.0 * a)  # b < 0: both terms positive
+        den = -b - root
+        rising = np.where(den < 0, 2.0 * c / np.where(den < 0, den, -1.0), np.inf)
+        return np.where(b < 0, np.where(a > 0, falling, np.inf), rising)
 
 
 def weak_scaling_max_ranks(t_compute, size_bytes, bw_bytes_s, alpha_s, efficiency):
