@@ -495,6 +495,9 @@ def test_a_limit_of_any_size_gives_no_warning():
         (["--solve", "days", "--params-b", "70", "--set", "compression=3"], "use --compression"),
         (["--solve", "parameters_b", "--set", "parameters_b=7"], "--solve parameters_b finds it"),
         (["--solve", "days", "--params-b", "10", "--set", "tokens_t=1"], "use --tokens-t"),
+        # --solve days takes the model from --params-b: the base's parameters_b was silently ignored
+        (["--solve", "days", "--params-b", "70", "--set", "parameters_b=5"], "use --params-b"),
+        (["--solve", "num_nodes", "--params-b", "70", "--set", "parameters_b=5"], "use --params-b"),
         (
             ["--solve", "days", "--params-b", "10", "--node", "dgx-h100", "--set", "gpu=a100-80gb"],
             "use --node",

@@ -347,7 +347,15 @@ def refuse_searched(
     a node preset without its own takes it."""
     hints = SEARCHED_FIELDS[command]
     if solve is not None:
-        kept = (*_GRID_FIELDS, "regional_steps", "tokens_t", solve, *(_NODE_FIELDS if node_given else ()))
+        # parameters_b is --params-b's (days, num_nodes) or the answer (parameters_b): never the base's
+        kept = (
+            *_GRID_FIELDS,
+            "regional_steps",
+            "tokens_t",
+            "parameters_b",
+            solve,
+            *(_NODE_FIELDS if node_given else ()),
+        )
         hints = {k: v for k, v in hints.items() if k in kept}
         if solve in hints:
             hints[solve] = f"nothing: --solve {solve} finds it"
