@@ -474,13 +474,13 @@ def target(
         res, tgt, obj, notes, mc, payload = ans.res, ans.target, ans.objective, ans.notes, ans.mc, ans.payload
         if res.winner is None and not as_json:
             what = tgt.describe() if tgt else f"any run within ${budget:,.0f}"
-            _print_search(res, f"target: {what} within {days:,.1f} days")
+            _print_search(res, f"target: {what} within {days:,.4g} days")
             raise ScenarioError(
                 [
                     (
                         "target",
                         what,
-                        f"no configuration in the space reaches it within {days:,.1f} days"
+                        f"no configuration in the space reaches it within {days:,.4g} days"
                         + (f" and ${budget:,.0f}" if budget else "")
                         + "; see each mode's best above",
                     )
@@ -495,16 +495,16 @@ def target(
             what = tgt.describe() if tgt else f"any run within ${budget:,.0f}"
             err.print(
                 f"[bold red]error:[/bold red] target = {what!r}: no configuration in the space reaches it within "
-                f"{days:,.1f} days" + (" (so no --uncertainty draws)" if uncertainty is not None else ""),
+                f"{days:,.4g} days" + (" (so no --uncertainty draws)" if uncertainty is not None else ""),
                 highlight=False,
             )
             raise typer.Exit(2)
         return
     title = (
-        f"most {reach} compute for ${budget:,.0f} within {days:,.1f} days"
+        f"most {reach} compute for ${budget:,.0f} within {days:,.4g} days"
         if tgt is None
         else f"{'fewest nodes' if min_nodes else ('cheapest' if obj == 'cost' else 'fastest')}: {tgt.describe()} "
-        f"within {days:,.1f} days" + (f" and ${budget:,.0f}" if budget else "")
+        f"within {days:,.4g} days" + (f" and ${budget:,.0f}" if budget else "")
     )
     _print_search(res, title)
     if min_nodes:
@@ -515,7 +515,7 @@ def target(
 
         p = mc.probabilities[0]
         console().print(
-            f"How sure: the winner trains its {res.winner.tokens_t:,.3g}T tokens within {days:,.1f} days in "
+            f"How sure: the winner trains its {res.winner.tokens_t:,.3g}T tokens within {days:,.4g} days in "
             f"{p['p']:.1%} of {mc.samples:,} draws (a draw where it cannot run counts as not in time; the "
             "token count is the point answer's, and the search is not repeated per draw).",
             highlight=False,
@@ -743,7 +743,7 @@ def governance(
         return
     c = console()
     c.print(
-        f"[bold]threshold analysis[/bold]: cheapest {res.metric}-adjusted compute within {res.days_limit:,.1f} days; "
+        f"[bold]threshold analysis[/bold]: cheapest {res.metric}-adjusted compute within {res.days_limit:,.4g} days; "
         f"search space {res.configurations:,} configurations, {res.rows:,} rows, exhaustive over one grid "
         f"shared by every cap; {res.seconds:.1f} s"
     )
@@ -770,7 +770,7 @@ def governance(
         c.print(
             f"How sure: each cheapest run drawn {first['samples']:,} times (seed {first['seed']}) over "
             f"{len(first['inputs'])} uncertain inputs; 'in time' is the share of draws that train the tokens "
-            f"the point answer needs within {res.days_limit:,.1f} days (a draw where the run cannot go counts "
+            f"the point answer needs within {res.days_limit:,.4g} days (a draw where the run cannot go counts "
             "as not in time; the search is not repeated per draw; each run's days at the levels are in --json).",
             highlight=False,
         )

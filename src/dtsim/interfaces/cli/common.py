@@ -195,7 +195,7 @@ ProbOpt = Annotated[
     typer.Option(
         "--prob",
         help="With --uncertainty: the chance of a condition on an output, OUTPUT<=VALUE (or <, >=, >, ==, !=), "
-        'e.g. "wall_clock_days<=180" (simulate, sweep, target, governance) or "days<=90" and "fits==true" '
+        'e.g. "wall_clock_days<=180" (simulate, target) or "days<=90" and "fits==true" '
         "(step and plan with --tokens) (repeatable).",
     ),
 ]
