@@ -350,3 +350,17 @@ def test_api_sweep_refuses_a_scenario_field_it_varies(client):
     body = {"vary": [{"field": "num_nodes", "values": [8, 16]}, {"field": "num_nodes", "values": [8, 16]}]}
     resp = client.post("/api/sweep", json=body)
     assert resp.status_code == 422 and resp.json()["detail"][0]["field"] == "vary"
+
+
+def test_governance_refuses_an_empty_cap_list_and_target_states_its_real_model_bound():
+    """Trial users' cases: {"compute_cap": []} ran as no compute cap (the CLI refuses the empty value);
+    params_b 1e999 was refused with "≤ 10000000" where the bound is 100,000 B."""
+    from fastapi.testclient import TestClient
+
+    from dtsim.interfaces.api.app import create_app
+
+    c = TestClient(create_app(ui=False))
+    r = c.post("/api/governance", json={"compute_cap": [], "gpu": ["h100-sxm"]})
+    assert r.status_code == 422 and r.json()["detail"][0]["field"] == "compute_cap"
+    r = c.post("/api/target", json={"solve": "days", "params_b": 1e6})
+    assert r.status_code == 422 and "100000" in r.json()["detail"][0]["message"]

@@ -191,7 +191,10 @@ class TargetRequest(ScenarioBase):
         None, gt=0, le=1e40, description="Target: quality-adjusted FLOP (C·η·χ)."
     )
     params_b: float | None = Field(
-        None, gt=0, le=1e7, description="Target: this model size, B (with solve num_nodes|days: the model)."
+        None,
+        ge=0.001,
+        le=100_000,
+        description="Target: this model size, B (with solve num_nodes|days: the model); 0.001–100000, as the CLI.",
     )
     tokens_t: float | None = Field(
         None,
@@ -329,7 +332,10 @@ def governance_work(progress: ProgressFn = _no_progress, **fields: Any) -> dict[
         ops.refuse_searched(scenario, "governance", where="scenario")
     except ScenarioError as exc:
         raise _refused(exc) from None
-    caps = {k: _text(fields.get(k)) or "none" for k in ("compute_cap", "memory_cap")}
+    # null is no cap; an empty list is refused as the CLI refuses an empty value (it ran as "none")
+    caps = {
+        k: "none" if fields.get(k) is None else _text(fields.get(k)) for k in ("compute_cap", "memory_cap")
+    }
     fields |= caps | {"targets": _text(fields["targets"]), "precisions": ",".join(fields["precisions"])}
     try:
         answer = ops.governance_analysis(base, dists, **fields, progress=jobs.counted(progress))
