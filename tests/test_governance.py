@@ -273,3 +273,16 @@ def test_the_pages_refuse_what_the_cli_refuses():
         t.compute({"preset": "governance", "set": ["parameters_b=7"], "quality_flop": 1e24})
     with pytest.raises(ScenarioError, match="num_nodes is varied"):
         sweep._compute({"set": "num_nodes=3", "vary": "num_nodes=8,16"})
+
+
+def test_max_nodes_is_bounded_and_a_model_target_names_its_flags():
+    """Trial users' cases: governance --max-nodes 1e10 failed naming a grid row (num_nodes[309] =
+    10441131.0); target --params-b without --tokens-t said tokens_t = None."""
+    r = runner.invoke(app, ["governance", "--gpu", "h100-sxm", "--max-nodes", "10000000000"])
+    assert (
+        r.exit_code == 2
+        and "--max-nodes = 10000000000: must be a whole number of nodes from 1 to 10,000,000"
+        in " ".join(r.output.split())
+    )
+    r = runner.invoke(app, ["target", "--node", "16x-h100-sxm", "--params-b", "70"])
+    assert r.exit_code == 2 and "--tokens-t = None" in " ".join(r.output.split())

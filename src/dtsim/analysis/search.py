@@ -161,8 +161,13 @@ def h100_equivalents(gpu_id: str, count: int, asm: Assumptions | None = None) ->
 
 def node_count_grid(max_nodes: int = 100_000, dense_to: int = 64, step: float = 1.05) -> np.ndarray:
     """Every integer to `dense_to`, then geometric steps of `step` up to `max_nodes` (inclusive)."""
-    if max_nodes < 1:
-        raise ScenarioError([("--max-nodes", max_nodes, "must be ≥ 1")])
+    from dtsim.schema.fields import BOUNDS
+
+    hi = BOUNDS["num_nodes"]["le"]
+    if not 1 <= max_nodes <= hi:  # governance's grid named a row past it: num_nodes[309] = 10441131.0
+        raise ScenarioError(
+            [("--max-nodes", max_nodes, f"must be a whole number of nodes from 1 to {hi:,.0f}")]
+        )
     dense = np.arange(1, min(dense_to, max_nodes) + 1, dtype=float)
     if max_nodes <= dense_to:
         return dense
