@@ -286,3 +286,38 @@ def test_max_nodes_is_bounded_and_a_model_target_names_its_flags():
     )
     r = runner.invoke(app, ["target", "--node", "16x-h100-sxm", "--params-b", "70"])
     assert r.exit_code == 2 and "--tokens-t = None" in " ".join(r.output.split())
+
+
+def test_each_cheapest_run_carries_simulates_warnings():
+    """A trial user's case: a cap's cheapest run on MI300X (33 nodes, 164.6B) had no warnings in the
+    JSON, where simulate of the same configuration says EXCEEDS_MAX_RUN_LENGTH and STREAMING_MEMORY.
+    Each answer now carries simulate's codes, and the text names them."""
+    import dtsim
+    from dtsim.analysis.governance import scenario_fields
+    from dtsim.analysis.uncertainty import answer_warnings
+    from dtsim.interfaces import operations
+
+    args = [
+        "governance",
+        "--gpu",
+        "mi300x",
+        "--compute-cap",
+        "16",
+        "--memory-cap",
+        "none",
+        "--targets",
+        "1e25",
+    ]
+    out = json.loads(runner.invoke(app, [*args, "--json"]).output)
+    cell = out["caps"][0]["cheapest"]["1e+25"]
+    base = dtsim.load_scenario(preset="governance")
+    ans = operations.governance_analysis(
+        base, {}, compute_cap="16", memory_cap="none", targets="1e25", gpu=["mi300x"]
+    )
+    rec = ans.res.caps[0].cheapest[1e25]
+    assert cell["warnings"] == [
+        w["code"] for w in answer_warnings(base, scenario_fields(ans.res, rec), rec["tokens_t"])
+    ]
+    assert cell["warnings"]  # this run has some to say
+    text = " ".join(runner.invoke(app, args, env={"COLUMNS": "200"}).output.split())
+    assert all(f"{code} (simulate's warning of that run)" in text for code in cell["warnings"])

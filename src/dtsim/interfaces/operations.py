@@ -844,6 +844,23 @@ def governance_analysis(
         held = answers_held(
             res, base, dists, uncertainty, days, seed, parse_levels(levels), scheduler, workers
         )
+    # what simulate says of each cap's cheapest run (an answer shown without its own warnings hid a node
+    # that cannot hold streaming's state, a run past the useful length: target gives its winner's)
+    from dtsim.analysis.governance import scenario_fields as cell_fields
+    from dtsim.analysis.uncertainty import answer_warnings
+
+    said = {
+        (ci, k): [w["code"] for w in answer_warnings(base, cell_fields(res, v), v["tokens_t"])]
+        for ci, cr in enumerate(res.caps)
+        for k, v in cr.cheapest.items()
+        if v is not None
+    }
+
+    def cell(ci: int, k: float, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        if v is None:
+            return None
+        return {**v, "warnings": said[(ci, k)], **({"uncertainty": held[(ci, k)]} if (ci, k) in held else {})}
+
     payload = {
         "metric": res.metric,
         "days_limit": res.days_limit,
@@ -857,10 +874,7 @@ def governance_analysis(
             {
                 "cap": {"h100_equivalents": cr.cap.h100_equivalents, "memory_gb": cr.cap.memory_gb},
                 "largest_nodes": cr.largest,
-                "cheapest": {
-                    f"{k:g}": v if v is None or (ci, k) not in held else {**v, "uncertainty": held[(ci, k)]}
-                    for k, v in cr.cheapest.items()
-                },
+                "cheapest": {f"{k:g}": cell(ci, k, v) for k, v in cr.cheapest.items()},
                 "caught": [s.id for s in cr.caught],
             }
             for ci, cr in enumerate(res.caps)

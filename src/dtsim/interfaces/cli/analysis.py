@@ -765,6 +765,21 @@ def governance(
             )
         t.add_row(cr.cap.label(), *cells, f"{len(cr.caught)}/{len(res.systems)}")
     c.print(t)
+    # what simulate says of each cheapest run, by code, with the cells it holds for (--json: per cell)
+    said: dict[str, list[str]] = {}
+    answers = 0
+    for ci, cap in enumerate(ans.payload["caps"]):
+        for x, w in cap["cheapest"].items():
+            if w is None:
+                continue
+            answers += 1
+            for code in w["warnings"]:
+                said.setdefault(code, []).append(f"{res.caps[ci].cap.label()} at {float(x):.3g} FLOP")
+    for code, where in said.items():
+        label = "every answer" if len(where) == answers > 1 else "; ".join(where)
+        c.print(
+            f"[yellow]warning ({label}):[/yellow] {code} (simulate's warning of that run)", highlight=False
+        )
     if held:
         first = next(iter(held.values()))
         c.print(
