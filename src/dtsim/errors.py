@@ -85,18 +85,6 @@ NESTED_FIELDS = {
 }
 
 
-def _nested_bound(name: str) -> str | None:
-    """What a node group's numeric field allows (its scenario field's bounds), for a value of the wrong
-    type ("Input should be a valid number" said neither); 'auto' is the scenario's MFU only."""
-    from dtsim.schema.fields import BOUNDS, bound_text  # lazy: the schema imports this module
-
-    name = {"count": "num_nodes"}.get(name, name)  # a group's count is bounded as num_nodes
-    if name not in BOUNDS:
-        return None
-    text = bound_text(name)
-    return text + ("; mfu: auto is the scenario's (it plans every group's)" if name == "mfu" else "")
-
-
 def validation_problems(
     exc: Any, fields: dict[str, Any], message: Callable[[str, str], str | None] | None = None
 ) -> list[tuple[str, object, str]]:
@@ -122,8 +110,9 @@ def validation_problems(
             value = err.get("input")
             if err.get("type") == "extra_forbidden":
                 msg = f"unknown field; allowed: {NESTED_FIELDS[loc[0]]}"
-            elif err.get("type", "").endswith(("_parsing", "_type")):
-                msg = _nested_bound(loc[-1]) or msg
+            elif message is not None and err.get("type", "").endswith(("_parsing", "_type")):
+                # what the inner field allows, in the caller's words (schema.scenario.nested_message)
+                msg = message(f"{loc[0]}.{loc[-1]}", err.get("type", "")) or msg
             problems.append((field, value, msg))
             continue
         better = message(field, err.get("type", "")) if message is not None else None

@@ -797,7 +797,17 @@ _BOUND_ERRORS = frozenset(
 
 
 def field_message(field: str, error_type: str) -> str | None:
-    """What is allowed for a scenario field, in place of pydantic's wording (None: keep pydantic's)."""
+    """What is allowed for a scenario field, in place of pydantic's wording (None: keep pydantic's); a
+    node group's field of the wrong type (`node_groups.mfu`) is bounded as the scenario's ("Input should
+    be a valid number" said neither the range nor that 'auto' is the scenario's)."""
+    if field.startswith("node_groups."):
+        name = field.removeprefix("node_groups.")
+        name = {"count": "num_nodes"}.get(name, name)  # a group's count is bounded as num_nodes
+        if name not in BOUNDS:
+            return None
+        return bound_text(name) + (
+            "; mfu: auto is the scenario's (it plans every group's)" if name == "mfu" else ""
+        )
     if field in ("inner_steps", "regional_steps", "mfu"):
         extra = "'auto' or 'auto-quality'" if field == "inner_steps" else "'auto'"
         return f"{bound_text(field)}, or {extra}"

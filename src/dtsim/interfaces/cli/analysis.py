@@ -776,7 +776,7 @@ def governance(
             for code in w["warnings"]:
                 said.setdefault(code, []).append(f"{res.caps[ci].cap.label()} at {float(x):.3g} FLOP")
     for code, where in said.items():
-        label = "every answer" if len(where) == answers > 1 else "; ".join(where)
+        label = "every cell" if len(where) == answers > 1 else "; ".join(where)
         c.print(
             f"[yellow]warning ({label}):[/yellow] {code} (simulate's warning of that run)", highlight=False
         )
