@@ -360,3 +360,13 @@ def test_weak_scaling_has_a_limit_at_every_batch():
         for t in ("1e9", "1e10", "1e11")
     ]
     assert all(x is not None and math.isfinite(x) for x in limits) and limits[0] < limits[1] < limits[2]
+
+
+def test_a_given_time_is_titled_as_given():
+    """A trial user's case: accumulation --comm-ms 5 --fabric ib-ndr was titled "β = ib-ndr bus bandwidth",
+    which the given T_r did not use. The title names what was given and what was derived."""
+    assert run_json("accumulation", "--comm-ms", "5", "--fabric", "ib-ndr")["source"] == (
+        "F = h100-sxm dense bf16 peak; T_r given"
+    )
+    assert run_json("accumulation", "--compute-ms", "100", "--comm-ms", "40")["source"] == "times given"
+    assert run_json("overlap", "--backward-ms", "10")["source"].startswith("T_c given; β = ")

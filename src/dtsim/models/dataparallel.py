@@ -83,6 +83,17 @@ class DPSetup:
     flops_per_param_token: float  # 6 (assumptions table)
     forward_flops_per_param_token: float  # 2 (assumptions table)
     source: str  # where F and β came from, in words
+    compute_source: str = ""  # where F came from (the first half of `source`)
+    comm_source: str = ""  # where β came from
+
+    def source_given(self, compute_given: bool, comm_given: bool) -> str:
+        """Where a result's times came from: the times given, else what the setup derived them from (a
+        given --comm-ms with --fabric had been titled "β = ib-ndr bus bandwidth", which it did not use)."""
+        parts = [
+            "T_c given" if compute_given else self.compute_source,
+            "T_r given" if comm_given else self.comm_source,
+        ]
+        return "times given" if compute_given and comm_given else "; ".join(parts)
 
     @property
     def gradient_bytes(self) -> float:
@@ -177,6 +188,8 @@ def setup(
         flops_per_param_token=float(asm.flops_per_param_token),
         forward_flops_per_param_token=float(asm.forward_flops_per_param_token),
         source=f"F = {where}" + (f" × MFU {mfu:g}" if mfu != 1.0 else "") + f"; β = {net}",
+        compute_source=f"F = {where}" + (f" × MFU {mfu:g}" if mfu != 1.0 else ""),
+        comm_source=f"β = {net}",
     )
 
 
@@ -416,7 +429,6 @@ def accumulation(
     t_c = float(s.compute_time(batch_tokens)) if t_c is None else t_c
     t_r = float(s.comm_time(ranks)) if t_r is None else t_r
     no_acc, acc = (float(x) for x in dp.accumulated_step_times(micro_batches, t_c, t_r))
-    given = compute_ms is not None and comm_ms is not None
     return Accumulation(
         micro_batches=int(micro_batches),
         compute_time_s=t_c,
@@ -425,7 +437,7 @@ def accumulation(
         step_accumulation_s=acc,
         speedup=float(dp.accumulation_speedup(micro_batches, t_c, t_r)),
         speedup_limit=(t_c + t_r) / t_c,
-        source="times given" if given else s.source,
+        source=s.source_given(compute_ms is not None, comm_ms is not None),
     )
 
 
@@ -488,7 +500,6 @@ def overlap(
         cap = (Assumptions({}).ddp_bucket_mb if bucket_mb is None else bucket_mb) * 1e6
         buckets = int(min(max(math.ceil(s.gradient_bytes / cap), 1), 1e9))
     exposed = float(dp.exposed_bucketed_allreduce(t_r, t_b, buckets))
-    given = backward_ms is not None and comm_ms is not None
     return Overlap(
         buckets=int(buckets),
         forward_time_s=t_f,
@@ -499,7 +510,7 @@ def overlap(
         overlap_fraction=(t_r - exposed) / t_r if t_r > 0 else 1.0,
         step_s=t_f + t_b + exposed,
         step_no_overlap_s=t_f + t_b + t_r,
-        source="times given" if given else s.source,
+        source=s.source_given(backward_ms is not None, comm_ms is not None),
     )
 
 
