@@ -145,3 +145,14 @@ def test_json_schema_states_every_bound_as_minimum_maximum():
         assert numeric, name
         low = numeric[0].get("minimum", numeric[0].get("exclusiveMinimum"))
         assert (low, numeric[0]["maximum"]) == (b.get("ge", b.get("gt")), b["le"]), name
+
+
+def test_an_unknown_field_does_not_hide_the_others_problems():
+    """A trial user's case: {num_nodes: -3, bogus: 1, latency_ms: inf} reported only bogus; fixing it
+    revealed the next. Every problem is one line."""
+    from dtsim.errors import ScenarioError
+    from dtsim.schema.scenario import make_scenario
+
+    with pytest.raises(ScenarioError) as err:
+        make_scenario({"num_nodes": -3, "bogus": 1, "latency_ms": float("inf")})
+    assert [p[0] for p in err.value.problems] == ["bogus", "num_nodes", "latency_ms"]

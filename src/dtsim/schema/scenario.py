@@ -771,6 +771,15 @@ def make_scenario(fields: dict[str, Any]) -> Scenario:
             close = difflib.get_close_matches(key, FIELD_NAMES, n=1)
             hint = f"did you mean {close[0]}? " if close else ""
             problems.append((key, fields[key], f"unknown field; {hint}see `dtsim schema` for the fields"))
+        # and the known fields' own problems, one line each (an unknown field hid them: a trial user fixed
+        # one error to meet the next)
+        known = {k: v for k, v in fields.items() if k not in unknown}
+        try:
+            Scenario(**known)
+        except ScenarioError as exc:
+            problems += exc.problems
+        except ValidationError as exc:
+            problems += validation_problems(exc, known, field_message)
         raise ScenarioError(problems)
     try:
         return Scenario(**fields)
