@@ -371,7 +371,7 @@ def test_solve_library_objective_nodes_and_no_time_limit():
         (["--solve", "days", "--params-b", "7", "--max-nodes", "9"], ["--max-nodes", "9", "num_nodes only"]),
         (
             ["--solve", "num_nodes", "--params-b", "7", "--max-nodes", "0"],
-            ["--max-nodes", "0", "1–10,000,000"],
+            ["--max-nodes", "0", "from 1 to 10,000,000"],
         ),
         (
             ["--solve", "num_nodes", "--params-b", "7", "--tokens-t", "inf"],

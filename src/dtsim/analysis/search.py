@@ -159,15 +159,21 @@ def h100_equivalents(gpu_id: str, count: int, asm: Assumptions | None = None) ->
     return count * catalog.gpus()[gpu_id].fp16_tflops / asm.h100_equivalent_tflops
 
 
-def node_count_grid(max_nodes: int = 100_000, dense_to: int = 64, step: float = 1.05) -> np.ndarray:
-    """Every integer to `dense_to`, then geometric steps of `step` up to `max_nodes` (inclusive)."""
+def check_max_nodes(max_nodes: Any) -> None:
+    """An error for a search's --max-nodes outside the scenario's num_nodes range (target, --solve
+    num_nodes and governance alike: governance's grid had named a row past it, num_nodes[309])."""
     from dtsim.schema.fields import BOUNDS
 
     hi = BOUNDS["num_nodes"]["le"]
-    if not 1 <= max_nodes <= hi:  # governance's grid named a row past it: num_nodes[309] = 10441131.0
+    if isinstance(max_nodes, bool) or not (isinstance(max_nodes, int | np.integer) and 1 <= max_nodes <= hi):
         raise ScenarioError(
             [("--max-nodes", max_nodes, f"must be a whole number of nodes from 1 to {hi:,.0f}")]
         )
+
+
+def node_count_grid(max_nodes: int = 100_000, dense_to: int = 64, step: float = 1.05) -> np.ndarray:
+    """Every integer to `dense_to`, then geometric steps of `step` up to `max_nodes` (inclusive)."""
+    check_max_nodes(max_nodes)
     dense = np.arange(1, min(dense_to, max_nodes) + 1, dtype=float)
     if max_nodes <= dense_to:
         return dense
@@ -893,9 +899,8 @@ def solve(
         days_limit = None
     else:
         check_days(days_limit)
-    lo_n, hi_n = BOUNDS["num_nodes"]["ge"], BOUNDS["num_nodes"]["le"]
-    if what == "num_nodes" and not lo_n <= max_nodes <= hi_n:
-        raise ScenarioError([("--max-nodes", max_nodes, f"must be {lo_n}–{hi_n:,} nodes")])
+    if what == "num_nodes":
+        check_max_nodes(max_nodes)
     count = _Count()
     if what == "parameters_b":
         sol = _largest_model(base, space, node, days_limit, tokens_t, asm, count)

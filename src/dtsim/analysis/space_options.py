@@ -7,7 +7,7 @@ from typing import Any
 
 from dtsim import catalog
 from dtsim.analysis.governance import Cap
-from dtsim.analysis.search import NodeSpec, Space, node_count_grid
+from dtsim.analysis.search import NodeSpec, Space, check_max_nodes, node_count_grid
 from dtsim.errors import ScenarioError
 
 
@@ -44,13 +44,7 @@ def space_from_options(
 ):
     """The search space of `dtsim target`/`governance` from comma-separated option values; a value not
     given keeps `Space`'s default."""
-    from dtsim.schema.fields import BOUNDS
-
-    hi = BOUNDS["num_nodes"]["le"]
-    if isinstance(max_nodes, bool) or not (isinstance(max_nodes, int) and 1 <= max_nodes <= hi):
-        raise ScenarioError(
-            [("--max-nodes", max_nodes, f"must be a whole number of nodes from 1 to {hi:,.0f}")]
-        )
+    check_max_nodes(max_nodes)  # before the node presets are read
     ids = nodes or list(catalog.nodes())
     specs = [NodeSpec.from_preset(i, precision) for i in ids]
     d = Space(nodes=specs)

@@ -29,18 +29,10 @@ class Target:
             for name in ("params_b", "tokens_t"):
                 v = getattr(self, name)
                 if v is None or not (math.isfinite(v) and v > 0):
-                    flag = "--" + name.replace(
-                        "_", "-"
-                    )  # the option the user gives (tokens_t = None did not say)
-                    raise ScenarioError(
-                        [
-                            (
-                                flag,
-                                v,
-                                "a model target needs a positive size (--params-b) and token count (--tokens-t)",
-                            )
-                        ]
-                    )
+                    # named as the option the user gives (tokens_t = None did not say which)
+                    flag = "--" + name.replace("_", "-")
+                    why = "a model target needs a positive size (--params-b) and token count (--tokens-t)"
+                    raise ScenarioError([(flag, v, why)])
                 # the scenario fields' own range (parameters_b, tokens_t): a run simulate can evaluate
                 b = BOUNDS["parameters_b" if name == "params_b" else name]
                 if not b["ge"] <= v <= b["le"]:
