@@ -1550,3 +1550,15 @@ def test_an_moe_imbalance_without_expert_parallelism_is_named_as_ignored():
         )
     )
     assert not any("moe_imbalance" in w for w in ep.warnings)
+
+
+def test_a_fabric_of_another_generation_is_refused_in_one_sentence():
+    """The refusal read "give a GPU of that generation GPU, or …" after a wording change; it names the
+    generation and the way out once."""
+    from dtsim.models.datacenter.workload import build
+
+    with pytest.raises(ScenarioError) as err:
+        build(Cluster, {"gpu": "h200", "fabric": "dgx-a100-hdr", "nodes": 2})
+    (field, value, message) = err.value.problems[0]
+    assert (field, value) == ("gpu", "h200")
+    assert "give a GPU of that generation, or describe this cluster's network" in message

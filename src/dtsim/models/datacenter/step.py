@@ -816,19 +816,18 @@ def evaluate(
     )
     mid_parts = parts(mid_params, per_stage * in_flight_mid * act_layer + recomputing, 0.0)
     last_parts = parts(last_params, layers_last * act_layer, 1.0)
-    totals = [
-        sum(first_parts.values()),
-        np.where((pp > 2) & ~combined, sum(mid_parts.values()), 0.0),
-        np.where(combined, 0.0, sum(last_parts.values())),
-    ]
-    peak = np.argmax(np.stack(np.broadcast_arrays(*totals)), axis=0)
-    candidates = (first_parts, mid_parts, last_parts)
-    # the parts of the peak stage are StepResult.memory_breakdown_gb
+    first_total = sum(first_parts.values())
+    mid_total = np.where((pp > 2) & ~combined, sum(mid_parts.values()), 0.0)
+    last_total = np.where(combined, 0.0, sum(last_parts.values()))
+    # the peak stage (the first on a tie), whose parts are StepResult.memory_breakdown_gb
+    use_mid = mid_total > first_total
+    front = np.maximum(first_total, mid_total)
+    use_last = last_total > front
     memory_parts = {
-        k: np.select([peak == i for i in range(3)], [np.broadcast_to(c[k], peak.shape) for c in candidates])
+        k: np.where(use_last, last_parts[k], np.where(use_mid, mid_parts[k], first_parts[k]))
         for k in first_parts
     }
-    memory = np.maximum(np.maximum(totals[0], totals[1]), totals[2])
+    memory = np.maximum(front, last_total)
 
     # --- throughput --------------------------------------------------------------------------------------------------
     n = dp * tp * pp * cp

@@ -124,8 +124,8 @@ class Cluster(BaseModel):
                         (
                             "gpu",
                             self.gpu,
-                            f"fabric {self.fabric} is built for {built_for} GPUs ({fab.gpu}); give a GPU of that generation "
-                            "GPU, or describe this cluster's network with --nics-per-node, --nic-gbps, "
+                            f"fabric {self.fabric} is built for {built_for} GPUs ({fab.gpu}); give a GPU of that generation, "
+                            "or describe this cluster's network with --nics-per-node, --nic-gbps, "
                             "--nvlink-gbps and --nvlink-domain instead of a fabric",
                         )
                     ]
