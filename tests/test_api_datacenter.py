@@ -230,7 +230,14 @@ def test_collective_is_the_cli_json(client, body, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "body", [{}, {"cluster_power_gw": 5, "datacenters": 10, "sync_budget_ms": 500}, {"sync_budget_ms": 10}]
+    "body",
+    [
+        {},
+        {"cluster_power_gw": 5, "datacenters": 10, "sync_budget_ms": 500},
+        {"sync_budget_ms": 10},
+        # off the thesis's batch the default budget is 0.05 × the batch time in both (the API kept 250 ms)
+        {"train_days": 50},
+    ],
 )
 def test_fabric_is_the_cli_json(client, body, tmp_path):
     resp = client.post("/api/fabric", json=body)

@@ -1327,9 +1327,28 @@ FABRIC_INPUTS: dict[str, tuple[str, float]] = {
 
 def fabric_plan(values: dict[str, Any]):
     """`dtsim.fabric` of the CLI's inputs at its units (`values` keyed as FABRIC_INPUTS names them: GW,
-    kW, PFLOP/s, trillions, ms, µs); a problem names the input that way, with the value given."""
-    from dtsim.models.network import FABRIC_MAX
+    kW, PFLOP/s, trillions, ms, µs); a problem names the input that way, with the value given. Without a
+    sync budget it is network_fraction × the batch time, except at the thesis's own batch and fraction,
+    where it is the thesis's rounded 250 ms (CLI, API and page alike: the 250 ms had stood beside a
+    0.24 µs batch)."""
+    from dtsim.models.network import (
+        FABRIC_MAX,
+        THESIS_BATCH_INPUTS,
+        THESIS_NETWORK_FRACTION,
+        THESIS_SYNC_BUDGET_S,
+    )
     from dtsim.models.network import fabric as plan
+
+    values = {**values}
+    if values.get("network_fraction") is None:
+        values["network_fraction"] = THESIS_NETWORK_FRACTION
+    batch = (values["tokens_t"], values["train_days"], values["critical_batch_k"])
+    if (
+        values.get("sync_budget_ms") is None
+        and values["network_fraction"] == THESIS_NETWORK_FRACTION
+        and batch == THESIS_BATCH_INPUTS
+    ):
+        values["sync_budget_ms"] = THESIS_SYNC_BUDGET_S * 1e3
 
     args = {
         k: (None if values[name] is None else values[name] * factor)

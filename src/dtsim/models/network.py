@@ -492,6 +492,9 @@ def collective(
 
 THESIS_NETWORK_FRACTION = 0.05  # Camilli 2025 §3: the share of a step left to synchronization
 THESIS_SYNC_BUDGET_S = 0.25  # Camilli 2025 §3: 0.05 × its 4.9 s batch time, rounded to 250 ms
+# the inputs that set the thesis scenario's batch time (tokens in T, training days, B_crit = k·√tokens) at
+# their defaults (Camilli 2025 ch. 3): only there does its rounded 250 ms stand in for 0.05 × the batch time
+THESIS_BATCH_INPUTS = (2000.0, 100.0, 25.27)
 
 
 # Upper ends far beyond any planet-scale cluster, so every product and quotient of the plan is a

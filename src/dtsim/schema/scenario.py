@@ -753,13 +753,8 @@ def base_preset(file: str | Path | None, preset: str | None, default: str) -> st
     'governance'): the one given, else none where the file names its own (`preset:`), else `default`."""
     if preset is not None:
         return preset
-    if (
-        file is not None
-        and isinstance(read_scenario_file(file), dict)
-        and "preset" in read_scenario_file(file)
-    ):
-        return None
-    return default
+    # read_scenario_file holds a mapping or raises (the loader reads the file again: a small text file)
+    return None if file is not None and "preset" in read_scenario_file(file) else default
 
 
 def make_scenario(fields: dict[str, Any]) -> Scenario:

@@ -360,7 +360,11 @@ class FabricRequest(BaseModel):
         0.05, gt=0, lt=1, description="Share of a step for synchronization (below 1: the rest computes)."
     )
     sync_budget_ms: float | None = Field(
-        250.0, gt=0, le=1e12, description="Sync budget, ms (null: network_fraction × the batch time)."
+        None,
+        gt=0,
+        le=1e12,
+        description="Sync budget, ms (null: network_fraction × the batch time; at the thesis's own batch and "
+        "fraction, its rounded 250 ms).",
     )
     ring_km: float = Field(4800.0, ge=0, le=1e6, description="Fibre around the ring, km.")
     hop_us: float = Field(28.0, ge=0, le=1e6, description="Latency per switching hop, µs.")

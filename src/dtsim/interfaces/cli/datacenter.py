@@ -1136,9 +1136,6 @@ def collective(
 
 
 BIDIRECTIONAL = ("ring-bidirectional", "wan-ring")  # rings that send half the bytes each way
-# the inputs that set the thesis scenario's batch time (tokens, training days, B_crit = k·√tokens) at their
-# defaults (Camilli 2025 ch. 3): only there does its rounded 250 ms budget stand in for 0.05 × the batch time
-THESIS_BATCH_INPUTS = (2000.0, 100.0, 25.27)
 
 
 def fabric(
@@ -1173,12 +1170,6 @@ def fabric(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
     """Scale-across fabric dimensioning (Camilli 2025 ch. 3); defaults are its 10 GW, 23-datacenter scenario."""
-    from dtsim.models.network import THESIS_NETWORK_FRACTION, THESIS_SYNC_BUDGET_S
-
-    batch_inputs = (tokens_t, train_days, critical_batch_k)  # the batch time: days / (tokens / k·√tokens)
-    thesis_fraction = network_fraction in (None, THESIS_NETWORK_FRACTION)
-    if thesis_fraction and sync_budget_ms is None and batch_inputs == THESIS_BATCH_INPUTS:
-        sync_budget_ms = THESIS_SYNC_BUDGET_S * 1e3  # the thesis's own scenario, as it rounds its budget
     values = {
         "cluster_power_gw": cluster_power_gw,
         "datacenters": datacenters,
@@ -1188,7 +1179,7 @@ def fabric(
         "tokens_t": tokens_t,
         "bits": bits,
         "train_days": train_days,
-        "network_fraction": THESIS_NETWORK_FRACTION if network_fraction is None else network_fraction,
+        "network_fraction": network_fraction,  # None: the thesis's (fabric_plan)
         "sync_budget_ms": sync_budget_ms,
         "ring_km": ring_km,
         "hop_us": hop_us,
