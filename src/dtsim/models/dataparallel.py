@@ -82,9 +82,13 @@ class DPSetup:
     bytes_per_value: float  # sizeof(dtype) of a gradient value
     flops_per_param_token: float  # 6 (assumptions table)
     forward_flops_per_param_token: float  # 2 (assumptions table)
-    source: str  # where F and β came from, in words
-    compute_source: str = ""  # where F came from (the first half of `source`)
-    comm_source: str = ""  # where β came from
+    compute_source: str  # where F came from, in words
+    comm_source: str  # where β came from
+
+    @property
+    def source(self) -> str:
+        """Where F and β came from, in words."""
+        return f"{self.compute_source}; {self.comm_source}"
 
     def source_given(self, compute_given: bool, comm_given: bool) -> str:
         """Where a result's times came from: the times given, else what the setup derived them from (a
@@ -187,7 +191,6 @@ def setup(
         bytes_per_value=bytes_per_value(precision, asm),
         flops_per_param_token=float(asm.flops_per_param_token),
         forward_flops_per_param_token=float(asm.forward_flops_per_param_token),
-        source=f"F = {where}" + (f" × MFU {mfu:g}" if mfu != 1.0 else "") + f"; β = {net}",
         compute_source=f"F = {where}" + (f" × MFU {mfu:g}" if mfu != 1.0 else ""),
         comm_source=f"β = {net}",
     )
