@@ -360,8 +360,9 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
 def _goodput(f: Frame, out: dict[str, np.ndarray], mode, used_nodes) -> np.ndarray:
     """Kept progress over wall-clock time with node failures (physics/failures.py). DiLoCo replicas (a
     node, or a pipeline of S nodes in mode C) drop out and rejoin at the next outer step after a restart
-    and a download of the global model (a pipeline's nodes each fetch their stage's share at once); a synchronous pipeline (mode B) restarts the job from its last
-    checkpoint, taken at Daly's interval. 1 without node_mtbf_hours."""
+    and a download of the global model (a pipeline's nodes each fetch their stage's share at once); a
+    synchronous pipeline (mode B) restarts the job from its last checkpoint, taken at Daly's interval.
+    1 without node_mtbf_hours."""
     if np.isnan(f.node_mtbf_h).all():  # no failures anywhere in the batch
         return np.where(mode == decision.INFEASIBLE, np.nan, 1.0)
     asm = f.asm

@@ -467,9 +467,9 @@ def _auto_h_beyond_run(v) -> str:
     if chosen is None or not np.isfinite(v.get("inner_steps_used", np.nan)):
         return ""
     return (
-        f" inner_steps {chosen} chose H = {v['inner_steps_used']:,.0f}, more inner steps than the run has: at "
-        "these links no H within the run pays for its sync; give a number of inner steps (the run then waits on its syncs) or "
-        "more bandwidth."
+        f" inner_steps {chosen} chose H = {v['inner_steps_used']:,.0f}, more inner steps than the run has: "
+        "at these links no H within the run pays for its sync; give a number of inner steps (the run then "
+        "waits on its syncs) or more bandwidth."
     )
 
 
