@@ -74,8 +74,11 @@ def test_expected_bytes_by_hand():
     # ring all-reduce: 2(N−1)/N × 4 bytes per value
     assert compress.expected_bytes_per_rank("none", 1, 1000, 4) == 2 * 3 / 4 * 4000
     assert compress.expected_bytes_per_rank("fp16", 1, 1000, 4) == 2 * 3 / 4 * 2000
-    # int8: one byte per value each way plus one fp32 scale per chunk
-    assert compress.expected_bytes_per_rank("int8", 1, 1000, 4) == 2 * 3 / 4 * 1000 + 2 * 3 * 4
+    # int8: one byte per value each way plus one fp32 scale per piece (2 pieces per rank's chunk)
+    assert compress.INT8_PIPELINE == 2
+    assert compress.expected_bytes_per_rank("int8", 1, 1000, 4) == 2 * 3 / 4 * 1000 + 2 * 3 * 2 * 4
+    # values padded to whole pieces: 1001 values over 4 ranks × 2 pieces → 1008
+    assert compress.expected_bytes_per_rank("int8", 1, 1001, 4) == 2 * 3 / 4 * 1008 + 2 * 3 * 2 * 4
     # top-k: all-gather of k int32 indices and k fp32 values from every rank
     assert compress.expected_bytes_per_rank("topk", 100, 1000, 4) == 3 * 10 * 8
     assert compress.expected_bytes_per_rank("none", 1, 1000, 1) == 0
@@ -175,7 +178,7 @@ def test_int8_ring_averages_and_every_rank_ends_with_the_same_values(world):
     assert sorted(r[0] for r in rows) == list(range(world))
     for _, rel_err, same in rows:
         assert same and rel_err < 3 * world / 127, rows  # one 8-bit step per hand-off a value takes
-    # the ring's messages: 2(N − 1) hand-offs of one chunk (int8) and its fp32 scale, to the next rank
+    # the ring's messages: 2(N − 1) hand-offs of each half-chunk (int8) and its fp32 scale, to the next rank
     from dtsim.emulator.averager import Averager, LocalOps
 
     class Counting(LocalOps):
@@ -183,16 +186,19 @@ def test_int8_ring_averages_and_every_rank_ends_with_the_same_values(world):
             super().__init__(n)
             self.sent = []
 
-        def sendrecv(self, send, recv, dst, src):
+        def post(self, send, recv, dst, src, tag):
             self.sent.append((send.numel(), dst, src))
-            super().sendrecv(send, recv, dst, src)
+            return super().post(send, recv, dst, src, tag)
 
     import torch
 
+    from dtsim.emulator.averager import PIPELINE
+
     ops = Counting(world)
     Averager("int8", 1001, ops=ops)(torch.randn(1001))
-    chunk = -(-1001 // world)
-    assert ops.sent == [(chunk + 4, 1 % world, world - 1)] * (2 * (world - 1))
+    chunk = -(-1001 // (world * PIPELINE))  # each rank's chunk goes in PIPELINE pieces (PRIME's)
+    assert PIPELINE == 2
+    assert ops.sent == [(chunk + 4, 1 % world, world - 1)] * (2 * (world - 1) * PIPELINE)
 
 
 @pytest.mark.parametrize(
@@ -319,7 +325,7 @@ def test_diloco_int8_sends_a_quarter_of_the_bytes():
         )
     )
     assert abs(s.bytes_error) <= 0.05
-    assert s.expected_bytes_per_rank_per_sync == pytest.approx(s.params * 2 * 1 / 2 + 2 * 4, rel=1e-3)
+    assert s.expected_bytes_per_rank_per_sync == pytest.approx(s.params * 2 * 1 / 2 + 2 * 2 * 4, rel=1e-3)
     assert s.evals and all(math.isfinite(e["loss"]) for e in s.evals)
     assert _leftovers() == ([], [])
 

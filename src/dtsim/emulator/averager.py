@@ -3,14 +3,16 @@
 - none: fp32 all-reduce (ring: 2(N−1)/N·4 bytes per value sent per rank);
 - fp16: cast, all-reduce in fp16, cast back (2(N−1)/N·2 bytes per value);
 - int8: a quantized ring all-reduce, as INTELLECT-1's (PRIME's `ring_allreduce`, src/zeroband/C/csrc/
-  collectives.cpp: send/recv around the ring, each hand-off quantized to 8 bits, summed in fp32):
-  N − 1 reduce-scatter steps, each sending the running partial sum of one chunk quantized (int8 values
-  and one fp32 scale in one message) to the next rank and adding the one received; the owner averages
-  and quantizes its chunk once; N − 1 all-gather steps forward those messages: 2(N−1)/N·1 byte per
-  value (+ one scale per message). Until 2026-11-26 this was gloo's all-to-all and all-gather, and the
-  scales went as collectives of their own: under a shaped link that all-to-all took 28 ms where an
-  isend/irecv exchange of the same 2.1 MB took 19.5 ms (1 Gbit/s, 17.9 ms of payload at line rate);
-  unshaped both took 2 ms;
+  collectives.cpp: send/recv around the ring, each hand-off quantized to 8 bits, summed in fp32), with
+  its pipelining: each rank's chunk goes as INT8_PIPELINE = 2 pieces (PRIME's BUFFER_COUNT), each
+  quantized with its own scale, and a piece's hand-off is posted before the one before it is waited
+  for. (N − 1)·2 reduce-scatter hand-offs each send one piece's running sum (int8 values and one fp32
+  scale in one message) to the next rank and add the piece received; the owner averages and quantizes
+  its two pieces once; (N − 1)·2 all-gather hand-offs forward those messages: 2(N−1)/N·1 byte per
+  value (+ one scale per message). Until 2026-11-26 each hand-off was one message each way: under gloo
+  that took 1.6× the wire time of its bytes at 1 Gbit/s (two pieces: 1.06×) and 2× at 200 Mbit/s
+  (two pieces: 1.45×, eight 1.08×), `benchmarks/gloo_exchange.py`; before that the ring was gloo's
+  all-to-all and all-gather with the scales in collectives of their own;
 - topk:R: each rank keeps its k = ⌈n/R⌉ largest-magnitude entries (error feedback keeps the rest for
   the next round) and all-gathers indices (int32) and values (fp32): (N−1)·8·k bytes per rank.
 """
@@ -23,6 +25,7 @@ import time
 import torch
 import torch.distributed as dist
 
+from dtsim.emulator.compress import INT8_PIPELINE as PIPELINE
 from dtsim.emulator.compress import parse
 
 
@@ -43,9 +46,20 @@ def _unpack(m: torch.Tensor) -> torch.Tensor:
     return m[:-4].float() * m[-4:].clone().view(torch.float32)  # a copy: the scale's bytes may sit unaligned
 
 
+class Exchange:
+    """One ring hand-off in flight: a posted send and receive; `wait()` returns when both are done."""
+
+    def __init__(self, requests: list) -> None:
+        self.requests = requests
+
+    def wait(self) -> None:
+        for r in self.requests:
+            r.wait()
+
+
 class DistOps:
-    """The collectives an Averager calls, on torch.distributed's default process group; `sendrecv`
-    posts the send and the receive together and waits for both (a ring step)."""
+    """The collectives an Averager calls, on torch.distributed's default process group; `post` posts a
+    ring hand-off's send and receive together and returns them in flight (an Exchange)."""
 
     get_world_size = staticmethod(dist.get_world_size)
     get_rank = staticmethod(dist.get_rank)
@@ -53,9 +67,8 @@ class DistOps:
     all_gather = staticmethod(dist.all_gather)
 
     @staticmethod
-    def sendrecv(send: torch.Tensor, recv: torch.Tensor, dst: int, src: int) -> None:
-        for req in (dist.isend(send, dst), dist.irecv(recv, src)):
-            req.wait()
+    def post(send: torch.Tensor, recv: torch.Tensor, dst: int, src: int, tag: int) -> Exchange:
+        return Exchange([dist.isend(send, dst, tag=tag), dist.irecv(recv, src, tag=tag)])
 
 
 class LocalOps:
@@ -78,9 +91,10 @@ class LocalOps:
     def get_rank(self) -> int:
         return 0
 
-    def sendrecv(self, send: torch.Tensor, recv: torch.Tensor, dst: int, src: int) -> None:
+    def post(self, send: torch.Tensor, recv: torch.Tensor, dst: int, src: int, tag: int) -> Exchange:
         self._mark()
         recv.copy_(send)
+        return Exchange([])
 
     def all_reduce(self, x: torch.Tensor) -> None:
         self._mark()
@@ -116,26 +130,7 @@ class Averager:
             ops.all_reduce(h)
             return h.float() / n
         if self.kind == "int8":
-            rank = ops.get_rank()
-            nxt, prv = (rank + 1) % n, (rank - 1) % n
-            chunk = math.ceil(self.numel / n)
-            padded = torch.zeros(chunk * n)
-            padded[: self.numel] = x
-            parts = padded.view(n, chunk)  # running fp32 sums, chunk by chunk
-            got = torch.empty(chunk + 4, dtype=torch.int8)
-            # reduce-scatter: at step s send chunk rank − s, receive chunk rank − s − 1 and add it
-            for step in range(n - 1):
-                ops.sendrecv(_pack(parts[(rank - step) % n]), got, nxt, prv)
-                parts[(rank - step - 1) % n] += _unpack(got)
-            own = (rank + 1) % n  # fully summed here; averaged and quantized once, so every rank
-            msg = _pack(parts[own] / n)  # ends with the same values
-            parts[own] = _unpack(msg)
-            # all-gather: forward each message received, as it came
-            for step in range(n - 1):
-                ops.sendrecv(msg, got, nxt, prv)
-                msg = got.clone()
-                parts[(rank - step) % n] = _unpack(msg)
-            return padded[: self.numel]
+            return self._int8_ring(ops, n, x)
         # top-k with error feedback
         v = x + self.residual
         k = max(1, math.ceil(self.numel / self.ratio))
@@ -151,3 +146,45 @@ class Averager:
         for i, vv in zip(all_idx, all_val, strict=True):
             out.index_add_(0, i.long(), vv)
         return out / n
+
+    def _int8_ring(self, ops, n: int, x: torch.Tensor) -> torch.Tensor:
+        b = PIPELINE
+        m = n * b
+        rank = ops.get_rank()
+        nxt, prv = (rank + 1) % n, (rank - 1) % n
+        chunk = math.ceil(self.numel / m)
+        padded = torch.zeros(chunk * m)
+        padded[: self.numel] = x
+        parts = padded.view(m, chunk)  # running fp32 sums, chunk by chunk
+        recv = [torch.empty(chunk + 4, dtype=torch.int8) for _ in range(b)]
+        pending: list[Exchange | None] = [None] * b
+        # reduce-scatter: at step s send chunk rank·b − s; the hand-off received b steps earlier is
+        # that same chunk's partial sum from the previous rank, added before it is sent on
+        for step in range(1, m + 1):
+            c, slot = (rank * b - step) % m, step % b
+            if pending[slot] is not None:
+                pending[slot].wait()
+                parts[c] += _unpack(recv[slot])
+            if step <= (n - 1) * b:
+                pending[slot] = ops.post(_pack(parts[c]), recv[slot], nxt, prv, step)
+        # chunks rank·b … rank·b + b − 1 are fully summed here: averaged and quantized once, so every
+        # rank ends with the same values
+        own = {}
+        for j in range(b):
+            c = rank * b + j
+            own[c] = _pack(parts[c] / n)
+            parts[c] = _unpack(own[c])
+        # all-gather: forward each message received, as it came
+        pending = [None] * b
+        for step in range(1, m + 1):
+            c, slot = (rank * b + b - step) % m, step % b
+            if pending[slot] is not None:
+                pending[slot].wait()
+                msg = recv[slot]
+                parts[c] = _unpack(msg)
+                recv[slot] = torch.empty(chunk + 4, dtype=torch.int8)  # msg is sent on
+            else:
+                msg = own[c]
+            if step <= (n - 1) * b:
+                pending[slot] = ops.post(msg, recv[slot], nxt, prv, m + step)
+        return padded[: self.numel]

@@ -9,6 +9,11 @@ import math
 from dtsim.errors import ScenarioError
 from dtsim.physics.collectives import allreduce_bytes_per_rank
 
+# int8 ring hand-offs in flight at once: each rank's chunk goes as this many pieces, each quantized with
+# its own scale, the next posted before the last is done (PRIME's BUFFER_COUNT, src/zeroband/C/csrc/
+# collectives.cpp); `emulator/averager.py` runs the ring
+INT8_PIPELINE = 2
+
 
 def parse(spec: str) -> tuple[str, float]:
     s = str(spec).strip().lower()
@@ -34,8 +39,9 @@ def expected_bytes_per_rank(kind: str, ratio: float, numel: int, world: int, val
         return float(allreduce_bytes_per_rank(n, numel * value_bytes))
     if kind == "fp16":
         return float(allreduce_bytes_per_rank(n, numel * 2))
-    if kind == "int8":  # values (one byte each, padded to whole chunks) + one fp32 scale per chunk each way
-        padded = math.ceil(numel / n) * n
-        return float(allreduce_bytes_per_rank(n, padded)) + 2 * (n - 1) * 4
+    if kind == "int8":  # values (one byte each, padded to whole pieces) + one fp32 scale per piece each way
+        pieces = n * INT8_PIPELINE
+        padded = math.ceil(numel / pieces) * pieces
+        return float(allreduce_bytes_per_rank(n, padded)) + 2 * (n - 1) * INT8_PIPELINE * 4
     k = math.ceil(numel / ratio)
     return (n - 1) * k * 8

@@ -225,8 +225,9 @@ def predict(
         sync = float(coll.ring_allreduce_time(n, params * 4, bw, alpha))
     elif kind == "fp16":
         sync = float(coll.ring_allreduce_time(n, params * 2, bw, alpha))
-    elif kind == "int8":  # a ring of n chunks, one byte per value and a 4-byte scale per message
-        size = n * (-(-params // n) + 4)
+    elif kind == "int8":  # a ring of n·b pieces, one byte per value and a 4-byte scale per message
+        pieces = n * compress.INT8_PIPELINE
+        size = pieces * (-(-params // pieces) + 4)
         sync = float(coll.ring_allreduce_time(n, size, bw, alpha))
     else:
         k = -(-params // int(ratio))
