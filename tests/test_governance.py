@@ -321,3 +321,20 @@ def test_each_cheapest_run_carries_simulates_warnings():
     assert cell["warnings"]  # this run has some to say
     text = " ".join(runner.invoke(app, args, env={"COLUMNS": "200"}).output.split())
     assert all(f"{code} (simulate's warning of that run)" in text for code in cell["warnings"])
+
+
+def test_a_target_no_cap_reaches_as_a_run_is_refused():
+    """Targets so small that every configuration reaches them in less than one outer step are named, not
+    answered with a run that never synchronizes (which failed on its tokens_t until 2026-11-26); a
+    target reached by real runs keeps its answer, each training at least one outer step."""
+    base = load_scenario(preset="governance")
+    with pytest.raises(ScenarioError) as e:
+        analyse(base, [Cap(16)], **{**SMALL, "targets": (1e12, 1e24)})
+    assert [p[0] for p in e.value.problems] == ["--targets"] and "not a training run" in str(e.value)
+    res = analyse(base, [Cap(16)], **{**SMALL, "targets": (1e20,)})
+    w = res.caps[0].cheapest[1e20]
+    assert w is not None and w["tokens_t"] >= 1e-6
+    args = ["--targets", "1e12", "--compute-cap", "16", "--memory-cap", "none", "--gpu", "h100-sxm"]
+    r = runner.invoke(app, ["governance", *args])
+    text = " ".join(r.output.split())
+    assert r.exit_code == 2 and "--targets" in text and "not a training run" in text, r.output

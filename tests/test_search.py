@@ -330,3 +330,48 @@ def test_target_json_says_what_reach_within_limit_counts(args, unit):
     r = runner.invoke(app, ["target", *args, "--node", "16x-h100-sxm", "--json"])
     d = json.loads(r.stdout)
     assert d["reach_unit"] == unit and d["winner"]["reach_within_limit"] > 0
+
+
+def test_a_target_reached_in_less_than_one_outer_step_is_not_an_answer():
+    """A tiny target: the fastest configurations reach it before their replicas first synchronize (or
+    on fewer tokens than a run may train). Those are not runs: the answer is the fastest configuration
+    that trains at least one outer step, and simulate of it says nothing of the kind. Until 2026-11-26
+    the search returned a 3.6e-9 T-token "run" and then failed on its tokens_t."""
+    space = Space(
+        nodes=[NodeSpec.from_preset("16x-h100-sxm")],
+        node_counts=node_count_grid(3000),
+        inner_steps=(16, 500),
+        compressions=(150,),
+        group_sizes=(0,),
+        fractions=(1.0, 0.5),
+        pipeline_multiples=(2,),
+        activation_compressions=(4,),
+    )
+    res = search(BASE, space, Target("local", 1e20), objective="time")
+    w = res.winner
+    assert w is not None and res.not_a_run > 0
+    from dtsim.analysis.uncertainty import answer_warnings
+
+    codes = [x["code"] for x in answer_warnings(BASE, w.scenario_fields(), w.tokens_t)]
+    assert "LESS_THAN_ONE_OUTER_STEP" not in codes and w.tokens_t >= 1e-6
+    # with every configuration too soon there is no answer, and the CLI says why (exit 2, not a traceback
+    # or an error about a tokens_t the user never gave)
+    args = [
+        "target",
+        "--local-flop",
+        "1e12",
+        "--node",
+        "16x-h100-sxm",
+        "--max-nodes",
+        "64",
+        "--compression",
+        "150",
+    ]
+    r = runner.invoke(app, args)
+    text = " ".join(r.output.split())
+    assert r.exit_code == 2 and "not a training run" in text and "tokens_t" not in text, r.output
+    assert "not a run" in text  # each mode's verdict
+    r = runner.invoke(app, [*args, "--json"])
+    assert r.exit_code == 2
+    out = json.loads(r.stdout)
+    assert out["winner"] is None and out["search"]["not_a_run_rows"] > 0

@@ -21,6 +21,7 @@ from dtsim import catalog
 from dtsim.analysis.distributed import block_ranges, map_blocks
 from dtsim.analysis.search import (
     DEFAULT_DAYS,
+    MIN_RUN_TOKENS,
     MODE_IDS,
     NodeSpec,
     Space,
@@ -29,6 +30,7 @@ from dtsim.analysis.search import (
     config_groups,
     configuration_fields,
     node_count_grid,
+    not_a_run,
 )
 from dtsim.analysis.targets import Target, tokens_needed
 from dtsim.assumptions import Assumptions
@@ -179,6 +181,8 @@ class CapResult:
     largest: list[dict[str, Any]]
     cheapest: dict[float, dict[str, Any] | None]  # target FLOP → winning configuration
     caught: list[System]
+    # targets with no answer under the cap that its nodes reach only in less than one outer step
+    not_a_run: set[float] = field(default_factory=set)
 
 
 @dataclass
@@ -238,7 +242,8 @@ def analyse(
     best: dict[tuple[int, int], tuple[tuple, dict]] = {}
     rows = 0
     n_cfg = len(cfg["node"])
-    for (_, stop), (part, part_rows) in map_blocks(
+    too_soon: set[tuple[int, int]] = set()
+    for (_, stop), (part, part_rows, part_soon) in map_blocks(
         governance_block,
         blocks,
         scheduler=scheduler,
@@ -255,11 +260,30 @@ def analyse(
         },
     ):
         rows += part_rows
+        too_soon |= part_soon
         for k, v in part.items():  # a later block's record replaces one only when strictly better
             if k not in best or v[0] < best[k][0]:
                 best[k] = v
         if progress is not None:
             progress(groups[stop - 1][1], n_cfg)
+    small = [
+        x
+        for ti, x in enumerate(targets)
+        if not any((c, ti) in best for c in range(len(caps)))
+        and any((c, ti) in too_soon for c in range(len(caps)))
+    ]
+    if small:
+        raise ScenarioError(
+            [
+                (
+                    "--targets",
+                    f"{x:g}",
+                    f"every configuration under every cap that reaches it does so in less than one outer step "
+                    f"or on fewer than {MIN_RUN_TOKENS:,.0f} tokens, which is not a training run: give a larger target",
+                )
+                for x in small
+            ]
+        )
     all_systems = systems()
     results = []
     for c, cap in enumerate(caps):
@@ -268,7 +292,8 @@ def analyse(
             got = best.get((c, ti))
             cheapest[x] = _describe(got[1], space, cfg) if got else None
         caught = [s for s in all_systems if not cap.allows(s.h100_equivalents(asm), s.memory_gb)]
-        results.append(CapResult(cap, largest_nodes(cap, asm, gpus), cheapest, caught))
+        soon = {x for ti, x in enumerate(targets) if (c, ti) in too_soon and (c, ti) not in best}
+        results.append(CapResult(cap, largest_nodes(cap, asm, gpus), cheapest, caught, soon))
     return GovernanceResult(
         caps=results,
         targets=tuple(targets),
@@ -301,6 +326,7 @@ def governance_block(
     n_grid = np.asarray(space.node_counts, dtype=float)
     tgts = [Target(metric, x) for x in targets]
     best: dict[tuple[int, int], tuple[tuple, dict]] = {}
+    too_soon: set[tuple[int, int]] = set()  # (cap, target) reached by some row in < 1 outer step
     rows = 0
     for b0, b1 in groups[start:stop]:
         node_i = int(cfg["node"][b0])
@@ -318,7 +344,11 @@ def governance_block(
             need = tokens_needed(tgt, ev["params"], ev["fpt"], ev["eta"], ev["mult"], asm)
             with np.errstate(divide="ignore", invalid="ignore"):
                 days = np.where(ok & (rate > 0), need / np.where(rate > 0, rate, 1.0), np.inf)
-            reaches = ok & (days <= days_limit)
+            short = ok & (days <= days_limit) & not_a_run(days, ev["outer_s"], need)
+            reaches = ok & (days <= days_limit) & ~short
+            if short.any():  # the caps whose nodes reach it only too soon to be a run
+                for c in np.flatnonzero(legal[:, node_i]):
+                    too_soon.add((int(c), ti))
             idx = np.flatnonzero(reaches)
             if not idx.size:
                 continue
@@ -337,7 +367,7 @@ def governance_block(
             for c in range(len(legal)):
                 if legal[c, node_i] and ((c, ti) not in best or k < best[(c, ti)][0]):
                     best[(c, ti)] = (k, rec)
-    return best, rows
+    return best, rows, too_soon
 
 
 def _describe(rec: dict[str, Any], space: Space, cfg) -> dict[str, Any]:

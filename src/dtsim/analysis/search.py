@@ -42,6 +42,9 @@ from dtsim.schema.fields import BOUNDS
 from dtsim.schema.scenario import Scenario
 
 PROBE_TOKENS_T = 1.0
+# the fewest tokens a run may train (the scenario's tokens_t floor, in tokens): a configuration that
+# reaches a target on fewer, or in less than one outer step, is not a run and is not an answer
+MIN_RUN_TOKENS = BOUNDS["tokens_t"]["ge"] * 1e12
 DEFAULT_DAYS = defaults().governance_run_days  # the original governance model's 1.5-year run
 
 
@@ -335,6 +338,8 @@ class SearchResult:
     space: Space
     modes_seen: set[str]
     explanation: dict[str, str] = field(default_factory=dict)
+    not_a_run: int = 0  # rows evaluated that reach the target in less than one outer step: left out
+    short_modes: set[str] = field(default_factory=set)  # the modes of those rows
 
 
 def _pick(mask: np.ndarray, *keys: np.ndarray) -> int | None:
@@ -447,6 +452,8 @@ def search(
         seconds=0.0,
         space=space,
         modes_seen=set(state.modes_seen),
+        not_a_run=state.not_a_run,
+        short_modes=set(state.short_modes),
     )
     result.winner = _row(space, cfg, state.best, kind, asm) if state.best is not None else None
     for mode in MODES:
@@ -505,6 +512,14 @@ def search_block(
     return state, rows
 
 
+def not_a_run(days, outer_step_s, tokens):
+    """Rows that reach a target in less than one outer step (the replicas never synchronize: simulate's
+    LESS_THAN_ONE_OUTER_STEP) or on fewer tokens than a run may train (MIN_RUN_TOKENS): not a training
+    run, so not an answer."""
+    with np.errstate(invalid="ignore"):
+        return (np.asarray(days) * 86400.0 < np.asarray(outer_step_s)) | (np.asarray(tokens) < MIN_RUN_TOKENS)
+
+
 def _evaluate(base, space, cfg, ci, n, target, kind, days_limit, asm, want_reach) -> dict[str, np.ndarray]:
     """Simulate rows `ci` (configurations of one node and one H) at node counts `n`."""
     node = space.nodes[int(cfg["node"][ci[0]])]
@@ -556,8 +571,16 @@ def _evaluate(base, space, cfg, ci, n, target, kind, days_limit, asm, want_reach
             need = tokens_limit
             days = np.full(rows, days_limit)
     days = np.where(np.isfinite(days), days, np.inf)
+    outer = np.asarray(b["outer_step_s"], dtype=float) * np.ones(rows)
+    short = np.zeros(rows, dtype=bool)
+    if target is not None:
+        short = ok & not_a_run(days, outer, need)
+        ok = ok & ~short
+        days = np.where(short, np.inf, days)
     return {
         "ok": ok,
+        "short": short,
+        "outer_s": outer,
         "mode": mode,
         "cost": np.asarray(b["cost_usd"], dtype=float) * np.ones(rows),
         "days": days,
@@ -585,9 +608,14 @@ class _State:
         self.modes_seen: set[str] = set()
         # cheapest objective: per configuration, the first grid index that reaches the target
         self.first_ok = np.full(n_cfg, -1, dtype=np.int64)
+        self.not_a_run = 0  # rows that reach the target in less than one outer step (`_evaluate`)
+        self.short_modes: set[str] = set()  # modes of those rows
 
     def absorb(self, ev, ci, ni, objective, budget, track_grid: bool = True) -> None:
         ok = ev["ok"]
+        if track_grid:
+            self.not_a_run += int(np.count_nonzero(ev["short"]))
+        self.short_modes |= {MODE_IDS[m] for m in np.unique(ev["mode"][ev["short"]]).tolist()}
         modes = np.unique(ev["mode"][ok]).tolist()
         self.modes_seen |= {MODE_IDS[m] for m in modes}
         within_budget = np.ones(len(ci), dtype=bool) if budget is None else ev["cost"] <= budget * (1 + 1e-12)
@@ -636,6 +664,8 @@ class _State:
     def merge(self, other: _State) -> None:
         """Absorb the state of a later block: a key replaces one only when strictly smaller, as within a
         block, so blocks merged in order keep the first best, exactly as one pass over them would."""
+        self.not_a_run += other.not_a_run
+        self.short_modes |= other.short_modes
         if other.best_key is not None and (self.best_key is None or other.best_key < self.best_key):
             self.best_key, self.best = other.best_key, other.best
         for mine, keys, theirs, their_keys in (
@@ -756,11 +786,25 @@ def explain_modes(r: SearchResult) -> dict[str, str]:
                 what = f"at most {cl.reach / r.target.flop:.1%} of the target"
             extra = " and budget" if r.budget is not None else ""
             out[mode] = f"never reaches it: {what} within the time limit{extra}"
+        elif mode in r.short_modes and mode not in r.modes_seen:
+            out[mode] = "reaches it only in less than one outer step (or on under 1M tokens): not a run"
         elif mode not in r.modes_seen:
             out[mode] = _absent_reason(mode, r)
         else:
             out[mode] = "no configuration of this mode fits the budget"
     return out
+
+
+def not_a_run_note(r: SearchResult) -> str:
+    """What a search without an answer adds when configurations reached the target too soon to be a run
+    (`_evaluate`); empty otherwise."""
+    if r.winner is not None or not r.not_a_run:
+        return ""
+    return (
+        f"{r.not_a_run:,} pairs of a configuration and a node count reach it in less than one outer step or on fewer "
+        f"than {MIN_RUN_TOKENS:,.0f} tokens, which is not a training run (the replicas never synchronize): "
+        "the target is too small for a decentralized run; raise it"
+    )
 
 
 def _same(a: Row, b: Row) -> bool:

@@ -522,6 +522,8 @@ def target_search(
             "node_counts": len(res.space.node_counts),
             "rows_evaluated": res.rows,
             "refined_rows": res.refined_rows,
+            # rows that reach the target in less than one outer step (or on under 1M tokens): not runs
+            "not_a_run_rows": res.not_a_run,
             "seconds": res.seconds,
         },
         "winner": row_dict(w),
@@ -875,6 +877,8 @@ def governance_analysis(
                 "cap": {"h100_equivalents": cr.cap.h100_equivalents, "memory_gb": cr.cap.memory_gb},
                 "largest_nodes": cr.largest,
                 "cheapest": {f"{k:g}": cell(ci, k, v) for k, v in cr.cheapest.items()},
+                # targets (no cheapest run) its nodes reach only in less than one outer step: not a run
+                "not_a_run": [f"{k:g}" for k in cr.cheapest if k in cr.not_a_run],
                 "caught": [s.id for s in cr.caught],
             }
             for ci, cr in enumerate(res.caps)

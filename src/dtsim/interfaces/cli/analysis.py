@@ -473,8 +473,11 @@ def target(
         )
         res, tgt, obj, notes, mc, payload = ans.res, ans.target, ans.objective, ans.notes, ans.mc, ans.payload
         if res.winner is None and not as_json:
+            from dtsim.analysis.search import not_a_run_note
+
             what = tgt.describe() if tgt else f"any run within ${budget:,.0f}"
             _print_search(res, f"target: {what} within {days:,.4g} days")
+            short = not_a_run_note(res)
             raise ScenarioError(
                 [
                     (
@@ -482,7 +485,7 @@ def target(
                         what,
                         f"no configuration in the space reaches it within {days:,.4g} days"
                         + (f" and ${budget:,.0f}" if budget else "")
-                        + "; see each mode's best above",
+                        + (f"; {short}" if short else "; see each mode's best above"),
                     )
                 ]
             )
@@ -492,10 +495,15 @@ def target(
     if as_json:
         print_json(payload, default=_json_default)
         if res.winner is None:
+            from dtsim.analysis.search import not_a_run_note
+
             what = tgt.describe() if tgt else f"any run within ${budget:,.0f}"
+            short = not_a_run_note(res)
             err.print(
                 f"[bold red]error:[/bold red] target = {what!r}: no configuration in the space reaches it within "
-                f"{days:,.4g} days" + (" (so no --uncertainty draws)" if uncertainty is not None else ""),
+                f"{days:,.4g} days"
+                + (f"; {short}" if short else "")
+                + (" (so no --uncertainty draws)" if uncertainty is not None else ""),
                 highlight=False,
             )
             raise typer.Exit(2)
@@ -758,7 +766,7 @@ def governance(
             w = cr.cheapest[x]
             h = held.get((res.caps.index(cr), x))
             cells.append(
-                "not reachable"
+                ("only in < 1 outer step: not a run" if x in cr.not_a_run else "not reachable")
                 if w is None
                 else f"${w['cost_usd'] / 1e6:,.1f}M: {w['num_nodes']:,} × {w['node']}, {w['parameters_b']:.0f}B, {w['mode']}"
                 + (f"; in time in {h['p_within_limit']:.0%} of draws" if h else "")

@@ -93,10 +93,11 @@ def cap_label(cap: dict[str, Any]) -> str:
     return Cap(h100_equivalents=cap["h100_equivalents"], memory_gb=cap["memory_gb"]).label()
 
 
-def cheapest_cell(w: dict[str, Any] | None) -> str:
-    """One answer as the CLI's table writes it."""
+def cheapest_cell(w: dict[str, Any] | None, not_a_run: bool = False) -> str:
+    """One answer as the CLI's table writes it (`not_a_run`: its nodes reach the target only in less than
+    one outer step)."""
     if w is None:
-        return "not reachable"
+        return "only in < 1 outer step: not a run" if not_a_run else "not reachable"
     return f"${w['cost_usd'] / 1e6:,.1f}M: {w['num_nodes']:,} × {w['node']}, {w['parameters_b']:.0f}B, {w['mode']}"
 
 
@@ -126,7 +127,9 @@ def render(ui: Any, a: dict[str, Any], _v: dict[str, Any]) -> None:
         rows = []
         for c in caps:
             row = {"cap": cap_label(c["cap"])}
-            row |= {f"{t} FLOP": cheapest_cell(c["cheapest"][t]) for t in targets}
+            row |= {
+                f"{t} FLOP": cheapest_cell(c["cheapest"][t], t in c.get("not_a_run", ())) for t in targets
+            }
             row["systems caught"] = f"{len(c['caught'])}/{len(a['systems'])}"
             rows.append(row)
         table(ui, rows, "cheapest-table")
