@@ -375,3 +375,22 @@ def test_a_target_reached_in_less_than_one_outer_step_is_not_an_answer():
     assert r.exit_code == 2
     out = json.loads(r.stdout)
     assert out["winner"] is None and out["search"]["not_a_run_rows"] > 0
+
+
+def test_solve_days_on_a_run_shorter_than_one_outer_step_says_so():
+    """--solve days where every configuration trains the tokens before its first sync: the answer is that
+    no run exists and why, not "does not fit" beside a model state that fits (until 2026-11-26)."""
+    args = [
+        "target",
+        "--solve",
+        "days",
+        "--params-b",
+        "0.01",
+        "--tokens-t",
+        "0.000001",
+        "--node",
+        "16x-h100-sxm",
+    ]
+    r = runner.invoke(app, args)
+    text = " ".join(r.output.split())
+    assert r.exit_code == 2 and "not a training run" in text and "does not fit" not in text, r.output

@@ -988,6 +988,16 @@ def _fastest(base, space, node, n, params_b, tokens_t, days_limit, count, strict
     return res
 
 
+def _too_soon(res: SearchResult, n: int | None, node: NodeSpec, tokens_t: float) -> str:
+    """Why a solve has no run when every configuration it saw trains the tokens too soon."""
+    where = f"on {nodes_text(n)} of {node.id}" if n is not None else f"on every count of {node.id}"
+    return (
+        f"{where} every configuration trains {tokens_t:,.4g}T tokens in less than one outer step (or on "
+        f"fewer than {MIN_RUN_TOKENS:,.0f} tokens), which is not a training run (the replicas never "
+        "synchronize): more tokens, fewer nodes or fewer inner steps (--inner-steps)"
+    )
+
+
 def _quickest(res: SearchResult) -> Row | None:
     """The fastest run a search saw, within its time limit or not (None: no configuration runs)."""
     rows = [r for r in (res.winner, *res.closest.values()) if r is not None]
@@ -1132,7 +1142,9 @@ def _fewest_nodes(base, space, node, days_limit, params_b, tokens_t, max_nodes, 
     w = res.winner
     if w is None:
         q = _quickest(res)
-        if q is None:
+        if q is None and res.not_a_run and not res.modes_seen:
+            lim = Limit("run length", None, None, _too_soon(res, None, node, tok))
+        elif q is None:
             lead = f"it does not fit {max_nodes:,} × {node.id}"
             lim = _memory_limit(base, node, max_nodes, params_b, tok, lead)
         else:
@@ -1184,7 +1196,10 @@ def _fewest_nodes(base, space, node, days_limit, params_b, tokens_t, max_nodes, 
 def _how_long(base, space, node, params_b, tokens_t, asm, count) -> Solution:
     n = int(base.num_nodes)
     tok, rule = tokens_for(params_b, tokens_t, asm)
-    w = _fastest(base, space, node, n, params_b, tok, None, count).winner
+    res = _fastest(base, space, node, n, params_b, tok, None, count)
+    w = res.winner
+    if w is None and res.not_a_run:
+        raise ScenarioError([("--solve", "days", f"no configuration runs: {_too_soon(res, n, node, tok)}")])
     if w is None:
         lim = _memory_limit(
             base, node, n, params_b, tok, f"a {params_b:g}B model does not fit {n:,} × {node.id}"
