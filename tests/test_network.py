@@ -372,5 +372,14 @@ def test_collective_options_that_do_not_apply_are_refused_and_each_op_names_its_
         algorithm="ring-bidirectional", ranks=8, size_bytes=1e9, bandwidth_bytes_s=1e10, latency_s=0.0
     )
     assert wan.time_s == pytest.approx(two_way.time_s) == pytest.approx(wan.bytes_sent_per_rank / 2 / 1e10)
-    res = CliRunner().invoke(app, ["collective", "--algorithm", "wan-ring", "--ranks", "8"])
+    res = CliRunner().invoke(
+        app, ["collective", "--algorithm", "wan-ring", "--ranks", "8", "--bandwidth-gbs", "10"]
+    )
     assert "half each way" in " ".join(res.output.split())
+    # on a switched fabric both halves leave through one port the one-way ring already fills: refused,
+    # not timed at twice the wire (it gave 723 GB/s of sends per H100 on NVLink 4's 450)
+    for algo in ("ring-bidirectional", "wan-ring"):
+        for extra in (["--fabric", "nvlink4"], []):
+            res = CliRunner().invoke(app, ["collective", "--algorithm", algo, *extra])
+            text = " ".join(res.output.split())
+            assert res.exit_code == 2 and f"--algorithm = '{algo}'" in text and "switched" in text, res.output

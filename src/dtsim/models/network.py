@@ -412,6 +412,23 @@ def collective(
         problems.append(("latency_s", latency_s, "must be a finite per-step latency ≥ 0 s"))
     if problems:
         raise ScenarioError(problems)
+    if op == "allreduce" and algorithm in ("ring-bidirectional", "wan-ring") and bandwidth_bytes_s is None:
+        # every catalog fabric a ring can take here is switched (NVSwitch, a NIC's switch port): a rank's
+        # sends to both neighbours share its one port's egress, which the one-way ring already fills
+        # (nccl-tests' bus bandwidth), so half the bytes each way cannot run at twice that rate
+        src = fabric if fabric is not None else f"the default fabric, {DEFAULT_FABRIC}"
+        raise ScenarioError(
+            [
+                (
+                    "algorithm",
+                    algorithm,
+                    f"sends half the bytes each way, each direction at the bandwidth of one link of a "
+                    f"point-to-point ring; {src} is switched: a rank's sends to both neighbours share its "
+                    "port, which the one-way ring already fills, so it is no faster than ring there. Give "
+                    "the link's --bandwidth-gbs, or use --algorithm ring",
+                )
+            ]
+        )
     if op in OPS and op != "allreduce" and algorithm != "ring":
         raise ScenarioError(
             [("algorithm", algorithm, f"chooses the all-reduce's algorithm; {op} is timed as {OP_FORM[op]}")]

@@ -1088,7 +1088,8 @@ def collective(
             help="ring | ring-bidirectional | tree | nvls | wan-ring (all-reduce only; nvls reduces in the "
             "NVLink switch, with --fabric nvlink4 or nvlink5; wan-ring is Camilli 2025 eq. 3.19, "
             "(N−1)·(T_prop + S/(N·BW)), with --hop-km of fibre per ring step; it and ring-bidirectional "
-            "send half the bytes each way, each direction at the bandwidth)."
+            "send half the bytes each way, each direction at the --bandwidth-gbs of one link of a "
+            "point-to-point ring: on a switched catalog fabric they are no faster than ring and refused)."
         ),
     ] = "ring",
     ranks: Annotated[int, typer.Option(help="Participating ranks.")] = 8,
