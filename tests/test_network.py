@@ -383,3 +383,16 @@ def test_collective_options_that_do_not_apply_are_refused_and_each_op_names_its_
             res = CliRunner().invoke(app, ["collective", "--algorithm", algo, *extra])
             text = " ".join(res.output.split())
             assert res.exit_code == 2 and f"--algorithm = '{algo}'" in text and "switched" in text, res.output
+
+
+def test_nvls_asked_for_where_the_nvlink_has_none_is_named_ignored():
+    """--nvls on an A100 (NVLink 3 has no NVLink SHARP) ran exactly as without it and said nothing."""
+    base = ["step", "-m", "llama3.1-8b", "--nodes", "1", "--tp", "8", "--gbs", "64", "--mbs", "1"]
+    res = runner.invoke(app, [*base, "--nvls"])
+    text = " ".join(res.output.split())
+    assert res.exit_code == 0 and "nvls: nvlink3 has no NVLink SHARP" in text, res.output
+    res = runner.invoke(app, base)
+    assert "NVLink SHARP" not in " ".join(res.output.split())
+    res = runner.invoke(app, [*base, "--gpu", "h100-sxm", "--nvls"])
+    text = " ".join(res.output.split())
+    assert "NVLS all-reduce" in text and "has no NVLink SHARP" not in text

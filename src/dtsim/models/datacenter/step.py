@@ -984,6 +984,14 @@ def annotated_performance(
         perf["mfu_p90"] = perf["mfu"] / factors[0]
     warning = mfu_warning(cluster.gpu, layout, perf["mfu"])
     perf["warnings"] = [warning] if warning else []
+    if "nvls" in cluster.model_fields_set and cluster.nvls and not cluster.network_fields()["nvls"]:
+        nvlink = cluster.network_fields()["nvlink"]
+        perf["warnings"].append(
+            "nvls: one GPU per node has no NVLink switch to reduce in: ignored"
+            if cluster.gpus_per_node == 1
+            else f"nvls: {nvlink} has no NVLink SHARP (NVLink 4 and 5 have it): ignored, the all-reduce is NCCL's "
+            "ring or tree"
+        )
     cf, imbalance = layout.get("moe_capacity_factor"), layout.get("moe_imbalance", 1.0)
     dropped = moe_dropped_fraction(cf, imbalance, layout.get("ep", 1))
     if dropped > 0:
