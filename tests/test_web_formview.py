@@ -165,15 +165,23 @@ def test_every_view_has_distinct_fields_with_valid_defaults():
 
 def test_nccl_bus_factor_turns_algorithm_into_bus_bandwidth():
     # nccl-tests doc/PERFORMANCE.md: all-reduce 2(n-1)/n; reduce-scatter, all-gather, all-to-all (n-1)/n; others 1
-    assert network.nccl_bus_factor("allreduce", 8) == pytest.approx(1.75)
-    assert network.nccl_bus_factor("all-gather", 8) == pytest.approx(0.875)
-    assert network.nccl_bus_factor("broadcast", 8) == 1.0
+    from dtsim.models import network as network_model
+
+    assert network_model.nccl_bus_factor("allreduce", 8) == pytest.approx(1.75)
+    assert network_model.nccl_bus_factor("all-gather", 8) == pytest.approx(0.875)
+    assert network_model.nccl_bus_factor("broadcast", 8) == 1.0
     # a large ring all-reduce's busbw approaches the links' bus bandwidth, a tiny one is latency-bound
     values = {f.name: f.default for f in network.fields()}
     curve = network.busbw_curve(values)
     link = network.run_collective(values)["bus_bandwidth_gb_s"]
     assert curve[-1]["busbw_gb_s"] == pytest.approx(link, rel=0.01)
     assert curve[0]["busbw_gb_s"] < 0.01 * link
+    # the collective's own answer carries the same nccl-tests busbw, beside the links' bus bandwidth
+    r = network.run_collective(values)
+    assert r["busbw_gb_s"] == pytest.approx(
+        r["algbw_gb_s"] * network_model.nccl_bus_factor(r["op"], r["ranks"])
+    )
+    assert r["busbw_gb_s"] < r["bus_bandwidth_gb_s"]  # α costs something at every size
 
 
 def test_network_errors_name_the_view_fields():

@@ -299,12 +299,27 @@ class CollectiveResult:
     time_s: float
     bytes_sent_per_rank: float
     algbw_gb_s: float | None  # size / time
-    bus_bandwidth_gb_s: float
+    bus_bandwidth_gb_s: float  # the links' bus bandwidth β the time is computed at (an input)
     latency_s: float
     torus: str | None = None  # the TPU slice a ring collective on ICI ran on
+    # nccl-tests' busbw of this result: algbw × nccl_bus_factor (what nccl-tests would print for the time)
+    busbw_gb_s: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def nccl_bus_factor(op: str, ranks: int) -> float:
+    """nccl-tests' bus bandwidth over algorithm bandwidth (NVIDIA nccl-tests, doc/PERFORMANCE.md): an
+    all-reduce 2(n−1)/n; a reduce-scatter, all-gather or all-to-all (n−1)/n; a broadcast or a
+    point-to-point transfer 1. The bus bandwidth is what each rank's links carry, comparable across
+    operations and rank counts and with the fabric's rated bus bandwidth."""
+    n = float(ranks)
+    if op == "allreduce":
+        return 2.0 * (n - 1.0) / n
+    if op in ("reduce-scatter", "all-gather", "all-to-all"):
+        return (n - 1.0) / n
+    return 1.0
 
 
 def _words(values: tuple[str, ...]) -> str:
@@ -504,6 +519,7 @@ def collective(
         bus_bandwidth_gb_s=bw / 1e9,
         latency_s=alpha,
         torus="x".join(map(str, shape)) or None,
+        busbw_gb_s=size / t / 1e9 * nccl_bus_factor(op, ranks) if t > 0 else None,
     )
 
 

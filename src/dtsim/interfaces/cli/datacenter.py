@@ -1133,6 +1133,12 @@ def collective(
         f"each rank sends {per_rank / 1e6:,.1f} MB"
         + (", half each way, each direction at the bandwidth" if r.algorithm in BIDIRECTIONAL else "")
         + (f" (on the TPU slice {r.torus})" if r.torus else "")
+        + (
+            f"; algbw {r.algbw_gb_s:,.4g} GB/s, busbw {r.busbw_gb_s:,.4g} GB/s as nccl-tests computes it, "
+            f"of the links' {r.bus_bandwidth_gb_s:,.4g} GB/s"
+            if r.busbw_gb_s is not None
+            else ""
+        )
     )
 
 

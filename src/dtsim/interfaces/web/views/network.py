@@ -65,19 +65,6 @@ def fields() -> tuple[Field, ...]:
     )
 
 
-def nccl_bus_factor(op: str, ranks: int) -> float:
-    """nccl-tests' bus bandwidth over algorithm bandwidth (NVIDIA nccl-tests, doc/PERFORMANCE.md): an
-    all-reduce 2(n−1)/n; a reduce-scatter, all-gather or all-to-all (n−1)/n; a broadcast or a
-    point-to-point transfer 1. The bus bandwidth is what each rank's links carry, comparable across
-    operations and rank counts and with the fabric's rated bus bandwidth."""
-    n = float(ranks)
-    if op == "allreduce":
-        return 2.0 * (n - 1.0) / n
-    if op in ("reduce-scatter", "all-gather", "all-to-all"):
-        return (n - 1.0) / n
-    return 1.0
-
-
 def run_collective(v: dict[str, Any], size_mb: float | None = None) -> dict[str, Any]:
     """`dtsim collective --json` for these inputs (the CLI's own checks and unit conversions)."""
     from dtsim.interfaces.operations import collective_result
@@ -99,6 +86,8 @@ def run_collective(v: dict[str, Any], size_mb: float | None = None) -> dict[str,
 
 def busbw_curve(v: dict[str, Any]) -> list[dict[str, float]]:
     """The collective at each chart size: time and nccl-tests bus bandwidth (algbw × nccl_bus_factor)."""
+    from dtsim.models.network import nccl_bus_factor
+
     factor = nccl_bus_factor(v["op"], v["ranks"])
     out = []
     for mb in CHART_SIZES_MB:
