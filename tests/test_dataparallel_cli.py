@@ -370,3 +370,16 @@ def test_a_given_time_is_titled_as_given():
     )
     assert run_json("accumulation", "--compute-ms", "100", "--comm-ms", "40")["source"] == "times given"
     assert run_json("overlap", "--backward-ms", "10")["source"].startswith("T_c given; β = ")
+
+
+def test_strong_scaling_past_one_token_per_rank_is_not_a_step():
+    """More ranks than the global batch's tokens: each would hold half a token. The row keeps its weak
+    scaling and B/P but no strong efficiency (null, — in the table, with a line saying why); it had
+    printed 0.1 % as if that were a run."""
+    out = run_json("scaling", "--ranks", "1,4096,8192", "--batch-tokens", "4096")
+    rows = {r["ranks"]: r for r in out["rows"]}
+    assert rows[4096]["strong_efficiency"] is not None and rows[4096]["strong_batch_tokens"] == 1.0
+    assert rows[8192]["strong_efficiency"] is None and rows[8192]["strong_batch_tokens"] == 0.5
+    assert rows[8192]["weak_efficiency"] > 0
+    r = runner.invoke(app, ["dataparallel", "scaling", "--ranks", "1,8192", "--batch-tokens", "4096"])
+    assert r.exit_code == 0 and "less than one token" in " ".join(r.output.split()), r.output

@@ -277,7 +277,9 @@ class ScalingRow:
     comm_time_s: float  # T_r(P)
     weak_efficiency: float  # T_c / (T_c + T_r(P)), local batch held
     strong_batch_tokens: float  # B / P
-    strong_efficiency: float  # T_c(1) / (P·(T_c(1)/P + T_r(P))), global batch held
+    # T_c(1) / (P·(T_c(1)/P + T_r(P))), global batch held; None where B / P < 1: a rank holds less than
+    # one token, which is no step at all
+    strong_efficiency: float | None
 
 
 @dataclass(frozen=True)
@@ -358,7 +360,7 @@ def scaling(
             comm_time_s=float(tr),
             weak_efficiency=float(w),
             strong_batch_tokens=big_b / float(r),
-            strong_efficiency=float(st),
+            strong_efficiency=float(st) if big_b / float(r) >= 1.0 else None,
         )
         for r, tr, w, st in zip(
             ranks, np.atleast_1d(t_r), np.atleast_1d(weak), np.atleast_1d(strong), strict=True

@@ -226,10 +226,16 @@ def scaling(
             _ms(row.comm_time_s),
             f"{row.weak_efficiency:.1%}",
             _tokens(row.strong_batch_tokens),
-            f"{row.strong_efficiency:.1%}",
+            "—" if row.strong_efficiency is None else f"{row.strong_efficiency:.1%}",
         )
     c = console()
     c.print(t)
+    if any(row.strong_efficiency is None for row in r.rows):
+        c.print(
+            f"Strong E — : more ranks than the global batch's {_tokens(r.global_batch_tokens)} tokens, so each "
+            "rank would hold less than one token: no step to time.",
+            highlight=False,
+        )
 
     def most(n: int | None) -> str:
         return "no limit" if n is None else f"{n:,} rank{'s' if n != 1 else ''}"
