@@ -841,11 +841,22 @@ def test_records_with_infinite_numbers_or_unnamed_links_are_rejected(tmp_path):
                 "size_bytes": 8589934592,
                 "intra_fabric": "nvlink3",
             },
+            # a NaN rejects its own record, named, not the whole file as "record -" (until 2026-11-26)
+            {
+                "id": "CO-nan",
+                "group": "CO",
+                "measured": math.nan,
+                "ranks": 8,
+                "size_bytes": 8589934592,
+                "intra_fabric": "nvlink3",
+            },
         ],
     }
     (tmp_path / "r.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     d = load_dataset(tmp_path)
     problems = {p.record: (p.field, p.reason) for p in d.problems}
+    assert problems["CO-nan"] == ("measured", "nan: must be a finite number")
+    assert "-" not in problems
     assert problems["TB-d"][0] == "added_delay_ms" and "finite" in problems["TB-d"][1]
     assert problems["CO-inf"][0] == "size_bytes" and "finite" in problems["CO-inf"][1]
     assert problems["CO-none"][1].startswith("intra_fabric is required")

@@ -86,8 +86,9 @@ def _yaml_problem(exc: yaml.YAMLError) -> tuple[str, str]:
     return at, f"{problem} {context}" if context and context not in problem else problem
 
 
-def parse_yaml(text: str, where: str = "file") -> Any:
-    """YAML (or JSON, which YAML reads) text as plain data, or a ScenarioError naming `where`."""
+def parse_yaml(text: str, where: str = "file", nan_ok: bool = False) -> Any:
+    """YAML (or JSON, which YAML reads) text as plain data, or a ScenarioError naming `where`. `nan_ok`:
+    leave a NaN to the reader's own checks (a file of many records rejects only the record holding it)."""
     if len(text) > MAX_TEXT_CHARS:
         raise InputLimitError(
             [(where, f"{len(text):,} characters", f"is over the {MAX_TEXT_CHARS:,} allowed")]
@@ -99,7 +100,7 @@ def parse_yaml(text: str, where: str = "file") -> Any:
         raise ScenarioError([(where, at, f"malformed YAML: {problem}")]) from None
     except (ValueError, RecursionError, MemoryError) as exc:  # e.g. an integer of over 4,300 digits
         raise ScenarioError([(where, _excerpt(text), f"cannot be read: {_first_line(exc)}")]) from None
-    check_plain(data, where)
+    check_plain(data, where, nan_ok)
     return data
 
 
@@ -138,10 +139,10 @@ def parse_data(text: str, path: str | Path, where: str = "file") -> Any:
     return parse_yaml(text, where)
 
 
-def check_plain(data: Any, where: str) -> None:
+def check_plain(data: Any, where: str, nan_ok: bool = False) -> None:
     """A ScenarioError naming the place (`where.key[2]`) of the first value that is not plain data:
-    a key that is not text, a date, a set, bytes, a non-finite number where none belongs, or nesting
-    beyond MAX_DEPTH / more than MAX_NODES values."""
+    a key that is not text, a date, a set, bytes, a NaN (unless `nan_ok`), or nesting beyond MAX_DEPTH /
+    more than MAX_NODES values."""
     count = 0
     stack: list[tuple[Any, str, int]] = [(data, where, 0)]
     while stack:
@@ -170,7 +171,7 @@ def check_plain(data: Any, where: str) -> None:
         elif value is None or isinstance(value, bool | int):
             continue
         elif isinstance(value, float):
-            if math.isnan(value):
+            if math.isnan(value) and not nan_ok:
                 raise ScenarioError([(place, value, "must be a number, not NaN")])
         else:
             raise ScenarioError(

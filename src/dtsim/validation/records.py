@@ -327,7 +327,7 @@ def _load_text(text: str, name: str, data: Dataset, trusted: bool = False) -> No
         doc = yaml.safe_load(text)
     else:
         try:
-            doc = inputs.parse_yaml(text, "file")
+            doc = inputs.parse_yaml(text, "file", nan_ok=True)  # a NaN rejects its own record (below)
         except ScenarioError as exc:
             for field, value, why in exc.problems:
                 data.problems.append(RecordProblem(name, "-", field, f"{quote(value)}: {why}"))
@@ -431,8 +431,7 @@ def _load_text(text: str, name: str, data: Dataset, trusted: bool = False) -> No
             rec = _ADAPTER.validate_python(merged)
         except ValidationError as exc:
             for e in exc.errors(include_url=False):
-                msg = e.get("msg", "invalid").removeprefix("Value error, ")  # a validator's own words
-                data.problems.append(RecordProblem(name, label, _field_path(e), msg))
+                data.problems.append(RecordProblem(name, label, _field_path(e), _record_message(e)))
             continue
         found = _check_record(rec)
         if found:
@@ -488,8 +487,16 @@ def _check_record(rec) -> list[tuple[str, str]]:
     except ScenarioError as exc:
         return [(f, f"{v!r}: {m}" if v is not None else m) for f, v, m in exc.problems]
     except ValidationError as exc:
-        return [(_field_path(e), e.get("msg", "invalid")) for e in exc.errors(include_url=False)]
+        return [(_field_path(e), _record_message(e)) for e in exc.errors(include_url=False)]
     return []
+
+
+def _record_message(e: dict[str, Any]) -> str:
+    """pydantic's message for one field of a record (a validator's own words without pydantic's prefix),
+    with the value where it is the problem (a NaN or an infinity: "nan: must be a finite number")."""
+    if e.get("type") == "finite_number":
+        return f"{e.get('input')!r}: must be a finite number"
+    return str(e.get("msg", "invalid")).removeprefix("Value error, ")  # a validator's own words
 
 
 def bundled_files() -> list[Any]:
