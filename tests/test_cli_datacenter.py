@@ -279,8 +279,21 @@ def test_calibrate_writes_out_file_never_the_package(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     r = runner.invoke(app, ["calibrate", "--subset", "MEG21"])
     assert r.exit_code == 0, r.output
-    assert yaml.safe_load((tmp_path / "calibration.yaml").read_text())["subset"] == ["MEG21"]
+    saved = (tmp_path / "calibration.yaml").read_text()
+    assert yaml.safe_load(saved)["subset"] == ["MEG21"]
     assert _packaged_calibration()[0] == before
+    # a saved calibration is never replaced unasked (a trial user lost theirs to `calibrate --json`):
+    # --json prints only, a second fit to the same file is refused naming it, --force replaces it
+    r = runner.invoke(app, ["calibrate", "--subset", "NCCL", "--json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["subset"] == ["NCCL"]
+    r = runner.invoke(app, ["calibrate", "--subset", "NCCL"])
+    text = " ".join(r.output.split())
+    assert r.exit_code == 2 and "--out = 'calibration.yaml'" in text and "fitted on MEG21" in text, r.output
+    assert (tmp_path / "calibration.yaml").read_text() == saved
+    r = runner.invoke(app, ["calibrate", "--subset", "NCCL", "--force"])
+    assert r.exit_code == 0 and yaml.safe_load((tmp_path / "calibration.yaml").read_text())["subset"] == [
+        "NCCL"
+    ]
 
 
 def test_calibration_file_changes_step_and_plan(tmp_path):

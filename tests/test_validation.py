@@ -864,3 +864,38 @@ def test_records_with_infinite_numbers_or_unnamed_links_are_rejected(tmp_path):
     assert "CO-ok" in {r.id for r in d.records}
     out = runner.invoke(app, ["validate", "--runs", str(tmp_path), "--subset", "CO", "--json"])
     assert out.exit_code == 1 and json.loads(out.stdout)
+
+
+def test_a_runs_folder_shares_its_groups_and_names_what_it_does_not_read(tmp_path):
+    """A trial user's folder: groups in one file, records in files before and after it (by name), a CSV
+    beside them. Every record takes its group's defaults whatever the file order (the earlier one was
+    told its group was not defined, the later one got a pydantic discriminator message); a record with
+    no kind is told to give one; the CSV is named as not read, in text and JSON."""
+    group = {
+        "description": "mine",
+        "role": "check",
+        "defaults": {
+            "kind": "collective",
+            "certainty": "user",
+            "op": "allreduce",
+            "convention": "nccl-busbw",
+            "metric": "busbw_gb_s",
+            "unit": "GB/s",
+            "gpus_per_node": 8,
+        },
+    }
+    rec = {"measured": 360.0, "ranks": 8, "size_bytes": 8589934592, "intra_fabric": "nvlink4", "source": "me"}
+    (tmp_path / "b_groups.yaml").write_text(yaml.safe_dump({"groups": {"MYG": group}}))
+    (tmp_path / "a_runs.yaml").write_text(yaml.safe_dump({"records": [{"id": "A1", "group": "MYG", **rec}]}))
+    (tmp_path / "c_runs.yaml").write_text(yaml.safe_dump({"records": [{"id": "C1", "group": "MYG", **rec}]}))
+    no_kind = {"id": "K1", "certainty": "user", **rec}
+    (tmp_path / "d_runs.yaml").write_text(yaml.safe_dump({"records": [no_kind]}))
+    (tmp_path / "more.csv").write_text("id,measured\nX,1\n")
+    d = load_dataset(tmp_path)
+    assert {"A1", "C1"} <= {r.id for r in d.records}
+    assert [(p.record, p.field) for p in d.problems] == [("K1", "kind")]
+    assert "missing: give one of datacenter, collective" in d.problems[0].reason
+    assert [Path(p).name for p in d.skipped] == ["more.csv"]
+    r = runner.invoke(app, ["validate", "--runs", str(tmp_path), "--subset", "MYG", "--json"])
+    assert r.exit_code == 1 and [Path(p).name for p in json.loads(r.stdout)["skipped_files"]] == ["more.csv"]
+    assert "not read" in r.stderr and "more.csv" in r.stderr

@@ -245,6 +245,23 @@ def _record_fit(entry: dict[str, Any], recs: list[Any], doc: dict[str, Any]) -> 
     entry.update(fitted_on=[r.id for r in recs], rms_log_error=round(rms, 5), residuals=res)
 
 
+def existing_calibration(path: Path) -> str:
+    """Why `calibrate` will not write over `path`: what it holds (a calibration's date and subset, or
+    another file) and how to go on."""
+    what = "exists"
+    if path.is_dir():
+        return "is a folder; give a file name"
+    try:
+        old = yaml.safe_load(path.read_text(encoding="utf-8")[:1_000_000])
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        old = None
+    if isinstance(old, dict) and "subset" in old:
+        subset = old.get("subset")
+        subset = ", ".join(map(str, subset)) if isinstance(subset, list) else subset
+        what = f"holds a calibration of {old.get('date', 'an unknown date')} fitted on {subset}"
+    return f"{what}; pass --force to replace it, or another --out"
+
+
 def write(doc: dict[str, Any], path: str | Path = DEFAULT_OUT) -> Path:
     """Write a calibration document to `path` (default ./calibration.yaml; JSON when the name ends in
     .json), never into the installed package; `--calibration FILE` (or `dtsim.step(..., calibration=FILE)`) puts it in use."""

@@ -230,6 +230,7 @@ Record = Annotated[
     Field(discriminator="kind"),
 ]
 _ADAPTER: TypeAdapter = TypeAdapter(Record)
+KINDS = ("datacenter", "collective", "gemm", "testbed", "decentralized", "reference")
 
 
 @dataclass(frozen=True)
@@ -267,6 +268,10 @@ class Dataset:
     groups: dict[str, Group] = field(default_factory=dict)
     problems: list[RecordProblem] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    # each group's record defaults, whichever file defined it (a record in another file takes them)
+    defaults: dict[str, dict] = field(default_factory=dict)
+    # files in --runs that are not YAML, so were not read (named in the report, not silently passed over)
+    skipped: list[str] = field(default_factory=list)
 
     def subset(self, names: list[str] | None) -> list[Any]:
         if not names:
@@ -320,9 +325,18 @@ def _field_path(err: dict) -> str:
 
 
 def _load_text(text: str, name: str, data: Dataset, trusted: bool = False) -> None:
-    """Records and groups of one file into `data`; a user's file (not `trusted`) is read as any user
-    input is (schema/inputs.py: alias budget, plain types, depth), and every shape it could get wrong
-    is a RecordProblem naming the place."""
+    """Records and groups of one file into `data` (load_dataset reads every file's groups before any
+    file's records, so a record may name a group another file defines)."""
+    doc = _read_doc(text, name, data, trusted)
+    if doc is not None:
+        _load_groups(doc, name, data)
+        _load_records(doc, name, data)
+
+
+def _read_doc(text: str, name: str, data: Dataset, trusted: bool = False) -> dict | None:
+    """One file's document, or None with its problem in `data`; a user's file (not `trusted`) is read as
+    any user input is (schema/inputs.py: alias budget, plain types, depth), and every shape it could get
+    wrong is a RecordProblem naming the place."""
     if trusted:
         doc = yaml.safe_load(text)
     else:
@@ -331,16 +345,19 @@ def _load_text(text: str, name: str, data: Dataset, trusted: bool = False) -> No
         except ScenarioError as exc:
             for field, value, why in exc.problems:
                 data.problems.append(RecordProblem(name, "-", field, f"{quote(value)}: {why}"))
-            return
+            return None
     if not isinstance(doc, dict) or not isinstance(doc.get("records", []), list):
         data.problems.append(
             RecordProblem(
                 name, "-", "file", "must be a mapping with a `records:` list (and optional `groups:`)"
             )
         )
-        return
+        return None
     data.files.append(name)
-    group_defaults: dict[str, dict] = {}
+    return doc
+
+
+def _load_groups(doc: dict, name: str, data: Dataset) -> None:
     groups = doc.get("groups") or {}
     if not isinstance(groups, dict):
         data.problems.append(RecordProblem(name, "-", "groups", "must be a mapping of group names to groups"))
@@ -390,7 +407,10 @@ def _load_text(text: str, name: str, data: Dataset, trusted: bool = False) -> No
             str(g.get("leaves_out", "")),
             str(g.get("source_set") or ""),
         )
-        group_defaults[gname] = g.get("defaults") or {}
+        data.defaults[gname] = g.get("defaults") or {}
+
+
+def _load_records(doc: dict, name: str, data: Dataset) -> None:
     seen = {r.id for r in data.records}
     for i, raw in enumerate(doc.get("records") or []):
         label = raw.get("id", f"#{i + 1}") if isinstance(raw, dict) else f"#{i + 1}"
@@ -404,15 +424,26 @@ def _load_text(text: str, name: str, data: Dataset, trusted: bool = False) -> No
             )
             continue
         label = label if isinstance(label, str | int | float) else f"#{i + 1}"
-        defaults = group_defaults.get(gname, {})
+        defaults = data.defaults.get(gname, {})
         if gname is not None and gname not in data.groups:
             data.problems.append(
                 RecordProblem(
-                    name, label, "group", f"{gname!r} is not defined in this file or the bundled dataset"
+                    name, label, "group", f"{gname!r} is not defined in any file read or the bundled dataset"
                 )
             )
             continue
         merged = _merge(defaults, raw)
+        if "kind" not in merged:
+            kinds = ", ".join(KINDS)
+            data.problems.append(
+                RecordProblem(
+                    name,
+                    label,
+                    "kind",
+                    f"missing: give one of {kinds} (on the record or in its group's defaults)",
+                )
+            )
+            continue
         if merged.get("software") is not None and isinstance(merged.get("layout", {}), dict):
             from dtsim.models.datacenter.software import apply_software
 
@@ -505,17 +536,24 @@ def bundled_files() -> list[Any]:
 
 
 def load_dataset(runs_dir: str | Path | None = None, bundled: bool = True) -> Dataset:
-    """The bundled records, plus every *.yaml / *.yml file in `runs_dir`."""
+    """The bundled records, plus every *.yaml / *.yml file in `runs_dir`. Every file's groups are read
+    before any file's records, so a record may name a group of another file (or a bundled one) and takes
+    its defaults, whatever the files' order."""
     data = Dataset()
+    docs: list[tuple[dict, str]] = []
     if bundled:
         for p in bundled_files():
-            _load_text(p.read_text("utf-8"), f"dtsim/catalog/measured_runs/{p.name}", data, trusted=True)
+            name = f"dtsim/catalog/measured_runs/{p.name}"
+            doc = _read_doc(p.read_text("utf-8"), name, data, trusted=True)
+            if doc is not None:
+                docs.append((doc, name))
     if runs_dir is not None:
         root = Path(runs_dir)
         if not root.is_dir():
             data.problems.append(RecordProblem(str(root), "-", "--runs", "is not a directory"))
             return data
-        files = sorted(p for p in root.iterdir() if p.suffix.lower() in (".yaml", ".yml"))
+        entries = sorted(root.iterdir())
+        files = [p for p in entries if p.suffix.lower() in (".yaml", ".yml")]
         if not files:
             data.problems.append(RecordProblem(str(root), "-", "--runs", "holds no .yaml or .yml files"))
         for p in files:
@@ -524,5 +562,14 @@ def load_dataset(runs_dir: str | Path | None = None, bundled: bool = True) -> Da
             except ScenarioError as exc:
                 data.problems.extend(RecordProblem(str(p), "-", "file", why) for _, _, why in exc.problems)
                 continue
-            _load_text(text, str(p), data)
+            doc = _read_doc(text, str(p), data)
+            if doc is not None:
+                docs.append((doc, str(p)))
+        data.skipped = [
+            str(p) for p in entries if p.is_file() and p not in files and not p.name.startswith(".")
+        ]
+    for doc, name in docs:
+        _load_groups(doc, name, data)
+    for doc, name in docs:
+        _load_records(doc, name, data)
     return data

@@ -84,6 +84,7 @@ class ValidationReport:
     problems: list[dict[str, Any]]  # records the schema rejected: file, record, field, reason
     files: list[str]
     seconds: float
+    skipped_files: list[str] = field(default_factory=list)  # in --runs, not YAML: not read
 
     @property
     def bounds_ok(self) -> bool:
@@ -155,6 +156,7 @@ class ValidationReport:
             },
             "problems": list(self.problems),
             "files": list(self.files),
+            "skipped_files": list(self.skipped_files),
             "seconds": self.seconds,
             "bounds_ok": self.bounds_ok,
             "fit_verdicts": self.fit_verdicts,

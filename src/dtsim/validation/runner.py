@@ -240,6 +240,7 @@ def _validate(
         constants=constants_table(doc),
         problems=[p.__dict__ for p in dataset.problems],
         files=dataset.files,
+        skipped_files=list(dataset.skipped),
         seconds=time.perf_counter() - t0,
     )
 

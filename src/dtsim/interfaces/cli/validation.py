@@ -73,6 +73,16 @@ def plot_file(result: ValidationReport, path: Path) -> Path:
     return path
 
 
+def _skipped_note(data) -> None:
+    """The files of --runs that were not read (only *.yaml / *.yml are), on stderr."""
+    if data.skipped:
+        names = ", ".join(Path(p).name for p in data.skipped[:5]) + (" …" if len(data.skipped) > 5 else "")
+        err.print(
+            f"[yellow]not read:[/yellow] {len(data.skipped)} file(s) of --runs that are not .yaml/.yml: {names}",
+            highlight=False,
+        )
+
+
 def _ids(ids: list[str]) -> str:
     if len(ids) <= 2:
         return ", ".join(ids)
@@ -134,6 +144,7 @@ def validate(
             f"[bold red]rejected:[/bold red] {p.file}: record {p.record}: {p.field}: {p.reason}",
             highlight=False,
         )
+    _skipped_note(data)
     code = 0 if (result.bounds_ok and not data.problems) else 1
     if as_json:
         print_json(result.as_dict(), default=str)
@@ -231,6 +242,7 @@ def validate(
 
 
 def calibrate(
+    ctx: typer.Context,
     subset: SubsetOpt = None,
     runs: RunsOpt = None,
     out: Annotated[
@@ -238,19 +250,29 @@ def calibrate(
         typer.Option(
             "--out",
             help="Write the fitted constants here (never into the installed package); use the file "
-            "with --calibration FILE.",
+            "with --calibration FILE. An existing file is kept unless --force.",
         ),
     ] = Path("calibration.yaml"),
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing --out file.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Fit and print; write nothing.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the calibration document as JSON.")] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print the calibration document as JSON (writing it only with --out)."),
+    ] = False,
 ) -> None:
     """Fit the documented efficiency constants on the calibration subset and write them, with the
     records they were fitted on, the date and the residuals."""
+    from dtsim.interfaces.cli.common import params_given
     from dtsim.validation import calibrate as run_calibration
     from dtsim.validation import load_dataset
-    from dtsim.validation.calibrate import write
+    from dtsim.validation.calibrate import existing_calibration, write
 
     try:
+        if as_json and "out" not in params_given(ctx):
+            dry_run = True  # --json prints; it writes only where --out says
+        if not dry_run and not force and out.exists():
+            # checked before the fit: a saved calibration is never replaced unasked
+            raise ScenarioError([("--out", str(out), existing_calibration(out))])
         data = load_dataset(runs)
         known = set(data.groups) | {r.id for r in data.records}
         names = _subset(subset, known, data)
@@ -270,6 +292,7 @@ def calibrate(
         return
     for p in data.problems:
         console(stderr=True).print(f"[bold red]rejected:[/bold red] {p}", highlight=False)
+    _skipped_note(data)
     code = 1 if data.problems else 0
     if as_json:
         print_json(doc)
