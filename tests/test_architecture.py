@@ -18,7 +18,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "dtsim"
 LAYERS = (
-    ("errors", "distributions", "assumptions", "catalog"),
+    ("errors", "textfiles", "distributions", "assumptions", "catalog"),
     ("hardware",),
     ("physics",),
     ("schema",),

@@ -338,7 +338,7 @@ def test_calibration_file_changes_step_and_plan(tmp_path):
         ("generations:\n  ampere: {clock_derate: 0.8, derate: 1}\n", "generations.ampere.derate: unknown"),
         ("generations:\n  volta9: {clock_derate: 0.8}\n", "generations.volta9: unknown"),
         ("generations: [1, 2\n", "is not valid YAML"),
-        (None, "cannot be read"),
+        (None, "cannot read: No such file"),
     ],
 )
 @pytest.mark.parametrize("command", [STEP_ARGS, ["plan", "--model", "megatron-1.7b"], ["validate"]])

@@ -110,10 +110,25 @@ def test_binary_file_fifo_device_and_folder_are_refused_without_reading(tmp_path
         assert res.exit_code == 2 and match in said(res), (path, res.stderr)
     res = runner.invoke(app, ["simulate", str(tmp_path)], env=WIDE)
     assert res.exit_code == 2 and "is a folder" in said(res)
+    # --calibration FILE reads through the same guard (a FIFO hung validate and plan, /dev/zero ended
+    # in a MemoryError, until 2026-11-26)
+    for path, match in [
+        (fifo, "not a regular file"),
+        ("/dev/zero", "not a regular file"),
+        (tmp_path, "folder"),
+    ]:
+        for cmd in (["validate", "--subset", "NCCL"], ["step", "-m", "llama3.1-8b", "--gbs", "16"]):
+            res = runner.invoke(app, [*cmd, "--calibration", str(path)], env=WIDE)
+            assert res.exit_code == 2 and "--calibration" in said(res) and match in said(res), (
+                cmd,
+                res.output,
+            )
 
 
 def test_oversized_file_is_refused_by_size(tmp_path, monkeypatch):
-    monkeypatch.setattr(inputs, "MAX_FILE_BYTES", 1000)
+    from dtsim import textfiles
+
+    monkeypatch.setattr(textfiles, "MAX_FILE_BYTES", 1000)
     f = tmp_path / "big.yaml"
     f.write_text("name: x\n" + "# pad\n" * 1000)
     with pytest.raises(ScenarioError, match="at most 1,000 are read"):

@@ -121,12 +121,13 @@ def read_calibration(path: str | Path, option: str = "calibration") -> dict[str,
     is wrong otherwise."""
     import yaml  # lazy: only commands that read a calibration pay for it (fast `dtsim --help`)
 
+    from dtsim.textfiles import read_text_file
+
     p = Path(path)
+    text = read_text_file(p, option)  # a FIFO, a device, a folder or over 1 MiB: refused before reading
     try:
-        doc = yaml.safe_load(p.read_text("utf-8"))
-    except OSError as exc:
-        raise ScenarioError([(option, str(p), f"cannot be read ({exc.strerror or exc})")]) from None
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
         what = getattr(exc, "problem", None) or (str(exc).splitlines() or [type(exc).__name__])[0]
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""

@@ -18,20 +18,19 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import stat
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from dtsim.errors import ScenarioError
+from dtsim.textfiles import MAX_FILE_BYTES, decode_text, read_text_file  # noqa: F401 (re-exported)
 
 # One size limit for every input: a scenario, record or layouts file, an upload, a request's text, a
 # `--set` value. The largest bundled record file is ~0.2 MB; PyYAML builds a 1 MB document in about a
 # second and ~100 MB, where 10 MB took 13 s and ~1 GB before anything could be checked.
-MAX_FILE_BYTES = MAX_TEXT_CHARS = 1024 * 1024
+MAX_TEXT_CHARS = MAX_FILE_BYTES  # a text is read whole only up to the size of a file
 MAX_DEPTH = 32  # nesting of lists and mappings (a scenario nests 3 deep)
 MAX_NODES = 200_000  # values in one document (the bundled records hold ~40,000)
 
@@ -204,48 +203,3 @@ def names_a_file(text: str) -> bool:
         return Path(text).exists()
     except (OSError, ValueError):
         return False
-
-
-def read_text_file(path: str | Path, field: str = "file") -> str:
-    """A regular UTF-8 text file's contents (without a byte-order mark), at most MAX_FILE_BYTES, or a
-    ScenarioError naming the file and why it cannot be read. A FIFO, a device or a directory is
-    refused before it is opened, so reading never blocks."""
-    path = Path(path)
-    try:
-        info = os.stat(path)
-    except OSError as exc:
-        raise ScenarioError([(field, str(path), f"cannot read: {exc.strerror or exc}")]) from None
-    except ValueError as exc:  # an embedded NUL in the path
-        raise ScenarioError([(field, str(path), f"cannot read: {exc}")]) from None
-    if stat.S_ISDIR(info.st_mode):
-        raise ScenarioError([(field, str(path), "is a folder; give a file")])
-    if not stat.S_ISREG(info.st_mode):
-        raise ScenarioError([(field, str(path), "is not a regular file (a pipe, device or socket)")])
-    if info.st_size > MAX_FILE_BYTES:
-        raise ScenarioError(
-            [(field, str(path), f"is {info.st_size:,} bytes; at most {MAX_FILE_BYTES:,} are read")]
-        )
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise ScenarioError([(field, str(path), f"cannot read: {exc.strerror or exc}")]) from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise ScenarioError([(field, str(path), f"is over {MAX_FILE_BYTES:,} bytes")])
-    return decode_text(raw, str(path), field)
-
-
-def decode_text(raw: bytes, name: str, field: str = "file") -> str:
-    """UTF-8 bytes as text (a byte-order mark dropped), or a ScenarioError that names the encoding
-    when it is recognisably UTF-16/32."""
-    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise ScenarioError([(field, name, "is UTF-16 text; save it as UTF-8")])
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ScenarioError(
-            [(field, name, f"is not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8")]
-        ) from None
-    if "\x00" in text:
-        raise ScenarioError([(field, name, "holds NUL characters: not a text file")])
-    return text.removeprefix("\ufeff")
