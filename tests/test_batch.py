@@ -132,3 +132,13 @@ def test_batch_validation_names_the_row(fields, needle):
 def test_every_batch_field_is_a_scenario_field():
     names = set(dtsim.Scenario.model_fields)
     assert set(BATCH_FIELDS) <= names
+
+
+def test_feasible_is_false_for_an_infeasible_run_in_both_paths():
+    """A model no node count can hold: mode infeasible. The scalar result said feasible null while the
+    batch column (and so every sweep) said false; both say false now."""
+    s = dtsim.load_scenario(overrides={"num_nodes": 1, "parameters_b": 10000})
+    r = dtsim.simulate(s)
+    b = dtsim.simulate_batch(s, num_nodes=np.array([1.0, 2.0]))
+    assert r.mode == "infeasible" and r.feasible is False
+    assert b["feasible"][0] == r.feasible and b.result(0).feasible is False

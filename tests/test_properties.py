@@ -132,7 +132,7 @@ def test_outputs_are_finite_and_in_range(fields):
     for key in NUMERIC_ALWAYS:
         assert math.isfinite(getattr(r, key)), key
     if r.mode == "infeasible":
-        assert r.wall_clock_days is None and r.outer_step_s is None and r.feasible is None
+        assert r.wall_clock_days is None and r.outer_step_s is None and r.feasible is False
         assert {"INSUFFICIENT_NODES", "PIPELINE_TOO_DEEP"} & {w.code for w in r.warnings}
         return
     for key in TIME_LIKE:
