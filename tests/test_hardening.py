@@ -455,6 +455,21 @@ def test_serve_refuses_a_port_it_cannot_bind(args, words):
     assert res.exit_code == 2 and words in said(res)
 
 
+def test_serve_on_a_port_another_process_holds_says_so_and_never_announces_a_url():
+    """With the port taken, "dtsim is serving at …" printed (its check connected to the other process)
+    above uvicorn's address-in-use error: now the bind is tried first and refused, naming --port."""
+    import socket
+
+    with socket.socket() as other:
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        res = runner.invoke(app, ["serve", "--port", str(port)], env=WIDE)
+    assert res.exit_code == 2 and f"--port = {port}" in said(res) and "in use" in said(res)
+    assert "serving at" not in res.output
+
+
 def test_a_searched_answer_carries_what_simulate_warns_about_it():
     """target printed a winner that simulate calls infeasible (η-adjusted time past the useful run
     length) and whose streaming state does not fit, without a word."""

@@ -68,6 +68,24 @@ def _announce(host: str, port: int, workers: int, stop: threading.Event) -> None
     print("\n".join(lines), flush=True)
 
 
+def _bind_problem(host: str, port: int) -> str | None:
+    """Why the server could not listen on host:port (another process holds it, no permission), tried
+    before uvicorn starts: the URL is announced when a connection succeeds, and with the port already
+    taken that connection reached the other process, so "serving at" printed above uvicorn's error."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as exc:
+        return f"cannot be resolved ({exc})"
+    for family, kind, proto, _, addr in infos:
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+            try:
+                sock.bind(addr)
+            except OSError as exc:
+                return exc.strerror or str(exc)
+    return None
+
+
 def _exit_on_sigterm(signum: int, _frame: object) -> None:
     raise SystemExit(128 + signum)
 
@@ -113,6 +131,9 @@ def run_server(host: str, port: int, workers: int) -> None:
             highlight=False,
             soft_wrap=True,
         )
+    taken = _bind_problem(host, port)
+    if taken is not None:
+        fail(ScenarioError([("--port", port, f"cannot be listened on at {host}: {taken}")]))
     store = tempfile.mkdtemp(prefix="dtsim-jobs-")  # one jobs store for every worker process
     os.environ[STORE_ENV] = store
     # uvicorn re-raises the SIGTERM it stopped on once it has shut down; with the default action the
