@@ -591,3 +591,21 @@ def test_a_newer_input_cancels_the_running_job_and_the_newest_is_shown(monkeypat
         assert failed and "Retry in about 7 s" in failed[0] and "has 4 jobs" in failed[0]
 
     asyncio.run(scenario())
+
+
+def test_asking_for_a_job_skips_the_probe_and_a_bad_input_fails_the_job_named(client):
+    """A trial user's dashboard: `Prefer: respond-async` on /api/governance took 3–4 s to answer 202,
+    the time of the estimate's probe (a real search in the server). It answers at once now; an input
+    the work refuses is the job's error, named as a 422 would name it."""
+    import time
+
+    start = time.perf_counter()
+    r = client.post("/api/governance", json={}, headers=ASYNC)
+    took = time.perf_counter() - start
+    assert r.status_code == 202, r.text
+    assert took < 1.0, took  # the probe alone takes seconds on this machine
+    client.delete(r.json()["href"])
+    bad = client.post("/api/governance", json={"targets": [1e12]}, headers=ASYNC)
+    assert bad.status_code == 202
+    view = wait_state(client, bad.json()["href"], {"failed"})
+    assert view["error"]["detail"][0]["field"] == "targets", view

@@ -495,7 +495,10 @@ def _endpoint(
 ) -> Callable[..., Any]:
     async def endpoint(request: Request, req: BaseModel) -> Any:
         fields = req.model_dump()
-        seconds, answer = (0.0, None) if estimate is None else await run_in_threadpool(estimate, fields)
+        # a client that asked for a job gets its 202 at once: the probe (seconds of real search, in the
+        # server) only decides whether to answer inline, and a bad input then fails the job, named
+        probe = estimate is not None and not jobs.prefers_async(request)
+        seconds, answer = await run_in_threadpool(estimate, fields) if probe else (0.0, None)
         if answer is not None and not jobs.prefers_async(request):
             return answer  # the estimate's probe was the whole request
         return await jobs.run(request, kind, work, fields, estimate_s=seconds)
