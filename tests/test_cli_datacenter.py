@@ -577,8 +577,20 @@ def test_fabric_checks_that_the_compute_fits_the_schedule_it_dimensions():
     assert d["required_mfu"] == pytest.approx(6 * 72e12 * 2000e12 / (d["peak_flop_s"] * 100 * 86400 * 0.95))
     res = runner.invoke(app, ["fabric"])
     assert d["required_mfu"] > 1 and "the schedule cannot be met" in res.output
+    # the JSON (and the API's) says it too, not only the text and the page
+    assert [w["code"] for w in d["warnings"]] == ["SCHEDULE_NOT_MET"]
     res = runner.invoke(app, ["fabric", "--train-days", "2000"])
     assert "cannot be met" not in res.output and "need an MFU of" in res.output
+    d = json.loads(runner.invoke(app, ["fabric", "--train-days", "2000", "--json"]).stdout)
+    assert d["warnings"] == []
+    # a budget latency spends: null bandwidth, and why
+    d = json.loads(runner.invoke(app, ["fabric", "--sync-budget-ms", "1", "--json"]).stdout)
+    assert d["min_bandwidth_bits_s"] is None
+    assert "NO_BANDWIDTH_SUFFICES" in [w["code"] for w in d["warnings"]]
+    out = json.loads(
+        runner.invoke(app, ["dataparallel", "sync-bandwidth", "--step-s", "0.1", "--json"]).stdout
+    )
+    assert out["min_bandwidth_bits_s"] is None and "no bandwidth suffices" in out["no_bandwidth_suffices"]
     res = runner.invoke(app, ["fabric", "--pod-pflops", "-3"])
     assert res.exit_code == 2 and "pod-pflops = -3.0" in res.output
 

@@ -1377,5 +1377,29 @@ def fabric_plan(values: dict[str, Any]):
 
 def fabric_json(p) -> dict[str, Any]:
     """The JSON of `dtsim fabric --json` and of POST /api/fabric: the plan's fields, an unbounded
-    bandwidth (no room left in the sync budget) as null."""
-    return {k: (None if v == float("inf") else v) for k, v in p.__dict__.items()}
+    bandwidth (no room left in the sync budget) as null, and `warnings` ({code, message}) saying what
+    the text and the page say of a plan that does not hold."""
+    out: dict[str, Any] = {k: (None if v == float("inf") else v) for k, v in p.__dict__.items()}
+    return out | {"warnings": fabric_warnings(p)}
+
+
+def fabric_warnings(p) -> list[dict[str, str]]:
+    """A fabric plan that does not hold, in words: no bandwidth meets the sync budget (latency spends it)
+    or the compute needs more than the cluster's peak (shared by the CLI, the API and the page)."""
+    from dtsim.models.dataparallel import latency_spends_budget
+
+    out = []
+    if p.min_bandwidth_bits_s == float("inf"):
+        why = latency_spends_budget(p.sync_budget_s, p.propagation_s, p.hop_s)
+        out.append({"code": "NO_BANDWIDTH_SUFFICES", "message": why[0].upper() + why[1:] + "."})
+    need = p.required_mfu
+    if need > 1:
+        shown = f"{need:.1%}" if need <= 10 else f"{need:.3g}× the peak"  # 1e-300 PFLOPS pods: 300 digits
+        out.append(
+            {
+                "code": "SCHEDULE_NOT_MET",
+                "message": f"Compute needs an MFU of {shown} over the compute share of the schedule: more "
+                "than the cluster's peak, so the schedule cannot be met.",
+            }
+        )
+    return out

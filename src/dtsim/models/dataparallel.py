@@ -534,9 +534,19 @@ class SyncBandwidth:
     sync_time_s: float | None  # T_prop + T_hop + T_ser (eq. 3.8) on the link given
     sync_fraction: float | None  # T_synch / T_batch on the link given (when the step time is known)
     fits_budget: bool | None
+    # why min_bandwidth_bits_s is null (the JSON would read as "no requirement" without it)
+    no_bandwidth_suffices: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def latency_spends_budget(budget_s: float, propagation_s: float, hop_s: float) -> str:
+    """Why no bandwidth meets a sync budget (Camilli 2025 eq. 3.13's denominator is ≤ 0), in words."""
+    return (
+        f"latency alone (propagation {propagation_s * 1e3:,.4g} ms + hops {hop_s * 1e3:,.4g} ms) spends the "
+        f"sync budget of {budget_s * 1e3:,.4g} ms: no bandwidth suffices"
+    )
 
 
 def sync_bandwidth(
@@ -595,6 +605,7 @@ def sync_bandwidth(
         sync_time_s=t_sync,
         sync_fraction=frac,
         fits_budget=fits,
+        no_bandwidth_suffices=None if math.isfinite(bw_min) else latency_spends_budget(budget, prop, hop),
     )
 
 

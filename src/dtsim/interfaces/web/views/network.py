@@ -180,12 +180,10 @@ def render(ui: Any, answer: dict[str, Any], v: dict[str, Any]) -> None:
             if bw is not None
             else "The sync budget is spent on latency alone: no bandwidth suffices."
         ).classes("text-h6" + ("" if bw is not None else " text-red-9")).props("data-testid=fabric-headline")
-        need = p["required_mfu"]
-        if need > 1:
-            ui.label(
-                f"Compute needs an MFU of {need:.3g}× the peak over the compute share: the schedule cannot be met."
-            ).classes("text-red-9").props("data-testid=fabric-warning")
-        key_values(ui, [(k, fmt(x), f"fabric-{k}") for k, x in p.items()])
+        for w in p["warnings"]:
+            if w["code"] == "SCHEDULE_NOT_MET":
+                ui.label(w["message"]).classes("text-red-9").props("data-testid=fabric-warning")
+        key_values(ui, [(k, fmt(x), f"fabric-{k}") for k, x in p.items() if k != "warnings"])
 
 
 build = form_page(
