@@ -364,3 +364,18 @@ def test_governance_refuses_an_empty_cap_list_and_target_states_its_real_model_b
     assert r.status_code == 422 and r.json()["detail"][0]["field"] == "compute_cap"
     r = c.post("/api/target", json={"solve": "days", "params_b": 1e6})
     assert r.status_code == 422 and "100000" in r.json()["detail"][0]["message"]
+
+
+def test_a_searched_answer_says_which_inputs_ran_at_their_medians(client):
+    """/api/target with a distribution in its scenario ran it at its median and said nothing (the CLI
+    says so on stderr): the answer names it, as simulate's does."""
+    body = {
+        "solve": "days",
+        "params_b": 70,
+        "scenario": {"mfu": {"dist": "uniform", "low": 0.2, "high": 0.8}},
+    }
+    r = client.post("/api/target", json=body)
+    assert r.status_code == 200, r.text
+    assert r.json()["distributions_at_point"] == {"mfu": "uniform(low=0.2, high=0.8)"}
+    r = client.post("/api/target", json={"solve": "days", "params_b": 70})
+    assert "distributions_at_point" not in r.json()

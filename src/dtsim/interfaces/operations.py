@@ -537,7 +537,17 @@ def target_search(
         payload["min_nodes"] = w.num_nodes
     if mc is not None:
         payload |= mc.json_parts()
+    payload |= at_point(dists, uncertainty)
     return TargetAnswer(res, tgt, obj, days, notes, mc, payload)
+
+
+def at_point(dists, uncertainty) -> dict[str, Any]:
+    """`distributions_at_point` of a searched answer's JSON (as simulate's): inputs given as
+    distributions without `uncertainty` ran at their medians, which the JSON says (the CLI's text says it
+    on stderr; the API's answer had said nothing)."""
+    if uncertainty is not None or not dists:
+        return {}
+    return {"distributions_at_point": {k: v.describe() for k, v in dists.items()}}
 
 
 @dataclass
@@ -741,6 +751,7 @@ def target_solve(
     }
     if mc is not None:
         payload |= mc.json_parts()
+    payload |= at_point(dists, uncertainty)
     return SolveAnswer(sol, question, notes, in_time, mc, payload)
 
 
@@ -893,6 +904,7 @@ def governance_analysis(
             for s in res.systems
         ],
     }
+    payload |= at_point(dists, uncertainty)
     return GovernanceAnswer(res, held, payload)
 
 
