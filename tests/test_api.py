@@ -405,3 +405,15 @@ def test_pages_waiting_for_their_browser_are_capped(ui_client, monkeypatch):
     assert ui_client.portal.call(page.pending_pages) == 0
     assert ui_client.get("/?num_nodes=7").status_code == 200
     drop_pending_pages(ui_client)
+
+
+def test_simulate_names_a_distribution_it_cannot_run():
+    """A distribution in /api/simulate's body was told "must be a number ≥ 0.001 and ≤ 1, or 'auto'",
+    pointing the wrong way: the message says it is a distribution and where one is taken."""
+    c = TestClient(api.create_app(ui=False))
+    r = c.post("/api/simulate", json={"mfu": {"dist": "uniform", "low": 0.3, "high": 0.5}})
+    assert r.status_code == 422
+    d = r.json()["detail"][0]
+    assert d["field"] == "mfu" and "is a distribution" in d["message"] and "/api/sensitivity" in d["message"]
+    r = c.post("/api/simulate", json={"assumptions": {"pue": {"dist": "uniform", "low": 1.1, "high": 1.3}}})
+    assert r.status_code == 422 and r.json()["detail"][0]["field"] == "assumptions.pue"

@@ -410,17 +410,42 @@ def _json_body(request: Request) -> Any:
     return request.scope["dtsim.json"]
 
 
-def _load(fields: Any, preset: Any, prefix: str = "") -> Scenario:
+def _load(fields: Any, preset: Any, prefix: str = "", operation: str = "/api/simulate") -> Scenario:
     preset = getattr(preset, "value", preset)
     if not isinstance(fields, dict):
         raise ApiError(
             422,
             [(prefix.rstrip(".") or "body", fields, "must be a JSON object of scenario fields")],
         )
+    drawn = _distributions(fields)
+    if drawn:  # the number check below would say "must be a number", pointing the wrong way
+        raise ApiError(
+            422,
+            [
+                (
+                    f"{prefix}{name}",
+                    value,
+                    f"is a distribution; {operation} runs points: give a number (POST /api/sensitivity "
+                    "draws a distribution; dtsim simulate and /api/target run it at its median)",
+                )
+                for name, value in drawn
+            ],
+        )
     try:
         return load_scenario(preset=preset, layers=[fields])
     except ScenarioError as exc:
         raise ApiError(422, _scenario_problems(exc, prefix)) from None
+
+
+def _distributions(fields: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(field, value) of each scenario field (or assumption) given as a distribution object."""
+    out = [(k, v) for k, v in fields.items() if isinstance(v, dict) and "dist" in v]
+    assumptions = fields.get("assumptions")
+    if isinstance(assumptions, dict):
+        out += [
+            (f"assumptions.{k}", v) for k, v in assumptions.items() if isinstance(v, dict) and "dist" in v
+        ]
+    return out
 
 
 router = APIRouter(prefix="/api")
@@ -509,7 +534,7 @@ def api_sweep(
         return grid_sweep_work(scenario=req.scenario, preset=getattr(preset, "value", preset), vary=axes)
     if req.field is None:
         raise ApiError(422, [("field", None, "give the field to vary, or vary: a list of axes")])
-    scenario = _load(req.scenario, preset, "scenario.")
+    scenario = _load(req.scenario, preset, "scenario.", "/api/sweep")
     try:
         values = (
             req.values
