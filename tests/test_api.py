@@ -417,3 +417,19 @@ def test_simulate_names_a_distribution_it_cannot_run():
     assert d["field"] == "mfu" and "is a distribution" in d["message"] and "/api/sensitivity" in d["message"]
     r = c.post("/api/simulate", json={"assumptions": {"pue": {"dist": "uniform", "low": 1.1, "high": 1.3}}})
     assert r.status_code == 422 and r.json()["detail"][0]["field"] == "assumptions.pue"
+
+
+def test_the_one_field_sweep_carries_each_points_feasible_and_warnings_as_the_grid_form():
+    """The one-field form dropped warnings and feasible that the vary form of the same sweep has."""
+    c = TestClient(api.create_app(ui=False))
+    one = c.post(
+        "/api/sweep", json={"field": "num_nodes", "values": [1, 100], "scenario": {"parameters_b": 10000}}
+    )
+    grid = c.post(
+        "/api/sweep",
+        json={"vary": [{"field": "num_nodes", "values": [1, 100]}], "scenario": {"parameters_b": 10000}},
+    )
+    assert one.status_code == grid.status_code == 200
+    a, b = one.json(), grid.json()
+    assert a["feasible"] == b["columns"]["feasible"] == [False, False]
+    assert a["warnings"] == b["columns"]["warnings"] and "INSUFFICIENT_NODES" in a["warnings"][0]

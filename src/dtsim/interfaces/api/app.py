@@ -181,6 +181,8 @@ class SweepResponse(BaseModel):
     values: list[float]
     mode: list[str]
     columns: dict[str, list[float | None]]
+    feasible: list[bool] = Field(description="Each point's feasible, as simulate's.")
+    warnings: list[list[str]] = Field(description="Each point's warning codes, as simulate names them.")
 
 
 class GridSweepResponse(BaseModel):
@@ -548,8 +550,21 @@ def api_sweep(
     for key in SWEEP_OUTPUTS:
         col = batch[key]
         columns[key] = [None if v != v else float(v) for v in col.tolist()]
+    import numpy as np
+
+    from dtsim.models.decentralized.warning_rules import CODES
+
+    bits = [int(b) for b in np.asarray(batch["warning_bits"], dtype=np.int64).reshape(-1).tolist()]
+    n = len(columns[SWEEP_OUTPUTS[0]])
+    bits = bits if len(bits) == n else bits * n  # a condition every row shares is one value
     return SweepResponse(
-        field=req.field, values=[float(v) for v in values], mode=batch["mode"].tolist(), columns=columns
+        field=req.field,
+        values=[float(v) for v in values],
+        mode=batch["mode"].tolist(),
+        columns=columns,
+        # what the grid form (vary) and simulate say of each point: it was left out here
+        feasible=[bool(x) for x in np.broadcast_to(np.asarray(batch["feasible"]), (n,)).tolist()],
+        warnings=[[c for k, c in enumerate(CODES) if b >> k & 1] for b in bits],
     )
 
 
