@@ -179,7 +179,10 @@ def test_one_field_sweep_keeps_its_body_and_response(client):
     resp = client.post("/api/sweep", json={"scenario": {"num_nodes": 100}, "field": "num_nodes", "points": 5})
     assert resp.status_code == 200
     data = resp.json()
-    assert set(data) == {"field", "values", "mode", "columns"} and data["field"] == "num_nodes"
+    assert (
+        set(data) == {"field", "values", "mode", "columns", "feasible", "warnings"}
+        and data["field"] == "num_nodes"
+    )
     assert len(data["values"]) == len(data["mode"]) == len(data["columns"]["wall_clock_days"])
     explicit = client.post("/api/sweep", json={"field": "mfu", "values": [0.2, 0.4]}).json()
     assert explicit["values"] == [0.2, 0.4]

@@ -336,3 +336,25 @@ def test_public_sweep_matches_simulate_row_by_row():
         "analyse",
         "run",
     }
+
+
+def test_a_whole_number_range_says_when_rounding_merged_its_points():
+    """num_nodes=8:20:30 ran 13 points and said nothing of the other 17 (CLI and API alike)."""
+    from fastapi.testclient import TestClient
+
+    from dtsim.interfaces.api.app import create_app
+
+    r = runner.invoke(app, ["sweep", "--vary", "num_nodes=8:20:30"])
+    text = " ".join(r.output.split())
+    assert r.exit_code == 0 and "num_nodes: 30 points asked, 13 distinct whole numbers" in text, r.output
+    r = runner.invoke(app, ["sweep", "--vary", "num_nodes=8:20:30", "--json"])
+    assert r.exit_code == 0 and "30 points asked" in r.stderr and len(json.loads(r.stdout)) == 13
+    c = TestClient(create_app(ui=False))
+    got = c.post(
+        "/api/sweep", json={"vary": [{"field": "num_nodes", "start": 8, "stop": 20, "num": 30}]}
+    ).json()
+    assert got["points"] == 13 and got["notes"] and "30 points asked" in got["notes"][0]
+    got = c.post(
+        "/api/sweep", json={"vary": [{"field": "num_nodes", "start": 8, "stop": 20, "num": 13}]}
+    ).json()
+    assert got["notes"] == []

@@ -41,9 +41,19 @@ class Axis:
     spec: str
     log: bool = False
     numeric: bool = True
+    asked: int | None = None  # points a start:stop:num range asked for, where rounding merged some
 
     def __len__(self) -> int:
         return len(self.values)
+
+    def note(self) -> str | None:
+        """What rounding a whole-number range did, in words (None where every asked point is its own)."""
+        if self.asked is None or self.asked == len(self.values):
+            return None
+        return (
+            f"{self.field}: {self.asked:,} points asked, {len(self.values):,} distinct whole numbers "
+            "(the others rounded onto them and were run once)"
+        )
 
 
 def _number(field_name: str, text: str, spec: str) -> float:
@@ -94,6 +104,7 @@ def parse_vary(spec: str) -> Axis:
             rounded = np.round(values)
             _, first = np.unique(rounded, return_index=True)
             values = rounded[np.sort(first)]
+            return Axis(name, values, spec, log=log, asked=num)
         return Axis(name, values, spec, log=log)
     items = [v.strip() for v in rhs.split(",")]
     if any(not v for v in items):

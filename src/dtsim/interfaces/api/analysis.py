@@ -401,6 +401,8 @@ def grid_sweep_work(
             "constants": result.constants,
             "columns": ops.grid_columns(result, names),
             "numeric_outputs": [k for k in metric_names(result) if k not in {a.field for a in axes}],
+            # a whole-number range whose rounding merged points says so (the points were silently fewer)
+            "notes": [n for n in (a.note() for a in axes) if n],
         }
     )
 

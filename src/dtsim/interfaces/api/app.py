@@ -195,6 +195,11 @@ class GridSweepResponse(BaseModel):
         description="One list per varied field and output, a value per point."
     )
     numeric_outputs: list[str]
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What the grid did that was not asked in so many words: a whole-number range whose "
+        "rounding merged points.",
+    )
 
 
 class ApiError(Exception):

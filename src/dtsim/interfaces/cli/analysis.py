@@ -163,6 +163,10 @@ def sweep(
     if as_json:
         from dtsim.interfaces.operations import grid_columns
 
+        for a in result.axes:  # the records stay one JSON document; what rounding merged goes to stderr
+            if a.note():
+                err.print(f"note: {a.note()}", highlight=False)
+
         columns = grid_columns(result)  # an undefined value (no draw defined at a point) is null, never NaN
         records = [dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)]
         payload: Any = records if bands is None else {"points": records, "uncertainty": bands.as_dict()}
@@ -175,6 +179,9 @@ def sweep(
         f"{result.n:,} points ({' × '.join(f'{a.field} {len(a)}' for a in result.axes)}) "
         f"in {result.seconds:.2f} s by the batch path"
     )
+    for a in result.axes:
+        if a.note():
+            c.print(f"note: {a.note()}", highlight=False)
     from dtsim.models.decentralized.warning_rules import CODES
 
     bits = np.asarray(result.columns.get("warning_bits", np.zeros(result.n)), dtype=np.int64)
