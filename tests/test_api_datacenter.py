@@ -386,3 +386,17 @@ def test_an_unknown_model_lists_every_id_without_pydantics_prefix():
     (problem,) = [p for p in r.json()["detail"] if p["field"] == "model"]
     assert r.status_code == 422 and problem["message"].startswith("must be a catalog model id (")
     assert all(m in problem["message"] for m in architectures()) and "..." not in problem["message"]
+
+
+def test_a_whole_number_float_is_the_integer_json_schema_allows(client):
+    """A Python client's 48.0 for `nodes` was refused ("Input should be a valid integer") where JSON
+    Schema's integer takes it and /api/simulate did: taken now; 48.5 and true are still refused."""
+    base = {"model": "gpt3-175b", "tp": 8, "pp": 12, "gbs": 1536}
+    assert (
+        client.post("/api/step", json={**base, "nodes": 48.0}).json()
+        == client.post("/api/step", json={**base, "nodes": 48}).json()
+    )
+    for bad in (48.5, True, "48"):
+        r = client.post("/api/step", json={**base, "nodes": bad})
+        assert r.status_code == 422 and r.json()["detail"][0]["field"] == "nodes", bad
+    assert client.post("/api/collective", json={"ranks": 8.0}).status_code == 200

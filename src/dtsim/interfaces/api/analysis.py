@@ -29,6 +29,7 @@ from dtsim import catalog
 from dtsim.errors import ScenarioError
 from dtsim.interfaces import operations as ops
 from dtsim.interfaces.api import jobs
+from dtsim.interfaces.api.base import ApiRequest
 
 ProgressFn = Callable[[float], None]
 PresetId = Literal[tuple(catalog.scenario_presets())]  # type: ignore[valid-type]
@@ -103,7 +104,7 @@ def _base(scenario: dict[str, Any], preset: str | None):
 # --- requests -----------------------------------------------------------------------------------------------
 
 
-class ChipFields(BaseModel):
+class ChipFields(ApiRequest):
     peak_tflops: float | None = Field(
         None,
         gt=0,
@@ -154,14 +155,14 @@ class LimitsSearchRequest(ChipFields):
     memory: MemoryCheck = Field("per-gpu", description="Memory check.")
 
 
-class ValidateRequest(BaseModel):
+class ValidateRequest(ApiRequest):
     model_config = ConfigDict(**STRICT, json_schema_extra={"examples": [{"subset": ["NCCL", "MEG21"]}]})
     subset: Names | None = Field(
         None, min_length=1, max_length=MAX_LIST, description="Group names or record ids (default: all)."
     )
 
 
-class ScenarioBase(BaseModel):
+class ScenarioBase(ApiRequest):
     scenario: dict[str, Any] = Field(
         default_factory=dict,
         description="Base scenario fields over the preset (network, MFU, stragglers…); a distribution runs "

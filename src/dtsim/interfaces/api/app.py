@@ -45,6 +45,7 @@ from dtsim.assumptions import table as assumptions_table
 from dtsim.errors import ScenarioError, problems_body
 from dtsim.interfaces.api import jobs
 from dtsim.interfaces.api.analysis import MAX_GRID_POINTS
+from dtsim.interfaces.api.base import ApiRequest
 from dtsim.interfaces.api.jobs import INTERNAL_ERROR
 from dtsim.models.decentralized.engine import simulate
 from dtsim.models.decentralized.result import Result
@@ -88,7 +89,7 @@ class SimulateResponse(RootModel[Result | SimulateBatchResult]):
     pass
 
 
-class VaryAxis(BaseModel):
+class VaryAxis(ApiRequest):
     """One axis of a grid sweep (`dtsim sweep --vary`): its values, or start, stop and num."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -105,7 +106,7 @@ class VaryAxis(BaseModel):
     log: bool = Field(False, description="Log-spaced range (start and stop > 0).")
 
 
-class SweepRequest(BaseModel):
+class SweepRequest(ApiRequest):
     model_config = ConfigDict(
         extra="forbid",
         strict=True,  # true is not 1, "2" is not 2
@@ -140,7 +141,7 @@ class SweepRequest(BaseModel):
     )
 
 
-class SensitivityRequest(BaseModel):
+class SensitivityRequest(ApiRequest):
     model_config = ConfigDict(
         extra="forbid",
         strict=True,  # 0 is not false, "2" is not 2

@@ -27,6 +27,7 @@ from starlette.concurrency import run_in_threadpool
 from dtsim import catalog
 from dtsim.errors import ScenarioError
 from dtsim.interfaces import operations as ops
+from dtsim.interfaces.api.base import ApiRequest
 from dtsim.models.datacenter.step import StepResult
 from dtsim.models.datacenter.workload import Cluster, Layout
 from dtsim.models.network import ALLREDUCE_ALGORITHMS, OPS
@@ -79,7 +80,7 @@ def _like(cls: type[BaseModel], name: str, description: str | None = None, optio
     return Annotated[(kind, *info.metadata, Field(description=description or info.description))]
 
 
-class WorkloadFields(BaseModel):
+class WorkloadFields(ApiRequest):
     """What step and plan both take: the model (a catalog id, an architecture's fields, or the shape
     fields alone, which also override a catalog model's as the CLI's shape flags do), the cluster with
     its network, and the run."""
@@ -304,7 +305,7 @@ class PlanRequest(WorkloadFields):
         return PlanOptions(**options)
 
 
-class CollectiveRequest(BaseModel):
+class CollectiveRequest(ApiRequest):
     """`dtsim collective`."""
 
     model_config = ConfigDict(
@@ -338,7 +339,7 @@ class CollectiveRequest(BaseModel):
     )
 
 
-class FabricRequest(BaseModel):
+class FabricRequest(ApiRequest):
     """`dtsim fabric`, at its units; the defaults are Camilli 2025's 10 GW, 23-datacenter scenario. The
     upper bounds are dtsim.fabric's (in SI units) at these units."""
 

@@ -10,9 +10,10 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from dtsim import catalog
+from dtsim.interfaces.api.base import ApiRequest
 from dtsim.models import dataparallel as dpm
 
 GpuId = Literal[tuple(catalog.gpus())]  # type: ignore[valid-type]
@@ -41,7 +42,7 @@ def register(router: APIRouter, responses: dict[int | str, dict[str, Any]]) -> N
         )
 
 
-class RankSetup(BaseModel):
+class RankSetup(ApiRequest):
     """One data-parallel rank and its all-reduce (defaults: Data Parallelism from Associativity's H100
     on a 900 GB/s link, α = 0)."""
 
@@ -137,7 +138,7 @@ class OverlapRequest(RankSetup):
     comm_ms: float | None = Field(None, ge=0, le=dpm.BIG, description="All-reduce time, ms.")
 
 
-class SyncBandwidthRequest(BaseModel):
+class SyncBandwidthRequest(ApiRequest):
     model_config = ConfigDict(
         **STRICT,
         json_schema_extra={"examples": [{"params_b": 72000, "precision": "bf16", "sync_budget_ms": 250}]},
@@ -155,7 +156,7 @@ class SyncBandwidthRequest(BaseModel):
     bandwidth_gbps: float | None = Field(None, gt=0, le=dpm.BIG, description="A link's bandwidth, Gbit/s.")
 
 
-class TrafficRequest(BaseModel):
+class TrafficRequest(ApiRequest):
     model_config = ConfigDict(
         **STRICT,
         json_schema_extra={
