@@ -87,7 +87,9 @@ def basis() -> str:
 
 NOT_PACKAGED = (
     "no model-error interval: a calibration file, calibrated=False or a clock-derate override changes the "
-    "model, and the packaged interval describes the packaged model's error"
+    "model, and the packaged interval describes the packaged model's error; any range shown leaves the "
+    "model's own error out, so it is narrower than the error the prediction may have (a calibration's "
+    "in-sample fit, rms_log_error in its file, is a lower bound on it)"
 )
 
 
