@@ -671,14 +671,25 @@ def test_calibrate_cli_writes_with_provenance(tmp_path):
     assert {k: v for k, v in json.loads(as_json.read_text()).items() if k != "date"} == {
         k: v for k, v in doc.items() if k != "date"
     }
-    # validate with that file: only MEG21/KOR22 count as calibration; the WAN window is missing, so
-    # the window-limited INTELLECT-1 rows say why they cannot be predicted
+    # validate with that file: it is laid over the packaged calibration, so the constants it does not
+    # fit keep their packaged values (and the rows those were fitted on stay calibration rows); until
+    # 2026-11-26 it replaced the packaged calibration, and the window-limited INTELLECT-1 rows lost
+    # their fitted TCP window
+    packaged = json.loads(runner.invoke(app, ["validate", "--json"]).stdout)
     r = runner.invoke(app, ["validate", "--calibration", str(out), "--json"])
     d = json.loads(r.stdout)
     roles = {x["id"]: x["role"] for x in d["runs"]}
-    assert roles["MEG21-1.7B"] == "calibration" and roles["NCCL-A100x8"] == "check"
+    assert roles["MEG21-1.7B"] == "calibration" and roles["NCCL-A100x8"] == "calibration"
+    before = {x["id"]: x["predicted"] for x in packaged["runs"]}
     i1 = next(x for x in d["runs"] if x["id"] == "INTELLECT1-USEU")
-    assert i1["predicted"] is None and "tcp_window_bytes" in i1["reason"]
+    assert i1["predicted"] == before["INTELLECT1-USEU"]
+    # a fit of the NCCL rows alone leaves every A100 training prediction as it was
+    nccl = tmp_path / "nccl.yaml"
+    assert runner.invoke(app, ["calibrate", "--subset", "NCCL", "--out", str(nccl)]).exit_code == 0
+    d = json.loads(runner.invoke(app, ["validate", "--calibration", str(nccl), "--json"]).stdout)
+    after = {x["id"]: x["predicted"] for x in d["runs"]}
+    assert all(after[k] == before[k] for k in before if k.startswith(("MEG21", "KOR22")))
+    assert after["NCCL-latency-IB"] == pytest.approx(before["NCCL-latency-IB"])
     r = runner.invoke(app, ["calibrate", "--dry-run", "--subset", "THESIS-CAL"])
     assert r.exit_code == 0 and "nothing written" in r.stdout
     r = runner.invoke(app, ["validate", "--calibration", str(tmp_path / "missing.yaml")])

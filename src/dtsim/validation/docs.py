@@ -49,6 +49,10 @@ def render() -> str:
         "schema as the bundled files). A record's `unit` must be the one its metric is compared in",
         "(`validation/records.METRIC_UNITS`: busbw_gb_s in GB/s, wall_clock_days in days, ...), and a",
         "rejected record makes `validate` and `calibrate` exit 1 (`calibrate` then writes nothing).",
+        "A `--runs` folder is read as one set: a record may name a group another of its files defines.",
+        "`dtsim calibrate --out FILE` keeps an existing FILE unless `--force`. A calibration file given",
+        "with `--calibration` is laid over the packaged calibration: the constants it fits replace theirs,",
+        "every other stays packaged (a fit of NCCL rows alone leaves the A100 clock derate as it was).",
         "",
     ]
     pooled = result.datacenter_check

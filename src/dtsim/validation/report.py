@@ -85,6 +85,7 @@ class ValidationReport:
     files: list[str]
     seconds: float
     skipped_files: list[str] = field(default_factory=list)  # in --runs, not YAML: not read
+    calibration_laid_over: dict[str, Any] | None = None  # a user's file: the calibration it lies over
 
     @property
     def bounds_ok(self) -> bool:
@@ -151,6 +152,7 @@ class ValidationReport:
             "summary": {name: asdict(s) for name, s in self.summary.items()},
             "calibration": {
                 "date": self.calibration_date,
+                "laid_over": self.calibration_laid_over,
                 "subset": self.calibration_subset,
                 "constants": [asdict(c) for c in self.constants],
             },

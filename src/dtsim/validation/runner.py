@@ -236,6 +236,8 @@ def _validate(
         runs=rows,
         summary=summary,
         calibration_date=doc.get("date"),
+        # a user's file laid over the packaged calibration names both (calibration_file.overlay)
+        calibration_laid_over=doc.get("laid_over"),
         calibration_subset=doc.get("subset"),
         constants=constants_table(doc),
         problems=[p.__dict__ for p in dataset.problems],

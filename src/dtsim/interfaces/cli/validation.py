@@ -208,7 +208,12 @@ def validate(
     if verdicts:
         con.print(f"Fit verdicts: {verdicts}", highlight=False)
     c = table(
-        title=f"Fitted constants in use (calibration of {result.calibration_date})",
+        title=f"Fitted constants in use (calibration of {result.calibration_date}"
+        + (
+            f", laid over the packaged calibration of {result.calibration_laid_over.get('date')})"
+            if result.calibration_laid_over
+            else ")"
+        ),
         title_justify="left",
     )
     for col in ("section", "name", "constant", "value", "fitted on"):
