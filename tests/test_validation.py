@@ -910,3 +910,52 @@ def test_a_runs_folder_shares_its_groups_and_names_what_it_does_not_read(tmp_pat
     r = runner.invoke(app, ["validate", "--runs", str(tmp_path), "--subset", "MYG", "--json"])
     assert r.exit_code == 1 and [Path(p).name for p in json.loads(r.stdout)["skipped_files"]] == ["more.csv"]
     assert "not read" in r.stderr and "more.csv" in r.stderr
+
+
+def test_a_fit_pinned_at_the_end_of_its_range_is_named_and_not_written(tmp_path):
+    """A trial user's records in the wrong unit (×8: per node, not per GPU) fitted a constant at the end
+    of its search range, and calibrate wrote it with exit 0. It is named now; nothing is written unless
+    --force, and then the file carries the verdict."""
+    doc = {
+        "groups": {
+            "FAST": {
+                "description": "busbw eight times NVLink 4's wire",
+                "role": "calibration",
+                "defaults": {
+                    "kind": "collective",
+                    "certainty": "user",
+                    "op": "allreduce",
+                    "convention": "nccl-busbw",
+                    "metric": "busbw_gb_s",
+                    "unit": "GB/s",
+                    "gpus_per_node": 8,
+                    "source": "me",
+                },
+            }
+        },
+        "records": [
+            {
+                "id": "FAST-1",
+                "group": "FAST",
+                "measured": 2880.0,
+                "ranks": 8,
+                "size_bytes": 8589934592,
+                "intra_fabric": "nvlink4",
+            }
+        ],
+    }
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "r.yaml").write_text(yaml.safe_dump(doc))
+    out = tmp_path / "cal.yaml"
+    r = runner.invoke(app, ["calibrate", "--runs", str(runs), "--subset", "FAST", "--out", str(out)])
+    text = " ".join((r.stdout + r.stderr).split())
+    assert r.exit_code == 1 and "pinned: fabrics.nvlink4.efficiency" in text and "upper end" in text, text
+    assert "nothing written" in text and not out.exists()
+    r = runner.invoke(
+        app, ["calibrate", "--runs", str(runs), "--subset", "FAST", "--out", str(out), "--force"]
+    )
+    assert r.exit_code == 0 and yaml.safe_load(out.read_text())["pinned"]
+    # the file still reads as a calibration (a refused file is exit 2, naming --calibration)
+    r = runner.invoke(app, ["validate", "--subset", "NCCL", "--calibration", str(out)])
+    assert r.exit_code != 2 and "error: --calibration" not in r.output

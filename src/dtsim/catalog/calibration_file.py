@@ -16,7 +16,7 @@ from typing import Any
 from dtsim import catalog
 from dtsim.errors import ScenarioError
 
-SECTIONS = ("about", "subset", "date", "method", "generations", "fabrics", "testbed", "wan")
+SECTIONS = ("about", "subset", "date", "method", "pinned", "generations", "fabrics", "testbed", "wan")
 # section → {constant: (lowest, highest, whether the lowest is allowed)}
 _ENTRY_CONSTANTS = {
     "generations": {"clock_derate": (0.0, 1.0, False)},

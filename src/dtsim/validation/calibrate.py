@@ -210,6 +210,9 @@ def calibrate(
         doc["generations"][gen] = {"clock_derate": round(value, 4)}
         _record_fit(doc["generations"][gen], recs, doc)
     meter.add(meter.total)  # done (a fabric row that is neither kind made the total an upper bound)
+    pinned = doc.pop("pinned", {})
+    if pinned:
+        doc["pinned"] = list(pinned.values())
     return doc
 
 
@@ -236,7 +239,21 @@ def _fit(
             meter.add(len(recs))
         return _loss(recs, trial)
 
-    return _golden(loss, lo, hi, log=log, iterations=GOLDEN_ITERATIONS)
+    value = _golden(loss, lo, hi, log=log, iterations=GOLDEN_ITERATIONS)
+    span = (math.log(hi) - math.log(lo)) if log else (hi - lo)
+    where = f"{section}.{name}.{key}"
+    doc.get("pinned", {}).pop(where, None)  # a later pass of the same constant replaces the verdict
+    for end, bound in (("lower", lo), ("upper", hi)):
+        gap = abs(math.log(value / bound)) if log else abs(value - bound)
+        if gap <= 1e-6 * span:  # the search ran into an end of its range: the records ask for more
+            doc.setdefault("pinned", {})[where] = (
+                f"{where} = {value:.4g} sits at the {end} end of its search range "
+                f"[{lo:g}, {hi:g}] (fitted on {', '.join(r.id for r in recs[:3])}"
+                + (" …" if len(recs) > 3 else "")
+                + "): the records ask for a value the model does not allow; check their units "
+                "(per GPU or per node, GB/s or Gbit/s)"
+            )
+    return value
 
 
 def _record_fit(entry: dict[str, Any], recs: list[Any], doc: dict[str, Any]) -> None:

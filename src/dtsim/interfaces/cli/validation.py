@@ -285,6 +285,9 @@ def calibrate(
         target = None
         if data.problems:  # a calibration that silently left out the user's records would be lost work
             dry_run = True
+        pinned = doc.get("pinned") or []
+        if pinned and not force:  # a constant stuck at its range's end is no fit: written only if asked
+            dry_run = True
         if not dry_run:
             try:
                 target = write(doc, out)
@@ -297,8 +300,10 @@ def calibrate(
         return
     for p in data.problems:
         console(stderr=True).print(f"[bold red]rejected:[/bold red] {p}", highlight=False)
+    for line in pinned:
+        console(stderr=True).print(f"[bold yellow]pinned:[/bold yellow] {line}", highlight=False)
     _skipped_note(data)
-    code = 1 if data.problems else 0
+    code = 1 if data.problems or (pinned and not force) else 0
     if as_json:
         print_json(doc)
         raise typer.Exit(code)
@@ -322,6 +327,12 @@ def calibrate(
         con.print(
             f"[red]nothing written: {len(data.problems)} records were rejected (listed above); fix them, or "
             "drop --runs, and fit again[/red]",
+            highlight=False,
+        )
+    elif pinned and not force:
+        con.print(
+            f"[red]nothing written: {len(pinned)} constant(s) sit at an end of their search range (listed "
+            "above), so the records ask for more than the model allows; check them, or --force to write it[/red]",
             highlight=False,
         )
     else:
