@@ -959,3 +959,31 @@ def test_a_fit_pinned_at_the_end_of_its_range_is_named_and_not_written(tmp_path)
     # the file still reads as a calibration (a refused file is exit 2, naming --calibration)
     r = runner.invoke(app, ["validate", "--subset", "NCCL", "--calibration", str(out)])
     assert r.exit_code != 2 and "error: --calibration" not in r.output
+
+
+def test_a_share_of_the_peak_over_100_percent_is_rejected(tmp_path):
+    """A trial user's MFU of 250 % validated with exit 0: a share of the whole over 100 % is a unit slip."""
+    doc = {
+        "records": [
+            {
+                "id": "OVER",
+                "group": "MPT",
+                "kind": "datacenter",
+                "certainty": "user",
+                "source": "me",
+                "metric": "mfu",
+                "convention": "model",
+                "unit": "%",
+                "measured": 250.0,
+                "model": "llama3.1-8b",
+                "cluster": {"gpu": "h100-sxm", "nodes": 1},
+                "layout": {"tp": 1, "gbs": 16},
+            }
+        ]
+    }
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(doc))
+    d = load_dataset(tmp_path)
+    assert [(p.record, p.field) for p in d.problems] == [("OVER", "record")] or [
+        p.record for p in d.problems
+    ] == ["OVER"]
+    assert "250 % is over 100 %" in d.problems[0].reason

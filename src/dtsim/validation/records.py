@@ -87,6 +87,14 @@ class _Base(BaseModel):
                     "allowed": " or ".join(repr(u) for u in allowed),
                 },
             )
+        if getattr(self, "metric", "") in ("mfu", "hfu", "compute_utilization") and self.measured > 100:
+            # a share of the peak (or of the wall clock) over 100 % is no measurement: a unit slip
+            raise PydanticCustomError(
+                "over_peak",
+                "measured: {measured} % is over 100 %: {metric} is a share of the whole; was it per node "
+                "instead of per GPU, or another unit?",
+                {"measured": f"{self.measured:g}", "metric": self.metric},
+            )
         return self
 
 
