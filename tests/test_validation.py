@@ -987,3 +987,42 @@ def test_a_share_of_the_peak_over_100_percent_is_rejected(tmp_path):
         p.record for p in d.problems
     ] == ["OVER"]
     assert "250 % is over 100 %" in d.problems[0].reason
+
+
+def test_a_group_declared_calibration_but_not_fitted_is_explained(tmp_path):
+    """A trial user's groups declared role: calibration showed as check with no word why."""
+    doc = {
+        "groups": {
+            "MINECAL": {
+                "description": "mine",
+                "role": "calibration",
+                "defaults": {
+                    "kind": "collective",
+                    "certainty": "user",
+                    "op": "allreduce",
+                    "convention": "nccl-busbw",
+                    "metric": "busbw_gb_s",
+                    "unit": "GB/s",
+                    "gpus_per_node": 8,
+                    "source": "me",
+                },
+            }
+        },
+        "records": [
+            {
+                "id": "MC-1",
+                "group": "MINECAL",
+                "measured": 360.0,
+                "ranks": 8,
+                "size_bytes": 8589934592,
+                "intra_fabric": "nvlink4",
+            }
+        ],
+    }
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(doc))
+    r = runner.invoke(app, ["validate", "--runs", str(tmp_path), "--subset", "MINECAL"])
+    text = " ".join(r.output.split())
+    assert "declared role: calibration whose rows are predictions here (MINECAL)" in text, r.output
+    assert "declared role" not in " ".join(
+        runner.invoke(app, ["validate", "--subset", "NCCL"]).output.split()
+    )

@@ -221,6 +221,20 @@ def validate(
     for row in result.constants:
         c.add_row(row.section, row.name, row.constant, f"{row.value:.4g}", _ids(row.fitted_on))
     con.print(c)
+    declared = sorted(
+        {
+            r.group
+            for r in result.runs
+            if r.role == "check" and getattr(data.groups.get(r.group), "role", None) == "calibration"
+        }
+    )
+    if declared:  # the role column says check: why, and how they become calibration rows
+        con.print(
+            f"Groups declared role: calibration whose rows are predictions here ({', '.join(declared)}): a row "
+            "is a calibration row only where the constants in use were fitted on it; fit them with `dtsim "
+            "calibrate --runs DIR --subset GROUP --out FILE`, then pass --calibration FILE.",
+            highlight=False,
+        )
     unbounded = [
         f"{name} {s.median_abs_error:.0%}"
         for name, s in result.summary.items()
