@@ -326,6 +326,14 @@ def test_calibration_file_changes_step_and_plan(tmp_path):
         for x in ([], ["--calibration", str(same)], ["--calibration", str(changed)])
     ]
     assert best[0] == best[1] < best[2]
+    # the answer names the calibration it used (it said only "a calibration file")
+    r = runner.invoke(app, [*STEP_ARGS, "--calibration", str(changed)])
+    named = json.loads(r.stdout)["calibration"]
+    assert named["file"] == str(changed) and named["date"] == doc["date"] and named["subset"] == doc["subset"]
+    r = runner.invoke(app, [*plan, "--calibration", str(changed)])
+    assert json.loads(r.stdout)["calibration"]["file"] == str(changed)
+    r = runner.invoke(app, [*STEP_ARGS[:-1], "--calibration", str(changed)])  # the text, without --json
+    assert "".join(f"calibration: {changed}".split()) in "".join(r.stderr.split())
 
 
 @pytest.mark.parametrize(

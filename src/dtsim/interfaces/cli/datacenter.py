@@ -278,6 +278,32 @@ CalibrationOpt = Annotated[
 ]
 
 
+def calibration_named(path: Path | None, doc: dict[str, Any] | None) -> dict[str, Any]:
+    """`calibration` of step's and plan's JSON where --calibration was given: the file, its date and
+    the subset it was fitted on (laid over the packaged calibration, calibration_file.overlay)."""
+    if path is None or doc is None:
+        return {}
+    return {
+        "calibration": {
+            "file": str(path),
+            "date": doc.get("date"),
+            "subset": doc.get("subset"),
+            "laid_over": "the packaged calibration (constants the file does not fit keep their values)",
+        }
+    }
+
+
+def calibration_line(path: Path | None, doc: dict[str, Any] | None) -> str | None:
+    """The text output's line naming the calibration in use (None without --calibration)."""
+    named = calibration_named(path, doc).get("calibration")
+    if named is None:
+        return None
+    subset = ", ".join(map(str, named["subset"] or [])) or "?"
+    return (
+        f"calibration: {named['file']} (of {named['date']}, fitted on {subset}), laid over the packaged one"
+    )
+
+
 def calibration_option(path: Path | None) -> dict[str, Any] | None:
     """The checked document of `--calibration FILE` (None: the packaged calibration); a ScenarioError
     naming the option, the path and the problem otherwise."""
@@ -777,7 +803,7 @@ def step(
             payload = {"layouts": [step_payload(r, sw, name) for r, sw, name in results]}
             if dmc is not None:
                 payload |= dmc.as_dict()
-            print_json(payload)
+            print_json(payload | calibration_named(calibration, doc))
         else:
             print_layout_table(
                 [r for r, _, _ in results],
@@ -794,9 +820,11 @@ def step(
         payload = step_payload(result, software)
         if dmc is not None:
             payload |= {k: v for k, v in dmc.as_dict().items() if k != "layout_uncertainty"}
-        print_json(payload)
+        print_json(payload | calibration_named(calibration, doc))
         return
     con = console()
+    if calibration_line(calibration, doc):
+        console(stderr=True).print(calibration_line(calibration, doc), highlight=False)
     t = table(
         title=f"{result.model} on {result.n_gpus} × {result.gpu}", title_justify="left", show_header=False
     )
@@ -1043,11 +1071,13 @@ def plan(
         payload = with_software(result.as_dict(), software)
         if dmc is not None:
             payload |= dmc.as_dict()
-        print_json(payload)
+        print_json(payload | calibration_named(calibration, doc))
         if not result.fits:
             raise typer.Exit(1)
         return
     con = console()
+    if calibration_line(calibration, doc):
+        console(stderr=True).print(calibration_line(calibration, doc), highlight=False)
     con.print(
         f"[bold]{result.model}[/bold] ({result.params_b:,.1f}B) on {result.n_gpus} × {result.gpu}: "
         f"{result.searched:,} layouts searched in {result.seconds:.2f} s"
