@@ -274,3 +274,27 @@ def test_api_refuses_an_unknown_software_naming_the_ids(client, path):
     assert resp.status_code == 422
     (problem,) = resp.json()["detail"]
     assert problem["field"] == "software" and "llm-foundry" in problem["message"]
+
+
+def test_a_profile_does_not_warn_about_a_setting_it_made_itself_at_tp_1():
+    """--software megatron-core-2024 at tp 1 warned "overlap_tp_comm needs tp > 1 … ignored", a setting
+    the user never made: the profile's TP overlap is a with_tp rule, as its sequence parallelism is."""
+    from typer.testing import CliRunner
+
+    from dtsim.interfaces.cli.main import app
+
+    args = [
+        "step",
+        "-m",
+        "llama3.1-8b",
+        "--gpu",
+        "h100-sxm",
+        "--gbs",
+        "16",
+        "--software",
+        "megatron-core-2024",
+    ]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0 and "needs tp > 1" not in r.output, r.output
+    r = CliRunner().invoke(app, [*args, "--tp", "1", "--overlap-tp-comm"])
+    assert "needs tp > 1" in " ".join(r.output.split())  # the user's own setting is still named
