@@ -433,3 +433,18 @@ def test_the_one_field_sweep_carries_each_points_feasible_and_warnings_as_the_gr
     a, b = one.json(), grid.json()
     assert a["feasible"] == b["columns"]["feasible"] == [False, False]
     assert a["warnings"] == b["columns"]["warnings"] and "INSUFFICIENT_NODES" in a["warnings"][0]
+
+
+def test_a_body_may_name_its_base_preset_as_a_scenario_file_does():
+    """A scenario file with `preset:` ran in the CLI and was refused over HTTP ("preset: unknown field")."""
+    c = TestClient(api.create_app(ui=False))
+    r = c.post("/api/simulate", json={"preset": "intellect-1", "num_nodes": 3})
+    assert r.status_code == 200
+    cli = json.loads(
+        CliRunner().invoke(
+            cli_app, ["simulate", "--preset", "intellect-1", "--set", "num_nodes=3", "--json"]
+        ).stdout
+    )
+    assert r.json()["wall_clock_days"] == cli["wall_clock_days"]
+    r = c.post("/api/simulate?preset=default", json={"preset": "intellect-1", "num_nodes": 3})
+    assert r.status_code == 422 and r.json()["detail"][0]["field"] == "preset"

@@ -439,8 +439,20 @@ def _load(fields: Any, preset: Any, prefix: str = "", operation: str = "/api/sim
                 for name, value in drawn
             ],
         )
+    if "preset" in fields and preset is not None and fields["preset"] != preset:
+        raise ApiError(
+            422,
+            [
+                (
+                    f"{prefix}preset",
+                    fields["preset"],
+                    f"the body names another base preset than ?preset={preset}: give one of them",
+                )
+            ],
+        )
     try:
-        return load_scenario(preset=preset, layers=[fields])
+        # a body's `preset` is its base, as a scenario file's `preset:` line is (the CLI took such a file)
+        return load_scenario(preset=preset, file_fields=fields)
     except ScenarioError as exc:
         raise ApiError(422, _scenario_problems(exc, prefix)) from None
 
@@ -487,8 +499,8 @@ async def api_simulate(
         PresetName | None, Query(description="Start from this preset; body fields override it.")
     ] = None,
 ) -> Any:
-    """Body: one scenario (the fields of `dtsim schema`), or `{"scenarios": [...]}` for a batch of up
-    to 1,000. Response: the result (the JSON of `dtsim simulate --json`), or `{"results": [...]}`."""
+    """Body: one scenario (the fields of `dtsim schema`, and optionally `preset`: its base, as a scenario
+    file's `preset:` line), or `{"scenarios": [...]}` for a batch of up to 1,000. Response: the result (the JSON of `dtsim simulate --json`), or `{"results": [...]}`."""
     body = _json_body(request)
     if isinstance(body, dict) and "scenarios" in body:
         items = body["scenarios"]
