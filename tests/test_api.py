@@ -441,10 +441,19 @@ def test_a_body_may_name_its_base_preset_as_a_scenario_file_does():
     r = c.post("/api/simulate", json={"preset": "intellect-1", "num_nodes": 3})
     assert r.status_code == 200
     cli = json.loads(
-        CliRunner().invoke(
-            cli_app, ["simulate", "--preset", "intellect-1", "--set", "num_nodes=3", "--json"]
-        ).stdout
+        CliRunner()
+        .invoke(cli_app, ["simulate", "--preset", "intellect-1", "--set", "num_nodes=3", "--json"])
+        .stdout
     )
     assert r.json()["wall_clock_days"] == cli["wall_clock_days"]
     r = c.post("/api/simulate?preset=default", json={"preset": "intellect-1", "num_nodes": 3})
     assert r.status_code == 422 and r.json()["detail"][0]["field"] == "preset"
+
+
+def test_head_answers_as_get_without_a_body():
+    """`curl -I` (HEAD) got 405 on GET endpoints, breaking HEAD health checks."""
+    c = TestClient(api.create_app(ui=False))
+    head, get = c.head("/api/presets"), c.get("/api/presets")
+    assert head.status_code == get.status_code == 200 and head.content == b""
+    assert head.headers["content-length"] == str(len(get.content))
+    assert c.head("/api/simulate").status_code == 405  # POST-only stays so

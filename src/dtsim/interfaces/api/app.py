@@ -239,6 +239,18 @@ class _ClientGone(Exception):
     pass
 
 
+def _head_as_get(scope, send):
+    """HEAD answered as GET without the body (RFC 9110 §9.3.2): the routes are GET-only, and a 405 to
+    `curl -I` broke health checks that use HEAD."""
+
+    async def headless(message):
+        if message["type"] == "http.response.body":
+            message = {**message, "body": b""}
+        await send(message)
+
+    return {**scope, "method": "GET"}, headless
+
+
 class RequestGuard:
     """ASGI middleware in front of the API and the page: size caps (413 body, 414 query string), the
     JSON-only rule for POST bodies (415), the body read once as any user input is (422 when it is not
@@ -254,6 +266,8 @@ class RequestGuard:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        if scope["method"] == "HEAD":  # a GET's status and headers without its body (health checks)
+            scope, send = _head_as_get(scope, send)
         if not _is_api(scope["path"]):
             return await self._guarded(scope, receive, send, False)
         # one client (its address) has at most MAX_REQUESTS_PER_CLIENT API requests in progress here, so
