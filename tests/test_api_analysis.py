@@ -201,7 +201,7 @@ def test_one_field_sweep_keeps_its_body_and_response(client):
         ("/api/target", {"local_flop": 1e24, "inner_steps": [0]}, "inner_steps", "integers 1–100000"),
         ("/api/target", {"local_flop": 1e24, "node": ["8xz80"]}, "node", "unknown node preset"),
         ("/api/target", {"local_flop": 1e24, "scenario": {"num_nodes": -1}}, "scenario.num_nodes", "≥ 1"),
-        ("/api/target", {"solve": "days", "params_b": 10, "budget": 5}, "budget", "does not go with --solve"),
+        ("/api/target", {"solve": "days", "params_b": 10, "budget": 5}, "budget", "does not go with solve"),
         ("/api/target", {"local_flop": 1e24, "preset": "nope"}, "preset", "Input should be"),
         ("/api/governance", {"precisions": ["fp3"]}, "precisions", "each must be"),
         ("/api/governance", {"targets": "1e25,auto"}, "targets", "'auto' is not a number"),
@@ -339,7 +339,7 @@ def test_api_refuses_a_scenario_field_the_search_sets(client):
     assert resp.status_code == 422
     assert resp.json()["detail"][0]["field"] == "scenario.parameters_b"
     resp = client.post("/api/governance", json={"scenario": {"precision": "fp16"}})
-    assert resp.status_code == 422 and "use --precisions" in resp.json()["detail"][0]["message"]
+    assert resp.status_code == 422 and "use precisions" in resp.json()["detail"][0]["message"]
 
 
 def test_api_sweep_refuses_a_scenario_field_it_varies(client):

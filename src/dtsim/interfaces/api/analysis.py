@@ -17,8 +17,10 @@ for the API's uncertainty), Dask (`--scheduler`, `--workers`), files (`--runs`, 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
+from functools import cache
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Request
@@ -73,7 +75,32 @@ def _field(name: str) -> str:
 
 
 def _refused(exc: ScenarioError, prefix: str = "") -> ScenarioError:
-    return ScenarioError([(prefix + _field(f), v, m) for f, v, m in exc.problems])
+    return ScenarioError([(prefix + _field(f), v, _body_words(m)) for f, v, m in exc.problems])
+
+
+_FLAG = re.compile(r"--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
+
+
+def _body_words(message: str) -> str:
+    """A message the CLI's checks wrote, with each option that is a field of these bodies named as the
+    field (`--min-nodes` → `min_nodes`); other text (a `dtsim ... --set` command line) is left as it is."""
+    fields = _body_fields()
+    return _FLAG.sub(lambda m: _field(m.group(0)) if _field(m.group(0)) in fields else m.group(0), message)
+
+
+@cache
+def _body_fields() -> frozenset[str]:
+    return frozenset(
+        name
+        for model in (
+            TargetRequest,
+            GovernanceRequest,
+            LimitsCurveRequest,
+            LimitsSearchRequest,
+            ValidateRequest,
+        )
+        for name in model.model_fields
+    )
 
 
 def _json(payload: Any) -> Any:
