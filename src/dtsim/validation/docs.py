@@ -32,6 +32,80 @@ def _uncertainty_section() -> list[str]:
     return [*UNCERTAINTY.format(median=median, fast=factor - 1.0, factor=factor).split("\n"), ""]
 
 
+PIPE = "\\|"  # a | inside a Markdown table cell
+
+
+def _type_text(annotation) -> str:
+    """A field's type as a reader of a record file wants it: int, number, text, a choice of words."""
+    import typing
+
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return " | ".join(repr(a) for a in typing.get_args(annotation))
+    if origin in (typing.Union, __import__("types").UnionType):
+        return " or ".join(_type_text(a) for a in typing.get_args(annotation) if a is not type(None))
+    if origin is typing.Annotated:
+        return _type_text(typing.get_args(annotation)[0])
+    names = {int: "integer", float: "number", str: "text", bool: "true/false", dict: "mapping"}
+    if annotation in names:
+        return names[annotation]
+    if origin in (list, tuple):
+        return "list"
+    if origin is dict:
+        return "mapping"
+    return getattr(annotation, "__name__", str(annotation))
+
+
+def _record_fields_section() -> list[str]:
+    """Every field a record of each kind takes (from the record models themselves, so it cannot drift),
+    and the unit each metric is compared in."""
+    from pydantic_core import PydanticUndefined
+
+    from dtsim.validation import records as rec
+
+    out = [
+        "## Record fields",
+        "",
+        "What a record file (`--runs DIR`) may hold, by `kind`, read from the record models",
+        "(`validation/records.py`). A group's `defaults:` give any of these to all its records.",
+        "",
+        "| metric | unit it is compared in |",
+        "| --- | --- |",
+        *(f"| {m} | {' or '.join(repr(u) for u in units)} |" for m, units in rec.METRIC_UNITS.items()),
+        "",
+    ]
+    models = (
+        rec.DatacenterRecord,
+        rec.CollectiveRecord,
+        rec.GemmRecord,
+        rec.TestbedRecord,
+        rec.DecentralizedRecord,
+        rec.ReferenceRecord,
+    )
+    for model in models:
+        kind = _type_text(model.model_fields["kind"].annotation)
+        out += [
+            f"### kind: {kind}",
+            "",
+            "| field | type | required / default | what it is |",
+            "| --- | --- | --- | --- |",
+        ]
+        for name, f in model.model_fields.items():
+            if name == "kind":
+                continue
+            if f.is_required():
+                need = "required"
+            elif f.default is PydanticUndefined or f.default is None:
+                need = "optional"
+            else:
+                need = f"default {f.default!r}"
+            what = " ".join((f.description or "").split()).replace("|", PIPE)
+            kinds = _type_text(f.annotation).replace("|", PIPE)
+            out.append(f"| {name} | {kinds} | {need} | {what} |")
+        out.append("")
+    return out
+
+
 def render() -> str:
     data = load_dataset()
     result = validate(data)
@@ -148,6 +222,7 @@ def render() -> str:
             why = (entry.worst_why or "").split("leaves out:")[0].rstrip("; ")
             out.append(f"Worst run: {entry.worst} ({entry.worst_error:+.1%})" + (f"; {why}." if why else "."))
             out.append("")
+    out += _record_fields_section()
     out.append("## Fitted constants")
     out.append("")
     subset = ", ".join(result.calibration_subset or [])

@@ -60,16 +60,26 @@ class _Base(BaseModel):
     # no infinite or NaN number in any field (a size_bytes of .inf was predicted as NaN and skipped in a
     # calibration; an added_delay_ms of .inf raised a ZeroDivisionError)
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-    id: str = Field(min_length=1, max_length=120)
-    group: str = Field(min_length=1, max_length=60)
+    id: str = Field(
+        min_length=1, max_length=120, description="Unique across every file read (bundled ones too)."
+    )
+    group: str = Field(
+        min_length=1,
+        max_length=60,
+        description="A group defined in `groups:` of any file read (or a bundled one); its defaults apply.",
+    )
     source: str = Field(min_length=1, description="Where the number comes from.")
     certainty: CERTAINTY = Field(
         description="P primary, P* verbatim transcription, S secondary, D derived (measured_runs.csv tags)."
     )
     measured: float = Field(gt=0, allow_inf_nan=False, description="The measured value, in `unit`.")
-    unit: str = Field(min_length=1)
-    assumptions: tuple[str, ...] = ()
-    notes: str = ""
+    unit: str = Field(
+        min_length=1, description="The unit of `measured`: the one its metric is compared in (above)."
+    )
+    assumptions: tuple[str, ...] = Field(
+        (), description="What the record assumes that its source does not state."
+    )
+    notes: str = Field("", description="Free text.")
 
     @model_validator(mode="after")
     def _unit_of_metric(self):
@@ -109,14 +119,20 @@ class DatacenterRecord(_Base):
         description="How the FLOPs behind the number were counted (reference README); required for the "
         "FLOP metrics.",
     )
-    model: str | dict[str, Any]
-    seq_len: int | None = Field(None, ge=1)
+    model: str | dict[str, Any] = Field(
+        description="A catalog model id (`dtsim step --help` lists them) or an architecture's fields."
+    )
+    seq_len: int | None = Field(None, ge=1, description="Training sequence length (default: the model's).")
     precision: Literal["bf16", "fp16", "fp8"] = "bf16"
     peak_precision: Literal["bf16", "fp16", "fp8"] | None = Field(
         None, description="The precision whose peak the reported MFU divides by (default: precision)."
     )
-    cluster: dict[str, Any]
-    layout: dict[str, Any]
+    cluster: dict[str, Any] = Field(
+        description="The cluster as `dtsim step` takes it: gpu, nodes, gpus_per_node, fabric, nics_per_node, …"
+    )
+    layout: dict[str, Any] = Field(
+        description="The parallel layout as `dtsim step` takes it: tp, pp, dp, gbs, mbs, zero, recompute, …"
+    )
     software: str | None = Field(
         None,
         description="Software profile (catalog/software.yaml) whose fields the layout took as defaults, "
