@@ -466,3 +466,22 @@ def test_sensitivity_refuses_correlated_inputs():
     )
     with pytest.raises(ScenarioError, match="independent inputs"):
         sensitivity(scenario, dists, n=8)
+
+
+def test_mfu_auto_under_uncertainty_says_its_model_error_is_not_drawn():
+    """simulate --uncertainty with mfu: auto drew nothing for the datacenter model's own error and said
+    nothing: a trial user's P10 sat on the point. It says so now, and not when mfu is drawn."""
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from dtsim.interfaces.cli.main import app
+
+    base = ["simulate", "--set", "parameters_b=8", "--set", "node=dgx-h100", "--set", "num_nodes=16"]
+    r = CliRunner().invoke(app, [*base, "--set", "mfu=auto", "--uncertainty", "64", "--seed", "1", "--json"])
+    assert r.exit_code == 0, r.output
+    assert any("point MFU in every draw" in w for w in _json.loads(r.stdout)["monte_carlo"]["warnings"])
+    r = CliRunner().invoke(
+        app, [*base, "--set", "mfu=0.4..0.55", "--uncertainty", "64", "--seed", "1", "--json"]
+    )
+    assert not any("point MFU" in w for w in _json.loads(r.stdout)["monte_carlo"]["warnings"])

@@ -588,6 +588,14 @@ def run_monte_carlo(
         )
     summary = {o: summarise(cols[o], levels) for o in outputs if np.asarray(cols[o]).dtype.kind in "fiu"}
     warnings = summary_warnings(summary, levels, samples)
+    if getattr(base, "mfu", None) == "auto" and "mfu" not in dists:
+        # mfu: auto is the datacenter model's point MFU in every draw: its own error is not drawn (step and
+        # plan give it an interval, models/datacenter/model_error.py)
+        warnings.append(
+            "mfu: auto is the datacenter model's point MFU in every draw: that model's own error (step's and "
+            "plan's model-error interval) is not drawn, so the ranges are narrower than they may be; give "
+            "mfu as a distribution (e.g. --set mfu=0.4..0.55) to draw it"
+        )
     from dtsim.schema.fields import INTEGER_FIELDS
 
     inputs = draws(dists, min(samples, DRIVER_DRAWS), seed, INTEGER_FIELDS)  # the drivers' prefix, again
