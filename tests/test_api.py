@@ -457,3 +457,19 @@ def test_head_answers_as_get_without_a_body():
     assert head.status_code == get.status_code == 200 and head.content == b""
     assert head.headers["content-length"] == str(len(get.content))
     assert c.head("/api/simulate").status_code == 405  # POST-only stays so
+
+
+def test_review_fixes_for_the_api():
+    """Whole numbers in integer lists; the grid sweep takes a body preset and names a distribution; the
+    body/query preset comparison ignores case; a quoted command line in a message keeps its flags."""
+    from dtsim.interfaces.api.analysis import _body_words
+
+    c = TestClient(api.create_app(ui=False))
+    assert c.post("/api/dataparallel/scaling", json={"ranks": [8.0, 16.0]}).status_code == 200
+    assert c.post("/api/dataparallel/scaling", json={"ranks": [8.5]}).status_code == 422
+    grid = {"vary": [{"field": "num_nodes", "values": [3, 4]}]}
+    assert c.post("/api/sweep", json={**grid, "scenario": {"preset": "intellect-1"}}).status_code == 200
+    r = c.post("/api/sweep", json={**grid, "scenario": {"mfu": {"dist": "uniform", "low": 0.3, "high": 0.5}}})
+    assert r.status_code == 422 and "is a distribution" in r.json()["detail"][0]["message"]
+    assert c.post("/api/simulate?preset=intellect-1", json={"preset": "INTELLECT-1"}).status_code == 200
+    assert _body_words("use --min-nodes or `target --solve days`") == "use min_nodes or `target --solve days`"

@@ -180,7 +180,7 @@ def test_one_field_sweep_keeps_its_body_and_response(client):
     assert resp.status_code == 200
     data = resp.json()
     assert (
-        set(data) == {"field", "values", "mode", "columns", "feasible", "warnings"}
+        set(data) == {"field", "values", "mode", "columns", "feasible", "warnings", "notes"}
         and data["field"] == "num_nodes"
     )
     assert len(data["values"]) == len(data["mode"]) == len(data["columns"]["wall_clock_days"])

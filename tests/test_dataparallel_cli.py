@@ -383,3 +383,20 @@ def test_strong_scaling_past_one_token_per_rank_is_not_a_step():
     assert rows[8192]["weak_efficiency"] > 0
     r = runner.invoke(app, ["dataparallel", "scaling", "--ranks", "1,8192", "--batch-tokens", "4096"])
     assert r.exit_code == 0 and "less than one token" in " ".join(r.output.split()), r.output
+
+
+def test_the_strong_scaling_limit_never_passes_one_token_per_rank():
+    out = run_json(
+        "scaling",
+        "--batch-tokens",
+        "100",
+        "--ranks",
+        "1,8,64,512",
+        "--params-b",
+        "0.001",
+        "--bandwidth-gbs",
+        "1000000",
+        "--target-efficiency",
+        "0.5",
+    )
+    assert out["strong_max_ranks"] == 100

@@ -866,7 +866,7 @@ def test_records_with_infinite_numbers_or_unnamed_links_are_rejected(tmp_path):
     (tmp_path / "r.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     d = load_dataset(tmp_path)
     problems = {p.record: (p.field, p.reason) for p in d.problems}
-    assert problems["CO-nan"] == ("measured", "nan: must be a finite number")
+    assert problems["CO-nan"] == ("measured", "nan: must be a number, not NaN")
     assert "-" not in problems
     assert problems["TB-d"][0] == "added_delay_ms" and "finite" in problems["TB-d"][1]
     assert problems["CO-inf"][0] == "size_bytes" and "finite" in problems["CO-inf"][1]
@@ -1026,3 +1026,36 @@ def test_a_group_declared_calibration_but_not_fitted_is_explained(tmp_path):
     assert "declared role" not in " ".join(
         runner.invoke(app, ["validate", "--subset", "NCCL"]).output.split()
     )
+
+
+def test_review_fixes_for_runs_calibration_overlay_and_out(tmp_path):
+    """A review of this session's changes: a --runs path that is no folder dropped the bundled records; a
+    hand-written clock derate took the packaged fit's provenance (its KOR22 rows became calibration
+    rows); --out /dev/zero was read whole; a NaN in a field the model reads no further was let by."""
+    d = load_dataset(tmp_path / "nope")
+    assert len(d.records) > 300 and [p.field for p in d.problems] == ["--runs"]
+    hand = tmp_path / "hand.yaml"
+    hand.write_text("generations:\n  ampere:\n    clock_derate: 0.7\n")
+    out = json.loads(
+        runner.invoke(app, ["validate", "--subset", "KOR22", "--calibration", str(hand), "--json"]).stdout
+    )
+    assert {r["role"] for r in out["runs"]} == {"check"}
+    amp = next(c for c in out["calibration"]["constants"] if c["name"] == "ampere")
+    assert amp["value"] == 0.7 and amp["fitted_on"] == [] and amp["rms_log_error"] is None
+    r = runner.invoke(app, ["calibrate", "--subset", "NCCL", "--out", "/dev/zero"])
+    assert r.exit_code == 2 and "not a regular file" in " ".join(r.output.split())
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    rec = {
+        "id": "U-6",
+        "group": "INTELLECT1",
+        "metric": "mfu",
+        "convention": "palm",
+        "unit": "% MFU",
+        "measured": 37.1,
+        "network": {"rtt_ms": 70},
+        "scenario": {"mfu": math.nan},
+    }
+    (runs / "b.yaml").write_text(yaml.safe_dump({"records": [rec]}))
+    d = load_dataset(runs)
+    assert [(p.record, p.field) for p in d.problems] == [("U-6", "scenario.mfu")]

@@ -164,3 +164,11 @@ def test_sweep_view_in_a_browser(server, tmp_path):
         assert not page.locator("[data-testid=import-error]").is_visible()
     assert hosts == {server.split("/")[2]}, f"the page reached beyond localhost: {hosts}"
     assert not errors, errors
+
+
+def test_the_page_says_when_rounding_merged_a_ranges_points():
+    from dtsim.interfaces.web.views.sweep import DEFAULTS, compute
+
+    data = compute(DEFAULTS | {"vary": "num_nodes=8:20:30"})
+    assert "30 points asked, 13 distinct whole numbers" in data["axes"][0]["note"]
+    assert compute(DEFAULTS | {"vary": "num_nodes=8:20:13"})["axes"][0]["note"] is None

@@ -156,6 +156,29 @@ def calibration_in_use(calibration: str | Path | dict[str, Any] | None, option: 
 FITTED = ("generations", "fabrics", "testbed", "wan")  # the sections of fitted constants
 
 
+PROVENANCE = ("fitted_on", "residuals", "rms_log_error")  # what a fit records beside its constants
+
+
+def _overlay_entry(base: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+    """One entry (a generation, a fabric, …) of a user's calibration over the packaged one: its
+    constants replace theirs, the packaged constants it does not set stay, and the provenance follows
+    the constants: the records the user's file names, plus the packaged ones only while a packaged
+    constant of the entry is still in use (a hand-written clock_derate is fitted on nothing, so the
+    packaged records it replaced become checks again); RMS and residuals are the user's only."""
+    mine = {k: v for k, v in entry.items() if k not in PROVENANCE}
+    kept = {k: v for k, v in base.items() if k not in PROVENANCE and k not in mine}
+    out = {**kept, **mine}
+    fitted = list(entry.get("fitted_on") or [])
+    if kept:
+        fitted += [r for r in base.get("fitted_on") or [] if r not in fitted]
+    if fitted:
+        out["fitted_on"] = fitted
+    for k in ("residuals", "rms_log_error"):
+        if k in entry:
+            out[k] = entry[k]
+    return out
+
+
 def overlay(base: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
     """A user's calibration laid over the one in effect (the packaged one): each constant the document
     fits replaces that constant, every other stays as it was. A calibration on a subset (NCCL rows only)
@@ -166,7 +189,7 @@ def overlay(base: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
         merged = {k: dict(v) if isinstance(v, dict) else v for k, v in (base.get(section) or {}).items()}
         for key, entry in (doc.get(section) or {}).items():
             if isinstance(entry, dict) and isinstance(merged.get(key), dict):
-                merged[key] = {**merged[key], **entry}
+                merged[key] = _overlay_entry(merged[key], entry)
             else:
                 merged[key] = entry
         if merged:

@@ -373,8 +373,14 @@ def scaling(
         compute_time_one_s=t_one,
         target_efficiency=e,
         weak_max_ranks=_max_ranks(float(dp.weak_scaling_max_ranks(t_c, size, bw, alpha, e)), weak_at, e),
-        strong_max_ranks=_max_ranks(
-            float(dp.strong_scaling_max_ranks(t_one, size, bw, alpha, e)), strong_at, e
+        # and never more ranks than the global batch has tokens (past that a rank holds no token: no step)
+        strong_max_ranks=min(
+            x
+            for x in (
+                _max_ranks(float(dp.strong_scaling_max_ranks(t_one, size, bw, alpha, e)), strong_at, e),
+                max(1, math.floor(big_b)),
+            )
+            if x is not None
         ),
         weak_limit=float(dp.weak_scaling_limit(t_c, size, bw, alpha)),
         strong_limit=0.0,

@@ -439,8 +439,8 @@ def collective(
                     algorithm,
                     f"sends half the bytes each way, each direction at the bandwidth of one link of a "
                     f"point-to-point ring; {src} is switched: a rank's sends to both neighbours share its "
-                    "port, which the one-way ring already fills, so it is no faster than ring there. Give "
-                    "the link's --bandwidth-gbs, or use --algorithm ring",
+                    "port, which the one-way ring already fills, so it is no faster than ring there: give "
+                    "the bandwidth of one link, or the ring algorithm",
                 )
             ]
         )

@@ -264,13 +264,19 @@ def _record_fit(entry: dict[str, Any], recs: list[Any], doc: dict[str, Any]) -> 
 
 def existing_calibration(path: Path) -> str:
     """Why `calibrate` will not write over `path`: what it holds (a calibration's date and subset, or
-    another file) and how to go on."""
-    what = "exists"
+    another file) and how to go on. Read through the input guard: a FIFO, a device or a huge file is
+    never opened in full."""
+    from dtsim.errors import ScenarioError
+    from dtsim.textfiles import read_text_file
+
     if path.is_dir():
         return "is a folder; give a file name"
+    if not path.is_file():
+        return "is not a regular file (a pipe, device or socket); give a file name"
+    what = "exists"
     try:
-        old = yaml.safe_load(path.read_text(encoding="utf-8")[:1_000_000])
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        old = yaml.safe_load(read_text_file(path, "--out"))
+    except (ScenarioError, yaml.YAMLError):
         old = None
     if isinstance(old, dict) and "subset" in old:
         subset = old.get("subset")

@@ -457,6 +457,12 @@ def _load_records(doc: dict, name: str, data: Dataset) -> None:
             )
             continue
         merged = _merge(defaults, raw)
+        nan_at = _nan_path(merged, "")
+        if (
+            nan_at is not None
+        ):  # anywhere, even in a field the model reads no further (the file parser let it by)
+            data.problems.append(RecordProblem(name, label, nan_at, "nan: must be a number, not NaN"))
+            continue
         if "kind" not in merged:
             kinds = ", ".join(KINDS)
             data.problems.append(
@@ -497,6 +503,23 @@ def _load_records(doc: dict, name: str, data: Dataset) -> None:
             continue
         seen.add(rec.id)
         data.records.append(rec)
+
+
+def _nan_path(value: Any, path: str) -> str | None:
+    """The dotted path of the first NaN in a record's plain data (None: there is none)."""
+    if isinstance(value, float) and value != value:
+        return path or "record"
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found = _nan_path(v, f"{path}.{k}" if path else str(k))
+            if found is not None:
+                return found
+    if isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            found = _nan_path(v, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
 
 
 def _check_record(rec) -> list[tuple[str, str]]:
@@ -573,12 +596,11 @@ def load_dataset(runs_dir: str | Path | None = None, bundled: bool = True) -> Da
                 docs.append((doc, name))
     if runs_dir is not None:
         root = Path(runs_dir)
-        if not root.is_dir():
+        entries = sorted(root.iterdir()) if root.is_dir() else []
+        if not root.is_dir():  # the bundled records are still read (they were, before two passes)
             data.problems.append(RecordProblem(str(root), "-", "--runs", "is not a directory"))
-            return data
-        entries = sorted(root.iterdir())
         files = [p for p in entries if p.suffix.lower() in (".yaml", ".yml")]
-        if not files:
+        if not files and root.is_dir():
             data.problems.append(RecordProblem(str(root), "-", "--runs", "holds no .yaml or .yml files"))
         for p in files:
             try:

@@ -83,9 +83,15 @@ _FLAG = re.compile(r"--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
 
 def _body_words(message: str) -> str:
     """A message the CLI's checks wrote, with each option that is a field of these bodies named as the
-    field (`--min-nodes` → `min_nodes`); other text (a `dtsim ... --set` command line) is left as it is."""
+    field (`--min-nodes` → `min_nodes`); text in backticks (a command line) is left as it is."""
     fields = _body_fields()
-    return _FLAG.sub(lambda m: _field(m.group(0)) if _field(m.group(0)) in fields else m.group(0), message)
+    parts = message.split("`")  # a `quoted` command line (odd parts) is left as it is
+    return "`".join(
+        p
+        if i % 2
+        else _FLAG.sub(lambda m: _field(m.group(0)) if _field(m.group(0)) in fields else m.group(0), p)
+        for i, p in enumerate(parts)
+    )
 
 
 @cache
@@ -385,8 +391,15 @@ def grid_sweep_work(
 
     if not isinstance(scenario, dict):
         raise ScenarioError([("scenario", scenario, "must be a JSON object of scenario fields")])
-    try:
-        base = load_scenario(preset=preset, layers=[scenario])
+    from dtsim.interfaces.api.base import distributions_refused, preset_conflict
+
+    problems = distributions_refused(scenario, "/api/sweep", "scenario.") + preset_conflict(
+        scenario, preset, "scenario."
+    )
+    if problems:
+        raise ScenarioError(problems)
+    try:  # a `preset` in the scenario is its base, as for /api/simulate and a scenario file
+        base = load_scenario(preset=preset, file_fields=scenario)
     except ScenarioError as exc:
         raise _refused(exc, "scenario.") from None
     if not vary:

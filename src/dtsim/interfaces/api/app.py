@@ -45,7 +45,7 @@ from dtsim.assumptions import table as assumptions_table
 from dtsim.errors import ScenarioError, problems_body
 from dtsim.interfaces.api import jobs
 from dtsim.interfaces.api.analysis import MAX_GRID_POINTS
-from dtsim.interfaces.api.base import ApiRequest
+from dtsim.interfaces.api.base import ApiRequest, distributions_refused, preset_conflict
 from dtsim.interfaces.api.jobs import INTERNAL_ERROR
 from dtsim.models.decentralized.engine import simulate
 from dtsim.models.decentralized.result import Result
@@ -184,6 +184,9 @@ class SweepResponse(BaseModel):
     columns: dict[str, list[float | None]]
     feasible: list[bool] = Field(description="Each point's feasible, as simulate's.")
     warnings: list[list[str]] = Field(description="Each point's warning codes, as simulate names them.")
+    notes: list[str] = Field(
+        default_factory=list, description="A default range whose rounding to whole numbers merged points."
+    )
 
 
 class GridSweepResponse(BaseModel):
@@ -439,47 +442,14 @@ def _load(fields: Any, preset: Any, prefix: str = "", operation: str = "/api/sim
             422,
             [(prefix.rstrip(".") or "body", fields, "must be a JSON object of scenario fields")],
         )
-    drawn = _distributions(fields)
-    if drawn:  # the number check below would say "must be a number", pointing the wrong way
-        raise ApiError(
-            422,
-            [
-                (
-                    f"{prefix}{name}",
-                    value,
-                    f"is a distribution; {operation} runs points: give a number (POST /api/sensitivity "
-                    "draws a distribution; dtsim simulate and /api/target run it at its median)",
-                )
-                for name, value in drawn
-            ],
-        )
-    if "preset" in fields and preset is not None and fields["preset"] != preset:
-        raise ApiError(
-            422,
-            [
-                (
-                    f"{prefix}preset",
-                    fields["preset"],
-                    f"the body names another base preset than ?preset={preset}: give one of them",
-                )
-            ],
-        )
+    problems = distributions_refused(fields, operation, prefix) + preset_conflict(fields, preset, prefix)
+    if problems:  # the number check below would say "must be a number", pointing the wrong way
+        raise ApiError(422, problems)
     try:
         # a body's `preset` is its base, as a scenario file's `preset:` line is (the CLI took such a file)
         return load_scenario(preset=preset, file_fields=fields)
     except ScenarioError as exc:
         raise ApiError(422, _scenario_problems(exc, prefix)) from None
-
-
-def _distributions(fields: dict[str, Any]) -> list[tuple[str, Any]]:
-    """(field, value) of each scenario field (or assumption) given as a distribution object."""
-    out = [(k, v) for k, v in fields.items() if isinstance(v, dict) and "dist" in v]
-    assumptions = fields.get("assumptions")
-    if isinstance(assumptions, dict):
-        out += [
-            (f"assumptions.{k}", v) for k, v in assumptions.items() if isinstance(v, dict) and "dist" in v
-        ]
-    return out
 
 
 router = APIRouter(prefix="/api")
@@ -570,11 +540,8 @@ def api_sweep(
         raise ApiError(422, [("field", None, "give the field to vary, or vary: a list of axes")])
     scenario = _load(req.scenario, preset, "scenario.", "/api/sweep")
     try:
-        values = (
-            req.values
-            if req.values is not None
-            else default_range(scenario, req.field, 41 if req.points is None else req.points).tolist()
-        )
+        asked = 41 if req.points is None else req.points
+        values = req.values if req.values is not None else default_range(scenario, req.field, asked).tolist()
         batch = sweep(scenario, req.field, values)
     except ScenarioError as exc:
         raise ApiError(422, _scenario_problems(exc)) from None
@@ -597,6 +564,11 @@ def api_sweep(
         # what the grid form (vary) and simulate say of each point: it was left out here
         feasible=[bool(x) for x in np.broadcast_to(np.asarray(batch["feasible"]), (n,)).tolist()],
         warnings=[[c for k, c in enumerate(CODES) if b >> k & 1] for b in bits],
+        notes=[]
+        if req.values is not None or len(values) == asked
+        else [
+            f"{req.field}: {asked:,} points asked, {len(values):,} distinct whole numbers (the others merged)"
+        ],
     )
 
 

@@ -283,12 +283,17 @@ def calibration_named(path: Path | None, doc: dict[str, Any] | None) -> dict[str
     the subset it was fitted on (laid over the packaged calibration, calibration_file.overlay)."""
     if path is None or doc is None:
         return {}
+    from dtsim import catalog
+
+    packaged = catalog.calibration_document()  # outside any override: the packaged calibration
     return {
         "calibration": {
             "file": str(path),
             "date": doc.get("date"),
             "subset": doc.get("subset"),
-            "laid_over": "the packaged calibration (constants the file does not fit keep their values)",
+            # the calibration it lies over (constants the file does not fit keep their values), as
+            # validate's JSON names it
+            "laid_over": {"date": packaged.get("date"), "subset": packaged.get("subset")},
         }
     }
 
@@ -805,6 +810,8 @@ def step(
                 payload |= dmc.as_dict()
             print_json(payload | calibration_named(calibration, doc))
         else:
+            if calibration_line(calibration, doc):
+                console(stderr=True).print(calibration_line(calibration, doc), highlight=False)
             print_layout_table(
                 [r for r, _, _ in results],
                 f"{len(results)} layouts from {layouts}",
@@ -998,10 +1005,12 @@ def plan(
                 else "no shape found"
             )
             if as_json:
-                print_json(payload)
+                print_json(payload | calibration_named(calibration, doc))
                 if not rows:
                     raise typer.Exit(1)
                 return
+            if calibration_line(calibration, doc):
+                console(stderr=True).print(calibration_line(calibration, doc), highlight=False)
             if not rows:
                 err.print(f"[bold red]error:[/bold red] {none} ({searched} shapes searched)")
                 raise typer.Exit(1)

@@ -289,6 +289,8 @@ def calibrate(
     try:
         if as_json and "out" not in params_given(ctx):
             dry_run = True  # --json prints; it writes only where --out says
+        if not dry_run and (out.is_dir() or (out.exists() and not out.is_file())):  # --force or not
+            raise ScenarioError([("--out", str(out), existing_calibration(out))])
         if not dry_run and not force and out.exists():
             # checked before the fit: a saved calibration is never replaced unasked
             raise ScenarioError([("--out", str(out), existing_calibration(out))])

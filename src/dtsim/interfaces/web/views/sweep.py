@@ -178,7 +178,13 @@ def _compute(p: dict[str, Any], progress: Any = None) -> dict[str, Any]:
         "cli": json.loads(json.dumps(payload, default=json_default)),
         "inputs": p,
         "axes": [
-            {"field": a.field, "values": a.values.tolist(), "log": bool(a.log), "numeric": bool(a.numeric)}
+            {
+                "field": a.field,
+                "values": a.values.tolist(),
+                "log": bool(a.log),
+                "numeric": bool(a.numeric),
+                "note": a.note(),  # a whole-number range whose rounding merged points, as the CLI says
+            }
             for a in axes
         ],
         "numeric_outputs": numeric,
@@ -482,6 +488,9 @@ class SweepView(KitView):
                 ui.label("Charts draw one or two varied fields; the table lists the points.").classes(
                     "text-grey-8"
                 )
+            for a in axes:
+                if a.get("note"):
+                    ui.label(f"note: {a['note']}").classes("text-body2").props("data-testid=axis-note")
             if data["band_levels"]:
                 warnings = data["cli"]["uncertainty"]["warnings"]
                 for w in warnings:
