@@ -882,19 +882,7 @@ def test_a_runs_folder_shares_its_groups_and_names_what_it_does_not_read(tmp_pat
     beside them. Every record takes its group's defaults whatever the file order (the earlier one was
     told its group was not defined, the later one got a pydantic discriminator message); a record with
     no kind is told to give one; the CSV is named as not read, in text and JSON."""
-    group = {
-        "description": "mine",
-        "role": "check",
-        "defaults": {
-            "kind": "collective",
-            "certainty": "user",
-            "op": "allreduce",
-            "convention": "nccl-busbw",
-            "metric": "busbw_gb_s",
-            "unit": "GB/s",
-            "gpus_per_node": 8,
-        },
-    }
+    group = _nccl_group("mine", "check")
     rec = {"measured": 360.0, "ranks": 8, "size_bytes": 8589934592, "intra_fabric": "nvlink4", "source": "me"}
     (tmp_path / "b_groups.yaml").write_text(yaml.safe_dump({"groups": {"MYG": group}}))
     (tmp_path / "a_runs.yaml").write_text(yaml.safe_dump({"records": [{"id": "A1", "group": "MYG", **rec}]}))
@@ -917,22 +905,7 @@ def test_a_fit_pinned_at_the_end_of_its_range_is_named_and_not_written(tmp_path)
     of its search range, and calibrate wrote it with exit 0. It is named now; nothing is written unless
     --force, and then the file carries the verdict."""
     doc = {
-        "groups": {
-            "FAST": {
-                "description": "busbw eight times NVLink 4's wire",
-                "role": "calibration",
-                "defaults": {
-                    "kind": "collective",
-                    "certainty": "user",
-                    "op": "allreduce",
-                    "convention": "nccl-busbw",
-                    "metric": "busbw_gb_s",
-                    "unit": "GB/s",
-                    "gpus_per_node": 8,
-                    "source": "me",
-                },
-            }
-        },
+        "groups": {"FAST": _nccl_group("busbw eight times NVLink 4's wire", "calibration")},
         "records": [
             {
                 "id": "FAST-1",
@@ -992,22 +965,7 @@ def test_a_share_of_the_peak_over_100_percent_is_rejected(tmp_path):
 def test_a_group_declared_calibration_but_not_fitted_is_explained(tmp_path):
     """A trial user's groups declared role: calibration showed as check with no word why."""
     doc = {
-        "groups": {
-            "MINECAL": {
-                "description": "mine",
-                "role": "calibration",
-                "defaults": {
-                    "kind": "collective",
-                    "certainty": "user",
-                    "op": "allreduce",
-                    "convention": "nccl-busbw",
-                    "metric": "busbw_gb_s",
-                    "unit": "GB/s",
-                    "gpus_per_node": 8,
-                    "source": "me",
-                },
-            }
-        },
+        "groups": {"MINECAL": _nccl_group("mine", "calibration")},
         "records": [
             {
                 "id": "MC-1",
@@ -1059,3 +1017,21 @@ def test_review_fixes_for_runs_calibration_overlay_and_out(tmp_path):
     (runs / "b.yaml").write_text(yaml.safe_dump({"records": [rec]}))
     d = load_dataset(runs)
     assert [(p.record, p.field) for p in d.problems] == [("U-6", "scenario.mfu")]
+
+
+def _nccl_group(description: str, role: str) -> dict:
+    """A group of a user's nccl-tests all-reduce records (bus bandwidth in GB/s, 8 GPUs a node)."""
+    return {
+        "description": description,
+        "role": role,
+        "defaults": {
+            "kind": "collective",
+            "certainty": "user",
+            "op": "allreduce",
+            "convention": "nccl-busbw",
+            "metric": "busbw_gb_s",
+            "unit": "GB/s",
+            "gpus_per_node": 8,
+            "source": "me",
+        },
+    }
