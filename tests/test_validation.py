@@ -1035,3 +1035,43 @@ def _nccl_group(description: str, role: str) -> dict:
             "source": "me",
         },
     }
+
+
+def test_a_step_time_record_is_the_reciprocal_view_of_a_throughput_record(tmp_path):
+    """A trial user had step times and had to convert them to tokens/s per GPU by hand: `step_time_s`
+    (seconds per optimizer step of the layout's global batch, no FLOP convention) is a metric now, and
+    the same run given both ways errs by reciprocal ratios; its MFU (for the ceilings) is step's."""
+    from dtsim.validation.predict import measured_model_mfu, predict
+
+    base = {
+        "group": "MPT",
+        "kind": "datacenter",
+        "certainty": "user",
+        "source": "me",
+        "model": "llama3.1-8b",
+        "seq_len": 4096,
+        "cluster": {"gpu": "h100-sxm", "nodes": 1},
+        "layout": {"tp": 1, "gbs": 16, "mbs": 1},
+    }
+    tokens_per_gpu = 8_000.0
+    step_s = 16 * 4096 / (tokens_per_gpu * 8)
+    doc = {
+        "records": [
+            {
+                **base,
+                "id": "ST-T",
+                "metric": "tokens_per_s_per_gpu",
+                "unit": "tokens/s per GPU",
+                "measured": tokens_per_gpu,
+            },
+            {**base, "id": "ST-S", "metric": "step_time_s", "unit": "s", "measured": step_s},
+        ]
+    }
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(doc))
+    d = load_dataset(tmp_path)
+    assert not d.problems, d.problems
+    t, s = (next(r for r in d.records if r.id == i) for i in ("ST-T", "ST-S"))
+    (pt, _), (ps, details) = predict(t), predict(s)
+    assert ps == pytest.approx(details["step_time_s"])
+    assert (pt / t.measured) * (ps / s.measured) == pytest.approx(1.0, rel=1e-9)
+    assert measured_model_mfu(s) == pytest.approx(measured_model_mfu(t), rel=1e-9)

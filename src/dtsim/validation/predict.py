@@ -93,6 +93,8 @@ def predict_datacenter(rec) -> tuple[float, dict[str, Any]]:
     n, t = r.n_gpus, r.step_time_s
     if rec.metric == "tokens_per_s_per_gpu":
         value = r.tokens_per_s / n
+    elif rec.metric == "step_time_s":
+        value = t
     else:
         per_gpu = _convention_flop_per_step(rec, w, r) / (t * n)
         value = (
@@ -121,6 +123,8 @@ def measured_model_mfu(rec) -> float:
     r = step(w)
     if rec.metric == "tokens_per_s_per_gpu":  # model FLOPs of the measured token rate
         return rec.measured * r.model_flop_per_step / _tokens_per_step(w) / _peak_flop_s(w, w.precision)
+    if rec.metric == "step_time_s":  # the step's model FLOPs over the measured time, per GPU
+        return r.model_flop_per_step / (rec.measured * r.n_gpus) / _peak_flop_s(w, w.precision)
     if rec.metric == "tflops_per_gpu":
         per_gpu = rec.measured * 1e12
     else:

@@ -44,6 +44,7 @@ METRIC_UNITS: dict[str, tuple[str, ...]] = {
     "mfu": ("% MFU", "%"),
     "hfu": ("% HFU", "%"),
     "tokens_per_s_per_gpu": ("tokens/s per GPU", "tokens/s per chip", "tokens/s"),
+    "step_time_s": ("s",),
     "busbw_gb_s": ("GB/s",),
     "time_us": ("µs", "us"),
     "time_ms": ("ms",),
@@ -110,9 +111,10 @@ class _Base(BaseModel):
 
 class DatacenterRecord(_Base):
     kind: Literal["datacenter"]
-    metric: Literal["tflops_per_gpu", "mfu", "hfu", "tokens_per_s_per_gpu"] = Field(
-        description="What was measured: a FLOP rate per GPU, MFU or HFU (each in its `convention`), or "
-        "training throughput in tokens per second per GPU (no FLOP convention needed)."
+    metric: Literal["tflops_per_gpu", "mfu", "hfu", "tokens_per_s_per_gpu", "step_time_s"] = Field(
+        description="What was measured: a FLOP rate per GPU, MFU or HFU (each in its `convention`), "
+        "training throughput in tokens per second per GPU, or the time of one optimizer step of the "
+        "layout's global batch in seconds (neither needs a FLOP convention)."
     )
     convention: Literal["megatron2021", "model", "hardware", "mpt", "maxtext"] | None = Field(
         None,
@@ -141,7 +143,7 @@ class DatacenterRecord(_Base):
 
     @model_validator(mode="after")
     def _convention_for_flops(self):
-        if self.metric != "tokens_per_s_per_gpu" and self.convention is None:
+        if self.metric not in ("tokens_per_s_per_gpu", "step_time_s") and self.convention is None:
             raise PydanticCustomError(
                 "convention_missing",
                 "convention: needed for metric {metric} (megatron2021, model, hardware, mpt or maxtext)",
