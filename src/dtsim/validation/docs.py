@@ -127,6 +127,9 @@ def render() -> str:
         "`dtsim calibrate --out FILE` keeps an existing FILE unless `--force`. A calibration file given",
         "with `--calibration` is laid over the packaged calibration: the constants it fits replace theirs,",
         "every other stays packaged (a fit of NCCL rows alone leaves the A100 clock derate as it was).",
+        "In a calibration file each fitted entry lists `fitted_on` (its records), `rms_log_error` (the",
+        "root mean square of log(predicted / measured) over them) and `residuals` (each record's",
+        "predicted / measured − 1, the same error as the tables below, not a log).",
         "",
     ]
     pooled = result.datacenter_check
