@@ -473,3 +473,13 @@ def test_review_fixes_for_the_api():
     assert r.status_code == 422 and "is a distribution" in r.json()["detail"][0]["message"]
     assert c.post("/api/simulate?preset=intellect-1", json={"preset": "INTELLECT-1"}).status_code == 200
     assert _body_words("use --min-nodes or `target --solve days`") == "use min_nodes or `target --solve days`"
+
+
+def test_a_union_fields_error_names_the_field_not_pydantics_member_types():
+    """`compute_cap.list[float]` and `compute_cap.constrained-str`: two problems named by pydantic's
+    type tags for one field; one problem, the field's, with both complaints now."""
+    c = TestClient(api.create_app(ui=False))
+    d = c.post("/api/governance", json={"compute_cap": 16}).json()["detail"]
+    assert [p["field"] for p in d] == ["compute_cap"] and "; or: " in d[0]["message"]
+    d = c.post("/api/sweep", json={"vary": [{"field": "mfu", "values": [None]}]}).json()["detail"]
+    assert [p["field"] for p in d] == ["vary.0.values.0"]

@@ -25,6 +25,7 @@ import collections
 import html
 import logging
 import math
+import re
 import time
 from enum import Enum
 from typing import Annotated, Any, Literal
@@ -240,6 +241,10 @@ class _TooLarge(Exception):
 
 class _ClientGone(Exception):
     pass
+
+
+# the loc parts pydantic adds for a union's members: type names, never a field of these bodies
+_TYPE_TAG = re.compile(r"^(?:bool|int|float|str|list|dict|none|[a-z]+(?:-[a-z]+)+|[a-z-]+\[.*\])$")
 
 
 def _head_as_get(scope, send):
@@ -775,14 +780,21 @@ def create_app(ui: bool = True) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = []
+        merged: dict[str, tuple[Any, list[str]]] = {}
         for err in exc.errors():
             loc = [str(p) for p in err.get("loc", ())]
             if loc and loc[0] in ("body", "query", "path"):
                 loc = loc[1:]
+            # pydantic names each member of a union it tried (`compute_cap.list[float]`,
+            # `compute_cap.constrained-str`): the field is the name, and its members' complaints are one
+            loc = [p for p in loc if not _TYPE_TAG.match(p)]
             msg = err.get("msg", "invalid")
             # a validator's own message, without pydantic's "Value error, " prefix (as the CLI shows it)
-            problems.append((".".join(loc) or "body", err.get("input"), msg.removeprefix("Value error, ")))
+            field = ".".join(loc) or "body"
+            messages = merged.setdefault(field, (err.get("input"), []))[1]
+            if msg.removeprefix("Value error, ") not in messages:
+                messages.append(msg.removeprefix("Value error, "))
+        problems = [(f, v, "; or: ".join(m)) for f, (v, m) in merged.items()]
         return _error(422, problems)
 
     def openapi() -> dict[str, Any]:
