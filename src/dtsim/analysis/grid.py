@@ -48,12 +48,18 @@ class Axis:
 
     def note(self) -> str | None:
         """What rounding a whole-number range did, in words (None where every asked point is its own)."""
-        if self.asked is None or self.asked == len(self.values):
-            return None
-        return (
-            f"{self.field}: {self.asked:,} points asked, {len(self.values):,} distinct whole numbers "
-            "(the others rounded onto them and were run once)"
-        )
+        return None if self.asked is None else merged_note(self.field, self.asked, len(self.values))
+
+
+def merged_note(field_name: str, asked: int, distinct: int) -> str | None:
+    """A whole-number range whose rounding merged points, in words (None where none merged): the grid's
+    axes and the one-field sweep say it alike."""
+    if asked == distinct:
+        return None
+    return (
+        f"{field_name}: {asked:,} points asked, {distinct:,} distinct whole numbers "
+        "(the others rounded onto them and were run once)"
+    )
 
 
 def _number(field_name: str, text: str, spec: str) -> float:

@@ -930,10 +930,10 @@ def grid_columns(result, names: list[str] | None = None) -> dict[str, list[Any]]
     if "warning_bits" in result.columns and (
         names is None or "warning_bits" in names
     ):  # as simulate names them
-        from dtsim.models.decentralized.warning_rules import CODES
+        from dtsim.models.decentralized.warning_rules import codes_of
 
         bits = np.asarray(result.columns["warning_bits"], dtype=np.int64).tolist()
-        out["warnings"] = [[c for k, c in enumerate(CODES) if b >> k & 1] for b in bits]
+        out["warnings"] = codes_of(bits)
     # the columns NOT_APPLICABLE reads: the grid keeps each point's mode by name
     frame = {**result.columns}
     if "mode" in frame:
@@ -1395,6 +1395,12 @@ def fabric_json(p) -> dict[str, Any]:
     return out | {"warnings": fabric_warnings(p)}
 
 
+def mfu_text(need: float) -> str:
+    """The MFU a fabric's schedule needs, in words: a percentage, or a multiple of the peak once past
+    10× (a 1e-300 PFLOPS pod would print 300 digits)."""
+    return f"{need:.1%}" if need <= 10 else f"{need:.3g}× the peak"
+
+
 def fabric_warnings(p) -> list[dict[str, str]]:
     """A fabric plan that does not hold, in words: no bandwidth meets the sync budget (latency spends it)
     or the compute needs more than the cluster's peak (shared by the CLI, the API and the page)."""
@@ -1406,7 +1412,7 @@ def fabric_warnings(p) -> list[dict[str, str]]:
         out.append({"code": "NO_BANDWIDTH_SUFFICES", "message": why[0].upper() + why[1:] + "."})
     need = p.required_mfu
     if need > 1:
-        shown = f"{need:.1%}" if need <= 10 else f"{need:.3g}× the peak"  # 1e-300 PFLOPS pods: 300 digits
+        shown = mfu_text(need)
         out.append(
             {
                 "code": "SCHEDULE_NOT_MET",

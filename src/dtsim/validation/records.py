@@ -459,11 +459,13 @@ def _load_records(doc: dict, name: str, data: Dataset) -> None:
             )
             continue
         merged = _merge(defaults, raw)
-        nan_at = _nan_path(merged, "")
-        if (
-            nan_at is not None
-        ):  # anywhere, even in a field the model reads no further (the file parser let it by)
-            data.problems.append(RecordProblem(name, label, nan_at, "nan: must be a number, not NaN"))
+        try:  # a NaN anywhere, even in a field the model reads no further (the file parser let it by)
+            inputs.check_plain(merged, "record")
+        except ScenarioError as exc:
+            data.problems.extend(
+                RecordProblem(name, label, f.removeprefix("record."), f"{quote(v)}: {m}")
+                for f, v, m in exc.problems
+            )
             continue
         if "kind" not in merged:
             kinds = ", ".join(KINDS)
@@ -505,23 +507,6 @@ def _load_records(doc: dict, name: str, data: Dataset) -> None:
             continue
         seen.add(rec.id)
         data.records.append(rec)
-
-
-def _nan_path(value: Any, path: str) -> str | None:
-    """The dotted path of the first NaN in a record's plain data (None: there is none)."""
-    if isinstance(value, float) and value != value:
-        return path or "record"
-    if isinstance(value, dict):
-        for k, v in value.items():
-            found = _nan_path(v, f"{path}.{k}" if path else str(k))
-            if found is not None:
-                return found
-    if isinstance(value, list | tuple):
-        for i, v in enumerate(value):
-            found = _nan_path(v, f"{path}[{i}]")
-            if found is not None:
-                return found
-    return None
 
 
 def _check_record(rec) -> list[tuple[str, str]]:

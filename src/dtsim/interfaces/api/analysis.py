@@ -540,9 +540,10 @@ def _endpoint(
         fields = req.model_dump()
         # a client that asked for a job gets its 202 at once: the probe (seconds of real search, in the
         # server) only decides whether to answer inline, and a bad input then fails the job, named
-        probe = estimate is not None and not jobs.prefers_async(request)
+        asked_async = jobs.prefers_async(request)
+        probe = estimate is not None and not asked_async
         seconds, answer = await run_in_threadpool(estimate, fields) if probe else (0.0, None)
-        if answer is not None and not jobs.prefers_async(request):
+        if answer is not None:  # only probed when not asked for a job
             return answer  # the estimate's probe was the whole request
         return await jobs.run(request, kind, work, fields, estimate_s=seconds)
 

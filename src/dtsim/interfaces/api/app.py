@@ -556,11 +556,14 @@ def api_sweep(
         columns[key] = [None if v != v else float(v) for v in col.tolist()]
     import numpy as np
 
-    from dtsim.models.decentralized.warning_rules import CODES
+    from dtsim.analysis.grid import merged_note
+    from dtsim.models.decentralized.warning_rules import codes_of
 
-    bits = [int(b) for b in np.asarray(batch["warning_bits"], dtype=np.int64).reshape(-1).tolist()]
     n = len(columns[SWEEP_OUTPUTS[0]])
-    bits = bits if len(bits) == n else bits * n  # a condition every row shares is one value
+    bits = np.broadcast_to(
+        np.asarray(batch["warning_bits"], dtype=np.int64), (n,)
+    )  # a shared condition is one
+    note = None if req.values is not None else merged_note(req.field, asked, len(values))
     return SweepResponse(
         field=req.field,
         values=[float(v) for v in values],
@@ -568,12 +571,8 @@ def api_sweep(
         columns=columns,
         # what the grid form (vary) and simulate say of each point: it was left out here
         feasible=[bool(x) for x in np.broadcast_to(np.asarray(batch["feasible"]), (n,)).tolist()],
-        warnings=[[c for k, c in enumerate(CODES) if b >> k & 1] for b in bits],
-        notes=[]
-        if req.values is not None or len(values) == asked
-        else [
-            f"{req.field}: {asked:,} points asked, {len(values):,} distinct whole numbers (the others merged)"
-        ],
+        warnings=codes_of(bits.tolist()),
+        notes=[note] if note else [],
     )
 
 

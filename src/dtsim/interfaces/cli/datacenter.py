@@ -309,6 +309,13 @@ def calibration_line(path: Path | None, doc: dict[str, Any] | None) -> str | Non
     )
 
 
+def say_calibration(path: Path | None, doc: dict[str, Any] | None) -> None:
+    """Name the calibration in use on stderr (the text outputs; nothing without --calibration)."""
+    line = calibration_line(path, doc)
+    if line:
+        console(stderr=True).print(line, highlight=False)
+
+
 def calibration_option(path: Path | None) -> dict[str, Any] | None:
     """The checked document of `--calibration FILE` (None: the packaged calibration); a ScenarioError
     naming the option, the path and the problem otherwise."""
@@ -810,8 +817,7 @@ def step(
                 payload |= dmc.as_dict()
             print_json(payload | calibration_named(calibration, doc))
         else:
-            if calibration_line(calibration, doc):
-                console(stderr=True).print(calibration_line(calibration, doc), highlight=False)
+            say_calibration(calibration, doc)
             print_layout_table(
                 [r for r, _, _ in results],
                 f"{len(results)} layouts from {layouts}",
@@ -830,8 +836,7 @@ def step(
         print_json(payload | calibration_named(calibration, doc))
         return
     con = console()
-    if calibration_line(calibration, doc):
-        console(stderr=True).print(calibration_line(calibration, doc), highlight=False)
+    say_calibration(calibration, doc)
     t = table(
         title=f"{result.model} on {result.n_gpus} × {result.gpu}", title_justify="left", show_header=False
     )
@@ -1009,8 +1014,7 @@ def plan(
                 if not rows:
                     raise typer.Exit(1)
                 return
-            if calibration_line(calibration, doc):
-                console(stderr=True).print(calibration_line(calibration, doc), highlight=False)
+            say_calibration(calibration, doc)
             if not rows:
                 err.print(f"[bold red]error:[/bold red] {none} ({searched} shapes searched)")
                 raise typer.Exit(1)
@@ -1085,8 +1089,7 @@ def plan(
             raise typer.Exit(1)
         return
     con = console()
-    if calibration_line(calibration, doc):
-        console(stderr=True).print(calibration_line(calibration, doc), highlight=False)
+    say_calibration(calibration, doc)
     con.print(
         f"[bold]{result.model}[/bold] ({result.params_b:,.1f}B) on {result.n_gpus} × {result.gpu}: "
         f"{result.searched:,} layouts searched in {result.seconds:.2f} s"
@@ -1256,20 +1259,24 @@ def fabric(
             f"the batch ({network_fraction * p.batch_time_s * 1e3:,.0f} ms); the fraction sets required_mfu only)",
             highlight=False,
         )
+    from dtsim.interfaces.operations import fabric_warnings, mfu_text
+
+    said = {w["code"]: w["message"] for w in fabric_warnings(p)}  # the JSON's and the page's words
     bw = p.min_bandwidth_bits_s
     c.print(
-        f"Minimum WAN bandwidth per datacenter: [bold]{bw / 1e15:,.2f} Pbit/s[/bold]"
-        if bw != float("inf")
-        else "[red]The sync budget is spent on latency alone: no bandwidth suffices.[/red]"
+        f"[red]{said['NO_BANDWIDTH_SUFFICES']}[/red]"
+        if "NO_BANDWIDTH_SUFFICES" in said
+        else f"Minimum WAN bandwidth per datacenter: [bold]{bw / 1e15:,.2f} Pbit/s[/bold]",
+        highlight=False,
     )
     c.print(f"Internal capacity per datacenter: {p.dc_internal_bandwidth_bits_s / 1e15:,.1f} Pbit/s")
-    need = p.required_mfu
-    shown = f"{need:.1%}" if need <= 10 else f"{need:.3g}× the peak"  # 1e-300 PFLOPS pods: 300 digits
-    line = f"Compute: {p.compute_flop:.2e} FLOP need an MFU of {shown} over the compute share of the schedule"
-    if need > 1:
-        c.print(f"[red]{line}: more than the cluster's peak — the schedule cannot be met.[/red]")
+    if "SCHEDULE_NOT_MET" in said:
+        c.print(f"[red]{p.compute_flop:.2e} FLOP: {said['SCHEDULE_NOT_MET']}[/red]", highlight=False)
     else:
-        c.print(line)
+        c.print(
+            f"Compute: {p.compute_flop:.2e} FLOP need an MFU of {mfu_text(p.required_mfu)} over the compute "
+            "share of the schedule"
+        )
 
 
 COMMANDS = {"step": step, "plan": plan, "collective": collective, "fabric": fabric}

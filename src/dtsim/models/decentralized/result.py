@@ -307,8 +307,8 @@ def build_result(out: dict, i: int, scenario, asm, frame) -> Result:
         model_state_memory_gb=v["model_state_memory_gb"],
         max_parameters_b={p: v[f"max_parameters_b_{p}"] for p in ("fp16", "fp8", "fp4")},
         max_days=v["max_days"],
-        # false where no layout runs (mode infeasible), as the batch column says (it had been null here)
-        feasible=bool(v["feasible"]) and v["mode_code"] != decision.INFEASIBLE,
+        # false where no layout runs (mode infeasible: no days to compare), as the batch column says
+        feasible=bool(v["feasible"]),
         gpu_count=_i(v["gpu_count"]),
         gpu_hours=_f(v["gpu_hours"]),
         cost_usd=_f(v["cost_usd"]),

@@ -455,6 +455,11 @@ RULES: tuple[WarningRule, ...] = (
 CODES = tuple(rule.code for rule in RULES)
 
 
+def codes_of(bits) -> list[list[str]]:
+    """Each row's warning codes from its bit mask (warning_bits), as simulate names them."""
+    return [[c for k, c in enumerate(CODES) if int(b) >> k & 1] for b in bits]
+
+
 _BIT_VALUES = np.left_shift(np.int64(1), np.arange(len(RULES), dtype=np.int64))
 
 
