@@ -904,19 +904,7 @@ def test_a_fit_pinned_at_the_end_of_its_range_is_named_and_not_written(tmp_path)
     """A trial user's records in the wrong unit (×8: per node, not per GPU) fitted a constant at the end
     of its search range, and calibrate wrote it with exit 0. It is named now; nothing is written unless
     --force, and then the file carries the verdict."""
-    doc = {
-        "groups": {"FAST": _nccl_group("busbw eight times NVLink 4's wire", "calibration")},
-        "records": [
-            {
-                "id": "FAST-1",
-                "group": "FAST",
-                "measured": 2880.0,
-                "ranks": 8,
-                "size_bytes": 8589934592,
-                "intra_fabric": "nvlink4",
-            }
-        ],
-    }
+    doc = _nccl_doc("FAST", "busbw eight times NVLink 4's wire", "FAST-1", 2880.0)
     runs = tmp_path / "runs"
     runs.mkdir()
     (runs / "r.yaml").write_text(yaml.safe_dump(doc))
@@ -964,19 +952,7 @@ def test_a_share_of_the_peak_over_100_percent_is_rejected(tmp_path):
 
 def test_a_group_declared_calibration_but_not_fitted_is_explained(tmp_path):
     """A trial user's groups declared role: calibration showed as check with no word why."""
-    doc = {
-        "groups": {"MINECAL": _nccl_group("mine", "calibration")},
-        "records": [
-            {
-                "id": "MC-1",
-                "group": "MINECAL",
-                "measured": 360.0,
-                "ranks": 8,
-                "size_bytes": 8589934592,
-                "intra_fabric": "nvlink4",
-            }
-        ],
-    }
+    doc = _nccl_doc("MINECAL", "mine", "MC-1", 360.0)
     (tmp_path / "r.yaml").write_text(yaml.safe_dump(doc))
     r = runner.invoke(app, ["validate", "--runs", str(tmp_path), "--subset", "MINECAL"])
     text = " ".join(r.output.split())
@@ -1075,3 +1051,16 @@ def test_a_step_time_record_is_the_reciprocal_view_of_a_throughput_record(tmp_pa
     assert ps == pytest.approx(details["step_time_s"])
     assert (pt / t.measured) * (ps / s.measured) == pytest.approx(1.0, rel=1e-9)
     assert measured_model_mfu(s) == pytest.approx(measured_model_mfu(t), rel=1e-9)
+
+
+def _nccl_doc(group: str, description: str, record_id: str, measured: float) -> dict:
+    """A record file of one calibration group and one 8 GiB all-reduce on NVLink 4 measured at `measured`."""
+    record = {
+        "id": record_id,
+        "group": group,
+        "measured": measured,
+        "ranks": 8,
+        "size_bytes": 8589934592,
+        "intra_fabric": "nvlink4",
+    }
+    return {"groups": {group: _nccl_group(description, "calibration")}, "records": [record]}
