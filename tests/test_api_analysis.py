@@ -197,6 +197,13 @@ def test_one_field_sweep_keeps_its_body_and_response(client):
         ("/api/limits/curve", {"scaling": "linear"}, "scaling", "'default', 'deepseek' or 'fixed'"),
         ("/api/limits/curve", {"colour": 1}, "colour", "Extra inputs"),
         ("/api/validate", {"subset": ["NOPE"]}, "subset", "not a group or record id"),
+        # a subnormal bandwidth (schemathesis found it) overflowed the limits model's costs to NaN: a 500
+        (
+            "/api/limits/curve",
+            {"level_bandwidth": [6.7e16, 2.2e-309]},
+            "level_bandwidth.1",
+            "greater than or equal to 1",
+        ),
         ("/api/target", {}, "target", "give exactly one"),
         ("/api/target", {"local_flop": 1e24, "inner_steps": [0]}, "inner_steps", "integers 1–100000"),
         ("/api/target", {"local_flop": 1e24, "node": ["8xz80"]}, "node", "unknown node preset"),

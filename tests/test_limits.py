@@ -464,6 +464,10 @@ def test_cli_closed_form_and_search():
             ["limits", "curve", "--level-bandwidth", "1e11"],
             "network has 2 levels (8 GPUs, then the whole cluster)",
         ),
+        # a subnormal bandwidth overflowed the cost terms to inf, then NaN: a traceback (API: a 500)
+        (["limits", "curve", "--level-bandwidth", "6.7e16,2.2e-309"], "level_bandwidth = 2.2e-309"),
+        (["limits", "curve", "--level-bandwidth", "6.7e16,inf"], "bandwidth ≥ 1 byte/s and ≤ 1e+18"),
+        (["limits", "curve", "--level-latency-us", "1,inf"], "level_latency_us = inf"),
         (["limits", "curve", "--csv", "/nonexistent/x.csv"], "--csv"),
         (["limits", "curve", "--csv", "/tmp"], "is a folder"),
         (["limits", "curve", "--fractions-plot", "x.txt"], "--fractions-plot"),

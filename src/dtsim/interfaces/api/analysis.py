@@ -32,6 +32,7 @@ from dtsim.errors import ScenarioError
 from dtsim.interfaces import operations as ops
 from dtsim.interfaces.api import jobs
 from dtsim.interfaces.api.base import ApiRequest
+from dtsim.models.limits.hardware import MAX_LEVEL_BYTES_S, MAX_LEVEL_LATENCY_US
 
 ProgressFn = Callable[[float], None]
 PresetId = Literal[tuple(catalog.scenario_presets())]  # type: ignore[valid-type]
@@ -164,10 +165,10 @@ class LimitsCurveRequest(ChipFields):
     scaling: Scaling = Field("default", description="Critical batch law.")
     months: float = Field(3.0, gt=0, le=ops.MAX_MONTHS, description="Training duration limit, months.")
     memory: MemoryCheck = Field("per-gpu", description="Memory check (aggregate: the paper's).")
-    level_bandwidth: list[Annotated[float, Field(gt=0, le=1e18)]] | None = Field(
+    level_bandwidth: list[Annotated[float, Field(ge=1, le=MAX_LEVEL_BYTES_S)]] | None = Field(
         None, min_length=1, max_length=16, description="Override: bidirectional bytes/s per network level."
     )
-    level_latency_us: list[Annotated[float, Field(ge=0, le=1e9)]] | None = Field(
+    level_latency_us: list[Annotated[float, Field(ge=0, le=MAX_LEVEL_LATENCY_US)]] | None = Field(
         None, min_length=1, max_length=16, description="Override: latency per network level, µs."
     )
 

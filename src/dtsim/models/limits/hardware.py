@@ -57,6 +57,10 @@ class LimitsHardware:
         return dataclasses.replace(self, **changes)
 
 
+MAX_LEVEL_BYTES_S = 1e18  # bidirectional bytes/s of one network level (the API's bound too)
+MAX_LEVEL_LATENCY_US = 1e9  # µs of one level's latency (1,000 s)
+
+
 def _check(hw: LimitsHardware) -> LimitsHardware:
     problems = []
     if len(hw.latency) != len(hw.bandwidth):
@@ -176,6 +180,22 @@ def custom(
             ("memory_gb", memory_gb, 1e6),
         )
         if value is not None and not (math.isfinite(value) and 0 < value <= limit)
+    ]
+    # the network levels as the API bounds them: a bandwidth under one byte per second is no network
+    # (and dividing by a subnormal one overflows to inf, then NaN), a latency over 1,000 s none either
+    problems += [
+        ("level_bandwidth", b, f"every level needs a finite bandwidth ≥ 1 byte/s and ≤ {MAX_LEVEL_BYTES_S:g}")
+        for b in (bandwidth or ())
+        if not (math.isfinite(b) and 1.0 <= b <= MAX_LEVEL_BYTES_S)
+    ]
+    problems += [
+        (
+            "level_latency_us",
+            lat * 1e6,
+            f"every level needs a finite latency ≥ 0 and ≤ {MAX_LEVEL_LATENCY_US:g} µs",
+        )
+        for lat in (latency or ())
+        if not (math.isfinite(lat) and 0.0 <= lat * 1e6 <= MAX_LEVEL_LATENCY_US)
     ]
     if problems:
         raise ScenarioError(problems)
