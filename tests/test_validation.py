@@ -656,6 +656,16 @@ def test_runs_dir_must_exist(tmp_path):
     assert any(p["field"] == "--runs" for p in json.loads(r.stdout)["problems"])
 
 
+def test_an_empty_runs_path_is_named_not_read_as_this_folder(tmp_path, monkeypatch):
+    # typer's Path read "" as ".": the records of whatever folder the user stood in were added
+    (tmp_path / "stray.yaml").write_text("records: [{id: X, kind: datacenter}]\n", "utf-8")
+    monkeypatch.chdir(tmp_path)
+    r = runner.invoke(app, ["validate", "--runs", "", "--json"])
+    assert r.exit_code == 1
+    problems = json.loads(r.stdout)["problems"]
+    assert [p["reason"] for p in problems] == ["is empty: give a directory of record files"]
+
+
 def test_calibrate_cli_writes_with_provenance(tmp_path):
     out = tmp_path / "cal.yaml"
     r = runner.invoke(app, ["calibrate", "--subset", "MEG21,KOR22", "--out", str(out)])

@@ -581,7 +581,9 @@ def load_dataset(runs_dir: str | Path | None = None, bundled: bool = True) -> Da
             doc = _read_doc(p.read_text("utf-8"), name, data, trusted=True)
             if doc is not None:
                 docs.append((doc, name))
-    if runs_dir is not None:
+    if runs_dir is not None and not str(runs_dir).strip():  # Path("") is ".": not what was meant
+        data.problems.append(RecordProblem("''", "-", "--runs", "is empty: give a directory of record files"))
+    elif runs_dir is not None:
         root = Path(runs_dir)
         entries = sorted(root.iterdir()) if root.is_dir() else []
         if not root.is_dir():  # the bundled records are still read (they were, before two passes)

@@ -15,8 +15,8 @@ from dtsim.interfaces.operations import group_bounds_text
 if TYPE_CHECKING:  # the validation package loads numpy and pydantic: only when a command runs
     from dtsim.validation.report import ValidationReport
 
-RunsOpt = Annotated[
-    Path | None,
+RunsOpt = Annotated[  # a string: typer's Path would read "" as "." (this folder)
+    str | None,
     typer.Option("--runs", help="A directory of your own record files (*.yaml), added to the bundled ones."),
 ]
 SubsetOpt = Annotated[
