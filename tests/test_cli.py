@@ -179,6 +179,15 @@ def test_malformed_files(tmp_path):
     bad.write_text("[1, 2]")
     result = run("simulate", str(bad))
     assert result.exit_code == 2 and "must hold a mapping" in result.output
+    # an empty or comment-only file ran the default scenario (a 144B model, 433 days) without a word
+    empty = tmp_path / "mine.yaml"
+    empty.write_text("# my three-continent run (TODO)\n")
+    result = run("simulate", str(empty))
+    assert result.exit_code == 2 and "holds no fields (empty, or comments only)" in " ".join(
+        result.output.split()
+    )
+    empty.write_text("{}\n")  # every default, said explicitly
+    assert run("simulate", str(empty)).exit_code == 0
 
 
 def test_presets_schema_and_assumptions_commands():

@@ -666,6 +666,17 @@ def test_an_empty_runs_path_is_named_not_read_as_this_folder(tmp_path, monkeypat
     assert [p["reason"] for p in problems] == ["is empty: give a directory of record files"]
 
 
+def test_a_runs_file_with_an_unknown_top_level_key_is_named(tmp_path):
+    # `runs:` for `records:` was read as a file of no records: exit 0, the user's run silently absent
+    (tmp_path / "r.yaml").write_text(
+        "groups:\n  MYGRP: {description: mine, role: check}\nruns:\n  - {id: MINE-1, group: MYGRP}\n", "utf-8"
+    )
+    r = runner.invoke(app, ["validate", "--runs", str(tmp_path), "--json"])
+    assert r.exit_code == 1
+    (problem,) = json.loads(r.stdout)["problems"]
+    assert problem["field"] == "runs" and "unknown top-level key" in problem["reason"]
+
+
 def test_calibrate_cli_writes_with_provenance(tmp_path):
     out = tmp_path / "cal.yaml"
     r = runner.invoke(app, ["calibrate", "--subset", "MEG21,KOR22", "--out", str(out)])

@@ -685,8 +685,10 @@ def read_scenario_file(path: str | Path) -> dict[str, Any]:
     """Fields from a YAML or JSON scenario file (JSON is YAML, so one parser reads both)."""
     path = Path(path)
     data = parse_data_text(read_text_file(path), path)
-    if data is None:
-        data = {}
+    if data is None:  # an empty or comment-only document ran the default scenario silently
+        raise ScenarioError(
+            [("file", str(path), "holds no fields (empty, or comments only); write {} to take every default")]
+        )
     if not isinstance(data, dict):
         raise ScenarioError([("file", str(path), "must hold a mapping of scenario fields")])
     if (

@@ -379,6 +379,16 @@ def _read_doc(text: str, name: str, data: Dataset, trusted: bool = False) -> dic
             )
         )
         return None
+    unknown = sorted(str(k) for k in doc if k not in ("records", "groups"))
+    if unknown:  # `runs:` for `records:` read as a file of no records, with no word
+        data.problems.append(
+            RecordProblem(
+                name,
+                "-",
+                unknown[0],
+                f"unknown top-level key ({', '.join(unknown)}): give `records:` and `groups:`",
+            )
+        )
     data.files.append(name)
     return doc
 
