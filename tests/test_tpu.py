@@ -299,3 +299,17 @@ def test_collective_on_an_ici_fabric_runs_on_the_slice_torus():
     )
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["bus_bandwidth_gb_s"] == pytest.approx(full.bus_bandwidth_gb_s)
+
+
+def test_an_interval_whose_fast_end_passes_the_peak_says_so():
+    # a trial user's case: a 7B on v5p at 91.7 % MFU, its 80 % interval up to 103.8 % without a word
+    args = ["step", "--model", "mistral-7b", "--gpu", "tpu-v5p", "--nodes", "16", "--gbs", "512"]
+    r = runner.invoke(app, [*args, "--recompute", "none", "--tokens", "2e12", "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["mfu"] <= 1.0 < d["mfu_p90"]
+    assert any("fast end (MFU" in w and "above 100 % of the peak" in w for w in d["warnings"])
+    # a layout whose interval stays under the peak has no such warning
+    r = runner.invoke(app, [*args, "--recompute", "full", "--zero", "3", "--tp", "4", "--json"])
+    d = json.loads(r.stdout)
+    assert d["mfu_p90"] <= 1.0 and not any("fast end (MFU" in w for w in d["warnings"])

@@ -477,21 +477,20 @@ def print_layouts_uncertainty(dmc, first: int = 1) -> None:
 
 
 def print_mfu_flag(con, warnings_by_row: list[list[str]], first: int = 0) -> None:
-    """Under a table numbered from `first`: the first plausibility warning, for the MFUs marked !, then
-    every other warning once, with the rows it belongs to ("every row" when it is on all of them)."""
+    """Under a table numbered from `first`: every warning once, with the rows it belongs to ("every row"
+    when it is on all of them), those that doubt an MFU (marked ! in the table) first. Each row's own
+    doubt is said: the rows' MFUs, and the records or the counting they are doubted by, differ."""
     from dtsim.models.datacenter.plausibility import doubts_mfu
 
-    doubt = next((w for ws in warnings_by_row for w in ws if doubts_mfu(w)), None)
-    if doubt:
-        con.print(f"[yellow]warning (MFU marked !):[/yellow] {doubt}", highlight=False)
     rows: dict[str, list[int]] = {}
     for i, ws in enumerate(warnings_by_row, first):
         for w in ws:
-            if not doubts_mfu(w) and i not in rows.setdefault(w, []):
+            if i not in rows.setdefault(w, []):
                 rows[w].append(i)
-    for w, where in rows.items():
+    for w, where in sorted(rows.items(), key=lambda item: not doubts_mfu(item[0])):
         label = "every row" if len(where) == len(warnings_by_row) > 1 else ", ".join(f"#{i}" for i in where)
-        con.print(f"[yellow]warning ({label}):[/yellow] {w}", highlight=False)
+        mark = "MFU marked !, " if doubts_mfu(w) else ""
+        con.print(f"[yellow]warning ({mark}{label}):[/yellow] {w}", highlight=False)
 
 
 def layout_table(

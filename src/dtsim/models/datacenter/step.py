@@ -1050,6 +1050,15 @@ def annotated_performance(
             "attention scores that causal attention kernels skip, and this accelerator has no published "
             "attention-kernel ceiling to bound them; not an answer to plan on"
         )
+    if perf.get("mfu_p90") is not None and perf["mfu_p90"] > 1.0 >= perf["mfu"]:
+        # the interval is the model's error on measured runs, applied as a factor: near the peak its fast
+        # end passes it (shown as computed, not cut: the cut would be a number no measurement gave)
+        perf["warnings"].append(
+            f"the 80 % interval's fast end (MFU {perf['mfu_p90']:.1%}, step time "
+            f"{perf['step_time_s_p10']:.4g} s{', and the days at it' if tokens is not None else ''}) is above "
+            "100 % of the peak, which no run reaches: read the interval from its slow end up to the "
+            "point value, which is already close to the peak"
+        )
     if tokens is not None:
         perf["run"] = run_totals(
             tokens, perf["tokens_per_s"], cluster.n_gpus, cluster.gpu, asm, usd_per_gpu_hour, factors
