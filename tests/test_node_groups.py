@@ -102,9 +102,9 @@ def test_identical_groups_equal_the_homogeneous_scenario_exactly(split):
 
 def test_node_groups_run_through_the_batch_path():
     bw = np.array([50.0, 200.0, 1000.0, 5000.0])
-    batch = dtsim.simulate_batch(TWO_CONTINENTS, bandwidth_up_mbps=bw)
-    # the groups set their own links, so the scenario's upload changes nothing here …
-    assert np.allclose(batch["wall_clock_days"], dtsim.simulate(TWO_CONTINENTS).wall_clock_days, rtol=1e-12)
+    # the groups set their own links, so the scenario's upload would change nothing here: refused …
+    with pytest.raises(dtsim.ScenarioError, match="is not used in this scenario"):
+        dtsim.simulate_batch(TWO_CONTINENTS, bandwidth_up_mbps=bw)
     groups = [{"count": 4, "region": "us-east"}, {"count": 2, "region": "eu-central"}]
     inherit = TWO_CONTINENTS | {"node_groups": groups}
     batch = dtsim.simulate_batch(inherit, bandwidth_up_mbps=bw)
@@ -655,3 +655,49 @@ def test_vram_beyond_what_the_gpus_hold_is_said():
 
     bit = 1 << CODES.index("VRAM_NOT_CATALOG")
     assert [bool(int(b) & bit) for b in batch["warning_bits"]] == [False, True]
+
+
+def test_a_link_field_every_group_replaces_is_refused_when_varied_or_set(tmp_path):
+    """A trial user's case: with every group on its own links, `--set bandwidth_mbps=1` and `=100000`
+    gave the same 37.7 days, a sweep over it was flat and a distribution on it a band of zero width."""
+    from typer.testing import CliRunner
+
+    from dtsim.interfaces.cli.main import app
+
+    groups = [
+        {"count": 8, "node": "dgx-h100", "region": "us-east", "bandwidth_mbps": 1000},
+        {
+            "count": 6,
+            "node": "dgx-h100",
+            "region": "asia-east",
+            "bandwidth_up_mbps": 200,
+            "bandwidth_down_mbps": 500,
+        },
+    ]
+    base = {
+        "parameters_b": 10,
+        "tokens_t": 1,
+        "inner_steps": 10,
+        "hierarchical": False,
+        "node_groups": groups,
+    }
+    with pytest.raises(dtsim.ScenarioError, match=r"bandwidth_mbps.*is not used in this scenario"):
+        dtsim.simulate_batch(base, bandwidth_mbps=np.array([10.0, 1000.0]))
+    with pytest.raises(dtsim.ScenarioError, match=r"bandwidth_up_mbps.*is not used in this scenario"):
+        dtsim.simulate_batch(base, bandwidth_up_mbps=np.array([10.0, 1000.0]))
+    # one group on the scenario's links: the field is used, and it moves the run
+    mixed = base | {"node_groups": [groups[0], {"count": 6, "node": "dgx-h100", "region": "asia-east"}]}
+    days = dtsim.simulate_batch(mixed, bandwidth_mbps=np.array([10.0, 1000.0]))["wall_clock_days"]
+    assert days[0] > days[1]
+    import yaml
+
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(base), "utf-8")
+    runner = CliRunner()
+    for args in (
+        ["--set", "bandwidth_mbps=1"],
+        ["--set", "bandwidth_mbps=lognormal:100:1", "--uncertainty", "32"],
+    ):
+        r = runner.invoke(app, ["simulate", str(path), *args])
+        assert r.exit_code == 2 and "is not used in this scenario" in " ".join(r.output.split()), r.output
+    assert runner.invoke(app, ["simulate", str(path), "--set", "latency_ms=10"]).exit_code == 0

@@ -846,6 +846,10 @@ def _drawn_problem(problem: tuple, dists: Mapping[str, Distribution]) -> tuple:
     name = str(where).split("[", 1)[0]
     if name in ("bandwidth_up_mbps", "bandwidth_down_mbps") and "bandwidth_mbps" in dists:
         name = "bandwidth_mbps"  # the symmetric link sets both directions
+    from dtsim.models.decentralized.encode import UNUSED_FIELD
+
+    if name in dists and str(message).startswith(UNUSED_FIELD):  # no draw is at fault: the field
+        return (name, dists[name].describe(), message)
     if name in dists:
         d = dists[name]
         hint = (
@@ -921,6 +925,21 @@ def load_uncertain_scenario(
             if file_fields is not None and name in file_fields:
                 file_fields[name] = point
     scenario = load_scenario(file=file, preset=preset, overrides=overrides, file_fields=file_fields)
+    from dtsim.models.decentralized.encode import UNUSED_FIELD, links_every_group_sets
+
+    unused = [f for f in links_every_group_sets(scenario) if f in overrides]
+    if unused:  # --set bandwidth_mbps=1 and =100000 gave the same run, with no word
+        raise ScenarioError(
+            [
+                (
+                    unused[0],
+                    overrides[unused[0]],
+                    f"{UNUSED_FIELD}: every node group sets its own "
+                    + ("links" if unused[0] == "bandwidth_mbps" else unused[0])
+                    + ", so this value changes nothing: set the groups' links instead",
+                )
+            ]
+        )
     for name, d in dists.items():  # every value a choice can draw is one the field takes
         if d.kind == "choice":
             for v in d.params["values"]:

@@ -83,6 +83,12 @@ class NodeGroup(BaseModel):
             data["bandwidth_up_mbps"] = data["bandwidth_down_mbps"] = both
         return data
 
+    def links(self) -> set[str]:
+        """The scenario link fields this group's own values replace ("bandwidth_mbps" when it sets both
+        directions)."""
+        own = {k for k in ("bandwidth_up_mbps", "bandwidth_down_mbps") if getattr(self, k) is not None}
+        return own | ({"bandwidth_mbps"} if len(own) == 2 else set())
+
     def hardware(self) -> dict[str, Any]:
         """The hardware fields this group sets (a scenario layer)."""
         keys = ("node", "gpu", "gpus_per_node", "pflops_per_node", "vram_per_node_gb")

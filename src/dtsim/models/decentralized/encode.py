@@ -390,6 +390,20 @@ def encode_hardware(
     cols["precision"] = cols["precision"].astype(np.int8)
 
 
+UNUSED_FIELD = "is not used in this scenario"  # the refusal below; uncertainty passes it on
+
+
+def links_every_group_sets(s: Scenario) -> list[str]:
+    """The scenario's link fields that no node group uses: every group gives its own value."""
+    if not s.node_groups:
+        return []
+    return [
+        f
+        for f in ("bandwidth_mbps", "bandwidth_up_mbps", "bandwidth_down_mbps")
+        if all(f in g.links() for g in s.node_groups)
+    ]
+
+
 def encode_batch(s: Scenario, arrays: dict[str, Any], n: int) -> Frame:
     """The frame of a batch: `s` (the shared fields) with each array field varied row by row.
 
@@ -418,6 +432,20 @@ def encode_batch(s: Scenario, arrays: dict[str, Any], n: int) -> Frame:
                         f"is {what} in this scenario (node_groups), so a sweep or a search (target, "
                         "governance) cannot vary it: use a scenario without node_groups, or change the "
                         "groups' counts and run each",
+                    )
+                ]
+            )
+        unused = [f for f in links_every_group_sets(s) if f in arrays]
+        if unused:  # every row would be the same run: a sweep flat, a range of zero width, no word
+            raise ScenarioError(
+                [
+                    (
+                        unused[0],
+                        np.unique(np.asarray(arrays[unused[0]])).tolist()[:8],
+                        f"{UNUSED_FIELD}: every node group sets its own "
+                        + ("links" if unused[0] == "bandwidth_mbps" else unused[0])
+                        + ", so a sweep, a distribution or a search cannot vary it: vary the groups' "
+                        "links (one scenario each), or leave a group on the scenario's",
                     )
                 ]
             )
