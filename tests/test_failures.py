@@ -124,3 +124,20 @@ def test_low_goodput_is_said_and_a_run_that_never_ends_has_no_times():
     assert never.goodput == 0 and never.wall_clock_days is None
     assert any("never finishes" in w.message for w in never.warnings)
     assert dtsim.simulate(num_nodes=8, node_mtbf_hours=1e6).goodput > 0.99
+
+
+def test_a_goodput_so_small_its_time_overflows_is_a_run_that_never_ends_without_numpy_warnings():
+    # a trial user's sweep: RuntimeWarnings from the engine on stderr, and at MTBF 0.6 h a goodput of
+    # 1e-310 (the time overflows); those rows now have no times, and nothing overflows
+    import warnings
+
+    base = {"parameters_b": 300, "node": "dgx-h100", "num_nodes": 24, "tokens_t": 0.1}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        batch = dtsim.simulate_batch(base, node_mtbf_hours=np.linspace(0.6, 1.2, 13))
+        single = dtsim.simulate(base | {"node_mtbf_hours": 0.6})
+    assert 0 < single.goodput < 1e-300 and single.wall_clock_days is None and single.effective_days is None
+    assert any("never finishes" in w.message for w in single.warnings)
+    days = batch["wall_clock_days"]
+    assert np.isnan(days[0]) and np.all(np.isfinite(days[1:]))
+    assert np.all(np.diff(days[1:]) < 0)  # a longer MTBF, a shorter run

@@ -296,17 +296,20 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
     out["goodput"] = _goodput(f, out, mode, used)
     # expected, with failures, restarts and rejoins; goodput 0: the run never finishes (no times,
     # LOW_GOODPUT says so)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         wall = np.where(out["goodput"] > 0, out["total_s"] / out["goodput"], np.nan)
-    effective = wall / eta
-    out["wall_clock_days"] = wall / 86400.0
-    out["effective_days"] = effective / 86400.0
-    peak_capacity = f.num_nodes * f.peak_flop_s * effective
-    out["peak_flop_capacity"] = np.asarray(peak_capacity)
-    # MIRI's "Global MFU" divides by the η-adjusted time (MIRI simulator docs §6); the wall-clock MFU
-    # is the model FLOPs over what the hardware could do in the time the run actually takes.
-    out["global_mfu"] = out["model_flop"] / peak_capacity
-    out["wall_clock_mfu"] = out["model_flop"] / (f.num_nodes * f.peak_flop_s * wall)
+    # a goodput so small that the time overflows is a run that never finishes too (numpy warned on stderr)
+    wall = np.where(np.isinf(wall), np.nan, wall)
+    with np.errstate(over="ignore"):  # at goodputs near zero the products overflow: the MFUs are then 0
+        effective = wall / eta
+        out["wall_clock_days"] = wall / 86400.0
+        out["effective_days"] = np.where(np.isinf(effective), np.nan, effective) / 86400.0
+        peak_capacity = f.num_nodes * f.peak_flop_s * effective
+        out["peak_flop_capacity"] = np.asarray(np.where(np.isinf(peak_capacity), np.nan, peak_capacity))
+        # MIRI's "Global MFU" divides by the η-adjusted time (MIRI simulator docs §6); the wall-clock MFU
+        # is the model FLOPs over what the hardware could do in the time the run actually takes.
+        out["global_mfu"] = out["model_flop"] / peak_capacity
+        out["wall_clock_mfu"] = out["model_flop"] / (f.num_nodes * f.peak_flop_s * wall)
     out["global_hfu"] = out["global_mfu"] / asm.hfu_mfu_ratio
     out["hardware_flop"] = out["model_flop"] / asm.hfu_mfu_ratio
     out["quality_adjusted_flop"] = out["model_flop"] * eta * out["chi"]
