@@ -7,6 +7,7 @@ app (inefficient run, EP saved memory, PP-group mode, insufficient nodes with th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -102,7 +103,7 @@ def _goodput_message(v: dict) -> str:
         if is_mode(v["mode_code"], "pp-over-wan")
         else "a failed replica loses its inner steps since the last outer step and rejoins after a restart"
     )
-    if v["goodput"] <= 0 or not v["wall_clock_days"] == v["wall_clock_days"]:  # 0, or a time past float
+    if v["goodput"] <= 0 or math.isnan(v["wall_clock_days"]):  # 0, or a time past float
         return (
             f"With node_mtbf_hours {v['node_mtbf_h']:,.4g} the run never finishes: {how}, and a failure comes "
             "before the work between two of them can complete, so the times are null. Give a longer MTBF, fewer "
