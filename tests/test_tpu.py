@@ -97,6 +97,11 @@ def test_the_default_slice_is_the_whole_job_in_as_few_slices_as_the_pod_allows()
     assert two.torus_shape() == (16, 16) and two.n_gpus == 512
     assert Cluster(gpu="tpu-v5p", nodes=1).gpus_per_node == 4  # a host's chips
     assert Cluster(gpu="tpu-v5e", nodes=1).gpus_per_node == 8
+    # v5p's pod (16x20x28) holds 8,960 chips, but doubled axes only 16x16x16 of them: 8,192 chips are two
+    # such slices (a trial user's case: "not a power of two that the pod holds", for 8,192)
+    assert Cluster(gpu="tpu-v5p", nodes=2048).torus_shape() == (16, 16, 16)
+    with pytest.raises(ScenarioError, match="no default slice for 12 chips"):
+        Cluster(gpu="tpu-v5p", nodes=3).torus_shape()
 
 
 def test_tp_on_an_axis_with_its_wraparound_communicates_faster():

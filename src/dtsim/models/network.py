@@ -189,22 +189,29 @@ def default_torus(chips: int, ici: catalog.Fabric) -> tuple[int, ...]:
     per_slice = chips
     while per_slice > math.prod(pod) and per_slice % 2 == 0:
         per_slice //= 2
-    shape = [1] * dims
-    while math.prod(shape) < per_slice:
-        grow = [i for i in range(dims) if shape[i] * 2 <= pod[i]]
-        if not grow:
+    while True:
+        shape = [1] * dims
+        while math.prod(shape) < per_slice:
+            grow = [i for i in range(dims) if shape[i] * 2 <= pod[i]]
+            if not grow:
+                break
+            i = min(grow, key=lambda k: shape[k])
+            shape[i] *= 2
+        # a pod whose axes are no powers of two (v5p's 16x20x28) holds fewer chips in doubled axes than
+        # it has: 8,192 v5p chips are two slices of 16x16x16, not one
+        if math.prod(shape) == per_slice or per_slice % 2 or math.prod(shape) > per_slice:
             break
-        i = min(grow, key=lambda k: shape[k])
-        shape[i] *= 2
+        per_slice //= 2
     if math.prod(shape) != per_slice:
+        example = "x".join(["4"] * dims)
         raise ScenarioError(
             [
                 (
                     "torus",
-                    None,
-                    f"no default slice for {chips} chips (not a power of two that the pod "
-                    f"{'x'.join(map(str, ici.pod or ()))} holds); give the slice shape, e.g. --torus "
-                    + "x".join(["4"] * dims),
+                    "none given",
+                    f"no default slice for {chips} chips (a default slice has power-of-two axes within the "
+                    f"pod {'x'.join(map(str, ici.pod or ()))}); give the slice shape, whose axes multiply to "
+                    f"the chips of one slice (e.g. --torus {example} for slices of {4**dims} chips)",
                 )
             ]
         )
