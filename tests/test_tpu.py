@@ -100,8 +100,8 @@ def test_the_default_slice_is_the_whole_job_in_as_few_slices_as_the_pod_allows()
     # v5p's pod (16x20x28) holds 8,960 chips, but doubled axes only 16x16x16 of them: 8,192 chips are two
     # such slices (a trial user's case: "not a power of two that the pod holds", for 8,192)
     assert Cluster(gpu="tpu-v5p", nodes=2048).torus_shape() == (16, 16, 16)
-    with pytest.raises(ScenarioError, match="no default slice for 12 chips"):
-        Cluster(gpu="tpu-v5p", nodes=3).torus_shape()
+    with pytest.raises(ValueError, match="no default slice for 12 chips"):
+        Cluster(gpu="tpu-v5p", nodes=3)
 
 
 def test_tp_on_an_axis_with_its_wraparound_communicates_faster():
@@ -143,7 +143,7 @@ def test_slices_joined_by_dcn_are_slower_than_one_slice():
         ({"gpu": "tpu-v5p", "nodes": 16, "torus": "4x16"}, "torus", "3 axes"),
         ({"gpu": "tpu-v5e", "nodes": 2, "torus": "32x1"}, "torus", "within the pod's 16x16"),
         ({"gpu": "tpu-v5p", "nodes": 16, "torus": "4x4x5"}, "torus", "divide the job's 64 chips"),
-        ({"gpu": "tpu-v5e", "nodes": 3}, "torus", "give the slice shape, e.g. --torus 4x4"),
+        ({"gpu": "tpu-v5e", "nodes": 3}, "torus", "give the slice shape, whose axes multiply"),
         (
             {"gpu": "tpu-v5p", "nodes": 2, "nvlink_domain": 8},
             "nvlink_domain",
