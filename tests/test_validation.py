@@ -653,7 +653,12 @@ def test_a_record_in_another_unit_than_its_metric_is_rejected(tmp_path):
 def test_runs_dir_must_exist(tmp_path):
     r = runner.invoke(app, ["validate", "--runs", str(tmp_path / "nope"), "--json"])
     assert r.exit_code == 1
-    assert any(p["field"] == "--runs" for p in json.loads(r.stdout)["problems"])
+    assert [p["reason"] for p in json.loads(r.stdout)["problems"] if p["field"] == "--runs"] == [
+        "does not exist"
+    ]
+    (tmp_path / "file.yaml").write_text("records: []\n")
+    r = runner.invoke(app, ["validate", "--runs", str(tmp_path / "file.yaml"), "--json"])
+    assert [p["reason"] for p in json.loads(r.stdout)["problems"]] == ["is not a directory"]
 
 
 def test_an_empty_runs_path_is_named_not_read_as_this_folder(tmp_path, monkeypatch):

@@ -597,7 +597,8 @@ def load_dataset(runs_dir: str | Path | None = None, bundled: bool = True) -> Da
         root = Path(runs_dir)
         entries = sorted(root.iterdir()) if root.is_dir() else []
         if not root.is_dir():  # the bundled records are still read (they were, before two passes)
-            data.problems.append(RecordProblem(str(root), "-", "--runs", "is not a directory"))
+            why = "is not a directory" if root.exists() else "does not exist"
+            data.problems.append(RecordProblem(str(root), "-", "--runs", why))
         files = [p for p in entries if p.suffix.lower() in (".yaml", ".yml")]
         if not files and root.is_dir():
             data.problems.append(RecordProblem(str(root), "-", "--runs", "holds no .yaml or .yml files"))
