@@ -318,3 +318,25 @@ def test_an_interval_whose_fast_end_passes_the_peak_says_so():
     r = runner.invoke(app, [*args, "--recompute", "full", "--zero", "3", "--tp", "4", "--json"])
     d = json.loads(r.stdout)
     assert d["mfu_p90"] <= 1.0 and not any("fast end (MFU" in w for w in d["warnings"])
+
+
+def test_an_attention_kernel_named_on_a_tpu_is_said_ignored():
+    # a trial user's case: --attention-kernel triton on v5p was taken without a word
+    args = [
+        "step",
+        "--model",
+        "llama2-70b",
+        "--gpu",
+        "tpu-v5p",
+        "--nodes",
+        "16",
+        "--gbs",
+        "256",
+        "--zero",
+        "3",
+    ]
+    d = json.loads(runner.invoke(app, [*args, "--attention-kernel", "triton", "--json"]).stdout)
+    assert any(w.startswith("attention_kernel triton: no measured speed") for w in d["warnings"])
+    plain = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
+    assert plain["step_time_s"] == d["step_time_s"]  # and it changes nothing
+    assert not any(w.startswith("attention_kernel") for w in plain["warnings"])

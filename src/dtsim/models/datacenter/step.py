@@ -1029,6 +1029,14 @@ def annotated_performance(
             f"no FlashAttention kernel runs on {micro.generation.title()} ({cluster.gpu}): attention is timed "
             "and sized materialized (the scores written to memory and a separate softmax), as it would run"
         )
+    kernel = layout.get("attention_kernel", "flash2")
+    if kernel != "flash2" and layout.get("flash_attention", True) and not micro.flash_attention_efficiency:
+        # a TPU (or a GPU without a measured kernel table): attention runs on the GEMM model, whatever
+        # kernel is named
+        perf["warnings"].append(
+            f"attention_kernel {kernel}: no measured speed of FlashAttention kernels on {cluster.gpu}; attention is timed on the "
+            f"{'MXU' if micro.systolic else 'GEMM'} model whatever the kernel: ignored"
+        )
     if perf["mfu"] > 1.0:
         # model FLOPs count the full s×s scores (attention_flops_per_token: Megatron's and PaLM's
         # convention), of which a causal kernel computes half: at long sequences the count outgrows the
