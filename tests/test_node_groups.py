@@ -701,3 +701,15 @@ def test_a_link_field_every_group_replaces_is_refused_when_varied_or_set(tmp_pat
         r = runner.invoke(app, ["simulate", str(path), *args])
         assert r.exit_code == 2 and "is not used in this scenario" in " ".join(r.output.split()), r.output
     assert runner.invoke(app, ["simulate", str(path), "--set", "latency_ms=10"]).exit_code == 0
+
+
+def test_groups_given_over_a_preset_count_their_own_nodes():
+    # a trial user's case: "num_nodes = 11: must equal the node groups' total count (6), or be omitted",
+    # the 11 being intellect-1's, a value the user never wrote and could not omit
+    from dtsim.schema.scenario import load_scenario
+
+    s = load_scenario(preset="intellect-1", overrides={"node_groups": [{"count": 6, "region": "us-west"}]})
+    assert s.num_nodes == 6
+    # a layer that gives both still has them agree
+    with pytest.raises(dtsim.ScenarioError, match="must equal the node groups' total count"):
+        load_scenario(overrides={"num_nodes": 7, "node_groups": [{"count": 6}]})

@@ -746,6 +746,10 @@ def load_scenario(
     for layer in stack:
         if "assumptions" in layer and "assumptions" in merged:
             layer = {**layer, "assumptions": {**merged["assumptions"], **layer["assumptions"]}}
+        if layer.get("node_groups") and "num_nodes" not in layer:
+            # groups given over a preset or file count their own nodes: the layer below's num_nodes
+            # (intellect-1's 11) was refused as "must equal the groups' total", a value never written
+            merged = {k: v for k, v in merged.items() if k != "num_nodes"}
         merged = catalog.merge_layers(merged, layer)
     return make_scenario(merged)
 
