@@ -932,3 +932,32 @@ def test_plan_text_says_every_rows_doubt_not_only_the_first():
     assert len(said) > 1
     for w in said:
         assert " ".join(w.split()) in text
+
+
+def test_tokens_give_the_run_in_plan_and_layouts_tables(tmp_path):
+    # a trial user's case: the README's `plan … --tokens` showed days only; GPU-hours, cost and energy
+    # were in --json alone, and `step --layouts … --tokens` showed no days at all
+    args = [
+        "plan",
+        "--model",
+        "llama2-70b",
+        "--gpu",
+        "h100-sxm",
+        "--nodes",
+        "32",
+        "--gbs",
+        "512",
+        "--tokens",
+        "2e12",
+    ]
+    best = json.loads(runner.invoke(app, [*args, "--top", "2", "--json"]).stdout)["layouts"][0]["run"]
+    text = " ".join(runner.invoke(app, [*args, "--top", "2"]).output.split())
+    assert f"{best['gpu_hours']:,.0f} GPU-hours" in text and f"{best['days']:,.1f} days" in text
+    layouts = tmp_path / "l.csv"
+    layouts.write_text("tp,pp\n8,1\n8,2\n")
+    base = ["step", "--model", "llama2-70b", "--gpu", "h100-sxm", "--nodes", "32", "--gbs", "512"]
+    out = runner.invoke(app, [*base, "--layouts", str(layouts), "--tokens", "2e12"]).output
+    rows = json.loads(
+        runner.invoke(app, [*base, "--layouts", str(layouts), "--tokens", "2e12", "--json"]).stdout
+    )
+    assert "days" in out and f"{rows['layouts'][0]['run']['days']:,.1f}" in out

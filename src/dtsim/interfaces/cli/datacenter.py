@@ -540,11 +540,15 @@ def layout_table(
     return t
 
 
-def print_layout_table(results, title: str, names: list[str | None] | None = None) -> None:
-    """Layouts side by side (with their `names` when any has one): step time, MFU, memory, fit,
-    warnings."""
+def print_layout_table(
+    results, title: str, names: list[str | None] | None = None, days: bool = False
+) -> None:
+    """Layouts side by side (with their `names` when any has one): step time, the run's days (`days`:
+    --tokens given), MFU, memory, fit, warnings."""
     con = console()
-    con.print(layout_table(results, title, fits=True, names=names))
+    con.print(layout_table(results, title, fits=True, names=names, days=days))
+    if days and results:
+        con.print("[dim]GPU-hours, cost and energy of each layout's run: --json (`run`).[/dim]")
     print_mfu_flag(con, [r.warnings for r in results])
     if results and results[0].model_error.get("basis"):
         con.print(f"[dim]{results[0].model_error['basis']}[/dim]", highlight=False)
@@ -821,6 +825,7 @@ def step(
                 [r for r, _, _ in results],
                 f"{len(results)} layouts from {layouts}",
                 [n for _, _, n in results],
+                days=tokens is not None,
             )
             used = sorted({sw for _, sw, _ in results if sw is not None})
             if used:
@@ -1099,6 +1104,15 @@ def plan(
     title = "Fastest layouts that fit" if result.fits else "Nothing fits — the closest layouts (not answers)"
     if shown:
         con.print(layout_table(shown, title, first=1, days=tokens is not None))
+    if tokens is not None and result.ranked:  # the totals the README promises, for the fastest layout
+        best = result.ranked[0].run
+        rental = "" if best.rental_cost_usd is None else f", rental ${best.rental_cost_usd:,.0f}"
+        con.print(
+            f"Run of {best.tokens:.3g} tokens on #1: {best.days:,.1f} days, {best.gpu_hours:,.0f} GPU-hours, "
+            f"GPU purchase cost ${best.capital_cost_usd:,.0f}, energy (facility) {best.energy_kwh / 1e3:,.1f} "
+            f"MWh{rental} (every layout's in --json)",
+            highlight=False,
+        )
     print_mfu_flag(con, [r.warnings for r in result.ranked], first=1)
     if result.fits and result.model_error.get("basis"):
         con.print(f"[dim]{result.model_error['basis']}[/dim]", highlight=False)
