@@ -700,7 +700,7 @@ def test_a_link_field_every_group_replaces_is_refused_when_varied_or_set(tmp_pat
     ):
         r = runner.invoke(app, ["simulate", str(path), *args])
         assert r.exit_code == 2 and "is not used in this scenario" in " ".join(r.output.split()), r.output
-    assert runner.invoke(app, ["simulate", str(path), "--set", "latency_ms=10"]).exit_code == 0
+    assert runner.invoke(app, ["simulate", str(path), "--set", "tokens_t=2"]).exit_code == 0  # a used field
 
 
 def test_groups_given_over_a_preset_count_their_own_nodes():

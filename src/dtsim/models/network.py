@@ -182,9 +182,10 @@ class ClusterNetwork:
 
 
 def default_torus(chips: int, ici: catalog.Fabric) -> tuple[int, ...]:
-    """The slice a job of `chips` TPU chips runs on when no shape is given: the whole job when the pod
-    holds it, else halved until it does (slices joined by DCN); axes grown by doubling the shortest,
-    innermost first, within the pod's axes (4x4x4 for 64 v5p chips, 16x16 for 256 v5e chips)."""
+    """The slice a job of `chips` TPU chips runs on when no shape is given: the whole job when a slice
+    of power-of-two axes within the pod's holds it, else halved until one does (slices joined by DCN);
+    axes grown by doubling the shortest, innermost first (4x4x4 for 64 v5p chips, 16x16 for 256 v5e
+    chips, two 16x16x16 for 8,192 v5p chips)."""
     dims, pod = ici.torus_dims or 1, sorted(ici.pod or ())
     per_slice = chips
     while per_slice > math.prod(pod) and per_slice % 2 == 0:

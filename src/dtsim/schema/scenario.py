@@ -687,7 +687,7 @@ def read_scenario_file(path: str | Path) -> dict[str, Any]:
     data = parse_data_text(read_text_file(path), path)
     if data is None:  # an empty or comment-only document ran the default scenario silently
         raise ScenarioError(
-            [("file", str(path), "holds no fields (empty, or comments only); write {} to take every default")]
+            [("file", str(path), "holds no fields (empty, or comments only): give the fields it should set")]
         )
     if not isinstance(data, dict):
         raise ScenarioError([("file", str(path), "must hold a mapping of scenario fields")])

@@ -1113,7 +1113,7 @@ def plan(
             f"MWh{rental} (every layout's in --json)",
             highlight=False,
         )
-    print_mfu_flag(con, [r.warnings for r in result.ranked], first=1)
+    print_mfu_flag(con, [r.warnings for r in shown], first=1)  # the closest layouts too, when none fits
     if result.fits and result.model_error.get("basis"):
         con.print(f"[dim]{result.model_error['basis']}[/dim]", highlight=False)
     if dmc is not None:

@@ -1064,8 +1064,8 @@ def annotated_performance(
         perf["warnings"].append(
             f"the 80 % interval's fast end (MFU {perf['mfu_p90']:.1%}, step time "
             f"{perf['step_time_s_p10']:.4g} s{', and the days at it' if tokens is not None else ''}) is above "
-            "100 % of the peak, which no run reaches: read the interval from its slow end up to the "
-            "point value, which is already close to the peak"
+            "100 % of the peak, which no run reaches: that end is the model's error applied as a factor, "
+            "not a reachable speed, and the point value is already near what the chip sustains"
         )
     if tokens is not None:
         perf["run"] = run_totals(

@@ -214,7 +214,8 @@ def run_frame_choosing(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
     with np.errstate(invalid="ignore"):
         # failure-free times tie to the last bit when the WAN sync is hidden either way, and a hierarchy
         # can lose more to failures: compare what the run is expected to take, with a tie left flat
-        pick = np.asarray(tiered["wall_clock_days"] < flat["wall_clock_days"] * (1 - TIE)) & candidates
+        tw, fw = np.asarray(tiered["wall_clock_days"]), np.asarray(flat["wall_clock_days"])
+        pick = ((tw < fw * (1 - TIE)) | (np.isnan(fw) & np.isfinite(tw))) & candidates  # flat never ends
     # one layout for every row (a single scenario always): that run is the answer, its frame the frame
     for chosen, frame, out in (
         (~pick.any(), flat_frame, flat),

@@ -259,7 +259,8 @@ def render(ui: Any, answer: dict[str, Any], v: dict[str, Any]) -> None:
                 table(ui, layout_rows(a["nearest"], days), "plan-nearest", columns)
         rejected = ", ".join(f"{n:,} {k}" for k, n in a["rejected"].items() if n)
         ui.label(f"Rejected: {rejected or 'none'}").classes("text-caption").props("data-testid=plan-rejected")
-    # the fastest layout's warnings; the others' are marked ! in the table, as the CLI marks them
+    # the fastest layout's warnings; the others' are marked ! in the table and counted here (the CLI
+    # lists each row's under its table; the API's JSON has every row's)
     shown = a["layouts"] or a["nearest"]
     warnings_box(ui, shown[0]["warnings"] if shown else [])
     from dtsim.models.datacenter.plausibility import mfu_doubted
