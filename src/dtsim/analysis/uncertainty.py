@@ -925,21 +925,11 @@ def load_uncertain_scenario(
             if file_fields is not None and name in file_fields:
                 file_fields[name] = point
     scenario = load_scenario(file=file, preset=preset, overrides=overrides, file_fields=file_fields)
-    from dtsim.models.decentralized.encode import UNUSED_FIELD, links_every_group_sets
+    from dtsim.models.decentralized.encode import unused_links
 
-    unused = [f for f in links_every_group_sets(scenario) if f in overrides]
+    unused = unused_links(scenario, overrides, varied=False)
     if unused:  # --set bandwidth_mbps=1 and =100000 gave the same run, with no word
-        raise ScenarioError(
-            [
-                (
-                    unused[0],
-                    overrides[unused[0]],
-                    f"{UNUSED_FIELD}: every node group sets its own "
-                    + ("links" if unused[0] == "bandwidth_mbps" else unused[0])
-                    + ", so this value changes nothing: set the groups' links instead",
-                )
-            ]
-        )
+        raise ScenarioError(unused)
     for name, d in dists.items():  # every value a choice can draw is one the field takes
         if d.kind == "choice":
             for v in d.params["values"]:

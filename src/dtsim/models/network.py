@@ -187,22 +187,19 @@ def default_torus(chips: int, ici: catalog.Fabric) -> tuple[int, ...]:
     axes grown by doubling the shortest, innermost first (4x4x4 for 64 v5p chips, 16x16 for 256 v5e
     chips, two 16x16x16 for 8,192 v5p chips)."""
     dims, pod = ici.torus_dims or 1, sorted(ici.pod or ())
+    # the largest slice of doubled axes: a pod whose axes are no powers of two (v5p's 16x20x28) holds
+    # fewer chips so (16x16x16): 8,192 v5p chips are two such slices, not one
+    largest = math.prod(2 ** int(math.log2(a)) for a in pod)
     per_slice = chips
-    while per_slice > math.prod(pod) and per_slice % 2 == 0:
+    while per_slice > largest and per_slice % 2 == 0:
         per_slice //= 2
-    while True:
-        shape = [1] * dims
-        while math.prod(shape) < per_slice:
-            grow = [i for i in range(dims) if shape[i] * 2 <= pod[i]]
-            if not grow:
-                break
-            i = min(grow, key=lambda k: shape[k])
-            shape[i] *= 2
-        # a pod whose axes are no powers of two (v5p's 16x20x28) holds fewer chips in doubled axes than
-        # it has: 8,192 v5p chips are two slices of 16x16x16, not one
-        if math.prod(shape) == per_slice or per_slice % 2 or math.prod(shape) > per_slice:
+    shape = [1] * dims
+    while math.prod(shape) < per_slice:
+        grow = [i for i in range(dims) if shape[i] * 2 <= pod[i]]
+        if not grow:
             break
-        per_slice //= 2
+        i = min(grow, key=lambda k: shape[k])
+        shape[i] *= 2
     if math.prod(shape) != per_slice:
         example = "x".join(["4"] * dims)
         raise ScenarioError(

@@ -1030,7 +1030,12 @@ def annotated_performance(
             "and sized materialized (the scores written to memory and a separate softmax), as it would run"
         )
     kernel = layout.get("attention_kernel", "flash2")
-    if kernel != "flash2" and layout.get("flash_attention", True) and not micro.flash_attention_efficiency:
+    if (  # (a GPU on which no FlashAttention runs is told so above)
+        kernel != "flash2"
+        and layout.get("flash_attention", True)
+        and micro.flash_attention_runs
+        and not micro.flash_attention_efficiency
+    ):
         # a TPU (or a GPU without a measured kernel table): attention runs on the GEMM model, whatever
         # kernel is named
         perf["warnings"].append(

@@ -9,6 +9,7 @@ fields (a property test draws every field to check it).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -393,15 +394,29 @@ def encode_hardware(
 UNUSED_FIELD = "is not used in this scenario"  # the refusal below; uncertainty passes it on
 
 
-def links_every_group_sets(s: Scenario) -> list[str]:
-    """The scenario's link fields that no node group uses: every group gives its own value."""
-    if not s.node_groups:
-        return []
-    return [
+def unused_links(s: Scenario, given: Mapping[str, Any], varied: bool) -> list[tuple[str, Any, str]]:
+    """The problem of a link field in `given` (--set values, or a batch's arrays when `varied`) that no
+    node group uses, every group giving its own value: the run would not change with it."""
+    unused = [
         f
         for f in ("bandwidth_mbps", "bandwidth_up_mbps", "bandwidth_down_mbps")
-        if all(f in g.links() for g in s.node_groups)
+        if f in given and s.node_groups and all(f in g.links() for g in s.node_groups)
     ]
+    if not unused:
+        return []
+    name = unused[0]
+    value = np.unique(np.asarray(given[name])).tolist()[:8] if varied else given[name]
+    what = f"{UNUSED_FIELD}: every node group sets its own " + ("links" if name == "bandwidth_mbps" else name)
+    if varied:
+        return [
+            (
+                name,
+                value,
+                f"{what}, so a sweep, a distribution or a search cannot vary it: vary the groups' links "
+                "(one scenario each), or leave a group on the scenario's",
+            )
+        ]
+    return [(name, value, f"{what}, so this value changes nothing: set the groups' links instead")]
 
 
 def encode_batch(s: Scenario, arrays: dict[str, Any], n: int) -> Frame:
@@ -435,20 +450,9 @@ def encode_batch(s: Scenario, arrays: dict[str, Any], n: int) -> Frame:
                     )
                 ]
             )
-        unused = [f for f in links_every_group_sets(s) if f in arrays]
+        unused = unused_links(s, arrays, varied=True)
         if unused:  # every row would be the same run: a sweep flat, a range of zero width, no word
-            raise ScenarioError(
-                [
-                    (
-                        unused[0],
-                        np.unique(np.asarray(arrays[unused[0]])).tolist()[:8],
-                        f"{UNUSED_FIELD}: every node group sets its own "
-                        + ("links" if unused[0] == "bandwidth_mbps" else unused[0])
-                        + ", so a sweep, a distribution or a search cannot vary it: vary the groups' "
-                        "links (one scenario each), or leave a group on the scenario's",
-                    )
-                ]
-            )
+            raise ScenarioError(unused)
         if "mfu" in arrays:
             arrays = dict(arrays)
             encode_group_mfu(s, arrays.pop("mfu"), cols)
