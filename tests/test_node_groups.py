@@ -383,6 +383,48 @@ def test_regions_become_the_regional_tier_when_that_is_faster():
         )
 
 
+def test_hierarchical_true_makes_the_regions_the_regional_groups():
+    """A trial user's case: hierarchical: true over groups on three continents grouped nodes by index
+    (default groups of 8 that spanned continents) and charged their syncs at the default regional
+    20 ms, coming out 5× faster than flat with no word about it. Given hierarchical: true, the regions
+    are the regional groups, as when the model chooses a hierarchy itself; nodes_per_group, a size the
+    user chose, still groups by index."""
+    groups = [
+        {"count": 5, "region": "us-east", "node": "dgx-h100"},
+        {"count": 3, "region": "eu-central", "node": "dgx-h100"},
+        {"count": 4, "region": "singapore", "node": "dgx-h100"},
+    ]
+    base = THREE_REGIONS | {"node_groups": groups}
+    given = dtsim.simulate(base | {"hierarchical": True})
+    chosen = dtsim.simulate(base)
+    assert given.mode == "hierarchical-diloco" and given.hierarchy_by_region
+    assert "hierarchical: true, so the node groups' 3 regions are the regional groups" in given.mode_reason
+    assert "with 3 groups" in given.mode_reason  # not ⌊12 / 8⌋ = 1 group of 8 by index
+    # the same hierarchy the model picks by itself (here it is faster than flat)
+    assert chosen.hierarchy_by_region and chosen.wall_clock_days == given.wall_clock_days
+    assert chosen.regional_sync_s == given.regional_sync_s
+    # the regional tier inside the largest region (5 nodes): the nodes' own 1 Gbit/s at the intra-region RTT
+    f5 = 1 + 0.05 * math.log2(5)
+    payload = given.details["payload_bits"]
+    assert given.regional_sync_s == pytest.approx((2 * payload / 1e9 + 0.002) * f5, rel=1e-9)
+    # kept where flat would be faster: the user asked for the hierarchy
+    stream = {"streaming": True, "inner_steps": 500}
+    assert dtsim.simulate(base | stream).mode == "flat-diloco"
+    kept = dtsim.simulate(base | stream | {"hierarchical": True})
+    assert kept.mode == "hierarchical-diloco" and kept.hierarchy_by_region
+    # nodes_per_group groups by index, as before
+    sized = dtsim.simulate(base | {"hierarchical": True, "nodes_per_group": 6})
+    assert not sized.hierarchy_by_region and "with 2 groups" in sized.mode_reason
+    # the batch path agrees row by row, with hierarchical varied or given
+    batch = dtsim.simulate_batch(base, hierarchical=np.array([True, False]))
+    assert list(batch["hierarchy_by_region"]) == [True, False]
+    assert batch["wall_clock_days"][0] == given.wall_clock_days
+    assert batch["wall_clock_days"][1] == dtsim.simulate(base | {"hierarchical": False}).wall_clock_days
+    rows = dtsim.simulate_batch(base | {"hierarchical": True} | stream, inner_steps=np.array([10, 500]))
+    assert list(rows["hierarchy_by_region"]) == [True, True]
+    assert rows["wall_clock_days"][1] == kept.wall_clock_days
+
+
 def test_regions_of_one_node_form_no_regional_tier():
     """A trial user's case: three regions of one node each became a "hierarchy" whose groups of one
     were charged a 2V/B regional sync (2,880 s) with nobody to average with, and it was chosen as

@@ -161,7 +161,8 @@ def groups_summary(result_data: dict[str, Any]) -> str:
         return "No node groups: every node is the scenario's."
     parts = [f"Limiting group: {limiting + 1}."]
     parts.append(
-        "The groups' regions became the regional groups of a hierarchy (a shorter wall-clock than without it)."
+        # hierarchical: true, or chosen as faster: the mode's reason says which
+        "The groups' regions became the regional groups of a hierarchy."
         if result_data.get("hierarchy_by_region")
         else "No hierarchy by region."
     )

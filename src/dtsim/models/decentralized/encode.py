@@ -149,19 +149,22 @@ def encode_scenario(s: Scenario) -> dict[str, Any]:
         cols["groups"] = encode_groups(s, cols, lambda g: _group_mfu(s, g))
         regions = {g.region for g in s._groups}
         given = s.given_fields()
-        # groups in two or more regions may form the regional tier of a hierarchy, when the scenario
-        # leaves the hierarchy to the model (engine.run_frame_choosing keeps it where it is faster)
+        # groups in two or more regions form the regional tier of a hierarchy: where the scenario leaves
+        # the hierarchy to the model, if it is faster (engine.run_frame_choosing); with hierarchical: true,
+        # always (grouping nodes by their index would put continents in one "regional" group); only
+        # nodes_per_group, a group size the user chose, groups nodes by index
         per_region = {r: sum(g.count for g in s._groups if g.region == r) for r in regions}
         # ... and when some region has two nodes or more: regions of one node each have nobody to
         # average with inside, so a regional tier would only add syncs
-        auto = (
+        by_region = (
             None not in regions
             and len(regions) >= 2
             and max(per_region.values()) >= 2
-            and not {"hierarchical", "nodes_per_group"} & set(given)
+            and "nodes_per_group" not in given
         )
-        cols["region_count"] = float(len(regions)) if auto else np.nan
-        cols["region_largest"] = float(max(per_region.values())) if auto else np.nan
+        cols["region_count"] = float(len(regions)) if by_region else np.nan
+        cols["region_largest"] = float(max(per_region.values())) if by_region else np.nan
+        cols["region_given"] = "hierarchical" in given  # the user chose: no comparison with flat
         cols["regional_given"] = "regional_bandwidth_mbps" in given
         cols["regional_latency_given"] = "regional_latency_ms" in given
     return cols
@@ -468,8 +471,10 @@ def encode_batch(s: Scenario, arrays: dict[str, Any], n: int) -> Frame:
         encode_hardware(given, {f: arrays[f] for f in varied_hw if f not in direct}, cols, stand_in)
         cols.update(checked)
         arrays = {k: v for k, v in arrays.items() if k not in varied_hw}
-    if {"hierarchical", "nodes_per_group"} & set(arrays):
-        cols["region_count"] = np.nan  # the rows set the hierarchy themselves
+    if "nodes_per_group" in arrays:
+        cols["region_count"] = np.nan  # the rows set their group sizes themselves
+    elif "hierarchical" in arrays:
+        cols["region_given"] = True  # each row says whether its regions form a hierarchy
     if "regional_bandwidth_mbps" in arrays:
         cols["regional_given"] = True  # each row gives its regional links
     if "regional_latency_ms" in arrays:

@@ -199,27 +199,33 @@ TIE = 1e-9  # relative: two runs this close take the same time
 
 
 def run_frame_choosing(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
-    """`run_frame`, where node groups in two or more regions left the hierarchy to the model: each such row
-    runs flat and with its regions as the regional groups, and keeps the one whose expected wall-clock,
-    failures included (`wall_clock_days`: the failure-free time over the goodput), is shorter by more
-    than a rounding error (ties and infeasible rows stay flat). The frame ends up as that final run
-    derived it."""
+    """`run_frame`, where node groups lie in two or more regions. Rows with hierarchical: true take their
+    regions as the regional groups; rows that left the hierarchy to the model run flat and with their
+    regions as the regional groups, and keep the one whose expected wall-clock, failures included
+    (`wall_clock_days`: the failure-free time over the goodput), is shorter by more than a rounding
+    error (ties and infeasible rows stay flat). The frame ends up as that final run derived it."""
     regions = np.asarray(f.get("region_count", np.nan))
     if np.isnan(regions).all():
         return run_frame(f, asm)
-    candidates = ~np.isnan(regions)
-    flat_frame = Frame({**f, "by_region": np.asarray(False)}, n=f.n)
-    tiered_frame = Frame({**f, "by_region": candidates}, n=f.n)
+    given = np.asarray(f.get("region_given", False))
+    fixed = ~np.isnan(regions) & given & np.asarray(f.hierarchical, dtype=bool)
+    candidates = ~np.isnan(regions) & ~given
+    if not candidates.any():
+        f["by_region"] = fixed
+        return run_frame(f, asm)
+    flat_frame = Frame({**f, "by_region": fixed}, n=f.n)
+    tiered_frame = Frame({**f, "by_region": candidates | fixed}, n=f.n)
     flat, tiered = run_frame(flat_frame, asm), run_frame(tiered_frame, asm)
     with np.errstate(invalid="ignore"):
         # failure-free times tie to the last bit when the WAN sync is hidden either way, and a hierarchy
         # can lose more to failures: compare what the run is expected to take, with a tie left flat
         tw, fw = np.asarray(tiered["wall_clock_days"]), np.asarray(flat["wall_clock_days"])
-        pick = ((tw < fw * (1 - TIE)) | (np.isnan(fw) & np.isfinite(tw))) & candidates  # flat never ends
+        better = ((tw < fw * (1 - TIE)) | (np.isnan(fw) & np.isfinite(tw))) & candidates  # flat never ends
+    pick = better | fixed
     # one layout for every row (a single scenario always): that run is the answer, its frame the frame
     for chosen, frame, out in (
-        (~pick.any(), flat_frame, flat),
-        (np.array_equal(*np.broadcast_arrays(pick, candidates)), tiered_frame, tiered),
+        (not better.any(), flat_frame, flat),
+        (np.array_equal(*np.broadcast_arrays(better, candidates)), tiered_frame, tiered),
     ):
         if chosen:
             f.update(frame)
@@ -358,6 +364,7 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
         out["memory_group_stages"] = memory.pipeline_stages(f.memory_bytes, out["largest_group_vram_bytes"])
     out["limiting_group"] = _limiting_group(f, out)
     out["hierarchy_by_region"] = np.asarray(f.by_region)
+    out["region_given"] = np.asarray(f.get("region_given", False))  # hierarchical given, not chosen
     for col in FRAME_OUTPUTS:
         out[col] = np.asarray(f[col])
     out["node_sustained_flop_s"] = np.asarray(f.peak_flop_s * f.mfu)

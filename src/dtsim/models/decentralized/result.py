@@ -62,8 +62,9 @@ class Result(BaseModel):
     )
     hierarchy_by_region: bool = Field(
         False,
-        description="The node groups' regions became the regional groups of a hierarchy (hierarchical not given, "
-        "and its wall-clock time was shorter than the run without it, which hierarchical: false gives).",
+        description="The node groups' regions became the regional groups of a hierarchy: hierarchical: true, or "
+        "hierarchical not given and the hierarchy's wall-clock time shorter than the run without it (which "
+        "hierarchical: false gives). nodes_per_group groups nodes by index instead.",
     )
     limiting_group: int | None = Field(
         None,
@@ -247,7 +248,9 @@ def build_result(out: dict, i: int, scenario, asm, frame) -> Result:
         details[key] = val if isinstance(val, bool) else _f(val)
     warnings = decode(int(v["warning_bits"]), v)
     reason = reason_text(v)
-    if v["hierarchy_by_region"]:
+    if v["hierarchy_by_region"] and v["region_given"]:
+        reason += f"; hierarchical: true, so the node groups' {v['region_count']:.0f} regions are the regional groups"
+    elif v["hierarchy_by_region"]:
         reason += (
             f"; the node groups' {v['region_count']:.0f} regions are the regional groups (a shorter wall-clock "
             "than the run without them, which hierarchical: false gives; the choice is on wall-clock time, "
