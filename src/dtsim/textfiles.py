@@ -57,3 +57,21 @@ def decode_text(raw: bytes, name: str, field: str = "file") -> str:
     if "\x00" in text:
         raise ScenarioError([(field, name, "holds NUL characters: not a text file")])
     return text.removeprefix("\ufeff")
+
+
+def write_generated(argv: list[str], what: str, default: Path, render) -> int:
+    """A maintainer's command that regenerates a generated file (`python -m dtsim.validation.docs`
+    and the like): an optional target path, `--help` that only prints help (it used to be taken as the
+    path to write, or ignored while the catalog file was rewritten), then `render()` written there."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog=Path(argv[0]).name if argv else None, description=f"Regenerate {what}."
+    )
+    parser.add_argument(
+        "target", nargs="?", default=str(default), help=f"where to write it [default: {default}]"
+    )
+    args = parser.parse_args(argv[1:])
+    Path(args.target).write_text(render(), encoding="utf-8")
+    print(f"wrote {args.target}")
+    return 0

@@ -51,10 +51,11 @@ def assumptions_markdown() -> str:
 
 
 def main(argv: list[str]) -> int:
-    target = Path(argv[1]) if len(argv) > 1 else Path("docs/assumptions.md")
-    target.write_text(assumptions_markdown(), encoding="utf-8")
-    print(f"wrote {target}")
-    return 0
+    from dtsim.textfiles import write_generated
+
+    return write_generated(
+        argv, "docs/assumptions.md (the assumptions table)", Path("docs/assumptions.md"), assumptions_markdown
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

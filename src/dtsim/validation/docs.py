@@ -243,10 +243,11 @@ def render() -> str:
 
 
 def main(argv: list[str]) -> int:
-    target = Path(argv[1]) if len(argv) > 1 else Path("docs/validation.md")
-    target.write_text(render(), encoding="utf-8")
-    print(f"wrote {target}")
-    return 0
+    from dtsim.textfiles import write_generated
+
+    return write_generated(
+        argv, "docs/validation.md (the measured-run tables)", Path("docs/validation.md"), render
+    )
 
 
 if __name__ == "__main__":

@@ -252,5 +252,12 @@ def target() -> Path:
 
 
 if __name__ == "__main__":  # pragma: no cover - a maintainer's command
-    target().write_text(render(), encoding="utf-8")
-    print(f"wrote {target()}")
+    import sys
+
+    from dtsim.textfiles import write_generated
+
+    sys.exit(
+        write_generated(
+            sys.argv, "the catalog's model_error.yaml (the model-error intervals)", target(), render
+        )
+    )
