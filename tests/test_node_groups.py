@@ -743,6 +743,58 @@ def test_a_link_field_every_group_replaces_is_refused_when_varied_or_set(tmp_pat
         r = runner.invoke(app, ["simulate", str(path), *args])
         assert r.exit_code == 2 and "is not used in this scenario" in " ".join(r.output.split()), r.output
     assert runner.invoke(app, ["simulate", str(path), "--set", "tokens_t=2"]).exit_code == 0  # a used field
+    # a drawn field is named with its distribution, not refused as if its point were the value given
+    r = runner.invoke(app, ["simulate", str(path), "--set", "bandwidth_mbps=100..1000", "--uncertainty", "8"])
+    said = " ".join(r.output.split())
+    assert r.exit_code == 2 and "'uniform(low=100, high=1000)'" in said and "cannot vary it" in said, said
+
+
+def test_latency_and_mfu_every_group_replaces_are_refused_when_varied_or_set(tmp_path):
+    """A trial user's case: with every group in a region (or on its own latency_ms), the scenario's
+    latency_ms is never used, and with every group on its own MFU the scenario's mfu is not; --set,
+    sweep and distributions on them changed nothing, with no word."""
+    from typer.testing import CliRunner
+
+    from dtsim.interfaces.cli.main import app
+
+    groups = [
+        {"count": 4, "node": "dgx-h100", "region": "us-east", "mfu": 0.4},
+        {"count": 4, "node": "dgx-h100", "latency_ms": 80, "mfu": 0.35},
+    ]
+    base = {
+        "parameters_b": 10,
+        "tokens_t": 1,
+        "inner_steps": 10,
+        "hierarchical": False,
+        "node_groups": groups,
+    }
+    for field, values in (("latency_ms", [10.0, 500.0]), ("mfu", [0.2, 0.5])):
+        with pytest.raises(dtsim.ScenarioError, match=rf"{field}.*is not used in this scenario"):
+            dtsim.simulate_batch(base, **{field: np.array(values)})
+    # one group on the scenario's latency and MFU: both are used, and they move the run
+    mixed = base | {"node_groups": [groups[0], {"count": 4, "node": "dgx-h100"}]}
+    slow = dtsim.simulate_batch(mixed, latency_ms=np.array([10.0, 5000.0]))["outer_step_s"]
+    assert slow[0] < slow[1]
+    # (a varied mfu beside groups with MFUs of their own is refused as before: encode_group_mfu)
+    plain = base | {
+        "node_groups": [{"count": 4, "node": "dgx-h100", "region": "us-east"}, mixed["node_groups"][1]]
+    }
+    step = dtsim.simulate_batch(plain, mfu=np.array([0.2, 0.5]))["step_s"]  # the inner step's compute
+    assert step[0] > step[1]
+    import yaml
+
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(base), "utf-8")
+    runner = CliRunner()
+    for args, said_of in (
+        (["simulate", str(path), "--set", "latency_ms=500"], "latency_ms or a region (whose RTT it takes)"),
+        (["simulate", str(path), "--set", "mfu=0.2"], "set the groups' mfu instead"),
+        (["simulate", str(path), "--set", "mfu=0.2..0.4", "--uncertainty", "8"], "cannot vary it"),
+        (["sweep", str(path), "--vary", "latency_ms=10,100"], "cannot vary it"),
+    ):
+        r = runner.invoke(app, args)
+        said = " ".join(r.output.split())
+        assert r.exit_code == 2 and "is not used in this scenario" in said and said_of in said, (args, said)
 
 
 def test_groups_given_over_a_preset_count_their_own_nodes():

@@ -925,10 +925,14 @@ def load_uncertain_scenario(
             if file_fields is not None and name in file_fields:
                 file_fields[name] = point
     scenario = load_scenario(file=file, preset=preset, overrides=overrides, file_fields=file_fields)
-    from dtsim.models.decentralized.encode import unused_links
+    from dtsim.models.decentralized.encode import unused_fields
 
-    unused = unused_links(scenario, overrides, varied=False)
-    if unused:  # --set bandwidth_mbps=1 and =100000 gave the same run, with no word
+    # --set bandwidth_mbps=1 and =100000 gave the same run, with no word; a drawn field is named with
+    # its distribution (not its point, as if the point alone were refused)
+    unused = unused_fields(scenario, {k: v for k, v in overrides.items() if k not in dists}, varied=False)
+    drawn = {k: v for k, v in overrides.items() if k in dists}
+    unused = unused or [_drawn_problem(p, dists) for p in unused_fields(scenario, drawn, varied=True)]
+    if unused:
         raise ScenarioError(unused)
     for name, d in dists.items():  # every value a choice can draw is one the field takes
         if d.kind == "choice":

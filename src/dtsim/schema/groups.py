@@ -89,6 +89,16 @@ class NodeGroup(BaseModel):
         own = {k for k in ("bandwidth_up_mbps", "bandwidth_down_mbps") if getattr(self, k) is not None}
         return own | ({"bandwidth_mbps"} if len(own) == 2 else set())
 
+    def replaces(self) -> set[str]:
+        """The scenario fields this group's own values replace: its links (`links`), `latency_ms` (its
+        own, or its region's RTT, decentralized.groups.group_rtt_s) and `mfu`."""
+        own = self.links()
+        if self.latency_ms is not None or self.region is not None:
+            own.add("latency_ms")
+        if self.mfu is not None:
+            own.add("mfu")
+        return own
+
     def hardware(self) -> dict[str, Any]:
         """The hardware fields this group sets (a scenario layer)."""
         keys = ("node", "gpu", "gpus_per_node", "pflops_per_node", "vram_per_node_gb")

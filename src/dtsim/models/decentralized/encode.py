@@ -397,29 +397,38 @@ def encode_hardware(
 UNUSED_FIELD = "is not used in this scenario"  # the refusal below; uncertainty passes it on
 
 
-def unused_links(s: Scenario, given: Mapping[str, Any], varied: bool) -> list[tuple[str, Any, str]]:
-    """The problem of a link field in `given` (--set values, or a batch's arrays when `varied`) that no
-    node group uses, every group giving its own value: the run would not change with it."""
+_REPLACED = {  # what a group sets in place of the field, and where to set it instead
+    "bandwidth_mbps": ("links", "the groups' links"),
+    "bandwidth_up_mbps": ("bandwidth_up_mbps", "the groups' bandwidth_up_mbps"),
+    "bandwidth_down_mbps": ("bandwidth_down_mbps", "the groups' bandwidth_down_mbps"),
+    "latency_ms": ("latency_ms or a region (whose RTT it takes)", "the groups' latency_ms or regions"),
+    "mfu": ("mfu", "the groups' mfu"),
+}
+
+
+def unused_fields(s: Scenario, given: Mapping[str, Any], varied: bool) -> list[tuple[str, Any, str]]:
+    """The problem of a scenario field in `given` (--set values, or a batch's arrays when `varied`) that
+    no node group uses, every group giving its own value (`NodeGroup.replaces`): a link, the latency or
+    the MFU. The run would not change with it."""
     unused = [
-        f
-        for f in ("bandwidth_mbps", "bandwidth_up_mbps", "bandwidth_down_mbps")
-        if f in given and s.node_groups and all(f in g.links() for g in s.node_groups)
+        f for f in _REPLACED if f in given and s.node_groups and all(f in g.replaces() for g in s.node_groups)
     ]
     if not unused:
         return []
     name = unused[0]
+    own, instead = _REPLACED[name]
     value = np.unique(np.asarray(given[name])).tolist()[:8] if varied else given[name]
-    what = f"{UNUSED_FIELD}: every node group sets its own " + ("links" if name == "bandwidth_mbps" else name)
+    what = f"{UNUSED_FIELD}: every node group sets its own {own}"
     if varied:
         return [
             (
                 name,
                 value,
-                f"{what}, so a sweep, a distribution or a search cannot vary it: vary the groups' links "
+                f"{what}, so a sweep, a distribution or a search cannot vary it: vary {instead} "
                 "(one scenario each), or leave a group on the scenario's",
             )
         ]
-    return [(name, value, f"{what}, so this value changes nothing: set the groups' links instead")]
+    return [(name, value, f"{what}, so this value changes nothing: set {instead} instead")]
 
 
 def encode_batch(s: Scenario, arrays: dict[str, Any], n: int) -> Frame:
@@ -453,7 +462,7 @@ def encode_batch(s: Scenario, arrays: dict[str, Any], n: int) -> Frame:
                     )
                 ]
             )
-        unused = unused_links(s, arrays, varied=True)
+        unused = unused_fields(s, arrays, varied=True)
         if unused:  # every row would be the same run: a sweep flat, a range of zero width, no word
             raise ScenarioError(unused)
         if "mfu" in arrays:
