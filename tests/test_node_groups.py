@@ -423,6 +423,24 @@ def test_hierarchical_true_makes_the_regions_the_regional_groups():
     rows = dtsim.simulate_batch(base | {"hierarchical": True} | stream, inner_steps=np.array([10, 500]))
     assert list(rows["hierarchy_by_region"]) == [True, True]
     assert rows["wall_clock_days"][1] == kept.wall_clock_days
+    # ... and says which of its groups mix regions, at regional links (5 us-east, 3 eu-central, 4 singapore)
+    from dtsim.models.decentralized.warning_rules import CODES
+
+    code = "INDEX_GROUPS_SPAN_REGIONS"
+    for size, spanning, of in ((6, 2, 2), (4, 1, 3), (3, 2, 4)):
+        r = dtsim.simulate(base | {"hierarchical": True, "nodes_per_group": size})
+        (w,) = [w for w in r.warnings if w.code == code]
+        verb = "holds" if spanning == 1 else "hold"
+        assert f"so {spanning} of the {of} regional groups {verb} nodes of two or more regions" in w.message
+        assert "(1,000 Mbit/s, 20 ms)" in w.message
+    ordered = base | {"node_groups": [groups[0] | {"count": 4}, groups[1] | {"count": 4}, groups[2]]}
+    assert code not in {
+        w.code for w in dtsim.simulate(ordered | {"hierarchical": True, "nodes_per_group": 4}).warnings
+    }
+    assert code not in {w.code for w in given.warnings}  # regions as the groups: none mixes
+    bit = 1 << CODES.index(code)
+    rows = dtsim.simulate_batch(base | {"hierarchical": True}, nodes_per_group=np.array([6, 4, 12]))
+    assert [bool(int(b) & bit) for b in rows["warning_bits"]] == [True, True, False]  # 12: one group of all
 
 
 def test_regions_of_one_node_form_no_regional_tier():

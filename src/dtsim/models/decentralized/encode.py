@@ -17,7 +17,7 @@ import numpy as np
 from dtsim import catalog
 from dtsim.errors import ScenarioError
 from dtsim.models.decentralized.frame import Frame
-from dtsim.models.decentralized.groups import catalog_peak_flop_s, encode_groups
+from dtsim.models.decentralized.groups import catalog_peak_flop_s, encode_groups, groups_spanning_regions
 from dtsim.models.decentralized.inner_steps import AUTO, AUTO_QUALITY
 from dtsim.physics import codec, efficiency, memory, runlength, stragglers
 from dtsim.schema.fields import BOUNDS, INTEGER_FIELDS, bound_text
@@ -165,6 +165,11 @@ def encode_scenario(s: Scenario) -> dict[str, Any]:
         cols["region_count"] = float(len(regions)) if by_region else np.nan
         cols["region_largest"] = float(max(per_region.values())) if by_region else np.nan
         cols["region_given"] = "hierarchical" in given  # the user chose: no comparison with flat
+        # nodes_per_group groups nodes by index: how many of its groups mix regions (INDEX_GROUPS_SPAN_REGIONS)
+        mixed = None not in regions and len(regions) >= 2 and "nodes_per_group" in given
+        cols["index_groups_spanning"] = (
+            groups_spanning_regions(s._groups, s.nodes_per_group) if mixed else 0.0
+        )
         cols["regional_given"] = "regional_bandwidth_mbps" in given
         cols["regional_latency_given"] = "regional_latency_ms" in given
     return cols
@@ -482,6 +487,8 @@ def encode_batch(s: Scenario, arrays: dict[str, Any], n: int) -> Frame:
         arrays = {k: v for k, v in arrays.items() if k not in varied_hw}
     if "nodes_per_group" in arrays:
         cols["region_count"] = np.nan  # the rows set their group sizes themselves
+        if s._groups is not None and None not in {g.region for g in s._groups}:
+            cols["index_groups_spanning"] = groups_spanning_regions(s._groups, arrays["nodes_per_group"])
     elif "hierarchical" in arrays:
         cols["region_given"] = True  # each row says whether its regions form a hierarchy
     if "regional_bandwidth_mbps" in arrays:

@@ -140,6 +140,24 @@ def catalog_peak_flop_s(gpu_id: str | None, precision: str, count: float | None)
     return np.nan if dense is None or count is None else count * dense * 1e12
 
 
+def groups_spanning_regions(groups, nodes_per_group) -> np.ndarray:
+    """How many of the ⌊N/m⌋ regional groups of m = `nodes_per_group` nodes, taken in `node_groups`
+    order (strategies/hierarchical_diloco.group_layout), hold nodes of two or more regions: a group
+    boundary between two regions that falls inside one of them (one value per m; every group has a region)."""
+    counts = np.array([g.count for g in groups], dtype=float)
+    ends = np.cumsum(counts)
+    cuts = [ends[i] for i in range(len(groups) - 1) if groups[i].region != groups[i + 1].region]
+    m = np.asarray(nodes_per_group, dtype=float)
+    out = np.zeros(m.shape)
+    for size in np.unique(m):
+        if not size >= 1:  # not a group size (the field's own check names it)
+            continue
+        whole = np.floor(ends[-1] / size)
+        spanning = {np.floor(c / size) for c in cuts if c % size != 0 and np.floor(c / size) < whole}
+        out[m == size] = len(spanning)
+    return out
+
+
 def _region_terms(s) -> tuple[np.ndarray, np.ndarray]:
     """Per group: the great-circle distance to the farthest region among the groups that is not measured
     in region_rtt_ms (0 for its own), and the largest measured RTT to one (NaN: none / no region)."""

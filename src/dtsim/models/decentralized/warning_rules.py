@@ -432,6 +432,22 @@ RULES: tuple[WarningRule, ...] = (
         ),
     ),
     WarningRule(
+        "INDEX_GROUPS_SPAN_REGIONS",
+        lambda f, o: (
+            (np.asarray(f.get("index_groups_spanning", 0.0)) > 0)
+            & is_mode(o["mode_code"], "hierarchical-diloco")
+        ),
+        lambda v: (
+            f"nodes_per_group = {v['nodes_per_group']:,.0f} groups nodes in node_groups order, so "
+            f"{v['index_groups_spanning']:,.0f} of the {math.floor(v['num_nodes'] / v['nodes_per_group']):,} "
+            f"regional groups {'holds' if v['index_groups_spanning'] == 1 else 'hold'} nodes of two or more "
+            "regions, yet every regional sync is charged at the "
+            f"regional links ({v['regional_bps'] / 1e6:,.0f} Mbit/s, {v['regional_latency_s'] * 1e3:,.4g} ms). "
+            "Leave nodes_per_group out to make each region a regional group, or order node_groups and choose "
+            "nodes_per_group so that no group crosses a region."
+        ),
+    ),
+    WarningRule(
         "SINGLE_NODE",
         lambda f, o: (f.num_nodes == 1) & is_mode(o["mode_code"], "flat-diloco"),
         lambda v: (
