@@ -825,3 +825,40 @@ def test_groups_given_over_a_preset_count_their_own_nodes():
     # a layer that gives both still has them agree
     with pytest.raises(dtsim.ScenarioError, match="must equal the node groups' total count"):
         load_scenario(overrides={"num_nodes": 7, "node_groups": [{"count": 6}]})
+
+
+def test_the_echo_leaves_out_what_every_group_replaces(tmp_path):
+    """A trial user's case: a run on the groups' own DGX H100 nodes echoed the default gh200, 32 PFLOPS
+    and 2,304 GB, and --set gpu=... changed nothing, with no word. The echo leaves out the fields every
+    group replaces and still reads back as the same run; --set on them is refused."""
+    from dtsim.schema.scenario import load_scenario
+
+    groups = [
+        {"count": 4, "node": "dgx-h100", "region": "us-east", "mfu": 0.4},
+        {"count": 4, "node": "dgx-h100", "region": "eu-central", "mfu": 0.35},
+    ]
+    file = {"parameters_b": 10, "tokens_t": 1, "node_groups": groups}
+    r = dtsim.simulate(file)
+    replaced = {"node", "gpu", "gpus_per_node", "pflops_per_node", "vram_per_node_gb", "latency_ms", "mfu"}
+    assert not replaced & set(r.scenario), sorted(replaced & set(r.scenario))
+    assert dtsim.simulate(load_scenario(layers=[r.scenario])).model_dump() == r.model_dump()
+    # a field some group still takes from the scenario stays
+    half = file | {"node_groups": [groups[0], {"count": 4, "region": "eu-central"}]}
+    kept = dtsim.simulate(half).scenario
+    assert {"gpu", "pflops_per_node", "mfu"} <= set(kept) and "latency_ms" not in kept
+    import yaml
+    from typer.testing import CliRunner
+
+    from dtsim.interfaces.cli.main import app
+
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(file), "utf-8")
+    for field, value in (("gpu", "a100-80gb"), ("pflops_per_node", 1.0), ("gpus_per_node", 4)):
+        r = CliRunner().invoke(app, ["simulate", str(path), "--set", f"{field}={value}"])
+        said = " ".join(r.output.split())
+        assert r.exit_code == 2 and f"{field} = " in said and "every node group sets its own node" in said, (
+            said
+        )
+        # (a sweep over them was already refused: "is set per node group in this scenario")
+        with pytest.raises(dtsim.ScenarioError, match=rf"{field}.*node group"):
+            dtsim.simulate_batch(file, **{field: np.array([value, value])})

@@ -170,7 +170,10 @@ def test_page_scenario_leaves_the_hierarchy_to_the_model():
     all_fields.pop("num_nodes")
     page = leave_to_model(all_fields, defaults)
     assert "hierarchical" not in page and page["regional_bandwidth_mbps"] == 10_000
+    # the same run and the same echo: the page gives latency_ms and the file does not, but every group has
+    # a region, so neither run uses it and neither echo lists it
     assert simulate(load_scenario(layers=[page])).model_dump() == cli.model_dump()
+    assert "latency_ms" in page and "latency_ms" not in cli.scenario
     exported = load_scenario(layers=[page]).to_fields()
     assert simulate(load_scenario(layers=[exported])).model_dump() == cli.model_dump()
     # every field given (as the page held them) is another scenario: no hierarchy by region

@@ -91,8 +91,11 @@ class NodeGroup(BaseModel):
 
     def replaces(self) -> set[str]:
         """The scenario fields this group's own values replace: its links (`links`), `latency_ms` (its
-        own, or its region's RTT, decentralized.groups.group_rtt_s) and `mfu`."""
+        own, or its region's RTT, decentralized.groups.group_rtt_s), `mfu`, and with a `node` of its own
+        the scenario's hardware (the node sets accelerator, count, peak and memory, group_resolve)."""
         own = self.links()
+        if self.node is not None:
+            own |= {"node", "gpu", "gpus_per_node", "pflops_per_node", "vram_per_node_gb"}
         if self.latency_ms is not None or self.region is not None:
             own.add("latency_ms")
         if self.mfu is not None:

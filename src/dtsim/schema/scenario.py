@@ -478,6 +478,11 @@ class Scenario(BaseModel):
             for name in LEFT_TO_MODEL:
                 if name not in self._given:
                     data.pop(name, None)
+            # fields every group replaces (the default gh200 and 32 PFLOPS of a run on the groups' own
+            # nodes, a latency_ms where every group has a region) are not the run's: left out, they read
+            # back as the same run, and the file and the web page, which gives every field, echo alike
+            for name in set.intersection(*(g.replaces() for g in self.node_groups)):
+                data.pop(name, None)
         return data
 
     @property

@@ -408,13 +408,18 @@ _REPLACED = {  # what a group sets in place of the field, and where to set it in
     "bandwidth_down_mbps": ("bandwidth_down_mbps", "the groups' bandwidth_down_mbps"),
     "latency_ms": ("latency_ms or a region (whose RTT it takes)", "the groups' latency_ms or regions"),
     "mfu": ("mfu", "the groups' mfu"),
+    **{f: ("node (which sets its hardware)", "the groups' node") for f in ("node", "gpu", "gpus_per_node")},
+    **{
+        f: ("node (which sets its hardware)", "the groups' node")
+        for f in ("pflops_per_node", "vram_per_node_gb")
+    },
 }
 
 
 def unused_fields(s: Scenario, given: Mapping[str, Any], varied: bool) -> list[tuple[str, Any, str]]:
     """The problem of a scenario field in `given` (--set values, or a batch's arrays when `varied`) that
-    no node group uses, every group giving its own value (`NodeGroup.replaces`): a link, the latency or
-    the MFU. The run would not change with it."""
+    no node group uses, every group giving its own value (`NodeGroup.replaces`): a link, the latency,
+    the MFU or, where every group names its node, the hardware. The run would not change with it."""
     unused = [
         f for f in _REPLACED if f in given and s.node_groups and all(f in g.replaces() for g in s.node_groups)
     ]
