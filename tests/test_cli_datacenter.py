@@ -961,3 +961,17 @@ def test_tokens_give_the_run_in_plan_and_layouts_tables(tmp_path):
         runner.invoke(app, [*base, "--layouts", str(layouts), "--tokens", "2e12", "--json"]).stdout
     )
     assert "days" in out and f"{rows['layouts'][0]['run']['days']:,.1f}" in out
+
+
+def test_warnings_by_rows_lists_each_warning_once_with_its_rows():
+    """The grouping the CLI prints under a table and the web plan page shows (which listed only the
+    fastest layout's warnings and counted the others)."""
+    from dtsim.models.datacenter.plausibility import warnings_by_rows
+
+    doubt = "predicted MFU 71.0% is above the best measured in dtsim's records for ampere GPUs: treat it as optimistic"
+    rows = [["a note"], [doubt, "a note"], ["another"]]
+    got = warnings_by_rows(rows, first=1)
+    assert got == [("#2", doubt, True), ("#1, #2", "a note", False), ("#3", "another", False)]
+    assert warnings_by_rows([["x"], ["x"]], first=1) == [("every row", "x", False)]
+    assert warnings_by_rows([["x"]]) == [("#0", "x", False)]  # one row is a row, not "every row"
+    assert warnings_by_rows([]) == []

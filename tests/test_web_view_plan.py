@@ -61,6 +61,11 @@ def test_plan_view(server, tmp_path):
         assert shown["fits"] and shown["n_gpus"] == 384
         print(f"/plan: 175B over 48 x 8 A100: {shown['searched']:,} layouts in {shown['seconds']:.2f} s")
         assert page.locator("[data-testid=plan-table] tbody tr").count() == len(shown["layouts"]) == 10
+        # every listed layout's warnings, each once with its rows (the page showed only the fastest's)
+        box = " ".join(page.text_content("[data-testid=warnings]").split())
+        for r in shown["layouts"]:
+            for w in r["warnings"]:
+                assert " ".join(w.split()) in box, w
         assert page.locator("[data-testid=plan-heatmap]").is_visible()
         charts_keep_their_text(page)  # the heat map's "PP" was cut at the top
         best = shown["layouts"][0]
@@ -78,6 +83,8 @@ def test_plan_view(server, tmp_path):
         assert page.text_content("[data-testid=plan-verdict]") == "Nothing fits"
         assert page.text_content("[data-testid=plan-advice]") == shown["advice"]
         assert page.locator("[data-testid=plan-nearest] tbody tr").count() == len(shown["nearest"])
+        box = " ".join(page.text_content("[data-testid=warnings]").split())
+        assert all(" ".join(w.split()) in box for r in shown["nearest"] for w in r["warnings"])
         assert all(c["best_step_time_s"] is None for c in shown["by_tp_pp"])  # the heat map's grey cells
         assert page.locator("[data-testid=plan-heatmap]").is_visible()
         page.screenshot(path=str(ARTIFACTS / "web-view-plan-nothing-fits.png"), full_page=True)

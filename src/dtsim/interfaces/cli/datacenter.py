@@ -480,16 +480,10 @@ def print_mfu_flag(con, warnings_by_row: list[list[str]], first: int = 0) -> Non
     """Under a table numbered from `first`: every warning once, with the rows it belongs to ("every row"
     when it is on all of them), those that doubt an MFU (marked ! in the table) first. Each row's own
     doubt is said: the rows' MFUs, and the records or the counting they are doubted by, differ."""
-    from dtsim.models.datacenter.plausibility import doubts_mfu
+    from dtsim.models.datacenter.plausibility import warnings_by_rows
 
-    rows: dict[str, list[int]] = {}
-    for i, ws in enumerate(warnings_by_row, first):
-        for w in ws:
-            if i not in rows.setdefault(w, []):
-                rows[w].append(i)
-    for w, where in sorted(rows.items(), key=lambda item: not doubts_mfu(item[0])):
-        label = "every row" if len(where) == len(warnings_by_row) > 1 else ", ".join(f"#{i}" for i in where)
-        mark = "MFU marked !, " if doubts_mfu(w) else ""
+    for label, w, doubts in warnings_by_rows(warnings_by_row, first):
+        mark = "MFU marked !, " if doubts else ""
         con.print(f"[yellow]warning ({mark}{label}):[/yellow] {w}", highlight=False)
 
 

@@ -49,6 +49,23 @@ def mfu_doubted(warnings: list[str]) -> bool:
     return any(doubts_mfu(w) for w in warnings)
 
 
+def warnings_by_rows(warnings_by_row: list[list[str]], first: int = 0) -> list[tuple[str, str, bool]]:
+    """Every warning of a table numbered from `first` once, as (the rows it is on — "every row" when it
+    is on all of them, else "#2, #5" —, the warning, whether it doubts an MFU, marked ! in the table),
+    those that doubt an MFU first. Each row's own doubt stays its own: the rows' MFUs, and the records
+    or the counting they are doubted by, differ. The CLI and the web page list these under a table."""
+    rows: dict[str, list[int]] = {}
+    for i, ws in enumerate(warnings_by_row, first):
+        for w in ws:
+            if i not in rows.setdefault(w, []):
+                rows[w].append(i)
+    out = []
+    for w, where in sorted(rows.items(), key=lambda item: not doubts_mfu(item[0])):
+        label = "every row" if len(where) == len(warnings_by_row) > 1 else ", ".join(f"#{i}" for i in where)
+        out.append((label, w, doubts_mfu(w)))
+    return out
+
+
 def mfu_marked(mfu: float, warnings: list[str]) -> str:
     """A table's MFU as the CLI and the pages show it: marked ! when one of its warnings doubts it."""
     return f"{mfu:.1%}" + ("!" if mfu_doubted(warnings) else "")

@@ -259,17 +259,17 @@ def render(ui: Any, answer: dict[str, Any], v: dict[str, Any]) -> None:
                 table(ui, layout_rows(a["nearest"], days), "plan-nearest", columns)
         rejected = ", ".join(f"{n:,} {k}" for k, n in a["rejected"].items() if n)
         ui.label(f"Rejected: {rejected or 'none'}").classes("text-caption").props("data-testid=plan-rejected")
-    # the fastest layout's warnings; the others' are marked ! in the table and counted here (the CLI
-    # lists each row's under its table; the API's JSON has every row's)
-    shown = a["layouts"] or a["nearest"]
-    warnings_box(ui, shown[0]["warnings"] if shown else [])
-    from dtsim.models.datacenter.plausibility import mfu_doubted
+    # every listed layout's warnings, each once with the rows it is on, as the CLI lists them under its table
+    from dtsim.models.datacenter.plausibility import warnings_by_rows
 
-    marked = sum(1 for r in shown[1:] if mfu_doubted(r["warnings"]))
-    if marked:
-        ui.label(f"{marked} more listed layouts carry a warning (MFU marked !).").classes(
-            "text-caption text-orange-10"
-        ).props("data-testid=plan-marked")
+    shown = a["layouts"] or a["nearest"]
+    warnings_box(
+        ui,
+        [
+            f"({'MFU marked !, ' if doubts else ''}{label}) {w}"
+            for label, w, doubts in warnings_by_rows([r["warnings"] for r in shown], first=1)
+        ],
+    )
     if a["by_tp_pp"]:
         with ui.card().classes("w-full q-pa-sm"):
             ui.label("Best step time over TP × PP (s per iteration; grey: no layout fits)").classes(
