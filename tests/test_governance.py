@@ -338,3 +338,47 @@ def test_a_target_no_cap_reaches_as_a_run_is_refused():
     r = runner.invoke(app, ["governance", *args])
     text = " ".join(r.output.split())
     assert r.exit_code == 2 and "--targets" in text and "not a training run" in text, r.output
+
+
+def test_caps_are_per_node_sized_and_large_ones_stay_quick():
+    """A trial user's case: --compute-cap 1e9 made the search visit every GPU count up to a million (it
+    ran past two minutes on the CLI and the API, 2.8 GB in the server), and a cap of 1,000 on H100s took
+    22 s. A cap is at most 1,024 H100-equivalents and 65,536 GB per node, and above 128 GPUs the node
+    sizes are 19 % apart, with each cap's largest node exact."""
+    from fastapi.testclient import TestClient
+
+    from dtsim.analysis.governance import EVERY_COUNT, candidate_nodes, node_sizes
+    from dtsim.interfaces.api.app import create_app
+
+    for args, needle in (
+        (
+            ["--compute-cap", "1e9"],
+            "--compute-cap = '1e9': must be a positive number of H100-equivalents per node, at most 1,024",
+        ),
+        (
+            ["--memory-cap", "1e6"],
+            "--memory-cap = '1e6': must be a positive number of GB per node, at most 65,536",
+        ),
+        (["--base-compute-cap", "2000"], "at most 1,024"),
+    ):
+        r = runner.invoke(app, ["governance", *args])
+        assert r.exit_code == 2 and needle in " ".join(r.output.split()), r.output
+    c = TestClient(create_app(ui=False))
+    r = c.post(
+        "/api/governance",
+        json={"compute_cap": [1e9], "memory_cap": None, "targets": [1e25], "gpu": ["h100-sxm"]},
+    )
+    assert r.status_code == 422 and "at most 1,024" in r.text, r.text
+    assert c.post("/api/governance", json={"base_compute_cap": 2000}).status_code == 422
+    # every count up to 128; then 2^(1/4) apart; each cap's largest exactly
+    sizes = node_sizes({126, 2000, 8110})
+    assert sizes[:EVERY_COUNT] == list(range(1, EVERY_COUNT + 1))
+    assert {126, 2000, 8110} <= set(sizes) and sizes[-1] == 8110
+    steps = [b / a for a, b in zip(sizes[EVERY_COUNT:], sizes[EVERY_COUNT + 1 :], strict=False)]
+    assert max(steps) <= 2**0.25 * 1.01 and len(sizes) < EVERY_COUNT + 60
+    assert node_sizes({16}) == list(range(1, 17)) and node_sizes({0}) == []
+    # the default caps keep every count (V100 under 16 H100-eq: 126 GPUs, under 128)
+    nodes = candidate_nodes([Cap(c) for c in (16, 8, 4, 2, 1)], ASM, gpus=("v100",), precisions=("fp16",))
+    assert [n.count for n in nodes] == list(range(1, 127))
+    nodes = candidate_nodes([Cap(1024)], ASM, gpus=("h100-sxm",), precisions=("fp16",))
+    assert len(nodes) < 150 and nodes[-1].count == 1024

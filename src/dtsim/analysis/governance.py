@@ -40,6 +40,15 @@ from dtsim.schema.scenario import Scenario
 DEFAULT_COMPUTE_CAPS = (16.0, 8.0, 4.0, 2.0, 1.0)
 DEFAULT_MEMORY_CAPS = (2048.0, 1280.0, 1024.0, 512.0, 256.0)
 DEFAULT_TARGETS = (1e24, 1e25, 1e26)
+# A cap limits one node. The largest catalogued system, a GB200 NVL72 rack, is ~180 H100-equivalents
+# and 13.8 TB; caps well beyond it (4–5×) are still accepted, larger ones are not per-node caps, and a
+# cap of 1e9 made the search visit every count up to 10^6 GPUs (it ran for hours).
+MAX_COMPUTE_CAP = 1024.0  # H100-equivalents per node
+MAX_MEMORY_CAP_GB = 65536.0
+# The search visits every node count up to EVERY_COUNT (every default cap's largest V100 node, 126, is
+# under it), then counts COUNT_STEP apart up to the loosest cap's largest, and each cap's largest exactly.
+EVERY_COUNT = 128
+COUNT_STEP = 2**0.25
 
 
 @dataclass(frozen=True)
@@ -50,9 +59,14 @@ class Cap:
     memory_gb: float | None = None
 
     def __post_init__(self) -> None:
-        for name, v in (("compute cap", self.h100_equivalents), ("memory cap", self.memory_gb)):
-            if v is not None and not (math.isfinite(v) and v > 0):
-                raise ScenarioError([(name, v, "must be a positive number")])
+        for name, v, top, unit in (
+            ("compute cap", self.h100_equivalents, MAX_COMPUTE_CAP, "H100-equivalents"),
+            ("memory cap", self.memory_gb, MAX_MEMORY_CAP_GB, "GB"),
+        ):
+            if v is not None and not (math.isfinite(v) and 0 < v <= top):
+                raise ScenarioError(
+                    [(name, v, f"must be a positive number of {unit} per node, at most {top:,.0f}")]
+                )
 
     def label(self) -> str:
         parts = []
@@ -147,18 +161,30 @@ def candidate_nodes(
     precisions: Sequence[str] = ("fp16", "fp8"),
 ) -> list[NodeSpec]:
     """Nodes the search visits, shared by every cap: for each accelerator (and training precision it
-    supports), every count from one to the most the loosest cap allows. A cap's candidates are then
-    exactly the nodes it allows, whichever other caps are analysed beside it."""
+    supports), `node_sizes` up to the most the loosest cap allows. A looser cap allows a superset of
+    them (its cheapest cost is never higher), and every cap's largest node is among them."""
     out = []
     for gid in gpus or catalog.gpus():
-        top = max(largest_count(gid, c, asm) for c in caps)
+        largest = {largest_count(gid, c, asm) for c in caps}
         gpu = catalog.gpus()[gid]
         for prec in precisions:
             if gpu.peak_tflops(prec) is None:
                 continue
-            for k in range(1, top + 1):
+            for k in node_sizes(largest):
                 out.append(NodeSpec.build(gid, k, prec))
     return out
+
+
+def node_sizes(largest: set[int]) -> list[int]:
+    """Accelerator counts per node the search visits: every count from one to EVERY_COUNT, then counts
+    COUNT_STEP (19 %) apart, and each cap's `largest` count exactly, up to the largest of them."""
+    top = max(largest, default=0)
+    sizes = set(range(1, min(top, EVERY_COUNT) + 1)) | {k for k in largest if k > 0}
+    k = float(EVERY_COUNT)
+    while k * COUNT_STEP < top:
+        k *= COUNT_STEP
+        sizes.add(round(k))
+    return sorted(sizes)
 
 
 def governance_space(nodes: list[NodeSpec], max_nodes: int = 100_000) -> Space:

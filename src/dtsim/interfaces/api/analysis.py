@@ -28,6 +28,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, FiniteFloat
 from starlette.concurrency import run_in_threadpool
 
 from dtsim import catalog
+from dtsim.analysis.governance import MAX_COMPUTE_CAP
 from dtsim.errors import ScenarioError
 from dtsim.interfaces import operations as ops
 from dtsim.interfaces.api import jobs
@@ -277,7 +278,9 @@ class GovernanceRequest(ScenarioBase):
         [2048.0, 1280.0, 1024.0, 512.0, 256.0],  # floats: the list's type (ints warned when dumped)
         description="Per-node memory caps, GB, applied with base_compute_cap (null: none).",
     )
-    base_compute_cap: float = Field(16.0, gt=0, le=1e9, description="Compute cap beside the memory caps.")
+    base_compute_cap: float = Field(
+        16.0, gt=0, le=MAX_COMPUTE_CAP, description="Compute cap beside the memory caps, H100-equivalents."
+    )
     targets: Numbers = Field([1e24, 1e25, 1e26], description="Compute targets, FLOP.")
     metric: Literal["quality", "local"] = Field("quality", description="quality (C·η·χ) or local (C·η).")
     gpu: Names | None = Field(
