@@ -196,6 +196,8 @@ def test_cli_reproduce():
         (["governance", "--precisions", "fp12"], "fp16, bf16, fp8 or fp4"),
         (["governance", "--precisions", ""], "give at least one"),
         (["governance", "--targets", "1e24,1e24"], "repeats 1e+24; give each once"),
+        (["governance", "--compute-cap", "16,16"], "--compute-cap = '16,16': repeats 16; give each once"),
+        (["governance", "--memory-cap", "512,512.0"], "repeats 512; give each once"),
         (
             ["governance", "--set", "gpu=a100-80gb"],
             "--set = 'gpu=a100-80gb': governance's search sets gpu itself",

@@ -800,16 +800,18 @@ def governance_analysis(
     for flag, text in (("--compute-cap", compute_cap), ("--memory-cap", memory_cap), ("--targets", targets)):
         # an empty or `none` cap list means no such caps (caps_from_options), as before
         if flag == "--targets" or (text and text.strip().lower() != "none"):
-            for v in parse_values(flag, text, ()):  # numbers only: `auto` is for search spaces
+            values = parse_values(flag, text, ())
+            for v in values:  # numbers only: `auto` is for search spaces
                 if isinstance(v, str):
                     raise ScenarioError([(flag, text, f"{v!r} is not a number")])
+            # a repeated cap ran twice, side by side; a repeated target was already refused
+            repeated = sorted({float(x) for x in values if [float(y) for y in values].count(float(x)) > 1})
+            if repeated:
+                raise ScenarioError(
+                    [(flag, text, f"repeats {', '.join(f'{x:g}' for x in repeated)}; give each once")]
+                )
     caps = caps_from_options(compute_cap, memory_cap, base_compute_cap)
     tgts = tuple(float(x) for x in parse_values("--targets", targets, ()))
-    repeated = sorted({x for x in tgts if tgts.count(x) > 1})
-    if repeated:
-        raise ScenarioError(
-            [("--targets", targets, f"repeats {', '.join(f'{x:g}' for x in repeated)}; give each once")]
-        )
     precs = tuple(p.strip().lower() for p in precisions.split(",") if p.strip())
     allowed = f"{', '.join(PRECISIONS[:-1])} or {PRECISIONS[-1]}"
     if not precs:
