@@ -384,3 +384,34 @@ def test_caps_are_per_node_sized_and_large_ones_stay_quick():
     assert [n.count for n in nodes] == list(range(1, 127))
     nodes = candidate_nodes([Cap(1024)], ASM, gpus=("h100-sxm",), precisions=("fp16",))
     assert len(nodes) < 150 and nodes[-1].count == 1024
+
+
+def test_a_base_files_searched_fields_are_refused_as_set_ones_are(tmp_path):
+    """A trial user's case: `--set compression=16` is refused by target ("target's search sets
+    compression itself"), but the same field in the base file was dropped without a word (the winner had
+    compression 500, num_nodes 5), and governance ran a file's num_nodes: 100 as if it were not there."""
+    path = tmp_path / "s.yaml"
+    path.write_text("compression: 16\ninner_steps: 64\nnum_nodes: 7\n", "utf-8")
+    r = runner.invoke(app, ["target", "--quality-flop", "1e24", "--node", "16x-h100-sxm", str(path)])
+    said = " ".join(r.output.split())
+    assert r.exit_code == 2, r.output
+    for field, use in (
+        ("compression", "--compression"),
+        ("inner_steps", "--inner-steps"),
+        ("num_nodes", "--max-nodes"),
+    ):
+        assert (
+            f"file.{field} = " in said and f"target's search sets {field} itself" in said and use in said
+        ), said
+    r = runner.invoke(app, ["governance", "--file", str(path), "--gpu", "h100-sxm", "--targets", "1e24"])
+    said = " ".join(r.output.split())
+    assert r.exit_code == 2 and "file.num_nodes = 7: governance's search sets num_nodes itself" in said, said
+    # fields the search keeps from the base file still run
+    kept = tmp_path / "k.yaml"
+    kept.write_text("latency_ms: 50\nbandwidth_mbps: 200\n", "utf-8")
+    args = ["--gpu", "h100-sxm", "--targets", "1e24", "--compute-cap", "16", "--memory-cap", "none", "--json"]
+    assert runner.invoke(app, ["governance", "--file", str(kept), *args]).exit_code == 0
+    r = runner.invoke(
+        app, ["target", "--quality-flop", "1e24", "--node", "16x-h100-sxm", str(kept), "--json"]
+    )
+    assert r.exit_code == 0, r.output

@@ -322,7 +322,12 @@ def test_the_check_command_reproduces_the_answer_from_a_file(tmp_path):
     import shlex
 
     f = tmp_path / "h1.yaml"
+    # the file's parameters_b and tokens_t would be --params-b's and --tokens-t's: refused, as --set's are
     f.write_text("parameters_b: 10\ntokens_t: 1\nnode: dgx-h100\nnum_nodes: 12\n")
+    r = runner.invoke(app, ["target", str(f), "--solve", "days", "--params-b", "70", "--tokens-t", "1.4"])
+    said = " ".join(r.output.split())
+    assert r.exit_code == 2 and "file.parameters_b = 10: target's search sets parameters_b itself" in said
+    f.write_text("node: dgx-h100\nnum_nodes: 12\n")
     r = runner.invoke(
         app,
         ["target", str(f), "--solve", "days", "--params-b", "70", "--tokens-t", "1.4"],

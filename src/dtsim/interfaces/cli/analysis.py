@@ -274,6 +274,13 @@ def uncertain_base(file, preset, set_, uncertainty, seed, levels, fixed_assumpti
 row_dict = operations.row_dict
 
 
+def _file_fields(file) -> dict:
+    """The scenario fields a base file gives itself (its `preset:` is the base, not a field)."""
+    from dtsim.schema.scenario import read_scenario_file
+
+    return {} if file is None else {k: v for k, v in read_scenario_file(file).items() if k != "preset"}
+
+
 def _print_search(res, title: str) -> None:
     from dtsim.analysis.search import MODE_LABEL
 
@@ -420,6 +427,8 @@ def target(
         preset = base_preset(file, preset, "governance")
         base, dists = uncertain_base(file, preset, set_, uncertainty, seed, levels, fixed_assumptions, corr)
         operations.refuse_searched(operations.set_keys(set_), "target", solve, node_given=bool(node))
+        # the base file's own fields that the search replaces were dropped with no word
+        operations.refuse_searched(_file_fields(file), "target", solve, node_given=bool(node), where="file")
         if solve is not None:
             _target_solve(
                 _base_command(file, preset),
@@ -726,6 +735,7 @@ def governance(
         preset = base_preset(file, preset, "governance")
         base, dists = uncertain_base(file, preset, set_, uncertainty, seed, levels, fixed_assumptions, corr)
         operations.refuse_searched(operations.set_keys(set_), "governance")
+        operations.refuse_searched(_file_fields(file), "governance", where="file")
         ans = with_progress(
             "configurations",
             not as_json,
