@@ -218,6 +218,15 @@ def test_seed_001_eq_3_19_is_reachable_from_the_cli():
         res = runner.invoke(app, ["collective", "--fabric", fabric, "--ranks", str(most + 1)])
         assert ok.exit_code == 0 and res.exit_code == 2, res.output
         assert f"at most the {most} GPUs one {fabric} domain joins" in " ".join(res.output.split())
+    # ... the default fabric too (4,096 ranks at nvlink3's bus bandwidth, exit 0, in a trial); with the
+    # user's own bandwidth it is their network, of any size
+    res = runner.invoke(app, ["collective", "--ranks", "17"])
+    said = " ".join(res.output.split())
+    assert (
+        res.exit_code == 2 and "at most the 16 GPUs one nvlink3 domain joins (the default fabric;" in said
+    ), said
+    assert runner.invoke(app, ["collective", "--ranks", "16"]).exit_code == 0
+    assert runner.invoke(app, ["collective", "--ranks", "4096", "--bandwidth-gbs", "50"]).exit_code == 0
     res = runner.invoke(
         app, ["step", "--model", "gpt2", "--gpu", "h100-sxm", "--nodes", "64", "--nvlink-domain", "512"]
     )

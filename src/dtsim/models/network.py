@@ -331,6 +331,22 @@ def _words(values: tuple[str, ...]) -> str:
     return ", ".join(values[:-1]) + " or " + values[-1]
 
 
+def _in_domain(ranks: int, fab, which: str) -> None:
+    """Refuse more ranks than one NVLink domain of `fab` joins (its bus bandwidth holds inside it)."""
+    if fab.max_domain is not None and ranks > fab.max_domain:
+        raise ScenarioError(
+            [
+                (
+                    "ranks",
+                    ranks,
+                    f"must be at most the {fab.max_domain} GPUs one {fab.id} domain joins "
+                    f"({which}{fab.max_domain_source}); more ranks cross a NIC fabric (`dtsim step` times them)"
+                    + ("; or give --bandwidth-gbs and --latency-us of your own network" if which else ""),
+                )
+            ]
+        )
+
+
 def collective(
     op: str = "allreduce",
     ranks: int = 8,
@@ -381,17 +397,7 @@ def collective(
         # a ring collective on a TPU's ICI runs on the torus links the ranks span; a point-to-point
         # transfer, a broadcast and an all-to-all are timed on one link (the torus's bisection for
         # all-to-all is not modelled)
-        if fab.max_domain is not None and ranks > fab.max_domain:
-            raise ScenarioError(
-                [
-                    (
-                        "ranks",
-                        ranks,
-                        f"must be at most the {fab.max_domain} GPUs one {fab.id} domain joins "
-                        f"({fab.max_domain_source}); more ranks cross a NIC fabric (`dtsim step` times them)",
-                    )
-                ]
-            )
+        _in_domain(ranks, fab, "")
         if fab.torus_dims and op in ("allreduce", "reduce-scatter", "all-gather"):
             if op == "allreduce" and algorithm != "ring":
                 raise ScenarioError(
@@ -421,6 +427,8 @@ def collective(
             bw, alpha = (float(x) for x in net.ring(ranks))
     else:
         fab = fabrics[DEFAULT_FABRIC]
+        if bandwidth_bytes_s is None:  # the default fabric's bandwidth: its ranks are those of its domain
+            _in_domain(ranks, fab, "the default fabric; ")
         bw = fab.bus_bytes_per_s if bandwidth_bytes_s is None else bandwidth_bytes_s
         alpha = fab.latency_s if latency_s is None else latency_s
     if isinstance(hop_km, bool) or not isinstance(hop_km, int | float) or not 0 <= hop_km <= 40_075:
