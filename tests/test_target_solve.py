@@ -529,3 +529,17 @@ def test_a_base_field_the_search_sets_is_refused_not_ignored(args, needle):
     ]
     assert all(r.exit_code == 0 for r in runs)
     assert json.loads(runs[0].stdout)["winner"] != json.loads(runs[1].stdout)["winner"]
+
+
+def test_the_bases_own_node_is_not_named_like_a_preset():
+    """A trial user's case: the answer named "16x-gh200-fp16", which --node refused as an unknown preset,
+    and labelled the base's 32 PFLOP/s (not the catalog's 15.8 dense FP16) as FP16 without a word."""
+    out = json.loads(runner.invoke(app, ["target", "--solve", "days", "--params-b", "70", "--json"]).output)
+    node = out["configuration"]["node"] if "configuration" in out else out["run"]["node"]
+    assert node == "base node (16× gh200, 32 PFLOP/s)", out
+    r = runner.invoke(app, ["target", "--solve", "days", "--params-b", "70"], env={"COLUMNS": "300"})
+    said = " ".join(r.output.split())
+    assert "32 PFLOP/s as the base gives it; the catalog's dense FP16 peak is 15.8" in said, said
+    # a node preset keeps its id
+    r = runner.invoke(app, ["target", "--solve", "days", "--params-b", "70", "--node", "16x-gh200", "--json"])
+    assert '"16x-gh200"' in r.output

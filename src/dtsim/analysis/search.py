@@ -138,9 +138,18 @@ class NodeSpec:
             )
         gpu = catalog.gpus()[s.gpu]
         precision = s.precision.value
+        peak = gpu.peak_tflops(precision)
+        catalog_pf = None if peak is None else s.gpus_per_node * peak / 1000.0
+        # the base's own figures, not a node preset: said as such (an id like 16x-gh200-fp16 read as one
+        # that --node would take), and a peak that is not the catalog's dense one for its precision named
+        given = f"{s.pflops_per_node:g} PFLOP/s"
+        if catalog_pf is not None and abs(s.pflops_per_node / catalog_pf - 1) > 0.01:
+            given += (
+                f" as the base gives it; the catalog's dense {precision.upper()} peak is {catalog_pf:.3g}"
+            )
         return cls(
-            id=s.node or f"{s.gpus_per_node}x-{s.gpu}-{precision}",
-            name=f"{s.gpus_per_node}× {gpu.name} ({precision.upper()}, {s.pflops_per_node:g} PFLOP/s)",
+            id=s.node or f"base node ({s.gpus_per_node}× {s.gpu}, {s.pflops_per_node:g} PFLOP/s)",
+            name=f"{s.gpus_per_node}× {gpu.name} ({precision.upper()}, {given})",
             gpu=s.gpu,
             count=s.gpus_per_node,
             pflops=s.pflops_per_node,
