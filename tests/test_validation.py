@@ -651,14 +651,20 @@ def test_a_record_in_another_unit_than_its_metric_is_rejected(tmp_path):
 
 
 def test_runs_dir_must_exist(tmp_path):
-    r = runner.invoke(app, ["validate", "--runs", str(tmp_path / "nope"), "--json"])
-    assert r.exit_code == 1
-    assert [p["reason"] for p in json.loads(r.stdout)["problems"] if p["field"] == "--runs"] == [
-        "does not exist"
-    ]
+    # a trial user's case: a mistyped --runs printed the bundled records' whole report and exited 1, as
+    # if a record had failed; it is a bad argument (exit 2, the error as JSON, no report)
     (tmp_path / "file.yaml").write_text("records: []\n")
-    r = runner.invoke(app, ["validate", "--runs", str(tmp_path / "file.yaml"), "--json"])
-    assert [p["reason"] for p in json.loads(r.stdout)["problems"]] == ["is not a directory"]
+    (tmp_path / "empty").mkdir()
+    for path, why in (
+        (tmp_path / "nope", "does not exist: give a directory of record files"),
+        (tmp_path / "file.yaml", "is not a directory: give a directory of record files"),
+        (tmp_path / "empty", "holds no .yaml or .yml files"),
+    ):
+        for command in ("validate", "calibrate"):
+            r = runner.invoke(app, [command, "--runs", str(path), "--json"])
+            assert r.exit_code == 2, r.output
+            (problem,) = json.loads(r.stdout)["detail"]
+            assert problem == {"field": "--runs", "value": str(path), "message": why}, problem
 
 
 def test_an_empty_runs_path_is_named_not_read_as_this_folder(tmp_path, monkeypatch):
@@ -666,9 +672,9 @@ def test_an_empty_runs_path_is_named_not_read_as_this_folder(tmp_path, monkeypat
     (tmp_path / "stray.yaml").write_text("records: [{id: X, kind: datacenter}]\n", "utf-8")
     monkeypatch.chdir(tmp_path)
     r = runner.invoke(app, ["validate", "--runs", "", "--json"])
-    assert r.exit_code == 1
-    problems = json.loads(r.stdout)["problems"]
-    assert [p["reason"] for p in problems] == ["is empty: give a directory of record files"]
+    assert r.exit_code == 2
+    (problem,) = json.loads(r.stdout)["detail"]
+    assert problem["field"] == "--runs" and problem["message"] == "is empty: give a directory of record files"
 
 
 def test_a_runs_file_with_an_unknown_top_level_key_is_named(tmp_path):
@@ -992,8 +998,12 @@ def test_review_fixes_for_runs_calibration_overlay_and_out(tmp_path):
     """A review of this session's changes: a --runs path that is no folder dropped the bundled records; a
     hand-written clock derate took the packaged fit's provenance (its KOR22 rows became calibration
     rows); --out /dev/zero was read whole; a NaN in a field the model reads no further was let by."""
-    d = load_dataset(tmp_path / "nope")
-    assert len(d.records) > 300 and [p.field for p in d.problems] == ["--runs"]
+    from dtsim.errors import ScenarioError
+
+    with pytest.raises(
+        ScenarioError, match=r"--runs .* does not exist"
+    ):  # refused now (test_runs_dir_must_exist)
+        load_dataset(tmp_path / "nope")
     hand = tmp_path / "hand.yaml"
     hand.write_text("generations:\n  ampere:\n    clock_derate: 0.7\n")
     out = json.loads(

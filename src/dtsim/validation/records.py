@@ -592,16 +592,18 @@ def load_dataset(runs_dir: str | Path | None = None, bundled: bool = True) -> Da
             if doc is not None:
                 docs.append((doc, name))
     if runs_dir is not None and not str(runs_dir).strip():  # Path("") is ".": not what was meant
-        data.problems.append(RecordProblem("''", "-", "--runs", "is empty: give a directory of record files"))
-    elif runs_dir is not None:
+        raise ScenarioError([("--runs", "", "is empty: give a directory of record files")])
+    if runs_dir is not None:
+        # a --runs that names no folder of record files is a bad argument, refused before any work (it
+        # used to print the bundled records' whole report and exit 1, as if one record had failed)
         root = Path(runs_dir)
-        entries = sorted(root.iterdir()) if root.is_dir() else []
-        if not root.is_dir():  # the bundled records are still read (they were, before two passes)
+        if not root.is_dir():
             why = "is not a directory" if root.exists() else "does not exist"
-            data.problems.append(RecordProblem(str(root), "-", "--runs", why))
+            raise ScenarioError([("--runs", str(root), f"{why}: give a directory of record files")])
+        entries = sorted(root.iterdir())
         files = [p for p in entries if p.suffix.lower() in (".yaml", ".yml")]
-        if not files and root.is_dir():
-            data.problems.append(RecordProblem(str(root), "-", "--runs", "holds no .yaml or .yml files"))
+        if not files:
+            raise ScenarioError([("--runs", str(root), "holds no .yaml or .yml files")])
         for p in files:
             try:
                 text = inputs.read_text_file(p)
