@@ -1100,3 +1100,16 @@ def _nccl_doc(group: str, description: str, record_id: str, measured: float) -> 
         "intra_fabric": "nvlink4",
     }
     return {"groups": {group: _nccl_group(description, "calibration")}, "records": [record]}
+
+
+def test_a_subset_with_no_name_is_refused_and_calibrates_help_says_its_default():
+    """A trial user's case: `calibrate --subset ,` ran the default fit silently (the API refuses an empty
+    subset), and calibrate's help said "(default: all)" where it fits the calibration groups only."""
+    for command in ("validate", "calibrate"):
+        for value in (",", " , ", ""):
+            r = runner.invoke(app, [command, "--subset", value, "--json"])
+            assert r.exit_code == 2, (command, value, r.output)
+            (problem,) = json.loads(r.stdout)["detail"]
+            assert problem["field"] == "--subset" and "names no group or record id" in problem["message"]
+    text = " ".join(runner.invoke(app, ["calibrate", "--help"], env={"COLUMNS": "200"}).output.split())
+    assert "(default: all)" not in text and "the groups whose role is calibration" in text

@@ -22,12 +22,33 @@ RunsOpt = Annotated[  # a string: typer's Path would read "" as "." (this folder
 SubsetOpt = Annotated[
     str | None, typer.Option("--subset", help="Comma-separated group names or record ids (default: all).")
 ]
+CalibrationSubsetOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--subset",
+        help="Comma-separated group names or record ids to fit on (default: the groups whose role is "
+        "calibration and that hold fitted kinds of record, as `dtsim validate` lists them).",
+    ),
+]
+
+
+def _names(text: str | None) -> list[str] | None:
+    """--subset's names (None when it is not given); a value with no name in it (`,` or spaces) is
+    refused: it ran as if --subset had been left out."""
+    if text is None:
+        return None
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names:
+        raise ScenarioError(
+            [("--subset", text, "names no group or record id; leave --subset out for the default")]
+        )
+    return names
 
 
 def _subset(text: str | None, known: set[str], data=None) -> list[str] | None:
     from dtsim.interfaces.operations import validation_subset
 
-    return validation_subset([t.strip() for t in (text or "").split(",") if t.strip()], known, data=data)
+    return validation_subset(_names(text), known, data=data)
 
 
 def plot_file(result: ValidationReport, path: Path) -> Path:
@@ -132,7 +153,7 @@ def validate(
 
     try:
         doc = calibration_option(calibration)
-        names = [t.strip() for t in (subset or "").split(",") if t.strip()]
+        names = _names(subset)
         data, result = validation_report(names, runs, doc)
         if plot is not None:
             plot_file(result, plot)
@@ -262,7 +283,7 @@ def validate(
 
 def calibrate(
     ctx: typer.Context,
-    subset: SubsetOpt = None,
+    subset: CalibrationSubsetOpt = None,
     runs: RunsOpt = None,
     out: Annotated[
         Path,
