@@ -394,3 +394,24 @@ def test_solve_days_on_a_run_shorter_than_one_outer_step_says_so():
     r = runner.invoke(app, args)
     text = " ".join(r.output.split())
     assert r.exit_code == 2 and "not a training run" in text and "does not fit" not in text, r.output
+
+
+def test_the_printed_search_size_says_what_it_leaves_out():
+    """A trial user's case: "2,880 configurations × 215 node counts … = 552,384 rows" (the product is
+    619,200): the rows leave out hierarchies without two whole groups, and the line says so."""
+    import re
+
+    from typer.testing import CliRunner
+
+    from dtsim.interfaces.cli.main import app
+
+    r = CliRunner().invoke(
+        app,
+        ["target", "--min-nodes", "--node", "16x-h100-sxm", "--quality-flop", "1e24"],
+        env={"COLUMNS": "300"},
+    )
+    said = " ".join(r.output.split())
+    m = re.search(r"([\d,]+) configurations × (\d+) node counts .*?: ([\d,]+) rows evaluated", said)
+    assert m and "less the hierarchies without two whole groups" in said, said
+    configs, counts, rows = (int(x.replace(",", "")) for x in m.groups())
+    assert rows < configs * counts

@@ -288,7 +288,8 @@ def _print_search(res, title: str) -> None:
     c.print(f"[bold]{title}[/bold]")
     c.print(
         f"search space: {res.configurations:,} configurations × {len(res.space.node_counts)} node counts "
-        f"(1–{int(res.space.node_counts[-1]):,}) = {res.rows:,} rows evaluated exhaustively"
+        f"(1–{int(res.space.node_counts[-1]):,}), less the hierarchies without two whole groups: "
+        f"{res.rows:,} rows evaluated exhaustively"
         + (f", + {res.refined_rows:,} refined node counts" if res.refined_rows else "")
         + f"; {res.seconds:.1f} s"
     )
