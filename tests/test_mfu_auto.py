@@ -151,3 +151,23 @@ def test_auto_mfu_from_the_command_line_and_the_schema():
     assert s.mfu == "auto" and simulate(s).scenario["mfu"] == pytest.approx(js["scenario"]["mfu"])
     bad = runner.invoke(app, ["simulate", "--set", "mfu=fast"])
     assert bad.exit_code == 2 and "or 'auto'" in bad.output and "Traceback" not in bad.output
+
+
+def test_a_doubted_planned_mfu_is_a_warning_and_its_layout_sets_the_hfu():
+    """A trial user's case: `mfu: auto` from a layout the datacenter model doubts (55.7 % MFU with
+    attention, over the best measured 42.3 %) said so only inside mfu_source, not in `warnings`; and the
+    HFU took the table's 0.8 MFU/HFU (selective recomputation) while the layout recomputes nothing."""
+    import dtsim
+
+    base = {"mfu": "auto", "parameters_b": 7, "tokens_t": 2, "node": "dgx-h100"}
+    r = dtsim.simulate(base)
+    (w,) = [w for w in r.warnings if w.code == "MFU_AUTO_OPTIMISTIC"]
+    assert "treat it as optimistic" in w.message and "treat it as optimistic" in r.mfu_source
+    assert "recompute none" in r.mfu_source
+    ratio = r.global_mfu / r.global_hfu
+    # no recomputation: the hardware also computes attention only (≈ 22 % more at 4,096 tokens)
+    assert 0.8 < ratio < 0.9 and ratio == pytest.approx(r.model_flop / r.hardware_flop, rel=1e-12)
+    # a number given as the MFU keeps the assumptions table's ratio, and no such warning
+    fixed = dtsim.simulate(base | {"mfu": 0.4})
+    assert fixed.global_mfu / fixed.global_hfu == pytest.approx(0.8, rel=1e-12)
+    assert "MFU_AUTO_OPTIMISTIC" not in {w.code for w in fixed.warnings}

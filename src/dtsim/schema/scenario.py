@@ -291,6 +291,8 @@ class Scenario(BaseModel):
     _groups: Any = PrivateAttr(default=None)
     # Where `mfu: auto` took its value from, once the models layer has planned it (engine.resolve_mfu).
     _mfu_source: str | None = PrivateAttr(default=None)
+    _mfu_warning: str | None = PrivateAttr(default=None)
+    _planned_hfu_ratio: float | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
     @classmethod
@@ -490,11 +492,26 @@ class Scenario(BaseModel):
         """Where a planned `mfu: auto` came from (None when the MFU was given as a number)."""
         return self._mfu_source
 
-    def with_planned_mfu(self, value: float, source: str | None) -> Scenario:
+    @property
+    def mfu_warning(self) -> str | None:
+        """The plan's plausibility warning on the layout a planned `mfu: auto` came from (None: none)."""
+        return self._mfu_warning
+
+    @property
+    def planned_hfu_mfu_ratio(self) -> float | None:
+        """MFU / HFU of the layout a planned `mfu: auto` came from (None: the assumptions table's)."""
+        return self._planned_hfu_ratio
+
+    def with_planned_mfu(
+        self, value: float, source: str | None, warning: str | None = None, hfu_mfu_ratio: float | None = None
+    ) -> Scenario:
         """This scenario with `mfu: auto` replaced by the planned value (what was given stays 'auto');
-        `source` None when the value only stands in for per-row MFUs of a batch."""
+        `source` None when the value only stands in for per-row MFUs of a batch; the plan's `warning` on
+        the layout and its MFU / HFU (`hfu_mfu_ratio`) go with it."""
         out = self.model_copy(update={"mfu": value})
         out._mfu_source = source
+        out._mfu_warning = warning
+        out._planned_hfu_ratio = hfu_mfu_ratio
         return out
 
     def replace(self, **changes: Any) -> Scenario:

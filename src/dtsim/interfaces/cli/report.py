@@ -172,7 +172,7 @@ def render(r: Result, title: str = "dtsim", explain: bool = False, mc: Any = Non
         "over the η-adjusted time: MIRI's Global MFU",
     )
     e.add_row("Model FLOP (6·P·D)", f"{r.model_flop:.3g}", "")
-    e.add_row("Hardware FLOP (with recompute)", f"{r.hardware_flop:.3g}", "")
+    e.add_row("Hardware FLOP (recompute, attention)", f"{r.hardware_flop:.3g}", "")
     e.add_row("Quality-adjusted FLOP", _num(r.quality_adjusted_flop, ".3g"), "C · η · χ")
     parts.append(e)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -27,6 +27,17 @@ from dtsim import catalog
 from dtsim.errors import ScenarioError
 
 PRECISIONS = ("bf16", "fp16", "fp8")
+
+
+class PlannedMFU(NamedTuple):
+    """`mfu: auto` as planned: the MFU (6·P model FLOPs over pflops_per_node), where it comes from, the
+    plan's plausibility warning on that layout (None: none), and the layout's model FLOPs over its
+    hardware FLOPs (attention and recomputation counted), the run's MFU / HFU."""
+
+    mfu: float
+    source: str
+    warning: str | None
+    hfu_mfu_ratio: float
 
 
 def node_mfu(
@@ -39,8 +50,8 @@ def node_mfu(
     moe: bool = False,
     assumptions: dict[str, Any] | None = None,
     nvlink_domain: int | None = None,
-) -> tuple[float, str]:
-    """(MFU, where it comes from) for `mfu: auto`; a ScenarioError names the field that prevents it.
+) -> PlannedMFU:
+    """(MFU, where it comes from, …: `PlannedMFU`) for `mfu: auto`; a ScenarioError names the field that prevents it.
     `assumptions` (the scenario's overrides, possibly tables) reach the datacenter model too; they enter
     the cache key as JSON. `nvlink_domain`: the node's own NVLink domain where a node preset gives one
     (a GB200 NVL72 rack: 72), instead of servers of `mfu_auto_server_gpus`."""
@@ -64,7 +75,7 @@ def nvlink_node(count: int, server_gpus: int) -> int:
 
 
 @lru_cache(maxsize=256)
-def _planned(key: tuple, overrides: str) -> tuple[float, str]:
+def _planned(key: tuple, overrides: str) -> PlannedMFU:
     from dtsim.assumptions import Assumptions
     from dtsim.models.datacenter.plan import PlanOptions, plan_by_size
     from dtsim.models.datacenter.step import resolve_hardware
@@ -158,6 +169,10 @@ def _planned(key: tuple, overrides: str) -> tuple[float, str]:
         f"layers) on {where}, in NVLink domains of {per_domain}: {tokens_per_s:,.0f} tokens/s, "
         f"{best['model_tflops_per_gpu']:.0f} TFLOP/s per GPU"
     )
+    # the layout's model FLOPs (6·P, as the decentralized model counts them) over its hardware FLOPs
+    ratio = min(
+        1.0, 6.0 * best["params_b"] * 1e9 * tokens_per_s / (best["hardware_tflops_per_gpu"] * 1e12 * count)
+    )
     if best["warnings"]:
         # the plan's own warning speaks of its MFU, which counts attention (PaLM convention); the MFU above
         # is 6·P only, as the decentralized model counts a step: say which is which
@@ -172,4 +187,4 @@ def _planned(key: tuple, overrides: str) -> tuple[float, str]:
             f"({dense:.2f} PFLOP/s) and this MFU is relative to it, so the node computes at the rate the "
             "datacenter model predicts"
         )
-    return mfu, text
+    return PlannedMFU(mfu, text, best["warnings"][0] if best["warnings"] else None, ratio)

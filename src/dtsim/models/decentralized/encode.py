@@ -135,6 +135,9 @@ def encode_scenario(s: Scenario) -> dict[str, Any]:
     for field, col in BOOLS.items():
         cols[col] = bool(getattr(s, field))
     cols["inner_steps_in"] = float(STEP_CODES.get(s.inner_steps, s.inner_steps))  # type: ignore[arg-type]
+    # mfu: auto's layout sets MFU / HFU (its recomputation and attention), where its MFU is the run's
+    ratio = s.planned_hfu_mfu_ratio
+    cols["planned_hfu_mfu_ratio"] = np.nan if ratio is None or s._groups is not None else float(ratio)
     cols["regional_steps"] = float(STEP_CODES.get(s.regional_steps, s.regional_steps))  # type: ignore[arg-type]
     cols["growth_oom"] = sum(runlength.parse_growth(getattr(s, g)) for g in GROWTH)
     gpu = catalog.gpus().get(s.gpu) if s.gpu else None
@@ -201,7 +204,7 @@ def _group_mfu(s: Scenario, g) -> float:
         return float(s.mfu)
     from dtsim.models.datacenter.node_mfu import node_mfu
 
-    value, _ = node_mfu(
+    value, *_ = node_mfu(
         s.parameters_b,
         g.gpu,
         None if g.gpus_per_node is None else int(g.gpus_per_node),
@@ -490,6 +493,8 @@ def encode_batch(s: Scenario, arrays: dict[str, Any], n: int) -> Frame:
         encode_hardware(given, {f: arrays[f] for f in varied_hw if f not in direct}, cols, stand_in)
         cols.update(checked)
         arrays = {k: v for k, v in arrays.items() if k not in varied_hw}
+    if "mfu" in arrays:
+        cols["planned_hfu_mfu_ratio"] = np.nan  # each row's own MFU, no planned layout's
     if "nodes_per_group" in arrays:
         cols["region_count"] = np.nan  # the rows set their group sizes themselves
         if s._groups is not None and None not in {g.region for g in s._groups}:

@@ -317,8 +317,10 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
         # is the model FLOPs over what the hardware could do in the time the run actually takes.
         out["global_mfu"] = out["model_flop"] / peak_capacity
         out["wall_clock_mfu"] = out["model_flop"] / (f.num_nodes * f.peak_flop_s * wall)
-    out["global_hfu"] = out["global_mfu"] / asm.hfu_mfu_ratio
-    out["hardware_flop"] = out["model_flop"] / asm.hfu_mfu_ratio
+    # MFU / HFU: the assumptions table's (selective recomputation), or the planned layout's with mfu: auto
+    ratio = np.where(np.isnan(f.planned_hfu_mfu_ratio), asm.hfu_mfu_ratio, f.planned_hfu_mfu_ratio)
+    out["global_hfu"] = out["global_mfu"] / ratio
+    out["hardware_flop"] = out["model_flop"] / ratio
     out["quality_adjusted_flop"] = out["model_flop"] * eta * out["chi"]
 
     computed_max = runlength.max_run_days(f.growth_oom, asm.days_per_year)
@@ -635,7 +637,7 @@ def resolve_mfu(s: Scenario) -> Scenario:
     from dtsim.models.datacenter.node_mfu import node_mfu
     from dtsim.schema.fields import BOUNDS, bound_text
 
-    value, source = node_mfu(
+    value, source, warning, ratio = node_mfu(
         s.parameters_b,
         s.gpu,
         s.gpus_per_node,
@@ -658,7 +660,7 @@ def resolve_mfu(s: Scenario) -> Scenario:
                 )
             ]
         )
-    return s.with_planned_mfu(value, source)
+    return s.with_planned_mfu(value, source, warning, ratio)
 
 
 def _check_auto_mfu(arrays: Mapping[str, Any]) -> None:

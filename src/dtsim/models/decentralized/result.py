@@ -104,7 +104,10 @@ class Result(BaseModel):
     )
     chi: float | None
     model_flop: float = Field(description="6 · P_active · D.")
-    hardware_flop: float = Field(description="Model FLOPs plus recomputation: model_flop / (HFU/MFU ratio).")
+    hardware_flop: float = Field(
+        description="Model FLOPs plus what the hardware also computes (recomputation; with mfu: auto, the planned "
+        "layout's recomputation and attention): model_flop / (MFU/HFU ratio: hfu_mfu_ratio, or the layout's)."
+    )
     peak_flop_capacity: float | None = Field(description="N · peak FLOP/s · η-adjusted time.")
     quality_adjusted_flop: float | None = Field(description="6 · P_active · D · η · χ.")
     bottleneck: str
@@ -247,6 +250,14 @@ def build_result(out: dict, i: int, scenario, asm, frame) -> Result:
         val = v[key]
         details[key] = val if isinstance(val, bool) else _f(val)
     warnings = decode(int(v["warning_bits"]), v)
+    if scenario is not None and scenario.mfu_warning:  # mfu: auto's layout is doubted: said with the others
+        warnings.append(
+            {
+                "code": "MFU_AUTO_OPTIMISTIC",
+                "message": f"mfu: auto planned MFU {scenario.mfu:.3f} from a layout the datacenter model doubts: "
+                f"{scenario.mfu_warning}",
+            }
+        )
     reason = reason_text(v)
     if v["hierarchy_by_region"] and v["region_given"]:
         reason += f"; hierarchical: true, so the node groups' {v['region_count']:.0f} regions are the regional groups"
