@@ -389,3 +389,26 @@ def test_a_searched_answer_says_which_inputs_ran_at_their_medians(client):
     assert r.json()["distributions_at_point"] == {"mfu": "uniform(low=0.2, high=0.8)"}
     r = client.post("/api/target", json={"solve": "days", "params_b": 70})
     assert "distributions_at_point" not in r.json()
+
+
+def test_the_schema_states_the_bounds_the_searches_enforce():
+    """A trial user's case: /openapi.json said days ≤ 1e6 and tokens_t ≤ 1e7, and a request within them
+    was refused ("from 0.01 to 100000", "1e-06–10000")."""
+    from fastapi.testclient import TestClient
+
+    from dtsim.interfaces.api.app import create_app
+
+    c = TestClient(create_app(ui=False))
+    schemas = c.get("/openapi.json").json()["components"]["schemas"]
+    for name in ("TargetRequest", "GovernanceRequest"):
+        (days,) = [a for a in schemas[name]["properties"]["days"]["anyOf"] if a.get("type") == "number"]
+        assert (days["minimum"], days["maximum"]) == (0.01, 100000.0)
+    (tokens,) = [
+        a for a in schemas["TargetRequest"]["properties"]["tokens_t"]["anyOf"] if a.get("type") == "number"
+    ]
+    assert (tokens["minimum"], tokens["maximum"]) == (1e-6, 1e4)
+    for body in (
+        {"solve": "num_nodes", "params_b": 70, "days": 100001},
+        {"solve": "days", "params_b": 70, "tokens_t": 10001},
+    ):
+        assert c.post("/api/target", json=body).status_code == 422

@@ -34,6 +34,7 @@ from dtsim.interfaces import operations as ops
 from dtsim.interfaces.api import jobs
 from dtsim.interfaces.api.base import ApiRequest
 from dtsim.models.limits.hardware import MAX_LEVEL_BYTES_S, MAX_LEVEL_LATENCY_US
+from dtsim.schema.fields import BOUNDS
 
 ProgressFn = Callable[[float], None]
 PresetId = Literal[tuple(catalog.scenario_presets())]  # type: ignore[valid-type]
@@ -197,6 +198,10 @@ class ValidateRequest(ApiRequest):
     )
 
 
+# the bounds the searches enforce (analysis.search.check_days; the scenario field's), as the schema says
+_DAYS = tuple(float(x) for x in catalog.assumption_rows()["governance_run_days"]["range"])
+
+
 class ScenarioBase(ApiRequest):
     scenario: dict[str, Any] = Field(
         default_factory=dict,
@@ -206,9 +211,9 @@ class ScenarioBase(ApiRequest):
     preset: PresetId = Field("governance", description="Base preset.")
     days: float | None = Field(
         None,
-        gt=0,
-        le=1e6,
-        description="Time limit in days (default: governance_run_days of the assumptions table).",
+        ge=_DAYS[0],
+        le=_DAYS[1],
+        description="Time limit in days (default: governance_run_days of the assumptions table; its range).",
     )
 
 
@@ -234,8 +239,8 @@ class TargetRequest(ScenarioBase):
     )
     tokens_t: float | None = Field(
         None,
-        gt=0,
-        le=1e7,
+        ge=BOUNDS["tokens_t"]["ge"],
+        le=BOUNDS["tokens_t"]["le"],
         description="… trained on this many tokens, T (with solve: default compute-optimal).",
     )
     solve: Literal["parameters_b", "num_nodes", "days"] | None = Field(
