@@ -483,3 +483,26 @@ def test_a_union_fields_error_names_the_field_not_pydantics_member_types():
     assert [p["field"] for p in d] == ["compute_cap"] and "; or: " in d[0]["message"]
     d = c.post("/api/sweep", json={"vary": [{"field": "mfu", "values": [None]}]}).json()["detail"]
     assert [p["field"] for p in d] == ["vary.0.values.0"]
+
+
+def test_an_unknown_or_repeated_query_parameter_is_refused():
+    """A trial user's case: POST /api/simulate?bogus=1 was answered 200 with no word of the parameter, and
+    ?preset=intellect-1&preset=default silently took the last."""
+    c = TestClient(api.create_app(ui=False))
+    r = c.post("/api/simulate?bogus=1", json={})
+    assert r.status_code == 422
+    assert r.json()["detail"] == [
+        {
+            "field": "query.bogus",
+            "value": "1",
+            "message": "unknown query parameter; this endpoint takes preset",
+        }
+    ]
+    r = c.post("/api/simulate?preset=intellect-1&preset=default", json={})
+    (problem,) = r.json()["detail"]
+    assert r.status_code == 422 and problem["value"] == "intellect-1, default"
+    assert "given more than once" in problem["message"]
+    assert c.post("/api/simulate?preset=intellect-1", json={}).status_code == 200
+    r = c.get("/api/presets?x=")
+    assert r.status_code == 422 and "this endpoint takes none" in r.text
+    assert c.get("/api/presets").status_code == 200

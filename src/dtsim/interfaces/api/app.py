@@ -265,10 +265,17 @@ class RequestGuard:
     plain JSON data), and the one place where an unexpected exception becomes a short generic 500 with
     its traceback in the server's log only."""
 
-    def __init__(self, app, json_paths: frozenset[str] = frozenset(), limit: int = MAX_BODY_BYTES):
+    def __init__(
+        self,
+        app,
+        json_paths: frozenset[str] = frozenset(),
+        limit: int = MAX_BODY_BYTES,
+        query_params: tuple[tuple[Any, frozenset[str]], ...] = (),
+    ):
         self.app = app
         self.json_paths = json_paths
         self.limit = limit
+        self.query_params = query_params  # (API route, the query parameters it declares)
         self.in_progress: collections.Counter[str] = collections.Counter()  # API requests per client
 
     async def __call__(self, scope, receive, send):
@@ -302,7 +309,7 @@ class RequestGuard:
             await send(message)
 
         try:
-            refusal = self._check_head(scope)
+            refusal = self._check_head(scope) or (self._check_query(scope) if api else None)
             if refusal is None and scope["method"] == "POST" and scope["path"] in self.json_paths:
                 refusal, receive = await self._read_json(scope, receive)
             elif refusal is None:
@@ -324,6 +331,37 @@ class RequestGuard:
 
     def _too_large(self, shown: str) -> tuple[int, list]:
         return 413, [("body", shown, f"a request body holds at most {self.limit:,} bytes")]
+
+    def _check_query(self, scope) -> tuple[int, list] | None:
+        """422 for a query parameter the endpoint does not declare (`?bogus=1` was answered 200 as if it
+        were not there) or one given twice (`?preset=a&preset=b` took the last)."""
+        from urllib.parse import parse_qsl
+
+        from starlette.routing import Match
+
+        for route, allowed in self.query_params:
+            if route.matches(scope)[0] != Match.FULL:
+                continue
+            text = (scope.get("query_string") or b"").decode("latin-1")
+            pairs = parse_qsl(text, keep_blank_values=True)
+            keys = [k for k, _ in pairs]
+            takes = (
+                f"this endpoint takes {', '.join(sorted(allowed))}" if allowed else "this endpoint takes none"
+            )
+            problems = [
+                (f"query.{k}", v, f"unknown query parameter; {takes}") for k, v in pairs if k not in allowed
+            ]
+            problems += [
+                (
+                    f"query.{k}",
+                    ", ".join(v for key, v in pairs if key == k),
+                    "given more than once; give it once",
+                )
+                for k in sorted(set(keys))
+                if keys.count(k) > 1
+            ]
+            return (422, problems) if problems else None
+        return None
 
     def _check_head(self, scope) -> tuple[int, list] | None:
         query = scope.get("query_string") or b""
@@ -856,7 +894,12 @@ def create_app(ui: bool = True) -> FastAPI:
     app.router.add_route("/api", fallback, include_in_schema=False)
     app.router.add_route("/api/{rest:path}", fallback, include_in_schema=False)
     json_paths = frozenset(r.path for r in router.routes if isinstance(r, APIRoute) and "POST" in r.methods)
-    app.add_middleware(RequestGuard, json_paths=json_paths)
+    query_params = tuple(
+        (r, frozenset(q.alias or q.name for q in r.dependant.query_params))
+        for r in router.routes
+        if isinstance(r, APIRoute)
+    )
+    app.add_middleware(RequestGuard, json_paths=json_paths, query_params=query_params)
     if ui:
         from dtsim.interfaces.web.page import mount
 
