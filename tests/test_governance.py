@@ -365,6 +365,12 @@ def test_caps_are_per_node_sized_and_large_ones_stay_quick():
     ):
         r = runner.invoke(app, ["governance", *args])
         assert r.exit_code == 2 and needle in " ".join(r.output.split()), r.output
+    from dtsim.analysis.governance import MAX_COMPUTE_CAP, MAX_MEMORY_CAP_GB
+
+    text = " ".join(runner.invoke(app, ["governance", "--help"], env={"COLUMNS": "200"}).output.split())
+    assert (
+        f"each ≤ {MAX_COMPUTE_CAP:,.0f}" in text and f"each ≤ {MAX_MEMORY_CAP_GB:,.0f}" in text
+    )  # help = code
     c = TestClient(create_app(ui=False))
     r = c.post(
         "/api/governance",

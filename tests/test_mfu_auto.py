@@ -171,3 +171,30 @@ def test_a_doubted_planned_mfu_is_a_warning_and_its_layout_sets_the_hfu():
     fixed = dtsim.simulate(base | {"mfu": 0.4})
     assert fixed.global_mfu / fixed.global_hfu == pytest.approx(0.8, rel=1e-12)
     assert "MFU_AUTO_OPTIMISTIC" not in {w.code for w in fixed.warnings}
+
+
+def test_the_planned_mfu_doubt_and_ratio_reach_every_path_and_yield_to_given_values():
+    """A reviewer's cases: the doubt was added to the single run's warnings only (a sweep never showed it),
+    it was raised for the scenario's own hardware where every node group ran on its own, and a given
+    hfu_mfu_ratio was silently replaced by the planned layout's."""
+    import numpy as np
+
+    import dtsim
+    from dtsim.models.decentralized.warning_rules import CODES
+
+    base = {"mfu": "auto", "parameters_b": 7, "tokens_t": 2, "node": "dgx-h100"}
+    bit = 1 << CODES.index("MFU_AUTO_OPTIMISTIC")
+    rows = dtsim.simulate_batch(base, tokens_t=np.array([1.0, 2.0]))
+    assert all(int(b) & bit for b in rows["warning_bits"])
+    single = dtsim.simulate(base)
+    assert rows["global_hfu"][1] == pytest.approx(single.global_hfu, rel=1e-12)
+    # every group on hardware of its own: the scenario's planned MFU is no node's, so no word of it
+    groups = [{"count": 4, "node": "dgx-b200"}, {"count": 4, "node": "dgx-b200"}]
+    r = dtsim.simulate(base | {"node_groups": groups})
+    assert "MFU_AUTO_OPTIMISTIC" not in {w.code for w in r.warnings}
+    # a given MFU / HFU is the run's; so is a drawn one
+    for ratio in (0.5, 1.0):
+        given = dtsim.simulate(base | {"assumptions": {"hfu_mfu_ratio": ratio}})
+        assert given.global_mfu / given.global_hfu == pytest.approx(ratio, rel=1e-12)
+    drawn = dtsim.simulate_batch(base, assumption_rows={"hfu_mfu_ratio": np.array([0.5, 1.0])})
+    assert list(drawn["global_mfu"] / drawn["global_hfu"]) == pytest.approx([0.5, 1.0], rel=1e-12)

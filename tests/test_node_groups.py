@@ -441,6 +441,24 @@ def test_hierarchical_true_makes_the_regions_the_regional_groups():
     bit = 1 << CODES.index(code)
     rows = dtsim.simulate_batch(base | {"hierarchical": True}, nodes_per_group=np.array([6, 4, 12]))
     assert [bool(int(b) & bit) for b in rows["warning_bits"]] == [True, True, False]  # 12: one group of all
+    # leftover nodes join the groups (G = ⌊N/m⌋ runs of ⌊N/G⌋ or ⌈N/G⌉): 8 us-east and 1 singapore in
+    # groups of 4 are 5 + 4 nodes, the second mixed; 5/3/4 in groups of 5 are 6 + 6, both mixed
+    for nodes, size, spanning, of in (([8, 1], 4, 1, 2), ([5, 3, 4], 5, 2, 2)):
+        where = ("us-east", "eu-central", "singapore") if len(nodes) == 3 else ("us-east", "singapore")
+        mixed = [{"count": c, "region": r, "node": "dgx-h100"} for c, r in zip(nodes, where, strict=True)]
+        r = dtsim.simulate(base | {"node_groups": mixed, "hierarchical": True, "nodes_per_group": size})
+        (w,) = [w for w in r.warnings if w.code == code]
+        assert f"so {spanning} of the {of} regional groups" in w.message, w.message
+    # regions of one node each form no regional tier: hierarchical: true groups them by index, by the
+    # default nodes_per_group (8), and says so (a reviewer's case: 16 one-node regions, 10× faster than flat)
+    ones = [
+        {"count": 1, "region": r, "node": "dgx-h100", "bandwidth_mbps": 100}
+        for r in list(dtsim.catalog.regions())[:16]
+    ]
+    r = dtsim.simulate(base | {"node_groups": ones, "hierarchical": True})
+    assert r.mode == "hierarchical-diloco" and not r.hierarchy_by_region
+    (w,) = [w for w in r.warnings if w.code == code]
+    assert "nodes_per_group = 8 groups nodes in node_groups order, so 2 of the 2 regional groups" in w.message
 
 
 def test_regions_of_one_node_form_no_regional_tier():

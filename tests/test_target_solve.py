@@ -536,7 +536,7 @@ def test_the_bases_own_node_is_not_named_like_a_preset():
     and labelled the base's 32 PFLOP/s (not the catalog's 15.8 dense FP16) as FP16 without a word."""
     out = json.loads(runner.invoke(app, ["target", "--solve", "days", "--params-b", "70", "--json"]).output)
     node = out["configuration"]["node"] if "configuration" in out else out["run"]["node"]
-    assert node == "base node (16× gh200, 32 PFLOP/s)", out
+    assert node == "the base's 16× gh200 (32 PFLOP/s)", out
     r = runner.invoke(app, ["target", "--solve", "days", "--params-b", "70"], env={"COLUMNS": "300"})
     said = " ".join(r.output.split())
     assert "32 PFLOP/s as the base gives it; the catalog's dense FP16 peak is 15.8" in said, said

@@ -148,7 +148,7 @@ class NodeSpec:
                 f" as the base gives it; the catalog's dense {precision.upper()} peak is {catalog_pf:.3g}"
             )
         return cls(
-            id=s.node or f"base node ({s.gpus_per_node}× {s.gpu}, {s.pflops_per_node:g} PFLOP/s)",
+            id=s.node or f"the base's {s.gpus_per_node}× {s.gpu} ({s.pflops_per_node:g} PFLOP/s)",
             name=f"{s.gpus_per_node}× {gpu.name} ({precision.upper()}, {given})",
             gpu=s.gpu,
             count=s.gpus_per_node,

@@ -341,7 +341,7 @@ def _in_domain(ranks: int, fab, which: str) -> None:
                     ranks,
                     f"must be at most the {fab.max_domain} GPUs one {fab.id} domain joins "
                     f"({which}{fab.max_domain_source}); more ranks cross a NIC fabric (`dtsim step` times them)"
-                    + ("; or give --bandwidth-gbs and --latency-us of your own network" if which else ""),
+                    + ("; or give --bandwidth-gbs (and --latency-us) of your own network" if which else ""),
                 )
             ]
         )

@@ -28,7 +28,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, FiniteFloat
 from starlette.concurrency import run_in_threadpool
 
 from dtsim import catalog
-from dtsim.analysis.governance import MAX_COMPUTE_CAP
+from dtsim.analysis.governance import MAX_COMPUTE_CAP, MAX_MEMORY_CAP_GB
 from dtsim.errors import ScenarioError
 from dtsim.interfaces import operations as ops
 from dtsim.interfaces.api import jobs
@@ -277,11 +277,13 @@ class GovernanceRequest(ScenarioBase):
         },
     )
     compute_cap: Numbers | None = Field(
-        [16.0, 8.0, 4.0, 2.0, 1.0], description="Per-node compute caps, H100-equivalents (null: none)."
+        [16.0, 8.0, 4.0, 2.0, 1.0],
+        description=f"Per-node compute caps, H100-equivalents, each > 0 and ≤ {MAX_COMPUTE_CAP:,.0f} (null: none).",
     )
     memory_cap: Numbers | None = Field(
         [2048.0, 1280.0, 1024.0, 512.0, 256.0],  # floats: the list's type (ints warned when dumped)
-        description="Per-node memory caps, GB, applied with base_compute_cap (null: none).",
+        description=f"Per-node memory caps, GB, each > 0 and ≤ {MAX_MEMORY_CAP_GB:,.0f}, applied with "
+        "base_compute_cap (null: none).",
     )
     base_compute_cap: float = Field(
         16.0, gt=0, le=MAX_COMPUTE_CAP, description="Compute cap beside the memory caps, H100-equivalents."

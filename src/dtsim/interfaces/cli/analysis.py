@@ -686,12 +686,16 @@ def governance(
     ] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", "-s", help="Override a base field.")] = None,
     compute_cap: Annotated[
-        str, typer.Option("--compute-cap", help="Per-node compute caps, H100-equivalents (or none).")
+        str,
+        typer.Option(
+            "--compute-cap", help="Per-node compute caps, H100-equivalents, each ≤ 1,024 (or none)."
+        ),
     ] = "16,8,4,2,1",
     memory_cap: Annotated[
         str | None,
         typer.Option(
-            "--memory-cap", help="Per-node memory caps in GB, applied with --base-compute-cap (or none)."
+            "--memory-cap",
+            help="Per-node memory caps in GB, each ≤ 65,536, applied with --base-compute-cap (or none).",
         ),
     ] = "2048,1280,1024,512,256",
     base_compute_cap: Annotated[

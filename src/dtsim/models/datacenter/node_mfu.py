@@ -187,4 +187,7 @@ def _planned(key: tuple, overrides: str) -> PlannedMFU:
             f"({dense:.2f} PFLOP/s) and this MFU is relative to it, so the node computes at the rate the "
             "datacenter model predicts"
         )
-    return PlannedMFU(mfu, text, best["warnings"][0] if best["warnings"] else None, ratio)
+    from dtsim.models.datacenter.plausibility import doubts_mfu
+
+    doubt = next((w for w in best["warnings"] if doubts_mfu(w)), None)  # not a note on an option
+    return PlannedMFU(mfu, text, doubt, ratio)

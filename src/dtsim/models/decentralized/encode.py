@@ -21,6 +21,7 @@ from dtsim.models.decentralized.groups import catalog_peak_flop_s, encode_groups
 from dtsim.models.decentralized.inner_steps import AUTO, AUTO_QUALITY
 from dtsim.physics import codec, efficiency, memory, runlength, stragglers
 from dtsim.schema.fields import BOUNDS, INTEGER_FIELDS, bound_text
+from dtsim.schema.groups import HARDWARE_KEYS
 from dtsim.schema.scenario import Scenario, check_cross_fields, make_scenario
 
 # --- encoding -----------------------------------------------------------------------------------------
@@ -135,9 +136,16 @@ def encode_scenario(s: Scenario) -> dict[str, Any]:
     for field, col in BOOLS.items():
         cols[col] = bool(getattr(s, field))
     cols["inner_steps_in"] = float(STEP_CODES.get(s.inner_steps, s.inner_steps))  # type: ignore[arg-type]
-    # mfu: auto's layout sets MFU / HFU (its recomputation and attention), where its MFU is the run's
+    # mfu: auto's layout sets MFU / HFU (its recomputation and attention) where its MFU is the run's and
+    # no hfu_mfu_ratio is given (simulate_batch: nor drawn); its doubted MFU is MFU_AUTO_OPTIMISTIC where
+    # some node uses it (not every group on an MFU or hardware of its own)
     ratio = s.planned_hfu_mfu_ratio
-    cols["planned_hfu_mfu_ratio"] = np.nan if ratio is None or s._groups is not None else float(ratio)
+    given_ratio = "hfu_mfu_ratio" in (s.assumptions or {})
+    cols["planned_hfu_mfu_ratio"] = (
+        np.nan if ratio is None or s._groups is not None or given_ratio else float(ratio)
+    )
+    used = s._groups is None or any(g.mfu is None and not g.own_hardware for g in s._groups)
+    cols["mfu_auto_doubted"] = bool(s.mfu_warning) and used
     cols["regional_steps"] = float(STEP_CODES.get(s.regional_steps, s.regional_steps))  # type: ignore[arg-type]
     cols["growth_oom"] = sum(runlength.parse_growth(getattr(s, g)) for g in GROWTH)
     gpu = catalog.gpus().get(s.gpu) if s.gpu else None
@@ -168,10 +176,10 @@ def encode_scenario(s: Scenario) -> dict[str, Any]:
         cols["region_count"] = float(len(regions)) if by_region else np.nan
         cols["region_largest"] = float(max(per_region.values())) if by_region else np.nan
         cols["region_given"] = "hierarchical" in given  # the user chose: no comparison with flat
-        # nodes_per_group groups nodes by index: how many of its groups mix regions (INDEX_GROUPS_SPAN_REGIONS)
-        mixed = None not in regions and len(regions) >= 2 and "nodes_per_group" in given
+        # where nodes are grouped by index (nodes_per_group given, or its default where no region has
+        # two nodes, or some group has no region): how many groups mix places (INDEX_GROUPS_SPAN_REGIONS)
         cols["index_groups_spanning"] = (
-            groups_spanning_regions(s._groups, s.nodes_per_group) if mixed else 0.0
+            0.0 if by_region else groups_spanning_regions(s._groups, s.nodes_per_group)
         )
         cols["regional_given"] = "regional_bandwidth_mbps" in given
         cols["regional_latency_given"] = "regional_latency_ms" in given
@@ -411,11 +419,7 @@ _REPLACED = {  # what a group sets in place of the field, and where to set it in
     "bandwidth_down_mbps": ("bandwidth_down_mbps", "the groups' bandwidth_down_mbps"),
     "latency_ms": ("latency_ms or a region (whose RTT it takes)", "the groups' latency_ms or regions"),
     "mfu": ("mfu", "the groups' mfu"),
-    **{f: ("node (which sets its hardware)", "the groups' node") for f in ("node", "gpu", "gpus_per_node")},
-    **{
-        f: ("node (which sets its hardware)", "the groups' node")
-        for f in ("pflops_per_node", "vram_per_node_gb")
-    },
+    **{f: ("node (which sets its hardware)", "the groups' node") for f in HARDWARE_KEYS},
 }
 
 
@@ -495,9 +499,10 @@ def encode_batch(s: Scenario, arrays: dict[str, Any], n: int) -> Frame:
         arrays = {k: v for k, v in arrays.items() if k not in varied_hw}
     if "mfu" in arrays:
         cols["planned_hfu_mfu_ratio"] = np.nan  # each row's own MFU, no planned layout's
+        cols["mfu_auto_doubted"] = False
     if "nodes_per_group" in arrays:
         cols["region_count"] = np.nan  # the rows set their group sizes themselves
-        if s._groups is not None and None not in {g.region for g in s._groups}:
+        if s._groups is not None:
             cols["index_groups_spanning"] = groups_spanning_regions(s._groups, arrays["nodes_per_group"])
     elif "hierarchical" in arrays:
         cols["region_given"] = True  # each row says whether its regions form a hierarchy

@@ -576,6 +576,8 @@ def simulate_batch(
     asm = Assumptions(s.assumptions)
     if assumption_rows:
         asm = asm.with_rows(_checked_assumption_rows(assumption_rows))
+        if "hfu_mfu_ratio" in assumption_rows:  # a drawn MFU / HFU is the run's, not mfu: auto's layout's
+            frame["planned_hfu_mfu_ratio"] = np.asarray(np.nan)
     check_alpha_domain(frame.parameters, asm)
     return BatchResult(run_chunked(frame, asm), n, asm, frame)
 

@@ -141,20 +141,24 @@ def catalog_peak_flop_s(gpu_id: str | None, precision: str, count: float | None)
 
 
 def groups_spanning_regions(groups, nodes_per_group) -> np.ndarray:
-    """How many of the ⌊N/m⌋ regional groups of m = `nodes_per_group` nodes, taken in `node_groups`
-    order (strategies/hierarchical_diloco.group_layout), hold nodes of two or more regions: a group
-    boundary between two regions that falls inside one of them (one value per m; every group has a region)."""
-    counts = np.array([g.count for g in groups], dtype=float)
+    """How many of the regional groups that `nodes_per_group` = m makes, taken in `node_groups` order,
+    hold nodes of two or more regions (a group without a region counts as a place of its own). As
+    strategies/hierarchical_diloco.group_layout forms them: G = ⌊N/m⌋ groups, the leftover nodes joining
+    them, so they are G consecutive runs of ⌊N/G⌋ or ⌈N/G⌉ nodes. One value per m."""
+    counts = [int(g.count) for g in groups]
+    n = sum(counts)
     ends = np.cumsum(counts)
-    cuts = [ends[i] for i in range(len(groups) - 1) if groups[i].region != groups[i + 1].region]
+    cuts = [int(ends[i]) for i in range(len(groups) - 1) if groups[i].region != groups[i + 1].region]
     m = np.asarray(nodes_per_group, dtype=float)
     out = np.zeros(m.shape)
     for size in np.unique(m):
-        if not size >= 1:  # not a group size (the field's own check names it)
+        g = int(n // size) if size >= 1 else 0  # not a group size: the field's own check names it
+        if g < 2 or not cuts:  # one group (or none) is no hierarchy
             continue
-        whole = np.floor(ends[-1] / size)
-        spanning = {np.floor(c / size) for c in cuts if c % size != 0 and np.floor(c / size) < whole}
-        out[m == size] = len(spanning)
+        q, r = divmod(n, g)
+        bounds = [i * q + min(i, r) for i in range(g + 1)]  # group i holds nodes bounds[i] … bounds[i+1] − 1
+        inside = {int(np.searchsorted(bounds, c, side="right")) - 1 for c in cuts if c not in bounds}
+        out[m == size] = len(inside)
     return out
 
 

@@ -250,14 +250,6 @@ def build_result(out: dict, i: int, scenario, asm, frame) -> Result:
         val = v[key]
         details[key] = val if isinstance(val, bool) else _f(val)
     warnings = decode(int(v["warning_bits"]), v)
-    if scenario is not None and scenario.mfu_warning:  # mfu: auto's layout is doubted: said with the others
-        warnings.append(
-            {
-                "code": "MFU_AUTO_OPTIMISTIC",
-                "message": f"mfu: auto planned MFU {scenario.mfu:.3f} from a layout the datacenter model doubts: "
-                f"{scenario.mfu_warning}",
-            }
-        )
     reason = reason_text(v)
     if v["hierarchy_by_region"] and v["region_given"]:
         reason += f"; hierarchical: true, so the node groups' {v['region_count']:.0f} regions are the regional groups"

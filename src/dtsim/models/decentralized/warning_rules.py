@@ -435,16 +435,27 @@ RULES: tuple[WarningRule, ...] = (
         "INDEX_GROUPS_SPAN_REGIONS",
         lambda f, o: (
             (np.asarray(f.get("index_groups_spanning", 0.0)) > 0)
+            & ~np.asarray(f.get("by_region", False))
             & is_mode(o["mode_code"], "hierarchical-diloco")
         ),
         lambda v: (
             f"nodes_per_group = {v['nodes_per_group']:,.0f} groups nodes in node_groups order, so "
             f"{v['index_groups_spanning']:,.0f} of the {math.floor(v['num_nodes'] / v['nodes_per_group']):,} "
             f"regional groups {'holds' if v['index_groups_spanning'] == 1 else 'hold'} nodes of two or more "
-            "regions, yet every regional sync is charged at the "
-            f"regional links ({v['regional_bps'] / 1e6:,.0f} Mbit/s, {v['regional_latency_s'] * 1e3:,.4g} ms). "
-            "Leave nodes_per_group out to make each region a regional group, or order node_groups and choose "
-            "nodes_per_group so that no group crosses a region."
+            "regions (a group without a region counting as a place of its own), yet every regional sync is "
+            f"charged at the regional links ({v['regional_bps'] / 1e6:,.0f} Mbit/s, "
+            f"{v['regional_latency_s'] * 1e3:,.4g} ms). Regions become the regional groups where every node "
+            "group has one, some region has two nodes or more and nodes_per_group is left out; else order "
+            "node_groups and choose nodes_per_group so that no group crosses a region, or set hierarchical: false."
+        ),
+    ),
+    WarningRule(
+        "MFU_AUTO_OPTIMISTIC",
+        lambda f, o: np.asarray(f.get("mfu_auto_doubted", False), dtype=bool),
+        lambda v: (
+            f"mfu: auto planned MFU {v['mfu']:.3f} from a layout whose MFU the datacenter model doubts: above "
+            "the best measured in dtsim's records for its GPUs and parallelism (mfu_source says which); treat "
+            "it as optimistic."
         ),
     ),
     WarningRule(
