@@ -735,6 +735,9 @@ def test_vram_beyond_what_the_gpus_hold_is_said():
     assert [bool(int(b) & bit) for b in batch["warning_bits"]] == [False, True]
 
 
+FLAT_10B = {"parameters_b": 10, "tokens_t": 1, "inner_steps": 10, "hierarchical": False}
+
+
 def test_a_link_field_every_group_replaces_is_refused_when_varied_or_set(tmp_path):
     """A trial user's case: with every group on its own links, `--set bandwidth_mbps=1` and `=100000`
     gave the same 37.7 days, a sweep over it was flat and a distribution on it a band of zero width."""
@@ -752,13 +755,7 @@ def test_a_link_field_every_group_replaces_is_refused_when_varied_or_set(tmp_pat
             "bandwidth_down_mbps": 500,
         },
     ]
-    base = {
-        "parameters_b": 10,
-        "tokens_t": 1,
-        "inner_steps": 10,
-        "hierarchical": False,
-        "node_groups": groups,
-    }
+    base = FLAT_10B | {"node_groups": groups}
     with pytest.raises(dtsim.ScenarioError, match=r"bandwidth_mbps.*is not used in this scenario"):
         dtsim.simulate_batch(base, bandwidth_mbps=np.array([10.0, 1000.0]))
     with pytest.raises(dtsim.ScenarioError, match=r"bandwidth_up_mbps.*is not used in this scenario"):
@@ -797,13 +794,7 @@ def test_latency_and_mfu_every_group_replaces_are_refused_when_varied_or_set(tmp
         {"count": 4, "node": "dgx-h100", "region": "us-east", "mfu": 0.4},
         {"count": 4, "node": "dgx-h100", "latency_ms": 80, "mfu": 0.35},
     ]
-    base = {
-        "parameters_b": 10,
-        "tokens_t": 1,
-        "inner_steps": 10,
-        "hierarchical": False,
-        "node_groups": groups,
-    }
+    base = FLAT_10B | {"node_groups": groups}
     for field, values in (("latency_ms", [10.0, 500.0]), ("mfu", [0.2, 0.5])):
         with pytest.raises(dtsim.ScenarioError, match=rf"{field}.*is not used in this scenario"):
             dtsim.simulate_batch(base, **{field: np.array(values)})
