@@ -23,6 +23,11 @@ MAX_WORKERS = 64  # engineering choice: far more than a one-machine server has c
 LISTEN_WAIT_S = 120.0  # how long the URL waits for the socket to accept before giving up silently
 
 
+# SIGTERM lets requests in progress finish for this long, then stops: a search of a minute used to hold
+# the server past its SIGTERM (it stopped answering but ran on until killed)
+GRACEFUL_SHUTDOWN_S = 5
+
+
 def loopback_only(host: str, port: int) -> bool:
     """Whether every address `host` resolves to is a loopback address (127.0.0.0/8, ::1)."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
@@ -145,7 +150,9 @@ def run_server(host: str, port: int, workers: int) -> None:
         if workers == 1:
             app = create_app()
             settle_heap()
-            uvicorn.run(app, host=host, port=port, log_level="warning")
+            uvicorn.run(
+                app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S
+            )
         else:
             uvicorn.run(
                 "dtsim.interfaces.api.app:create_api_app",
@@ -154,6 +161,7 @@ def run_server(host: str, port: int, workers: int) -> None:
                 port=port,
                 workers=workers,
                 log_level="warning",
+                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
             )
     except SystemExit as exc:
         if exc.code == 128 + signal.SIGTERM:
