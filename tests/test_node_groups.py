@@ -871,3 +871,27 @@ def test_the_echo_leaves_out_what_every_group_replaces(tmp_path):
         # (a sweep over them was already refused: "is set per node group in this scenario")
         with pytest.raises(dtsim.ScenarioError, match=rf"{field}.*node group"):
             dtsim.simulate_batch(file, **{field: np.array([value, value])})
+
+
+def test_hierarchical_true_over_small_regions_needs_no_group_size_of_its_own():
+    """A trial user's case: hierarchical: true over two regions of two nodes failed on "nodes_per_group = 8:
+    must be ≤ num_nodes = 4", a field the user never set, though the regions are the groups; over
+    regions of one node each it failed the same way, where the regions form no tier at all."""
+    two = [{"count": 2, "node": "dgx-h100", "region": r} for r in ("us-east", "uk")]
+    r = dtsim.simulate(parameters_b=10, node_groups=two, hierarchical=True)
+    assert r.mode == "hierarchical-diloco" and r.hierarchy_by_region and "with 2 groups" in r.mode_reason
+    batch = dtsim.simulate_batch(
+        {"parameters_b": 10, "node_groups": two}, hierarchical=np.array([True, False])
+    )
+    assert list(batch["hierarchy_by_region"]) == [True, False]
+    ones = [{"count": 1, "node": "dgx-h100", "region": r} for r in ("us-east", "uk", "india")]
+    with pytest.raises(dtsim.ScenarioError, match="every region of the node groups holds one node") as exc:
+        dtsim.simulate(parameters_b=10, node_groups=ones, hierarchical=True)
+    assert exc.value.problems[0][0] == "hierarchical"
+    # a size of one's own still groups them by order, and a size beyond the nodes is still refused
+    assert (
+        dtsim.simulate(parameters_b=10, node_groups=ones, hierarchical=True, nodes_per_group=3).mode
+        == "flat-diloco"
+    )
+    with pytest.raises(dtsim.ScenarioError, match="nodes_per_group = 8: must be ≤ num_nodes = 3"):
+        dtsim.simulate(parameters_b=10, node_groups=ones, hierarchical=True, nodes_per_group=8)

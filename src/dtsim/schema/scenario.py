@@ -436,6 +436,7 @@ class Scenario(BaseModel):
             "tcp_streams": float("nan") if self.tcp_streams is None else float(self.tcp_streams),
             "micro_batches": self.micro_batches,
             "local_batch_tokens": self.local_batch_tokens,
+            **_region_tier(self.node_groups, "nodes_per_group" in self.model_fields_set),
         }
         check_cross_fields(row)
         if self.node_groups is not None or self.region_rtt_ms is not None:
@@ -552,8 +553,24 @@ CROSS_FIELD_RULES = (
         ),
     ),
     (
+        "hierarchical",
+        lambda r: (
+            r["hierarchical"] & r.get("one_node_regions", False) & (r["nodes_per_group"] > r["num_nodes"])
+        ),
+        lambda r: (
+            "is true, but every region of the node groups holds one node, so the regions form no regional "
+            "tier (a group of one has nobody to average with): give nodes_per_group (≤ num_nodes = "
+            f"{r['num_nodes']:g}) to group nodes by their order, or hierarchical: false"
+        ),
+    ),
+    (
         "nodes_per_group",
-        lambda r: r["hierarchical"] & (r["nodes_per_group"] > r["num_nodes"]),
+        lambda r: (
+            r["hierarchical"]
+            & ~np.asarray(r.get("regions_form_groups", False))
+            & ~np.asarray(r.get("one_node_regions", False))
+            & (r["nodes_per_group"] > r["num_nodes"])
+        ),
         lambda r: f"must be ≤ num_nodes = {r['num_nodes']:g} when hierarchical is true",
     ),
     (
@@ -576,6 +593,19 @@ CROSS_FIELD_RULES = (
 )
 # The row value each rule reports (the field itself, except for the summed growth rates).
 _RULE_VALUE = {"hardware_growth + software_growth + investment_growth": "growth_oom"}
+
+
+def _region_tier(groups: Any, size_given: bool) -> dict[str, bool]:
+    """Whether node groups in two or more regions make the regional groups (some region has two nodes or
+    more, and no nodes_per_group groups them by order: encode.encode_scenario), or have one node per
+    region and so form no tier. The nodes_per_group rules do not apply to a size the regions replace."""
+    if not groups or size_given:
+        return {}
+    regions = [getattr(g, "region", None) for g in groups]
+    if None in regions or len(set(regions)) < 2:
+        return {}
+    largest = max(sum(g.count for g in groups if g.region == r) for r in set(regions))
+    return {"regions_form_groups": largest >= 2, "one_node_regions": largest < 2}
 
 
 def _group_total(groups: Any) -> int | None:

@@ -351,6 +351,7 @@ def _cross_field_row(f: Frame) -> dict[str, Any]:
         "tcp_streams": f.tcp_streams,
         "micro_batches": f.micro_batches,
         "local_batch_tokens": f.batch_tokens,
+        "regions_form_groups": ~np.isnan(np.asarray(f.get("region_count", np.nan), dtype=float)),
     }
 
 
