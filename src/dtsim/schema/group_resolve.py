@@ -26,6 +26,16 @@ class ResolvedGroup:
     bandwidth_down_mbps: float | None
     latency_ms: float | None  # None: from the regions, else the scenario's
     region: str | None
+    nvlink_domain: int | None = None  # its node preset's own (a GB200 NVL72 rack's 72), for mfu: auto
+
+
+def node_nvlink_domain(s: Any) -> int | None:
+    """The node preset's own NVLink domain (nodes.yaml `nvlink_domain`, a GB200 NVL72 rack's 72) while
+    the scenario (or a node group's hardware) keeps that preset's GPU and count; None otherwise."""
+    node = catalog.nodes().get(s.node) if isinstance(s.node, str) else None
+    if node is None or node.nvlink_domain is None or (s.gpu, s.gpus_per_node) != (node.gpu, node.gpu_count):
+        return None
+    return node.nvlink_domain
 
 
 def resolve_groups(s: Any) -> tuple[ResolvedGroup, ...] | None:
@@ -135,6 +145,7 @@ def resolve_groups(s: Any) -> tuple[ResolvedGroup, ...] | None:
                 bandwidth_down_mbps=g.bandwidth_down_mbps,
                 latency_ms=g.latency_ms,
                 region=g.region,
+                nvlink_domain=node_nvlink_domain(hw),
             )
         )
     return tuple(out)

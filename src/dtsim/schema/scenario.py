@@ -486,6 +486,10 @@ class Scenario(BaseModel):
             # back as the same run, and the file and the web page, which gives every field, echo alike
             for name in set.intersection(*(g.replaces() for g in self.node_groups)):
                 data.pop(name, None)
+            if self._mfu_source is not None and "mfu" in data:
+                # a planned mfu: auto: groups with hardware of their own plan their own, so the number
+                # planned for the scenario's hardware would not read back as this run; "auto" does
+                data["mfu"] = "auto"
         return data
 
     @property

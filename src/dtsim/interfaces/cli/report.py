@@ -93,10 +93,9 @@ def render(r: Result, title: str = "dtsim", explain: bool = False, mc: Any = Non
 
     s = _table("Steps")
     s.add_row("Compute per step (T_comp)", _duration(r.compute_step_s), "whole model, one node")
-    if r.mfu_source:
-        s.add_row(
-            "Node MFU (mfu: auto)", _num(r.scenario.get("mfu") if r.scenario else None, ".1%"), "see below"
-        )
+    planned = r.scenario.get("mfu") if r.scenario else None
+    if r.mfu_source and isinstance(planned, float):  # with node groups it is planned per group ("auto")
+        s.add_row("Node MFU (mfu: auto)", _num(planned, ".1%"), "see below")
     if r.mode in ("pp-group-diloco", "pp-over-wan"):
         s.add_row("Pipeline step", _duration(r.inner_step_s), f"{r.pp_stages} stages, GPipe")
     if r.mode != "pp-over-wan":

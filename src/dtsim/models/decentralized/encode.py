@@ -221,6 +221,7 @@ def _group_mfu(s: Scenario, g) -> float:
         g.pflops_per_node,
         s.moe,
         s.assumptions,
+        g.nvlink_domain,
     )
     return float(value)
 

@@ -620,17 +620,6 @@ AUTO_MFU_INPUTS = (
 )
 
 
-def _node_nvlink_domain(s: Scenario) -> int | None:
-    """The node preset's own NVLink domain (nodes.yaml `nvlink_domain`, a GB200 NVL72 rack's 72) while
-    the scenario keeps that preset's GPU and count; None otherwise."""
-    from dtsim import catalog
-
-    node = catalog.nodes().get(s.node) if isinstance(s.node, str) else None
-    if node is None or node.nvlink_domain is None or (s.gpu, s.gpus_per_node) != (node.gpu, node.gpu_count):
-        return None
-    return node.nvlink_domain
-
-
 def resolve_mfu(s: Scenario) -> Scenario:
     """The scenario with `mfu: auto` planned by the datacenter model (models/datacenter/node_mfu.py),
     where it came from in `_mfu_source`; a scenario whose MFU is a number is returned as it is."""
@@ -638,6 +627,7 @@ def resolve_mfu(s: Scenario) -> Scenario:
         return s
     from dtsim.models.datacenter.node_mfu import node_mfu
     from dtsim.schema.fields import BOUNDS, bound_text
+    from dtsim.schema.group_resolve import node_nvlink_domain
 
     value, source, warning, ratio = node_mfu(
         s.parameters_b,
@@ -648,7 +638,7 @@ def resolve_mfu(s: Scenario) -> Scenario:
         s.pflops_per_node,
         s.moe,
         s.assumptions,
-        _node_nvlink_domain(s),
+        node_nvlink_domain(s),
     )
     if not BOUNDS["mfu"]["ge"] <= value <= BOUNDS["mfu"]["le"]:
         where = "below what the node's GPUs achieve" if value > 1 else "far above the node's GPUs' peak"
@@ -661,6 +651,14 @@ def resolve_mfu(s: Scenario) -> Scenario:
                     "the MFU as a number",
                 )
             ]
+        )
+    groups = s._groups or ()
+    if any(g.own_hardware for g in groups):
+        # the scenario's hardware is then a default some or none of the nodes run on: say whose MFU this is
+        own = sum(1 for g in groups if g.own_hardware)
+        source = (
+            f"{source}. This is the scenario's own hardware's; {own} of the {len(groups)} node groups have "
+            "hardware of their own, and each of those is planned the same way on its own nodes"
         )
     return s.with_planned_mfu(value, source, warning, ratio)
 
