@@ -895,3 +895,19 @@ def test_hierarchical_true_over_small_regions_needs_no_group_size_of_its_own():
     )
     with pytest.raises(dtsim.ScenarioError, match="nodes_per_group = 8: must be ≤ num_nodes = 3"):
         dtsim.simulate(parameters_b=10, node_groups=ones, hierarchical=True, nodes_per_group=8)
+
+
+def test_a_measured_rtt_faster_than_light_in_fiber_is_refused():
+    """A trial user's case: region_rtt_ms us-east ↔ australia of 3 ms (and us-east ↔ uk of 10) ran as given."""
+    groups = [{"count": 2, "node": "dgx-h100", "region": r} for r in ("us-east", "australia")]
+    with pytest.raises(dtsim.ScenarioError, match="is faster than light in fiber") as exc:
+        dtsim.simulate(parameters_b=10, node_groups=groups, region_rtt_ms={"us-east": {"australia": 3}})
+    where, value, why = exc.value.problems[0]
+    assert where == "region_rtt_ms.us-east.australia" and value == 3
+    floor = float(why.split("takes ")[1].split(" ms")[0].replace(",", ""))
+    assert 140 < floor < 170  # ~15,600 km at c / 1.468
+    # at or above the floor it runs (routes are longer than great circles), and regions of one's own
+    # (no coordinates) are taken as measured
+    assert dtsim.simulate(parameters_b=10, node_groups=groups, region_rtt_ms={"us-east": {"australia": 200}})
+    lab = [{"count": 2, "node": "dgx-h100", "region": r} for r in ("lab-a", "lab-b")]
+    assert dtsim.simulate(parameters_b=10, node_groups=lab, region_rtt_ms={"lab-a": {"lab-b": 0.5}})

@@ -29,6 +29,22 @@ class ResolvedGroup:
     nvlink_domain: int | None = None  # its node preset's own (a GB200 NVL72 rack's 72), for mfu: auto
 
 
+def _light_in_fiber_ms(a: str, b: str, assumptions: dict) -> float | None:
+    """The least RTT between two regions of the table: 2·d / (c / n_fiber) over their great-circle
+    distance d (physics.wan.geographic_rtt_s with no route inflation; Bozkurt et al. 2018); None when
+    either is a region of the user's own (no coordinates)."""
+    from dtsim.physics import wan
+
+    regions = catalog.regions()
+    if a not in regions or b not in regions:
+        return None
+    n = assumptions.get("fiber_group_index")
+    if isinstance(n, bool) or not isinstance(n, int | float):  # not given, or drawn: the table's value
+        n = catalog.assumption_rows()["fiber_group_index"]["value"]
+    d = float(wan.great_circle_m(regions[a].lat, regions[a].lon, regions[b].lat, regions[b].lon))
+    return 2.0 * d / (wan.SPEED_OF_LIGHT_M_S / float(n)) * 1e3
+
+
 def node_nvlink_domain(s: Any) -> int | None:
     """The node preset's own NVLink domain (nodes.yaml `nvlink_domain`, a GB200 NVL72 rack's 72) while
     the scenario (or a node group's hardware) keeps that preset's GPU and count; None otherwise."""
@@ -61,6 +77,19 @@ def resolve_groups(s: Any) -> tuple[ResolvedGroup, ...] | None:
                     raise ScenarioError(
                         [(where, ms, f"no node group is in region {name}; the groups' regions: {groups}")]
                     )
+            floor = _light_in_fiber_ms(a, b, s.assumptions or {})
+            if floor is not None and ms < floor:
+                raise ScenarioError(
+                    [
+                        (
+                            where,
+                            ms,
+                            f"is faster than light in fiber: a round trip between {a} and {b} along the great "
+                            f"circle takes {floor:,.1f} ms at the fiber's group index (fiber_group_index), "
+                            "before any route inflation",
+                        )
+                    ]
+                )
             pair = frozenset((a, b))
             if pair in seen and seen[pair] != ms:
                 raise ScenarioError(
