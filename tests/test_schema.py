@@ -156,3 +156,21 @@ def test_an_unknown_field_does_not_hide_the_others_problems():
     with pytest.raises(ScenarioError) as err:
         make_scenario({"num_nodes": -3, "bogus": 1, "latency_ms": float("inf")})
     assert [p[0] for p in err.value.problems] == ["bogus", "num_nodes", "latency_ms"]
+
+
+def test_a_set_value_meant_as_a_list_or_table_says_why_it_does_not_read():
+    """A trial user's case: --set node_groups=[…] with .nan, a repeated key or a missing comma all said
+    "Input should be a valid list"; the same text in a file said what was wrong."""
+    from dtsim.errors import ScenarioError
+    from dtsim.schema.scenario import parse_set
+
+    for raw, why in (
+        ("[{count: 2, node: dgx-h100, bandwidth_up_mbps: .nan}]", "must be a number, not NaN"),
+        ("[{count: 2, node: dgx-h100, node: dgx-b200}]", "the key 'node' is given twice"),
+        ("[{count: 2 node: dgx-h100}]", "malformed YAML"),
+    ):
+        with pytest.raises(ScenarioError) as exc:
+            parse_set([f"node_groups={raw}"])
+        (where, value, message) = exc.value.problems[0]
+        assert where == "node_groups" and value == raw and why in message, message
+    assert parse_set(["name=a: b: c"]) == {"name": "a: b: c"}  # other text that is not YAML stays text

@@ -684,6 +684,9 @@ FIELD_NAMES = tuple(Scenario.model_fields)
 _NUMBER = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)[eE][-+]?\d+\s*$")
 
 
+_STRUCTURED = ("node_groups", "region_rtt_ms", "assumptions")  # fields whose value is a list or a table
+
+
 def parse_set(assignments: list[str]) -> dict[str, Any]:
     """`field=value` strings from the CLI into a dict; values are parsed as YAML scalars
     (`true`, `12`, `1e3`, `auto`), dotted names set nested assumptions (`assumptions.pue=1.2`).
@@ -700,7 +703,9 @@ def parse_set(assignments: list[str]) -> dict[str, Any]:
             value = inputs.parse_yaml(raw, key) if raw.strip() else raw
         except inputs.InputLimitError:
             raise
-        except ScenarioError:
+        except ScenarioError as exc:
+            if key in _STRUCTURED and raw.strip()[:1] in "[{":  # a list or table field: why it does not read
+                raise ScenarioError([(key, raw, why) for _, _, why in exc.problems]) from None
             value = raw  # not plain YAML: the text itself (the field's own check says what it allows)
         if isinstance(value, str) and key != "name" and _NUMBER.match(value):
             value = float(value)  # YAML 1.1 reads 1e3 as a string
