@@ -615,27 +615,14 @@ def test_serve_stops_on_sigterm_with_a_long_request_in_progress():
     """A trial user's case: with a minute-long search in progress, SIGTERM made `dtsim serve` stop
     answering but not exit (only kill -9 stopped it). Requests in progress now get GRACEFUL_SHUTDOWN_S."""
     from dtsim.interfaces.cli.serving import GRACEFUL_SHUTDOWN_S
+    from tests.web_support import start_server
 
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dtsim", "serve", "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    lines: list[str] = []
-    threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True).start()
-    deadline = time.time() + 90
-    while not any("serving at" in ln for ln in lines):
-        if time.time() > deadline or proc.poll() is not None:
-            proc.kill()
-            pytest.fail("dtsim serve printed no URL: " + "".join(lines))
-        time.sleep(0.2)
+    url, proc = start_server(90)
     # a governance analysis over every accelerator at the largest cap: its time estimate alone is a search
     # of seconds in the server, in progress when the server is told to stop
     body = json.dumps({"compute_cap": [1024], "memory_cap": None, "targets": [1e25]}).encode()
     request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/api/governance",
+        f"{url}/api/governance",
         data=body,
         headers={"Content-Type": "application/json"},
     )

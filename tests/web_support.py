@@ -51,8 +51,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server():
+def start_server(seconds: float = 60) -> tuple[str, subprocess.Popen]:
+    """`dtsim serve` on a free loopback port, once it answers: (its URL, its process)."""
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "dtsim", "serve", "--port", str(port)],
@@ -61,7 +61,7 @@ def server():
         text=True,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
+    deadline = time.time() + seconds
     while time.time() < deadline:
         try:
             with urllib.request.urlopen(url + "/api/schema", timeout=2) as resp:
@@ -72,6 +72,12 @@ def server():
     else:
         proc.kill()
         pytest.fail("dtsim serve did not start: " + (proc.stdout.read() if proc.stdout else ""))
+    return url, proc
+
+
+@pytest.fixture(scope="module")
+def server():
+    url, proc = start_server()
     yield url
     proc.terminate()
     try:
