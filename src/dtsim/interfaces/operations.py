@@ -18,6 +18,7 @@ function takes one, is called as the work proceeds (the CLI's progress bar; the 
 
 from __future__ import annotations
 
+import collections
 import math
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -805,7 +806,8 @@ def governance_analysis(
                 if isinstance(v, str):
                     raise ScenarioError([(flag, text, f"{v!r} is not a number")])
             # a repeated cap ran twice, side by side; a repeated target was already refused
-            repeated = sorted({float(x) for x in values if [float(y) for y in values].count(float(x)) > 1})
+            counts = collections.Counter(float(x) for x in values)
+            repeated = sorted(x for x, n in counts.items() if n > 1)
             if repeated:
                 raise ScenarioError(
                     [(flag, text, f"repeats {', '.join(f'{x:g}' for x in repeated)}; give each once")]

@@ -28,12 +28,16 @@ def great_circle_m(lat1, lon1, lat2, lon2):
     return 2.0 * EARTH_RADIUS_M * np.arcsin(np.minimum(1.0, np.sqrt(h)))
 
 
+def fiber_rtt_s(route_m, group_index):
+    """Round trip over `route_m` of fiber: 2 · route / (c / n_fiber), n_fiber the fiber's group index."""
+    return 2.0 * np.asarray(route_m, dtype=float) / (SPEED_OF_LIGHT_M_S / group_index)
+
+
 def geographic_rtt_s(distance_m, asm):
     """Round trip over fiber along an inflated route: 2 · d · inflation / (c / n_fiber) (Bozkurt et al.
     2018's rule of thumb; n_fiber the fiber's group index). Two places in one region are
     `intra_region_rtt_ms` apart at least (switching and metro fiber)."""
-    fiber_m_s = SPEED_OF_LIGHT_M_S / asm.fiber_group_index
-    rtt = 2.0 * np.asarray(distance_m, dtype=float) * asm.route_inflation / fiber_m_s
+    rtt = fiber_rtt_s(np.asarray(distance_m, dtype=float) * asm.route_inflation, asm.fiber_group_index)
     return np.maximum(rtt, asm.intra_region_rtt_ms * 1e-3)
 
 

@@ -31,7 +31,7 @@ class ResolvedGroup:
 
 def _light_in_fiber_ms(a: str, b: str, assumptions: dict) -> float | None:
     """The least RTT between two regions of the table: 2·d / (c / n_fiber) over their great-circle
-    distance d (physics.wan.geographic_rtt_s with no route inflation; Bozkurt et al. 2018); None when
+    distance d (physics.wan.fiber_rtt_s: no route inflation; Bozkurt et al. 2018); None when
     either is a region of the user's own (no coordinates)."""
     from dtsim.physics import wan
 
@@ -41,8 +41,8 @@ def _light_in_fiber_ms(a: str, b: str, assumptions: dict) -> float | None:
     n = assumptions.get("fiber_group_index")
     if isinstance(n, bool) or not isinstance(n, int | float):  # not given, or drawn: the table's value
         n = catalog.assumption_rows()["fiber_group_index"]["value"]
-    d = float(wan.great_circle_m(regions[a].lat, regions[a].lon, regions[b].lat, regions[b].lon))
-    return 2.0 * d / (wan.SPEED_OF_LIGHT_M_S / float(n)) * 1e3
+    d = wan.great_circle_m(regions[a].lat, regions[a].lon, regions[b].lat, regions[b].lon)
+    return float(wan.fiber_rtt_s(d, float(n))) * 1e3
 
 
 def node_nvlink_domain(s: Any) -> int | None:

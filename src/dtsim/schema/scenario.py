@@ -599,17 +599,23 @@ CROSS_FIELD_RULES = (
 _RULE_VALUE = {"hardware_growth + software_growth + investment_growth": "growth_oom"}
 
 
+def region_sizes(groups: Any) -> tuple[int, int] | None:
+    """(regions, nodes in the largest) of node groups that each have a region, in two regions or more;
+    None otherwise. Regions make the regional groups of a hierarchy where the largest holds two nodes or
+    more and no nodes_per_group groups the nodes by their order (encode.encode_scenario)."""
+    regions = [getattr(g, "region", None) for g in groups or ()]
+    if not regions or None in regions or len(set(regions)) < 2:
+        return None
+    return len(set(regions)), max(sum(g.count for g in groups if g.region == r) for r in set(regions))
+
+
 def _region_tier(groups: Any, size_given: bool) -> dict[str, bool]:
-    """Whether node groups in two or more regions make the regional groups (some region has two nodes or
-    more, and no nodes_per_group groups them by order: encode.encode_scenario), or have one node per
-    region and so form no tier. The nodes_per_group rules do not apply to a size the regions replace."""
-    if not groups or size_given:
+    """Whether node groups' regions make the regional groups (`region_sizes`), or have one node per region
+    and so form no tier. The nodes_per_group rules do not apply to a size the regions replace."""
+    sizes = None if size_given else region_sizes(groups)
+    if sizes is None:
         return {}
-    regions = [getattr(g, "region", None) for g in groups]
-    if None in regions or len(set(regions)) < 2:
-        return {}
-    largest = max(sum(g.count for g in groups if g.region == r) for r in set(regions))
-    return {"regions_form_groups": largest >= 2, "one_node_regions": largest < 2}
+    return {"regions_form_groups": sizes[1] >= 2, "one_node_regions": sizes[1] < 2}
 
 
 def _group_total(groups: Any) -> int | None:

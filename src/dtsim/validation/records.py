@@ -579,31 +579,39 @@ def bundled_files() -> list[Any]:
     return sorted((p for p in root.iterdir() if p.name.endswith((".yaml", ".yml"))), key=lambda p: p.name)
 
 
+def _runs_entries(runs_dir: str | Path | None) -> tuple[list[Path], list[Path]]:
+    """(Every entry of --runs, its record files: *.yaml, *.yml), or a ScenarioError when it names no folder of them: a
+    bad argument (it used to print the bundled records' whole report and exit 1, as if one record had
+    failed)."""
+    if runs_dir is None:
+        return [], []
+    if not str(runs_dir).strip():  # Path("") is ".": not what was meant
+        raise ScenarioError([("--runs", "", "is empty: give a directory of record files")])
+    root = Path(runs_dir)
+    if not root.is_dir():
+        why = "is not a directory" if root.exists() else "does not exist"
+        raise ScenarioError([("--runs", str(root), f"{why}: give a directory of record files")])
+    entries = sorted(root.iterdir())
+    files = [p for p in entries if p.suffix.lower() in (".yaml", ".yml")]
+    if not files:
+        raise ScenarioError([("--runs", str(root), "holds no .yaml or .yml files")])
+    return entries, files
+
+
 def load_dataset(runs_dir: str | Path | None = None, bundled: bool = True) -> Dataset:
     """The bundled records, plus every *.yaml / *.yml file in `runs_dir`. Every file's groups are read
     before any file's records, so a record may name a group of another file (or a bundled one) and takes
     its defaults, whatever the files' order."""
     data = Dataset()
     docs: list[tuple[dict, str]] = []
+    entries, files = _runs_entries(runs_dir)  # a bad --runs is refused before any record is read
     if bundled:
         for p in bundled_files():
             name = f"dtsim/catalog/measured_runs/{p.name}"
             doc = _read_doc(p.read_text("utf-8"), name, data, trusted=True)
             if doc is not None:
                 docs.append((doc, name))
-    if runs_dir is not None and not str(runs_dir).strip():  # Path("") is ".": not what was meant
-        raise ScenarioError([("--runs", "", "is empty: give a directory of record files")])
     if runs_dir is not None:
-        # a --runs that names no folder of record files is a bad argument, refused before any work (it
-        # used to print the bundled records' whole report and exit 1, as if one record had failed)
-        root = Path(runs_dir)
-        if not root.is_dir():
-            why = "is not a directory" if root.exists() else "does not exist"
-            raise ScenarioError([("--runs", str(root), f"{why}: give a directory of record files")])
-        entries = sorted(root.iterdir())
-        files = [p for p in entries if p.suffix.lower() in (".yaml", ".yml")]
-        if not files:
-            raise ScenarioError([("--runs", str(root), "holds no .yaml or .yml files")])
         for p in files:
             try:
                 text = inputs.read_text_file(p)

@@ -22,7 +22,7 @@ from dtsim.models.decentralized.inner_steps import AUTO, AUTO_QUALITY
 from dtsim.physics import codec, efficiency, memory, runlength, stragglers
 from dtsim.schema.fields import BOUNDS, INTEGER_FIELDS, bound_text
 from dtsim.schema.groups import HARDWARE_KEYS
-from dtsim.schema.scenario import Scenario, check_cross_fields, make_scenario
+from dtsim.schema.scenario import Scenario, check_cross_fields, make_scenario, region_sizes
 
 # --- encoding -----------------------------------------------------------------------------------------
 
@@ -158,23 +158,17 @@ def encode_scenario(s: Scenario) -> dict[str, Any]:
     cols["catalog_vram_bytes"] = gpu.memory_gb * 1e9 * s.gpus_per_node if gpu and s.gpus_per_node else np.nan
     if s._groups is not None:
         cols["groups"] = encode_groups(s, cols, lambda g: _group_mfu(s, g))
-        regions = {g.region for g in s._groups}
         given = s.given_fields()
         # groups in two or more regions form the regional tier of a hierarchy: where the scenario leaves
         # the hierarchy to the model, if it is faster (engine.run_frame_choosing); with hierarchical: true,
         # always (grouping nodes by their index would put continents in one "regional" group); only
         # nodes_per_group, a group size the user chose, groups nodes by index
-        per_region = {r: sum(g.count for g in s._groups if g.region == r) for r in regions}
         # ... and when some region has two nodes or more: regions of one node each have nobody to
         # average with inside, so a regional tier would only add syncs
-        by_region = (
-            None not in regions
-            and len(regions) >= 2
-            and max(per_region.values()) >= 2
-            and "nodes_per_group" not in given
-        )
-        cols["region_count"] = float(len(regions)) if by_region else np.nan
-        cols["region_largest"] = float(max(per_region.values())) if by_region else np.nan
+        sizes = region_sizes(s._groups)
+        by_region = sizes is not None and sizes[1] >= 2 and "nodes_per_group" not in given
+        cols["region_count"] = float(sizes[0]) if by_region else np.nan
+        cols["region_largest"] = float(sizes[1]) if by_region else np.nan
         cols["region_given"] = "hierarchical" in given  # the user chose: no comparison with flat
         # where nodes are grouped by index (nodes_per_group given, or its default where no region has
         # two nodes, or some group has no region): how many groups mix places (INDEX_GROUPS_SPAN_REGIONS)

@@ -366,7 +366,6 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
         out["memory_group_stages"] = memory.pipeline_stages(f.memory_bytes, out["largest_group_vram_bytes"])
     out["limiting_group"] = _limiting_group(f, out)
     out["hierarchy_by_region"] = np.asarray(f.by_region)
-    out["region_given"] = np.asarray(f.get("region_given", False))  # hierarchical given, not chosen
     for col in FRAME_OUTPUTS:
         out[col] = np.asarray(f[col])
     out["node_sustained_flop_s"] = np.asarray(f.peak_flop_s * f.mfu)
@@ -653,9 +652,9 @@ def resolve_mfu(s: Scenario) -> Scenario:
             ]
         )
     groups = s._groups or ()
-    if any(g.own_hardware for g in groups):
+    own = sum(1 for g in groups if g.own_hardware)
+    if own:
         # the scenario's hardware is then a default some or none of the nodes run on: say whose MFU this is
-        own = sum(1 for g in groups if g.own_hardware)
         source = (
             f"{source}. This is the scenario's own hardware's; {own} of the {len(groups)} node groups have "
             "hardware of their own, and each of those is planned the same way on its own nodes"

@@ -251,7 +251,7 @@ def build_result(out: dict, i: int, scenario, asm, frame) -> Result:
         details[key] = val if isinstance(val, bool) else _f(val)
     warnings = decode(int(v["warning_bits"]), v)
     reason = reason_text(v)
-    if v["hierarchy_by_region"] and v["region_given"]:
+    if v["hierarchy_by_region"] and v.get("region_given"):  # hierarchical given (a frame column), not chosen
         reason += f"; hierarchical: true, so the node groups' {v['region_count']:.0f} regions are the regional groups"
     elif v["hierarchy_by_region"]:
         reason += (
