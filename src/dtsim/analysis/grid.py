@@ -21,7 +21,7 @@ import numpy as np
 from dtsim.analysis.distributed import map_blocks
 from dtsim.errors import ScenarioError, check_folder
 from dtsim.models.decentralized.encode import BATCH_FIELDS, NODE_SET_FIELDS, NUMERIC, OPTIONAL
-from dtsim.models.decentralized.engine import simulate_batch
+from dtsim.models.decentralized.engine import TEXT_OUTPUTS, simulate_batch
 from dtsim.schema.fields import INTEGER_FIELDS
 from dtsim.schema.scenario import Scenario
 
@@ -31,7 +31,7 @@ CHUNK = 1 << 16
 NUMERIC_AXES = (*NUMERIC, *OPTIONAL, "bandwidth_mbps", "inner_steps", "regional_steps")
 VARYABLE = BATCH_FIELDS
 # Batch outputs that are internal codes; the table carries their decoded names instead.
-_CODES = ("mode_code", "bottleneck_code", "reason_code")
+_CODES = (*(code for code, _ in TEXT_OUTPUTS.values()), "reason_code")
 
 
 @dataclass
@@ -182,15 +182,15 @@ def _shown(v: Any) -> str:
 
 def grid_block(start: int, stop: int, base: Scenario, axes: list[Axis]) -> dict[str, Any]:
     """Grid points start..stop−1 through the batch path: their axis values and every output (codes
-    decoded to mode and bottleneck). Runs on whichever process gets it."""
+    decoded to mode, bottleneck and recovery). Runs on whichever process gets it."""
     fields = grid_fields(axes, start, stop)
     try:
         batch = simulate_batch(base, **_batch_fields(fields))
     except ScenarioError as exc:  # a row's rule: name the grid point it is, not the block's row index
         raise ScenarioError([_at_point(p, fields) for p in exc.problems]) from None
     part = {k: np.asarray(v) for k, v in batch.columns.items() if k not in _CODES}
-    part["mode"] = batch["mode"]
-    part["bottleneck"] = batch["bottleneck"]
+    for name in TEXT_OUTPUTS:
+        part[name] = batch[name]
     return {"inputs": fields, "outputs": part}
 
 

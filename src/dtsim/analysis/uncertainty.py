@@ -451,10 +451,9 @@ CODED = {"mode": "mode_code", "bottleneck": "bottleneck_code"}  # text outputs t
 
 
 def _labels() -> dict[str, np.ndarray]:
-    from dtsim.models.decentralized.decision import MODE_IDS
-    from dtsim.models.decentralized.strategies.base import BREAKDOWN_KEYS
+    from dtsim.models.decentralized.engine import TEXT_OUTPUTS
 
-    return {"mode": np.asarray(MODE_IDS), "bottleneck": np.asarray((*BREAKDOWN_KEYS, "memory"))}
+    return {name: np.asarray(TEXT_OUTPUTS[name][1]) for name in CODED}
 
 
 def evaluate_block(

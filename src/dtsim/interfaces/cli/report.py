@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from rich.console import Console, Group
@@ -81,7 +82,7 @@ def render(r: Result, title: str = "dtsim", explain: bool = False, mc: Any = Non
         t.add_row(
             "Goodput (node failures)",
             _num(r.goodput, ".2%"),
-            f"without failures {_num(r.failure_free_days, ',.1f', ' days')}; docs/model.md §8a",
+            f"{r.recovery}; without failures {_num(r.failure_free_days, ',.1f', ' days')}; docs/model.md §8a",
         )
     t.add_row("Maximum useful run length", _num(r.max_days, ",.0f", " days"), "MIRI simulator docs §7")
     t.add_row(
@@ -121,14 +122,20 @@ def render(r: Result, title: str = "dtsim", explain: bool = False, mc: Any = Non
         b.add_column("time", justify="right")
         b.add_column("share", justify="right")
         b.add_column("")
-        for key in BREAKDOWN_KEYS:
-            v = r.breakdown_s.get(key) or 0.0
+        # with failures the shares are of an outer step's expected wall time, T_outer / goodput
+        goodput = r.goodput if r.goodput is not None else 1.0
+        rows = [(NAMES[key], key, r.breakdown_s.get(key) or 0.0) for key in BREAKDOWN_KEYS]
+        if goodput < 1.0:
+            lost = r.outer_step_s * (1.0 / goodput - 1.0) if goodput > 0 else math.inf
+            rows.append(("lost to failures (expected)", "failures", lost))
+        for name, key, v in rows:
             if v <= 0:
                 continue
-            share = v / r.outer_step_s
+            share = 1.0 - goodput if key == "failures" else v / r.outer_step_s * goodput
             bar = "█" * max(1, round(share * 30))
             style = "bold red" if key == r.bottleneck and key != "compute" else ""
-            b.add_row(NAMES[key], _duration(v), f"{share:.1%}", Text(bar, style=style or "cyan"))
+            time = _duration(v) if math.isfinite(v) else "never ends"
+            b.add_row(name, time, f"{share:.1%}", Text(bar, style=style or "cyan"))
         regional_hidden = r.hidden_regional_sync_s or 0.0
         global_hidden = (r.hidden_sync_s or 0.0) - regional_hidden
         if regional_hidden:

@@ -22,7 +22,7 @@ from dtsim.models.decentralized.frame import Frame, scatter
 from dtsim.models.decentralized.groups import groups_of, resolve_links
 from dtsim.models.decentralized.inner_steps import AUTO, AUTO_QUALITY, best_quality_steps
 from dtsim.models.decentralized.strategies import REGISTRY, has_trait
-from dtsim.models.decentralized.strategies.base import BREAKDOWN_KEYS
+from dtsim.models.decentralized.strategies.base import BOTTLENECKS, BREAKDOWN_KEYS
 from dtsim.physics import (
     codec,
     collectives,
@@ -300,7 +300,7 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
     out.update({k: np.asarray(v) for k, v in q.items()})
     eta = out["efficiency"]
     out["failure_free_days"] = out["total_s"] / 86400.0
-    out["goodput"] = _goodput(f, out, mode, used)
+    out.update(_goodput(f, out, mode, used))
     # expected, with failures, restarts and rejoins; goodput 0: the run never finishes (no times,
     # LOW_GOODPUT says so)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -343,9 +343,13 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
 
     gpus = f.num_nodes * f.gpus_per_node
     out["gpu_count"] = np.asarray(gpus, dtype=float)
-    out["gpu_hours"] = np.asarray(cost.gpu_hours(gpus, wall))
     out["cost_usd"] = np.asarray(cost.capital_cost(gpus, f.gpu_price_usd))
-    out["energy_kwh"] = np.asarray(cost.energy_kwh(gpus, f.gpu_power_w, wall, asm.pue))
+    with np.errstate(over="ignore"):  # a wall time near float's limit (goodput near 0): no total, as above
+        for key, total in (
+            ("gpu_hours", cost.gpu_hours(gpus, wall)),
+            ("energy_kwh", cost.energy_kwh(gpus, f.gpu_power_w, wall, asm.pue)),
+        ):
+            out[key] = np.asarray(np.where(np.isinf(total), np.nan, total))
 
     # The bottleneck is the largest part of an outer step (first one wins ties; compute is first).
     largest = out[BREAKDOWN_KEYS[0]]
@@ -355,9 +359,16 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
         bigger = part > largest
         code[bigger] = k
         largest = np.where(bigger, part, largest)
-    code[mode == decision.INFEASIBLE] = len(BREAKDOWN_KEYS)
+    # with failures, an outer step of kept progress takes T_outer / goodput: the parts' shares are of that,
+    # and the time lost to failures, T_outer · (1/goodput − 1), is a part too (LOW_GOODPUT says how)
+    g = out["goodput"]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        lost = out["outer_step_s"] * (1.0 / g - 1.0)
+    lost_most = lost > largest
+    code[lost_most] = BOTTLENECKS.index("failures")
+    code[mode == decision.INFEASIBLE] = BOTTLENECKS.index("memory")
     out["bottleneck_code"] = code
-    out["bottleneck_share"] = largest / out["outer_step_s"]
+    out["bottleneck_share"] = np.where(lost_most, 1.0 - g, largest / out["outer_step_s"] * g)
 
     t = groups_of(f)
     if t is not None:  # the group with the smallest nodes, and the stages the largest nodes would need
@@ -376,30 +387,64 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
     return out
 
 
-def _goodput(f: Frame, out: dict[str, np.ndarray], mode, used_nodes) -> np.ndarray:
-    """Kept progress over wall-clock time with node failures (physics/failures.py). DiLoCo replicas (a
-    node, or a pipeline of S nodes in mode C) drop out and rejoin at the next outer step after a restart
-    and a download of the global model (a pipeline's nodes each fetch their stage's share at once); a
-    synchronous pipeline (mode B) restarts the job from its last checkpoint, taken at Daly's interval.
-    1 without node_mtbf_hours."""
+# How a run survives node failures (`recovery`): none without failures (or where no layout runs), a
+# failed DiLoCo replica rejoining at the next sync of its tier, or the job restarting from a checkpoint.
+RECOVERIES = ("none", "rejoin", "restart")
+
+
+def _goodput(f: Frame, out: dict[str, np.ndarray], mode, used_nodes) -> dict[str, np.ndarray]:
+    """goodput, recovery_code and the two ways' goodputs (rejoin_goodput: NaN outside DiLoCo modes):
+    kept progress over wall-clock time with node failures
+    (physics/failures.py), 1 without node_mtbf_hours. Two ways to survive a failure:
+
+    - rejoin (DiLoCo modes): the failed replica (a node, or a pipeline of S nodes in mode C) loses its
+      inner steps since its tier's last sync, restarts, fetches the model and rejoins at the next sync.
+      A flat replica fetches the global model over its download link at the next outer step; a node of a
+      hierarchy fetches its regional group's model over the regional link at the next regional sync (a
+      round of T_outer / H_regional: the global sync's exposed time spread over the rounds); a
+      pipeline's S nodes each fetch their stage's 1/S, at once over their own links.
+    - restart: every node writes a checkpoint at Daly's interval and a failure stops the job until it
+      has restarted from the last one (a synchronous pipeline, mode B, has no other way; in a DiLoCo mode
+      the others wait at the next sync for the failed replica, which restarts from its checkpoint).
+
+    A DiLoCo run takes whichever keeps more: rejoining loses a whole round per failure, so replicas whose
+    round is long against their MTBF (deep pipelines) do better with checkpoints."""
+    n = np.shape(mode)
+    infeasible = mode == decision.INFEASIBLE
     if np.isnan(f.node_mtbf_h).all():  # no failures anywhere in the batch
-        return np.where(mode == decision.INFEASIBLE, np.nan, 1.0)
+        one = np.where(infeasible, np.nan, 1.0)
+        return {
+            "goodput": one,
+            "recovery_code": np.zeros(n, dtype=np.int8),
+            "rejoin_goodput": np.where(has_trait(mode, "diloco"), one, np.nan),
+            "restart_goodput": one,
+        }
     asm = f.asm
     hours = f.node_mtbf_h
     node_mtbf_s = np.where(np.isnan(hours), np.inf, hours * 3600.0)
     pipelined = has_trait(mode, "pipelined")
+    tiered = has_trait(mode, "regional_tier")
     per_replica = np.where(pipelined, f.stages, 1.0)
-    # a pipeline's S nodes each fetch their own stage's 1/S of the model, at once over their own links
     model_bits = 8.0 * f.parameters_held * f.bytes_per_value / per_replica
-    rejoin = asm.restart_s + model_bits / f.down_bps
-    elastic = failures.elastic_goodput(out["outer_step_s"], rejoin, node_mtbf_s / per_replica)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        round_s = np.where(tiered, out["outer_step_s"] / out["regional_steps_used"], out["outer_step_s"])
+    rejoin = asm.restart_s + model_bits / np.where(tiered, f.regional_bps, f.down_bps)
+    elastic = failures.elastic_goodput(round_s, rejoin, node_mtbf_s / per_replica)
     used = np.maximum(1.0, used_nodes)  # the nodes that train: idle ones cannot stop the job
     checkpoint = 8.0 * f.memory_bytes / f.stages / (asm.checkpoint_write_gbps * 1e9)
     job_mtbf = node_mtbf_s / used
     interval = failures.daly_interval_s(checkpoint, job_mtbf)
     restart = failures.restart_goodput(interval, checkpoint, asm.restart_s + checkpoint, job_mtbf)
-    g = np.where(has_trait(mode, "diloco"), elastic, restart)
-    return np.where(mode == decision.INFEASIBLE, np.nan, g)
+    diloco = has_trait(mode, "diloco")
+    rejoins = diloco & (elastic >= restart)
+    g = np.where(rejoins, elastic, restart)
+    code = np.where(np.isnan(hours) | infeasible, 0, np.where(rejoins, 1, 2)).astype(np.int8)
+    return {
+        "goodput": np.where(infeasible, np.nan, g),
+        "recovery_code": np.broadcast_to(code, n).copy(),
+        "rejoin_goodput": np.where(diloco, elastic, np.nan),
+        "restart_goodput": np.where(infeasible, np.nan, restart),
+    }
 
 
 def _limiting_group(f: Frame, out: dict[str, np.ndarray]) -> np.ndarray:
@@ -444,6 +489,14 @@ def _as_scenario(scenario: Any, fields: Mapping[str, Any]) -> Scenario:
     return make_scenario(base)
 
 
+# Text outputs travel through a batch as integer codes: name → (code column, labels).
+TEXT_OUTPUTS = {
+    "mode": ("mode_code", decision.MODE_IDS),
+    "bottleneck": ("bottleneck_code", BOTTLENECKS),
+    "recovery": ("recovery_code", RECOVERIES),
+}
+
+
 class BatchResult:
     """Outputs of a batch: `columns[name]` is an array with one value per scenario.
 
@@ -462,10 +515,9 @@ class BatchResult:
         return self.n
 
     def __getitem__(self, name: str) -> np.ndarray:
-        if name == "mode":
-            return np.asarray(decision.MODE_IDS)[self.columns["mode_code"]]
-        if name == "bottleneck":
-            return np.asarray((*BREAKDOWN_KEYS, "memory"))[self.columns["bottleneck_code"]]
+        if name in TEXT_OUTPUTS:
+            code, labels = TEXT_OUTPUTS[name]
+            return np.asarray(labels)[self.columns[code]]
         return self.columns[name]
 
     def result(self, i: int):

@@ -126,6 +126,20 @@ def derivation(r: Result) -> list[Step]:
             _s(r.outer_step_s),
             "MIRI simulator docs §3.1–3.4",
         ),
+    ]
+    if r.recovery != "none":
+        rejoin, restart = d["rejoin_goodput"], d["restart_goodput"]
+        steps.append(
+            Step(
+                "goodput",
+                "rejoin: E⌊X/T⌋ / E⌈(X + R)/T⌉, T the round since the tier's last sync; restart: "
+                "τ / ((M + R)·(e^{(τ+δ)/M} − 1)) at Daly's τ; the larger (DiLoCo) — physics/failures.py",
+                (f"rejoin {rejoin:.4g}, " if rejoin is not None else "")
+                + f"restart {restart:.4g} → {r.recovery}, {r.goodput:.4g}",
+                "Daly 2006 §3; renewal-reward (docs/model.md §8a)",
+            )
+        )
+    steps += [
         Step(
             "T_wall",
             "D / (B · replicas · H) · T_outer / goodput",

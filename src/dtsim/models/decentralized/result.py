@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from dtsim import catalog
 from dtsim.models.decentralized import decision
-from dtsim.models.decentralized.engine import FRAME_OUTPUTS
+from dtsim.models.decentralized.engine import FRAME_OUTPUTS, TEXT_OUTPUTS
 from dtsim.models.decentralized.frame import Frame
 from dtsim.models.decentralized.strategies import has_trait
 from dtsim.models.decentralized.strategies.base import BREAKDOWN_KEYS
@@ -54,8 +54,14 @@ class Result(BaseModel):
     goodput: float | None = Field(
         1.0,
         description="Kept progress over wall-clock time with node failures (node_mtbf_hours): DiLoCo replicas "
-        "drop out and rejoin, a synchronous pipeline restarts from its last checkpoint; 1 without failures. "
-        "wall_clock_days includes it.",
+        "drop out and rejoin, or every node checkpoints and the job restarts from the last checkpoint, whichever "
+        "keeps more (`recovery`); a synchronous pipeline restarts; 1 without failures. wall_clock_days includes it.",
+    )
+    recovery: str = Field(
+        "none",
+        description="How the run survives node failures: rejoin (a failed DiLoCo replica loses its inner steps "
+        "since its tier's last sync and rejoins at the next), restart (the job restarts from its last checkpoint, "
+        "taken at Daly's interval), or none (no node_mtbf_hours, or no layout runs).",
     )
     failure_free_days: float | None = Field(
         None, description="Wall-clock days without failures (wall_clock_days × goodput)."
@@ -110,8 +116,14 @@ class Result(BaseModel):
     )
     peak_flop_capacity: float | None = Field(description="N · peak FLOP/s · η-adjusted time.")
     quality_adjusted_flop: float | None = Field(description="6 · P_active · D · η · χ.")
-    bottleneck: str
-    bottleneck_share: float | None
+    bottleneck: str = Field(
+        description="The largest part of one outer step (a breakdown_s key), memory where no layout holds the "
+        "model, or failures where the expected time lost to node failures, outer_step_s · (1/goodput − 1), is "
+        "larger than every part."
+    )
+    bottleneck_share: float | None = Field(
+        description="The bottleneck's share of an outer step's expected wall time, outer_step_s / goodput."
+    )
     breakdown_s: dict[str, float | None] = Field(
         description="Parts of one outer step; they sum to outer_step_s."
     )
@@ -183,7 +195,9 @@ def row_values(out: dict, i: int, frame) -> dict[str, Any]:
     for key, col in out.items():
         arr = np.asarray(col)
         v[key] = arr.item() if arr.ndim == 0 else arr[i].item()
-    v["bottleneck"] = (*BREAKDOWN_KEYS, "memory")[v["bottleneck_code"]]
+    for name, (code, labels) in TEXT_OUTPUTS.items():
+        if name != "mode":  # the mode's code is read as is (decision.MODE_IDS, is_mode)
+            v[name] = labels[v[code]]
     v["max_parameters_b_here"] = v["vram_bytes"] / v["bytes_per_param"] / 1e9
     return v
 
@@ -226,6 +240,8 @@ DETAIL_KEYS = (
     "computed_max_days",
     "ep_saved_memory",
     "total_s",
+    "rejoin_goodput",
+    "restart_goodput",
 )
 
 
@@ -274,6 +290,7 @@ def build_result(out: dict, i: int, scenario, asm, frame) -> Result:
         wall_clock_days=_f(v["wall_clock_days"]),
         effective_days=_f(v["effective_days"]),
         goodput=_f(v["goodput"]),
+        recovery=v["recovery"],
         failure_free_days=_f(v["failure_free_days"]),
         limiting_group=None if NOT_APPLICABLE["limiting_group"](v) else int(v["limiting_group"]),
         hierarchy_by_region=bool(v["hierarchy_by_region"]),

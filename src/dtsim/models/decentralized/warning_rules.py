@@ -98,11 +98,19 @@ def _peak_message(v: dict) -> str:
 
 
 def _goodput_message(v: dict) -> str:
-    how = (
-        "a failed pipeline stops the job, which restarts from its last checkpoint"
-        if is_mode(v["mode_code"], "pp-over-wan")
-        else "a failed replica loses its inner steps since the last outer step and rejoins after a restart"
-    )
+    if is_mode(v["mode_code"], "pp-over-wan"):
+        how = "a failed pipeline stops the job, which restarts from its last checkpoint"
+    elif v["recovery"] == "restart":
+        rejoin = v["rejoin_goodput"]
+        how = (
+            "every node checkpoints and a failure stops the job until the failed replica has restarted from "
+            "the last checkpoint (rejoining without checkpoints, losing the round since the last sync, would "
+            f"keep {rejoin:.2g})"
+        )
+    elif has_trait(v["mode_code"], "regional_tier"):  # the failed node rejoins its regional group
+        how = "a failed node loses its inner steps since the last regional sync and rejoins its group after a restart"
+    else:
+        how = "a failed replica loses its inner steps since the last outer step and rejoins after a restart"
     if v["goodput"] <= 0 or math.isnan(v["wall_clock_days"]):  # 0, or a time past float
         return (
             f"With node_mtbf_hours {v['node_mtbf_h']:,.4g} the run never finishes: {how}, and a failure comes "

@@ -20,6 +20,10 @@ BREAKDOWN_KEYS = (
     "straggler",
 )
 
+# What `bottleneck` names: a part of the outer step, "memory" where no layout holds the model, or
+# "failures" where the time lost to node failures (outer step · (1/goodput − 1)) is larger than every part.
+BOTTLENECKS = (*BREAKDOWN_KEYS, "memory", "failures")
+
 
 class Strategy(Protocol):
     code: int  # the row's mode code in a batch (decision tree output)
