@@ -650,6 +650,58 @@ def test_fields_with_nothing_to_act_on_and_an_int8_ratio_that_is_not_int8s_are_n
     assert "REGIONAL_COMPRESSION_IGNORED" not in {w.code for w in hier.warnings}
 
 
+def test_fields_set_for_a_mode_the_run_does_not_have_are_named():
+    """A trial user's cases, silent before: nodes_per_group and the regional links without hierarchical:
+    true, inner_steps and outer_overlap_steps in pure pipeline parallelism over the WAN (which also warned
+    of stale outer updates it does not have), and nodes_per_group beside node groups in two regions, which
+    also keeps the regions from being weighed as the regional groups. Defaults (an echoed scenario lists
+    them all) and fields the mode reads are not named."""
+    from dtsim.schema.scenario import load_scenario
+
+    def ignored(**fields):
+        r = dtsim.simulate(fields)
+        (w,) = [w for w in r.warnings if w.code == "FIELDS_IGNORED"] or [None]
+        return r, (w.message if w else None)
+
+    r, msg = ignored(num_nodes=64, nodes_per_group=4, regional_bandwidth_mbps=500)
+    assert r.mode == "flat-diloco"
+    assert msg.startswith("nodes_per_group, regional_bandwidth_mbps act on a hierarchy's regional tier")
+    assert "set hierarchical: true" in msg
+    # the same fields with the hierarchy on are read: no word; so are the defaults, given or echoed
+    assert ignored(num_nodes=64, nodes_per_group=4, regional_bandwidth_mbps=500, hierarchical=True)[1] is None
+    assert ignored(num_nodes=64, nodes_per_group=8, regional_steps=16)[1] is None
+    assert ignored(**dtsim.simulate(num_nodes=64).scenario)[1] is None
+    # hierarchical: true where too few nodes form two groups: mode_reason says why
+    r, msg = ignored(num_nodes=10, hierarchical=True, nodes_per_group=6)
+    assert r.mode == "flat-diloco" and "mode_reason says why" in msg
+
+    pipe = {"num_nodes": 3, "parameters_b": 200, "vram_per_node_gb": 1500, "tokens_t": 0.01}
+    r, msg = ignored(**pipe, inner_steps=32, outer_overlap_steps=2)
+    assert r.mode == "pp-over-wan"
+    assert msg.startswith("inner_steps, outer_overlap_steps act on DiLoCo's outer synchronization")
+    assert "STALE_OUTER_UPDATES" not in {w.code for w in r.warnings}
+    assert ignored(**pipe)[1] is None
+    # a pipeline inside a regional group reads the regional link
+    r, msg = ignored(**pipe, hierarchical=True, nodes_per_group=3, regional_bandwidth_mbps=5000)
+    assert r.mode == "pp-over-wan" and msg is None
+
+    two = [
+        {"count": 4, "node": "dgx-h100", "region": "us-east"},
+        {"count": 4, "node": "dgx-h100", "region": "eu-west"},
+    ]
+    r, msg = ignored(node_groups=two, nodes_per_group=4, parameters_b=10)
+    assert not r.hierarchy_by_region and "keeps the node groups' regions from being weighed" in msg
+    assert ignored(node_groups=two, nodes_per_group=4, parameters_b=10, hierarchical=True)[1] is None
+
+    # a sweep of a field the mode does not read is named in every row
+    batch = dtsim.simulate_batch({"num_nodes": 64}, nodes_per_group=np.array([4, 8]))
+    assert all("FIELDS_IGNORED" in {w.code for w in batch.result(i).warnings} for i in range(2))
+    # a searched answer (target, governance) on a flat run carries no regional field
+    assert "FIELDS_IGNORED" not in {
+        w.code for w in dtsim.simulate(load_scenario(preset="governance")).warnings
+    }
+
+
 def test_sweeps_and_searches_over_node_groups_say_what_they_cannot_vary():
     """With node groups the node count is theirs: a sweep of it is refused naming the values asked for,
     while a search that holds it at the groups' total (target --solve days) runs."""

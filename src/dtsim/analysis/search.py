@@ -324,10 +324,9 @@ def configuration_fields(
         "compression": compression,
         "activation_compression": activation_compression,
         "hierarchical": group > 0,
-        "regional_steps": "auto",  # as the search evaluates every configuration (_evaluate)
     }
-    if group > 0:
-        f["nodes_per_group"] = group
+    if group > 0:  # regional_steps as the search evaluates every configuration (_evaluate)
+        f.update(nodes_per_group=group, regional_steps="auto")
     return f
 
 

@@ -123,6 +123,26 @@ def _enum_value(x: Any) -> str:
     return x.value if hasattr(x, "value") else x
 
 
+# Fields that act only in some modes, tracked as given (a bit each in the frame's fields_given): a value
+# the user chose that the run's mode does not read is the warning FIELDS_IGNORED.
+TRACKED_GIVEN = (
+    "nodes_per_group",
+    "regional_bandwidth_mbps",
+    "regional_latency_ms",
+    "regional_steps",
+    "inner_steps",
+)
+
+
+def given_bits(given: Any) -> np.int64:
+    """The TRACKED_GIVEN fields among `given` (names), as bits."""
+    return np.int64(sum(1 << k for k, name in enumerate(TRACKED_GIVEN) if name in given))
+
+
+def _not_default(s: Scenario, name: str) -> bool:
+    return getattr(s, name) != type(s).model_fields[name].default
+
+
 def encode_scenario(s: Scenario) -> dict[str, Any]:
     """One scenario as scalar columns in SI units and integer codes."""
     cols: dict[str, Any] = {}
@@ -147,6 +167,12 @@ def encode_scenario(s: Scenario) -> dict[str, Any]:
     used = s._groups is None or any(g.mfu is None and not g.own_hardware for g in s._groups)
     cols["mfu_auto_doubted"] = bool(s.mfu_warning) and used
     cols["regional_steps"] = float(STEP_CODES.get(s.regional_steps, s.regional_steps))  # type: ignore[arg-type]
+    # which of the fields that act only in some modes the user set (FIELDS_IGNORED names those the run's
+    # mode does not use): given, at a value other than the default (an echoed scenario lists every field)
+    cols["fields_given"] = given_bits(
+        [f for f in TRACKED_GIVEN if f in (s._given or {}) and _not_default(s, f)]
+    )
+    cols["regions_forgone"] = False
     cols["growth_oom"] = sum(runlength.parse_growth(getattr(s, g)) for g in GROWTH)
     gpu = catalog.gpus().get(s.gpu) if s.gpu else None
     cols["gpu_price_usd"] = gpu.price_usd if gpu else np.nan
@@ -174,6 +200,10 @@ def encode_scenario(s: Scenario) -> dict[str, Any]:
         # two nodes, or some group has no region): how many groups mix places (INDEX_GROUPS_SPAN_REGIONS)
         cols["index_groups_spanning"] = (
             0.0 if by_region else groups_spanning_regions(s._groups, s.nodes_per_group)
+        )
+        # nodes_per_group given, hierarchical not: the run stays flat, and the regions are not weighed
+        cols["regions_forgone"] = (
+            sizes is not None and sizes[1] >= 2 and "nodes_per_group" in given and "hierarchical" not in given
         )
         cols["regional_given"] = "regional_bandwidth_mbps" in given
         cols["regional_latency_given"] = "regional_latency_ms" in given
@@ -496,6 +526,12 @@ def encode_batch(s: Scenario, arrays: dict[str, Any], n: int) -> Frame:
     if "mfu" in arrays:
         cols["planned_hfu_mfu_ratio"] = np.nan  # each row's own MFU, no planned layout's
         cols["mfu_auto_doubted"] = False
+    cols["fields_given"] = np.int64(cols["fields_given"]) | given_bits(arrays)
+    if "hierarchical" in arrays:
+        cols["regions_forgone"] = False  # each row says whether it has a hierarchy
+    elif "nodes_per_group" in arrays and s._groups is not None:
+        sizes = region_sizes(s._groups)
+        cols["regions_forgone"] = sizes is not None and sizes[1] >= 2 and "hierarchical" not in given
     if "nodes_per_group" in arrays:
         cols["region_count"] = np.nan  # the rows set their group sizes themselves
         if s._groups is not None:

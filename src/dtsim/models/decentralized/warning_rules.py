@@ -71,6 +71,77 @@ def _mode(v: dict) -> str:
     return MODE_IDS[int(v["mode_code"])]
 
 
+# Fields that act only in some modes: (name, what it acts on). FIELDS_IGNORED names those given (the
+# frame's fields_given bits, encode.TRACKED_GIVEN: set to a value other than the default; τ > 0) that the
+# row's mode does not read. streaming is left out: it is on by default, and off changes nothing either.
+_TIER = "a hierarchy's regional tier (hierarchical: true)"
+_DILOCO = "DiLoCo's outer synchronization"
+MODE_FIELDS = (
+    ("nodes_per_group", _TIER),
+    ("regional_bandwidth_mbps", _TIER),
+    ("regional_latency_ms", _TIER),
+    ("regional_steps", _TIER),
+    ("inner_steps", _DILOCO),
+    ("outer_overlap_steps", _DILOCO),
+)
+
+
+def ignored_fields(f: Any, mode_code) -> np.ndarray:
+    """Per row, bits (MODE_FIELDS order) of the fields given that the row's mode does not read. A pipeline
+    inside a regional group (pp_regional) uses the regional link; regional EP the group size and the
+    regional RTT; infeasible rows none (their memory verdict comes first)."""
+    tier = has_trait(mode_code, "regional_tier")
+    pp_regional = has_trait(mode_code, "pipelined") & np.asarray(f.pp_regional, dtype=bool)
+    regional_ep = np.asarray(f.moe, dtype=bool) & (np.asarray(f.ep_mode) == 1)
+    diloco = has_trait(mode_code, "diloco")
+    used = (
+        tier | pp_regional | regional_ep,
+        tier | pp_regional,
+        tier | pp_regional | regional_ep,
+        tier,
+        diloco,
+        diloco,
+    )
+    given = np.asarray(f.fields_given, dtype=np.int64)
+    asked = [(given >> k) & 1 == 1 for k in range(5)]  # the TRACKED_GIVEN bits
+    asked.append(np.asarray(f.outer_overlap_steps) > 0)
+    bits = np.zeros(np.broadcast(mode_code, given).shape, dtype=np.int64)
+    for k, (a, u) in enumerate(zip(asked, used, strict=True)):
+        bits |= np.where(a & ~u, 1 << k, 0)
+    return np.where(has_trait(mode_code, "diloco") | has_trait(mode_code, "pipelined"), bits, 0)
+
+
+def _ignored_message(v: dict) -> str:
+    bits = int(ignored_fields(_Row(v), np.asarray(v["mode_code"])))
+    names = [(name, on) for k, (name, on) in enumerate(MODE_FIELDS) if bits >> k & 1]
+    parts = []
+    for on in dict.fromkeys(on for _, on in names):
+        fields = [name for name, o in names if o == on]
+        verb = "acts" if len(fields) == 1 else "act"
+        parts.append(f"{', '.join(fields)} {verb} on {on}")
+    text = f"{'; '.join(parts)}; this {_mode(v)} run has none, so {'it changes' if len(names) == 1 else 'they change'} nothing"
+    if v["hierarchical"] and any(on == _TIER for _, on in names):
+        text += " (hierarchical is true, but mode_reason says why no regional tier formed)"
+    elif any(on == _TIER for _, on in names):
+        text += " (set hierarchical: true for regional groups)"
+    if v.get("regions_forgone") and bits & 1:
+        text += (
+            ". Giving nodes_per_group also keeps the node groups' regions from being weighed as the regional "
+            "groups: leave it out for that, or set hierarchical: true to group nodes by their order"
+        )
+    return text + "."
+
+
+class _Row:
+    """A row's values (warning messages' `v`) read as a frame's attributes."""
+
+    def __init__(self, v: dict):
+        self._v = v
+
+    def __getattr__(self, name: str):
+        return self._v[name]
+
+
 # the parts of an outer step spent waiting on links (engine.BREAKDOWN_KEYS less compute and bubble)
 NETWORK_PARTS = ("latency", "global_sync", "regional_sync", "pipeline_comm", "straggler")
 
@@ -348,6 +419,11 @@ RULES: tuple[WarningRule, ...] = (
         ),
     ),
     WarningRule(
+        "FIELDS_IGNORED",
+        lambda f, o: ignored_fields(f, o["mode_code"]) != 0,
+        _ignored_message,
+    ),
+    WarningRule(
         "ACTIVATION_COMPRESSION_IGNORED",
         lambda f, o: (f.activation_compression != 1.0) & ~has_trait(o["mode_code"], "pipelined"),
         lambda v: (
@@ -389,7 +465,7 @@ RULES: tuple[WarningRule, ...] = (
     ),
     WarningRule(
         "STALE_OUTER_UPDATES",
-        lambda f, o: f.outer_overlap_steps > 1,
+        lambda f, o: (f.outer_overlap_steps > 1) & has_trait(o["mode_code"], "diloco"),
         lambda v: (
             f"outer_overlap_steps {v['outer_overlap_steps']:g}: outer updates arriving more than one outer step "
             "late are beyond what the published overlapped-DiLoCo results measure (Streaming DiLoCo; Kale et "
