@@ -146,9 +146,17 @@ class Scenario(BaseModel):
     )
     nodes_per_group: Int = num_field("nodes_per_group", "Nodes per regional group.", 8)
     regional_bandwidth_mbps: Num = num_field(
-        "regional_bandwidth_mbps", "Intra-group bandwidth in Mbit/s.", 1000.0
+        "regional_bandwidth_mbps",
+        "Intra-group bandwidth in Mbit/s. Where node groups' regions are the regional groups, the default is "
+        "the groups' own links (the slowest direction of the slowest group), not 1000.",
+        1000.0,
     )
-    regional_latency_ms: Num = num_field("regional_latency_ms", "Intra-group round-trip time in ms.", 20.0)
+    regional_latency_ms: Num = num_field(
+        "regional_latency_ms",
+        "Intra-group round-trip time in ms. Where node groups' regions are the regional groups, the default "
+        "is the intra-region RTT (intra_region_rtt_ms), not 20.",
+        20.0,
+    )
     node_groups: list[NodeGroup] | None = Field(
         None,
         description="Heterogeneous nodes: groups of {count, node, region, bandwidth_up_mbps, "
