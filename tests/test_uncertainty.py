@@ -120,6 +120,27 @@ def test_monte_carlo_equals_the_batch_path_on_the_same_draws():
     assert sum(mc.shares["feasible"].values()) == pytest.approx(1.0)
 
 
+def test_quantiles_of_an_output_that_means_another_thing_in_another_mode_are_flagged():
+    """A trial user's case: draws that switch between flat DiLoCo and a hierarchy gave outer_step_s
+    quantiles mixing outer steps with global cycles, without a word. One mode: no such warning."""
+    groups = [
+        {"count": 4, "node": "dgx-h100", "region": "us-east"},
+        {"count": 4, "node": "dgx-h100", "region": "eu-west"},
+    ]
+    scenario, dists = unc.load_uncertain_scenario(
+        fields={"parameters_b": 10, "tokens_t": 1, "node_groups": groups},
+        set_texts=["bandwidth_mbps=10..1000"],
+    )
+    mc = unc.run_monte_carlo(scenario, dists, 256, seed=3)
+    assert len(mc.shares["mode"]) == 2
+    (w,) = [w for w in mc.warnings if "different quantity in different modes" in w]
+    assert w.startswith("outer_step_s is") and "2 modes" in w
+    scenario, dists = unc.load_uncertain_scenario(set_texts=["bandwidth_mbps=lognormal:1000:0.5"])
+    one = unc.run_monte_carlo(scenario, dists, 256, seed=3)
+    assert len(one.shares["mode"]) == 1
+    assert not [w for w in one.warnings if "different modes" in w]
+
+
 def test_quantile_standard_error_shrinks_with_more_draws():
     rng = np.random.default_rng(0)
     small = unc.quantile_se(np.sort(rng.normal(size=1_000)), 0.9)

@@ -587,6 +587,16 @@ def run_monte_carlo(
         )
     summary = {o: summarise(cols[o], levels) for o in outputs if np.asarray(cols[o]).dtype.kind in "fiu"}
     warnings = summary_warnings(summary, levels, samples)
+    mixed = [o for o in MODE_DEPENDENT if o in summary]
+    if mixed and "mode_code" in cols and np.unique(cols["mode_code"]).size > 1:
+        names = ", ".join(mixed) + (
+            " is a different quantity" if len(mixed) == 1 else " are different quantities"
+        )
+        warnings.append(
+            f"{names} in different modes (an outer step of H inner steps; a hierarchy's global cycle of "
+            "H_regional regional rounds; one pipeline step over the WAN), and the draws ran "
+            f"{np.unique(cols['mode_code']).size} modes (Mode): the quantiles mix them"
+        )
     if getattr(base, "mfu", None) == "auto" and "mfu" not in dists:
         # mfu: auto is the datacenter model's point MFU in every draw: its own error is not drawn (step and
         # plan give it an interval, models/datacenter/model_error.py)
@@ -623,6 +633,11 @@ def run_monte_carlo(
         samples_path=str(samples_path) if samples_path else None,
         correlations=[{"fields": [c.a, c.b], "rho": c.rho} for c in getattr(dists, "correlations", ())],
     )
+
+
+# Outputs whose meaning changes with the mode (docs/model.md §3): quantiles over draws in several
+# modes mix unlike quantities, which the summary says.
+MODE_DEPENDENT = ("outer_step_s", "sync_s", "inner_step_s", "inner_steps_used")
 
 
 def negligible(spread: float, scale: float) -> bool:
