@@ -702,6 +702,49 @@ def test_fields_set_for_a_mode_the_run_does_not_have_are_named():
     }
 
 
+def test_a_file_or_request_field_every_group_replaces_is_named():
+    """--set and sweeps refuse a field every node group replaces; a file or an API body that gives one was
+    taken without a word (a trial user's case). It is now the warning FIELDS_UNUSED_WITH_GROUPS, naming
+    each; defaults (an echoed scenario lists every field) and fields a group leaves to the scenario are
+    not named."""
+    groups = [
+        {
+            "count": 4,
+            "node": "dgx-h100",
+            "region": "us-east",
+            "bandwidth_up_mbps": 500,
+            "bandwidth_down_mbps": 500,
+        },
+        {
+            "count": 4,
+            "node": "dgx-h100",
+            "region": "eu-west",
+            "bandwidth_up_mbps": 500,
+            "bandwidth_down_mbps": 500,
+        },
+    ]
+    base = {"parameters_b": 10, "node_groups": groups}
+
+    def named(**fields):
+        r = dtsim.simulate(base | fields)
+        return r, [w.message for w in r.warnings if w.code == "FIELDS_UNUSED_WITH_GROUPS"]
+
+    r, (msg,) = named(latency_ms=150, node="dgx-b200", bandwidth_up_mbps=900)
+    assert msg.startswith("bandwidth_up_mbps, latency_ms, node are not used in this scenario")
+    assert "latency_ms or a region" in msg and "node (which sets its hardware)" in msg
+    assert r.wall_clock_days == dtsim.simulate(base).wall_clock_days  # they change nothing, as it says
+    assert named()[1] == [] and named(mfu=0.5)[1] == []  # no group sets its own MFU: the scenario's is used
+    assert named(**dtsim.simulate(base | {"latency_ms": 150}).scenario)[1] == []  # the echo leaves it out
+    assert named(latency_ms=100)[1] == []  # the default
+    # a group that leaves the latency to the scenario uses it
+    mixed = [groups[0], {"count": 4, "node": "dgx-h100"}]
+    assert [
+        w
+        for w in dtsim.simulate(base | {"node_groups": mixed, "latency_ms": 150}).warnings
+        if "UNUSED" in w.code
+    ] == []
+
+
 def test_sweeps_and_searches_over_node_groups_say_what_they_cannot_vary():
     """With node groups the node count is theirs: a sweep of it is refused naming the values asked for,
     while a search that holds it at the groups' total (target --solve days) runs."""

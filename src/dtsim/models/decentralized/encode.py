@@ -173,6 +173,7 @@ def encode_scenario(s: Scenario) -> dict[str, Any]:
         [f for f in TRACKED_GIVEN if f in (s._given or {}) and _not_default(s, f)]
     )
     cols["regions_forgone"] = False
+    cols["replaced_given"] = np.int64(0)
     cols["growth_oom"] = sum(runlength.parse_growth(getattr(s, g)) for g in GROWTH)
     gpu = catalog.gpus().get(s.gpu) if s.gpu else None
     cols["gpu_price_usd"] = gpu.price_usd if gpu else np.nan
@@ -201,6 +202,9 @@ def encode_scenario(s: Scenario) -> dict[str, Any]:
         cols["index_groups_spanning"] = (
             0.0 if by_region else groups_spanning_regions(s._groups, s.nodes_per_group)
         )
+        # fields a file or a request set that every group replaces (--set and sweeps refuse them:
+        # unused_fields); FIELDS_UNUSED_WITH_GROUPS names them
+        cols["replaced_given"] = replaced_bits(s, given)
         # nodes_per_group given, hierarchical not: the run stays flat, and the regions are not weighed
         cols["regions_forgone"] = (
             sizes is not None and sizes[1] >= 2 and "nodes_per_group" in given and "hierarchical" not in given
@@ -449,13 +453,27 @@ _REPLACED = {  # what a group sets in place of the field, and where to set it in
 }
 
 
+REPLACED_ORDER = tuple(_REPLACED)  # the bits of the frame's replaced_given
+
+
+def replaced(s: Scenario, given: Mapping[str, Any]) -> list[str]:
+    """The fields in `given` that every node group replaces (NodeGroup.replaces)."""
+    groups = s.node_groups or []
+    return [f for f in _REPLACED if f in given and groups and all(f in g.replaces() for g in groups)]
+
+
+def replaced_bits(s: Scenario, given: Mapping[str, Any]) -> np.int64:
+    """replaced(s, given) at values other than the default (an echoed scenario lists every field), as
+    bits in REPLACED_ORDER."""
+    names = [f for f in replaced(s, given) if _not_default(s, f)]
+    return np.int64(sum(1 << k for k, f in enumerate(REPLACED_ORDER) if f in names))
+
+
 def unused_fields(s: Scenario, given: Mapping[str, Any], varied: bool) -> list[tuple[str, Any, str]]:
     """The problem of a scenario field in `given` (--set values, or a batch's arrays when `varied`) that
     no node group uses, every group giving its own value (`NodeGroup.replaces`): a link, the latency,
     the MFU or, where every group names its node, the hardware. The run would not change with it."""
-    unused = [
-        f for f in _REPLACED if f in given and s.node_groups and all(f in g.replaces() for g in s.node_groups)
-    ]
+    unused = replaced(s, given)
     if not unused:
         return []
     name = unused[0]

@@ -132,6 +132,19 @@ def _ignored_message(v: dict) -> str:
     return text + "."
 
 
+def _replaced_message(v: dict) -> str:
+    from dtsim.models.decentralized.encode import _REPLACED, REPLACED_ORDER
+
+    names = [f for k, f in enumerate(REPLACED_ORDER) if int(v["replaced_given"]) >> k & 1]
+    owners = "; ".join(dict.fromkeys(_REPLACED[name][0] for name in names))
+    one = len(names) == 1
+    return (
+        f"{', '.join(names)} {'is' if one else 'are'} not used in this scenario: every node group sets its own "
+        f"{owners}, so {'it changes' if one else 'they change'} nothing. Set the value on the groups, or leave a "
+        "group without its own to take the scenario's."
+    )
+
+
 class _Row:
     """A row's values (warning messages' `v`) read as a frame's attributes."""
 
@@ -422,6 +435,11 @@ RULES: tuple[WarningRule, ...] = (
         "FIELDS_IGNORED",
         lambda f, o: ignored_fields(f, o["mode_code"]) != 0,
         _ignored_message,
+    ),
+    WarningRule(
+        "FIELDS_UNUSED_WITH_GROUPS",
+        lambda f, o: np.asarray(f.replaced_given) != 0,
+        _replaced_message,
     ),
     WarningRule(
         "ACTIVATION_COMPRESSION_IGNORED",
