@@ -3,6 +3,7 @@ the same process (fixed seeds), and the way the decentralized model uses them.""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -208,3 +209,84 @@ def test_a_goodput_so_small_its_time_overflows_is_a_run_that_never_ends_without_
     days = batch["wall_clock_days"]
     assert np.isnan(days[0]) and np.all(np.isfinite(days[1:]))
     assert np.all(np.diff(days[1:]) < 0)  # a longer MTBF, a shorter run
+
+
+def test_failures_leave_the_steps_own_largest_part_to_what_reads_it():
+    """A review's cases: with failures the bottleneck, SYNC_NOT_HIDDEN said "compute is still the largest
+    part" of a network-bound step, and limiting_group moved from the slowest-compute group to the
+    slowest-link one. Both read the step's own largest part; the web badge gives bottleneck_share."""
+    from dtsim.interfaces.web.results import bottleneck_text
+
+    r = dtsim.simulate(num_nodes=64, node_mtbf_hours=5)
+    assert r.bottleneck == "failures"
+    largest = max(r.breakdown_s, key=lambda k: r.breakdown_s[k] or 0)
+    assert largest == "global_sync"
+    (w,) = [w for w in r.warnings if w.code == "SYNC_NOT_HIDDEN"]
+    assert "the run is network-bound" in w.message and "compute is still" not in w.message
+    groups = [
+        {"count": 4, "node": "dgx-h100", "region": "us-east", "bandwidth_mbps": 100000},
+        {"count": 4, "node": "dgx-b200", "region": "us-east", "bandwidth_mbps": 10000},
+    ]
+    calm = dtsim.simulate(node_groups=groups, parameters_b=10)
+    failing = dtsim.simulate(node_groups=groups, parameters_b=10, node_mtbf_hours=0.1)
+    assert failing.bottleneck == "failures" and failing.limiting_group == calm.limiting_group == 0
+    mild = dtsim.simulate(num_nodes=64, node_mtbf_hours=20)
+    assert bottleneck_text(mild) == f"bottleneck: global sync ({mild.bottleneck_share:.0%})"
+    assert bottleneck_text(r) == f"bottleneck: lost to failures ({r.bottleneck_share:.0%})"
+
+
+def test_recovery_is_a_text_output_everywhere_the_others_are():
+    """`recovery` decodes in batches, grids and --uncertainty (its share, and --prob on it)."""
+    from dtsim.analysis import uncertainty as unc
+    from dtsim.models.decentralized.engine import TEXT_OUTPUTS
+
+    assert {name: code for name, (code, _) in TEXT_OUTPUTS.items()} == unc.CODED
+    scenario, dists = unc.load_uncertain_scenario(
+        fields={"parameters_b": 600}, set_texts=["node_mtbf_hours=5..500"], fixed_assumptions=True
+    )
+    mc = unc.run_monte_carlo(scenario, dists, 128, seed=1, probs=["recovery==restart"])
+    assert set(mc.shares["recovery"]) <= {"rejoin", "restart"} and sum(mc.shares["recovery"].values()) == 1
+    assert mc.probabilities[0]["p"] == pytest.approx(mc.shares["recovery"].get("restart", 0.0))
+
+
+def test_a_searched_pipeline_answer_carries_no_inner_steps():
+    """A review's case: target's pp-over-wan winner carried inner_steps (the search gives every row
+    some), so its own warnings said FIELDS_IGNORED and its `--set` line named a field it does not use."""
+    from typer.testing import CliRunner
+
+    from dtsim.interfaces.cli.main import app
+
+    args = ["target", "--params-b", "2000", "--tokens-t", "0.003", "--objective", "time", "-n", "dgx-h100"]
+    out = CliRunner().invoke(app, [*args, "--max-nodes", "64", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert data["winner"]["mode"] == "pp-over-wan"
+    assert "FIELDS_IGNORED" not in {w["code"] for w in data["winner_warnings"]}
+    solve = ["target", "--solve", "days", "--params-b", "2000", "--tokens-t", "0.003", "-n", "dgx-h100"]
+    out = CliRunner().invoke(app, [*solve, "--set", "num_nodes=50", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert "inner_steps" not in data["scenario_fields"]
+    assert "FIELDS_IGNORED" not in {w["code"] for w in data["warnings"]}
+
+
+def test_one_replica_restarts_and_the_failure_models_inputs_are_in_details():
+    """A trial user's cases: a single node "rejoined" (fetching the model from nobody), and the round,
+    rejoin time, checkpoint and interval behind a goodput were nowhere to check by hand."""
+    from dtsim.assumptions import Assumptions
+
+    asm = Assumptions({})
+    one = dtsim.simulate(num_nodes=1, node_mtbf_hours=50)
+    assert one.mode == "flat-diloco" and one.recovery == "restart"
+    assert one.details["rejoin_goodput"] is None and one.goodput == one.details["restart_goodput"]
+    r = dtsim.simulate(dtsim.load_scenario(preset="intellect-1", overrides={"node_mtbf_hours": 3}))
+    d = r.details
+    assert d["failure_round_s"] == pytest.approx(r.outer_step_s, rel=1e-12)
+    fetch = 8 * d["parameters_held"] * 2 / (r.scenario["bandwidth_down_mbps"] * 1e6)
+    assert d["rejoin_s"] == pytest.approx(asm.restart_s + fetch, rel=1e-9)
+    assert d["job_mtbf_s"] == pytest.approx(3 * 3600 / 11, rel=1e-12)
+    expected = float(failures.elastic_goodput(d["failure_round_s"], d["rejoin_s"], 3 * 3600))
+    assert r.goodput == pytest.approx(expected, rel=1e-12)
+    tau = float(failures.daly_interval_s(d["checkpoint_s"], d["job_mtbf_s"]))
+    assert d["checkpoint_interval_s"] == pytest.approx(tau, rel=1e-12)
+    assert dtsim.simulate(num_nodes=8).details["rejoin_s"] is None  # no failures: no such numbers

@@ -672,8 +672,10 @@ def test_fields_set_for_a_mode_the_run_does_not_have_are_named():
     assert ignored(num_nodes=64, nodes_per_group=8, regional_steps=16)[1] is None
     assert ignored(**dtsim.simulate(num_nodes=64).scenario)[1] is None
     # hierarchical: true where too few nodes form two groups: mode_reason says why
-    r, msg = ignored(num_nodes=10, hierarchical=True, nodes_per_group=6)
+    # (the group size is read: it decided that no tier forms)
+    r, msg = ignored(num_nodes=10, hierarchical=True, nodes_per_group=6, regional_bandwidth_mbps=500)
     assert r.mode == "flat-diloco" and "mode_reason says why" in msg
+    assert msg.startswith("regional_bandwidth_mbps acts on")
 
     pipe = {"num_nodes": 3, "parameters_b": 200, "vram_per_node_gb": 1500, "tokens_t": 0.01}
     r, msg = ignored(**pipe, inner_steps=32, outer_overlap_steps=2)
@@ -690,12 +692,28 @@ def test_fields_set_for_a_mode_the_run_does_not_have_are_named():
         {"count": 4, "node": "dgx-h100", "region": "eu-west"},
     ]
     r, msg = ignored(node_groups=two, nodes_per_group=4, parameters_b=10)
-    assert not r.hierarchy_by_region and "keeps the node groups' regions from being weighed" in msg
+    assert not r.hierarchy_by_region and "keeps the node groups' 2 regions from being weighed" in msg
+    assert "changes nothing" not in msg  # it changed the run: the regions were not weighed
+    # ... at its default value too (given, it turns the weighing off all the same)
+    slow = [{**g, "count": 8} for g in two]
+    r, msg = ignored(node_groups=slow, nodes_per_group=8, parameters_b=10, bandwidth_mbps=10)
+    weighed = dtsim.simulate(node_groups=slow, parameters_b=10, bandwidth_mbps=10)
+    assert weighed.hierarchy_by_region and r.wall_clock_days > weighed.wall_clock_days
+    assert msg.startswith("nodes_per_group (8) given without hierarchical: true keeps")
+    # with hierarchical: true the group size decides the pipeline's link: read, not named
+    r, msg = ignored(**pipe, hierarchical=True, nodes_per_group=2, regional_bandwidth_mbps=5000)
+    assert (
+        msg.startswith("regional_bandwidth_mbps acts on") and "nodes_per_group 2 is under its 3 stages" in msg
+    )
     assert ignored(node_groups=two, nodes_per_group=4, parameters_b=10, hierarchical=True)[1] is None
 
-    # a sweep of a field the mode does not read is named in every row
+    # a sweep of a field the mode does not read is named in each row that sets it, as the single run is
     batch = dtsim.simulate_batch({"num_nodes": 64}, nodes_per_group=np.array([4, 8]))
-    assert all("FIELDS_IGNORED" in {w.code for w in batch.result(i).warnings} for i in range(2))
+    for i, value in enumerate((4, 8)):
+        single = {w.code for w in dtsim.simulate(num_nodes=64, nodes_per_group=value).warnings}
+        assert {w.code for w in batch.result(i).warnings} == single
+    assert "FIELDS_IGNORED" in {w.code for w in batch.result(0).warnings}
+    assert "FIELDS_IGNORED" not in {w.code for w in batch.result(1).warnings}  # the default: as if not given
     # a searched answer (target, governance) on a flat run carries no regional field
     assert "FIELDS_IGNORED" not in {
         w.code for w in dtsim.simulate(load_scenario(preset="governance")).warnings
@@ -736,6 +754,18 @@ def test_a_file_or_request_field_every_group_replaces_is_named():
     assert named()[1] == [] and named(mfu=0.5)[1] == []  # no group sets its own MFU: the scenario's is used
     assert named(**dtsim.simulate(base | {"latency_ms": 150}).scenario)[1] == []  # the echo leaves it out
     assert named(latency_ms=100)[1] == []  # the default
+    # a preset's value is not one the user gave (intellect-1 sets latency_ms 250 and node dgx-h100)
+    from dtsim.schema.scenario import load_scenario
+
+    over_preset = dtsim.simulate(load_scenario(preset="intellect-1", overrides={"node_groups": groups}))
+    assert not [w for w in over_preset.warnings if "UNUSED" in w.code or w.code == "FIELDS_IGNORED"]
+    file_over_preset = load_scenario(
+        preset="intellect-1", file_fields={"node_groups": groups, "latency_ms": 90}
+    )
+    assert [w for w in dtsim.simulate(file_over_preset).warnings if w.code == "FIELDS_UNUSED_WITH_GROUPS"]
+    assert file_over_preset.replace(parameters_b=12)._from_preset == file_over_preset._from_preset - {
+        "parameters_b"
+    }
     # a group that leaves the latency to the scenario uses it
     mixed = [groups[0], {"count": 4, "node": "dgx-h100"}]
     assert [

@@ -426,7 +426,7 @@ def test_solve_bad_combinations_exit_2(args, needles):
         ),
         (
             ["--solve", "num_nodes", "--params-b", "2000", "--days", "30", "--max-nodes", "500"],
-            "of each outer step is",
+            "of each outer step's expected wall time is",
         ),
     ],
 )

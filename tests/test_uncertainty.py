@@ -134,11 +134,21 @@ def test_quantiles_of_an_output_that_means_another_thing_in_another_mode_are_fla
     mc = unc.run_monte_carlo(scenario, dists, 256, seed=3)
     assert len(mc.shares["mode"]) == 2
     (w,) = [w for w in mc.warnings if "different quantity in different modes" in w]
-    assert w.startswith("outer_step_s is") and "2 modes" in w
+    assert w.startswith("outer_step_s is") and "ran flat-diloco, hierarchical-diloco" in w
     scenario, dists = unc.load_uncertain_scenario(set_texts=["bandwidth_mbps=lognormal:1000:0.5"])
     one = unc.run_monte_carlo(scenario, dists, 256, seed=3)
     assert len(one.shares["mode"]) == 1
     assert not [w for w in one.warnings if "different modes" in w]
+    # infeasible draws (no outer step) and flat / PP-group DiLoCo (an outer step of H inner steps both)
+    # mix nothing
+    for fields, text in (
+        ({"num_nodes": 3, "vram_per_node_gb": 1500}, "parameters_b=200..900"),
+        ({"num_nodes": 8}, "parameters_b=100..400"),
+    ):
+        scenario, dists = unc.load_uncertain_scenario(fields=fields, set_texts=[text], fixed_assumptions=True)
+        mc = unc.run_monte_carlo(scenario, dists, 256, seed=3)
+        assert len(mc.shares["mode"]) == 2, mc.shares["mode"]
+        assert not [w for w in mc.warnings if "different modes" in w]
 
 
 def test_quantile_standard_error_shrinks_with_more_draws():

@@ -428,6 +428,7 @@ def scenario_fields(res: GovernanceResult, rec: dict[str, Any]) -> dict[str, Any
         rec["compression"],
         rec["nodes_per_group"] or 0,
         rec["activation_compression"],
+        rec.get("mode"),
     )
 
 

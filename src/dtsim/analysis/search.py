@@ -299,6 +299,7 @@ class Row:
             self.compression,
             self.group,
             self.activation_compression,
+            self.mode,
         )
 
 
@@ -310,8 +311,11 @@ def configuration_fields(
     compression: float,
     group: int,
     activation_compression: float,
+    mode: str | None = None,
 ) -> dict[str, Any]:
-    """A searched configuration (a target's winner, a governance cap's cheapest run) as scenario fields."""
+    """A searched configuration (a target's winner, a governance cap's cheapest run) as scenario fields;
+    where its `mode` is pure pipeline parallelism over the WAN, without the inner steps it has no use for
+    (the search gives every row some, and `simulate` would name them ignored: FIELDS_IGNORED)."""
     f: dict[str, Any] = {
         "gpu": node.gpu,
         "gpus_per_node": node.count,
@@ -327,6 +331,8 @@ def configuration_fields(
     }
     if group > 0:  # regional_steps as the search evaluates every configuration (_evaluate)
         f.update(nodes_per_group=group, regional_steps="auto")
+    if mode == "pp-over-wan":
+        del f["inner_steps"]
     return f
 
 
@@ -855,6 +861,7 @@ FACTOR = {
     "bubble": "pipeline bubble",
     "straggler": "stragglers",
     "memory": "memory",
+    "failures": "failures",
 }
 PART = {
     "compute": "compute",
@@ -864,14 +871,16 @@ PART = {
     "pipeline_comm": "pipeline hand-offs over the network",
     "bubble": "the pipeline bubble",
     "straggler": "waiting on stragglers",
+    "failures": "time lost to node failures (rejoins or restarts)",
 }
 
 
 @dataclass
 class Limit:
     """What sets an answer: `factor` (compute, network/sync, network/pipeline, pipeline bubble,
-    stragglers, memory, or a bound of the question), simulate's `bottleneck` of the run it is read from
-    and that part's `share` of an outer step, and `why` in a sentence."""
+    stragglers, memory, failures, or a bound of the question), simulate's `bottleneck` of the run it is
+    read from and that part's `share` of an outer step's expected wall time (failures included), and
+    `why` in a sentence."""
 
     factor: str
     bottleneck: str | None
@@ -1022,7 +1031,7 @@ def _simulated(base: Scenario, fields: dict[str, Any], tokens_t: float):
 def _time_limit(base: Scenario, run: Row, tokens_t: float, lead: str) -> Limit:
     """The limit read from `run`'s outer step: `lead` (what goes over or under), then its largest part."""
     r = _simulated(base, run.scenario_fields(), tokens_t)
-    part = f"{r.bottleneck_share:.0%} of each outer step is {PART.get(r.bottleneck, r.bottleneck)}"
+    part = f"{r.bottleneck_share:.0%} of each outer step's expected wall time is {PART.get(r.bottleneck, r.bottleneck)}"
     return Limit(FACTOR.get(r.bottleneck, r.bottleneck), r.bottleneck, r.bottleneck_share, f"{lead}; {part}")
 
 
@@ -1046,7 +1055,7 @@ def _past_limit(
     if rb.pp_stages > ra.pp_stages:
         why = f"{over}; it needs {rb.pp_stages} pipeline stages where the answer needs {ra.pp_stages}"
         return Limit("memory", "memory", None, why)
-    part = f"{ra.bottleneck_share:.0%} of each outer step is {PART.get(ra.bottleneck, ra.bottleneck)}"
+    part = f"{ra.bottleneck_share:.0%} of each outer step's expected wall time is {PART.get(ra.bottleneck, ra.bottleneck)}"
     return Limit(
         FACTOR.get(ra.bottleneck, ra.bottleneck),
         ra.bottleneck,

@@ -447,7 +447,9 @@ def parse_levels(text: str | None) -> tuple[float, ...]:
     return tuple(sorted(by_name.values()))
 
 
-CODED = {"mode": "mode_code", "bottleneck": "bottleneck_code"}  # text outputs travel as integer codes
+# text outputs travel as integer codes (engine.TEXT_OUTPUTS, spelled out here to keep the import light;
+# tests/test_failures.py checks the two agree)
+CODED = {"mode": "mode_code", "bottleneck": "bottleneck_code", "recovery": "recovery_code"}
 
 
 def _labels() -> dict[str, np.ndarray]:
@@ -588,14 +590,14 @@ def run_monte_carlo(
     summary = {o: summarise(cols[o], levels) for o in outputs if np.asarray(cols[o]).dtype.kind in "fiu"}
     warnings = summary_warnings(summary, levels, samples)
     mixed = [o for o in MODE_DEPENDENT if o in summary]
-    if mixed and "mode_code" in cols and np.unique(cols["mode_code"]).size > 1:
-        names = ", ".join(mixed) + (
-            " is a different quantity" if len(mixed) == 1 else " are different quantities"
-        )
+    ran = [str(m) for m in labels["mode"][np.unique(cols["mode_code"])]] if "mode_code" in cols else []
+    meanings = {MODE_MEANING[m] for m in ran if m in MODE_MEANING}
+    if mixed and len(meanings) > 1:
+        quantity = " is a different quantity" if len(mixed) == 1 else " are different quantities"
         warnings.append(
-            f"{names} in different modes (an outer step of H inner steps; a hierarchy's global cycle of "
-            "H_regional regional rounds; one pipeline step over the WAN), and the draws ran "
-            f"{np.unique(cols['mode_code']).size} modes (Mode): the quantiles mix them"
+            f"{', '.join(mixed)}{quantity} in different modes (an outer step of H inner steps; a hierarchy's "
+            "global cycle of H_regional regional rounds; one pipeline step over the WAN), and the draws ran "
+            f"{', '.join(m for m in ran if m in MODE_MEANING)} (Mode): the quantiles mix them"
         )
     if getattr(base, "mfu", None) == "auto" and "mfu" not in dists:
         # mfu: auto is the datacenter model's point MFU in every draw: its own error is not drawn (step and
@@ -638,6 +640,13 @@ def run_monte_carlo(
 # Outputs whose meaning changes with the mode (docs/model.md §3): quantiles over draws in several
 # modes mix unlike quantities, which the summary says.
 MODE_DEPENDENT = ("outer_step_s", "sync_s", "inner_step_s", "inner_steps_used")
+# what the outer step is in each mode that has one (infeasible draws have none)
+MODE_MEANING = {
+    "flat-diloco": "H inner steps",
+    "pp-group-diloco": "H inner steps",
+    "hierarchical-diloco": "global cycle",
+    "pp-over-wan": "pipeline step",
+}
 
 
 def negligible(spread: float, scale: float) -> bool:

@@ -295,6 +295,8 @@ class Scenario(BaseModel):
 
     # The fields as given, before node/gpu presets filled in the rest (None: built another way).
     _given: dict[str, Any] | None = PrivateAttr(default=None)
+    # the given fields whose value a preset supplied (no later layer set them): not what the user chose
+    _from_preset: frozenset = PrivateAttr(default=frozenset())
     # The node groups with their hardware resolved (schema/group_resolve.py), when node_groups is given.
     _groups: Any = PrivateAttr(default=None)
     # Where `mfu: auto` took its value from, once the models layer has planned it (engine.resolve_mfu).
@@ -529,7 +531,9 @@ class Scenario(BaseModel):
 
     def replace(self, **changes: Any) -> Scenario:
         """A new scenario: these fields over the given ones, layered as `--set` layers over a file."""
-        return load_scenario(layers=[self.given_fields(), changes])
+        new = load_scenario(layers=[self.given_fields(), changes])
+        new._from_preset = self._from_preset - set(changes)
+        return new
 
 
 # Fields the model chooses for node groups when the scenario does not give them: groups in two or more
@@ -785,10 +789,12 @@ def load_scenario(
     """Build a scenario from a preset, then a file, then overrides (later layers win). `file_fields`:
     the file's fields already read (and changed: distributions replaced by their point values)."""
     stack: list[dict[str, Any]] = []
+    presets: list[int] = []  # which layers of the stack are presets
     if preset is not None:
         key = lower_word(preset)
         if not isinstance(key, str) or key not in catalog.scenario_presets():
             raise _unknown("preset", preset, catalog.scenario_presets())
+        presets.append(len(stack))
         stack.append(catalog.preset_fields(key))
     if file_fields is None and file is not None:
         file_fields = read_scenario_file(file)
@@ -811,6 +817,7 @@ def load_scenario(
                         )
                     ]
                 )
+            presets.append(len(stack))
             stack.append(catalog.preset_fields(key))
         stack.append(file_fields)
     if layers:
@@ -818,7 +825,9 @@ def load_scenario(
     if overrides:
         stack.append(overrides)
     merged: dict[str, Any] = {}
-    for layer in stack:
+    from_preset: set[str] = set()
+    for i, layer in enumerate(stack):
+        from_preset = (from_preset | set(layer)) if i in presets else (from_preset - set(layer))
         if "assumptions" in layer and "assumptions" in merged:
             layer = {**layer, "assumptions": {**merged["assumptions"], **layer["assumptions"]}}
         if layer.get("node_groups") and "num_nodes" not in layer:
@@ -826,7 +835,9 @@ def load_scenario(
             # (intellect-1's 11) was refused as "must equal the groups' total", a value never written
             merged = {k: v for k, v in merged.items() if k != "num_nodes"}
         merged = catalog.merge_layers(merged, layer)
-    return make_scenario(merged)
+    scenario = make_scenario(merged)
+    scenario._from_preset = frozenset(from_preset)
+    return scenario
 
 
 def base_preset(file: str | Path | None, preset: str | None, default: str) -> str | None:

@@ -310,9 +310,10 @@ def print_uncertainty(mc, console: Console | None = None, title: str = "", fixed
         ("mode", "Mode"),
         ("feasible", "Feasible"),
         ("bottleneck", "Bottleneck"),
+        ("recovery", "Recovery from failures"),
         ("fits", "Fits in GPU memory"),
     ):
-        if key in mc.shares:
+        if key in mc.shares and not (key == "recovery" and set(mc.shares[key]) == {"none"}):
             con.print(
                 f"{label}: " + ", ".join(f"{v} {p:.1%}" for v, p in mc.shares[key].items()), highlight=False
             )

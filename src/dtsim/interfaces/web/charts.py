@@ -18,6 +18,7 @@ COLORS = {
     "pipeline_comm": "#1565c0",
     "bubble": "#9e9e9e",
     "straggler": "#6d4c41",
+    "failures": "#37474f",
 }
 SWEEP_FIELDS = (
     "num_nodes",
@@ -59,6 +60,10 @@ def breakdown_chart(r: Result | None) -> dict[str, Any]:
     series = [
         _bar(OUTPUT_NAMES[key], COLORS[key], [round(b.get(key) or 0.0, 6), 0]) for key in BREAKDOWN_KEYS
     ]
+    goodput = r.goodput if r and r.goodput is not None else 1.0
+    if 0 < goodput < 1 and r.outer_step_s:  # the expected time lost to failures per outer step
+        lost = r.outer_step_s * (1.0 / goodput - 1.0)
+        series.append(_bar(OUTPUT_NAMES["failures"], COLORS["failures"], [round(lost, 6), 0]))
     hidden = (r.hidden_sync_s or 0.0) if r else 0.0
     series.append(
         _bar(

@@ -19,6 +19,7 @@ OUTPUT_NAMES = {
     "pipeline_comm": "pipeline hand-offs",
     "bubble": "bubble",
     "straggler": "straggler wait",
+    "failures": "lost to failures",
 }
 COMPARE_KEYS = (
     "mode",
@@ -138,10 +139,11 @@ def summary_text(r: Result) -> str:
 
 
 def bottleneck_text(r: Result) -> str:
-    """The bottleneck badge: its name and, when known, its share of the outer step."""
-    share = r.breakdown_s.get(r.bottleneck) if r.bottleneck in r.breakdown_s else None
+    """The bottleneck badge: its name and, when known, its share (of the outer step's expected wall time,
+    failures included: Result.bottleneck_share)."""
+    share = r.bottleneck_share
     return f"bottleneck: {OUTPUT_NAMES.get(r.bottleneck, r.bottleneck)}" + (
-        f" ({share / r.outer_step_s:.0%})" if share and r.outer_step_s else ""
+        f" ({share:.0%})" if share is not None and r.bottleneck != "memory" else ""
     )
 
 

@@ -139,8 +139,29 @@ def given_bits(given: Any) -> np.int64:
     return np.int64(sum(1 << k for k, name in enumerate(TRACKED_GIVEN) if name in given))
 
 
+def chosen(s: Scenario) -> dict[str, Any]:
+    """The fields the user set: given, less those whose value a preset supplied."""
+    return {k: v for k, v in (s._given or {}).items() if k not in s._from_preset}
+
+
 def _not_default(s: Scenario, name: str) -> bool:
     return getattr(s, name) != type(s).model_fields[name].default
+
+
+def _differs(values: Any, default: Any) -> np.ndarray:
+    """Row by row, whether a varied field's values differ from its default (numbers as numbers, words
+    such as 'auto' as words)."""
+    arr = np.asarray(values)
+    if arr.dtype.kind in "biuf":
+        return arr.astype(float) != float(default)
+    return np.array([_not_equal(x, default) for x in arr.ravel()]).reshape(arr.shape)
+
+
+def _not_equal(x: Any, default: Any) -> bool:
+    try:
+        return float(x) != float(default)
+    except (TypeError, ValueError):
+        return x != default
 
 
 def encode_scenario(s: Scenario) -> dict[str, Any]:
@@ -169,11 +190,10 @@ def encode_scenario(s: Scenario) -> dict[str, Any]:
     cols["regional_steps"] = float(STEP_CODES.get(s.regional_steps, s.regional_steps))  # type: ignore[arg-type]
     # which of the fields that act only in some modes the user set (FIELDS_IGNORED names those the run's
     # mode does not use): given, at a value other than the default (an echoed scenario lists every field)
-    cols["fields_given"] = given_bits(
-        [f for f in TRACKED_GIVEN if f in (s._given or {}) and _not_default(s, f)]
-    )
+    cols["fields_given"] = given_bits([f for f in TRACKED_GIVEN if f in chosen(s) and _not_default(s, f)])
     cols["regions_forgone"] = False
     cols["replaced_given"] = np.int64(0)
+    cols["region_sizes_count"] = np.nan
     cols["growth_oom"] = sum(runlength.parse_growth(getattr(s, g)) for g in GROWTH)
     gpu = catalog.gpus().get(s.gpu) if s.gpu else None
     cols["gpu_price_usd"] = gpu.price_usd if gpu else np.nan
@@ -209,6 +229,7 @@ def encode_scenario(s: Scenario) -> dict[str, Any]:
         cols["regions_forgone"] = (
             sizes is not None and sizes[1] >= 2 and "nodes_per_group" in given and "hierarchical" not in given
         )
+        cols["region_sizes_count"] = float(sizes[0]) if sizes is not None else np.nan
         cols["regional_given"] = "regional_bandwidth_mbps" in given
         cols["regional_latency_given"] = "regional_latency_ms" in given
     return cols
@@ -465,7 +486,7 @@ def replaced(s: Scenario, given: Mapping[str, Any]) -> list[str]:
 def replaced_bits(s: Scenario, given: Mapping[str, Any]) -> np.int64:
     """replaced(s, given) at values other than the default (an echoed scenario lists every field), as
     bits in REPLACED_ORDER."""
-    names = [f for f in replaced(s, given) if _not_default(s, f)]
+    names = [f for f in replaced(s, given) if _not_default(s, f) and f not in s._from_preset]
     return np.int64(sum(1 << k for k, f in enumerate(REPLACED_ORDER) if f in names))
 
 
@@ -544,7 +565,12 @@ def encode_batch(s: Scenario, arrays: dict[str, Any], n: int) -> Frame:
     if "mfu" in arrays:
         cols["planned_hfu_mfu_ratio"] = np.nan  # each row's own MFU, no planned layout's
         cols["mfu_auto_doubted"] = False
-    cols["fields_given"] = np.int64(cols["fields_given"]) | given_bits(arrays)
+    bits = np.int64(cols["fields_given"])
+    for k, name in enumerate(TRACKED_GIVEN):  # a varied field: row by row, where it is not the default
+        if name in arrays:
+            set_here = _differs(arrays[name], type(s).model_fields[name].default)
+            bits = (bits & ~np.int64(1 << k)) | np.where(set_here, np.int64(1 << k), np.int64(0))
+    cols["fields_given"] = bits
     if "hierarchical" in arrays:
         cols["regions_forgone"] = False  # each row says whether it has a hierarchy
     elif "nodes_per_group" in arrays and s._groups is not None:

@@ -300,7 +300,7 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
     out.update({k: np.asarray(v) for k, v in q.items()})
     eta = out["efficiency"]
     out["failure_free_days"] = out["total_s"] / 86400.0
-    out.update(_goodput(f, out, mode, used))
+    out.update(_goodput(f, out, mode, used, pipelines))
     # expected, with failures, restarts and rejoins; goodput 0: the run never finishes (no times,
     # LOW_GOODPUT says so)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -361,6 +361,7 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
         largest = np.where(bigger, part, largest)
     # with failures, an outer step of kept progress takes T_outer / goodput: the parts' shares are of that,
     # and the time lost to failures, T_outer · (1/goodput − 1), is a part too (LOW_GOODPUT says how)
+    out["part_code"] = code.copy()  # the largest part itself (limiting_group, the warnings' wording)
     g = out["goodput"]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         lost = out["outer_step_s"] * (1.0 / g - 1.0)
@@ -392,7 +393,10 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
 RECOVERIES = ("none", "rejoin", "restart")
 
 
-def _goodput(f: Frame, out: dict[str, np.ndarray], mode, used_nodes) -> dict[str, np.ndarray]:
+FAILURE_DETAILS = ("failure_round_s", "rejoin_s", "checkpoint_s", "checkpoint_interval_s", "job_mtbf_s")
+
+
+def _goodput(f: Frame, out: dict[str, np.ndarray], mode, used_nodes, pipelines) -> dict[str, np.ndarray]:
     """goodput, recovery_code and the two ways' goodputs (rejoin_goodput: NaN outside DiLoCo modes):
     kept progress over wall-clock time with node failures
     (physics/failures.py), 1 without node_mtbf_hours. Two ways to survive a failure:
@@ -408,7 +412,9 @@ def _goodput(f: Frame, out: dict[str, np.ndarray], mode, used_nodes) -> dict[str
       the others wait at the next sync for the failed replica, which restarts from its checkpoint).
 
     A DiLoCo run takes whichever keeps more: rejoining loses a whole round per failure, so replicas whose
-    round is long against their MTBF (deep pipelines) do better with checkpoints."""
+    round is long against their MTBF (deep pipelines) do better with checkpoints. A run of one replica
+    has nobody to fetch the model from: it restarts. FAILURE_DETAILS: the round T, the rejoin time R,
+    the checkpoint's write time δ, Daly's interval τ and the job's MTBF (NaN without failures)."""
     n = np.shape(mode)
     infeasible = mode == decision.INFEASIBLE
     if np.isnan(f.node_mtbf_h).all():  # no failures anywhere in the batch
@@ -418,6 +424,7 @@ def _goodput(f: Frame, out: dict[str, np.ndarray], mode, used_nodes) -> dict[str
             "recovery_code": np.zeros(n, dtype=np.int8),
             "rejoin_goodput": np.where(has_trait(mode, "diloco"), one, np.nan),
             "restart_goodput": one,
+            **{key: np.asarray(np.nan) for key in FAILURE_DETAILS},
         }
     asm = f.asm
     hours = f.node_mtbf_h
@@ -435,7 +442,8 @@ def _goodput(f: Frame, out: dict[str, np.ndarray], mode, used_nodes) -> dict[str
     job_mtbf = node_mtbf_s / used
     interval = failures.daly_interval_s(checkpoint, job_mtbf)
     restart = failures.restart_goodput(interval, checkpoint, asm.restart_s + checkpoint, job_mtbf)
-    diloco = has_trait(mode, "diloco")
+    replicas = np.where(pipelined, pipelines, used_nodes)
+    diloco = has_trait(mode, "diloco") & (replicas >= 2)  # one replica: no one holds the model to fetch
     rejoins = diloco & (elastic >= restart)
     g = np.where(rejoins, elastic, restart)
     code = np.where(np.isnan(hours) | infeasible, 0, np.where(rejoins, 1, 2)).astype(np.int8)
@@ -444,6 +452,11 @@ def _goodput(f: Frame, out: dict[str, np.ndarray], mode, used_nodes) -> dict[str
         "recovery_code": np.broadcast_to(code, n).copy(),
         "rejoin_goodput": np.where(diloco, elastic, np.nan),
         "restart_goodput": np.where(infeasible, np.nan, restart),
+        "failure_round_s": np.where(diloco, round_s, np.nan),
+        "rejoin_s": np.where(diloco, rejoin, np.nan),
+        "checkpoint_s": np.where(infeasible, np.nan, checkpoint),
+        "checkpoint_interval_s": np.where(infeasible, np.nan, interval),
+        "job_mtbf_s": np.where(infeasible, np.nan, job_mtbf),
     }
 
 
@@ -455,7 +468,7 @@ def _limiting_group(f: Frame, out: dict[str, np.ndarray]) -> np.ndarray:
     links set the sync's bandwidth terms."""
     if "memory_group" not in out:
         return np.asarray(-1)
-    code = out["bottleneck_code"]
+    code = out["part_code"]  # the step's largest part, whatever failures cost
     compute_like = np.isin(code, [BREAKDOWN_KEYS.index(k) for k in ("compute", "bubble", "straggler")])
     latency = code == BREAKDOWN_KEYS.index("latency")
     by_link = np.where(compute_like, f.compute_group, np.where(latency, f.rtt_group, f.link_group))

@@ -134,8 +134,13 @@ def derivation(r: Result) -> list[Step]:
                 "goodput",
                 "rejoin: E⌊X/T⌋ / E⌈(X + R)/T⌉, T the round since the tier's last sync; restart: "
                 "τ / ((M + R)·(e^{(τ+δ)/M} − 1)) at Daly's τ; the larger (DiLoCo) — physics/failures.py",
-                (f"rejoin {rejoin:.4g}, " if rejoin is not None else "")
-                + f"restart {restart:.4g} → {r.recovery}, {r.goodput:.4g}",
+                (
+                    f"rejoin: T = {d['failure_round_s']:,.4g} s, R = {d['rejoin_s']:,.4g} s → {rejoin:.4g}; "
+                    if rejoin is not None
+                    else ""
+                )
+                + f"restart: δ = {d['checkpoint_s']:,.4g} s, τ = {d['checkpoint_interval_s']:,.4g} s, "
+                f"M = {d['job_mtbf_s']:,.4g} s → {restart:.4g}; {r.recovery}, {r.goodput:.4g}",
                 "Daly 2006 §3; renewal-reward (docs/model.md §8a)",
             )
         )

@@ -87,15 +87,16 @@ MODE_FIELDS = (
 
 
 def ignored_fields(f: Any, mode_code) -> np.ndarray:
-    """Per row, bits (MODE_FIELDS order) of the fields given that the row's mode does not read. A pipeline
-    inside a regional group (pp_regional) uses the regional link; regional EP the group size and the
-    regional RTT; infeasible rows none (their memory verdict comes first)."""
+    """Per row, bits (MODE_FIELDS order) of the fields given that the row's mode does not read. With
+    hierarchical: true the group size decides whether a tier forms (or a pipeline sits inside a group), so
+    it is read; a pipeline inside a regional group (pp_regional) uses the regional link; regional EP the
+    group size and the regional RTT; infeasible rows none (their memory verdict comes first)."""
     tier = has_trait(mode_code, "regional_tier")
     pp_regional = has_trait(mode_code, "pipelined") & np.asarray(f.pp_regional, dtype=bool)
     regional_ep = np.asarray(f.moe, dtype=bool) & (np.asarray(f.ep_mode) == 1)
     diloco = has_trait(mode_code, "diloco")
     used = (
-        tier | pp_regional | regional_ep,
+        tier | np.asarray(f.hierarchical, dtype=bool) | regional_ep,
         tier | pp_regional,
         tier | pp_regional | regional_ep,
         tier,
@@ -111,25 +112,50 @@ def ignored_fields(f: Any, mode_code) -> np.ndarray:
     return np.where(has_trait(mode_code, "diloco") | has_trait(mode_code, "pipelined"), bits, 0)
 
 
+def _regions_forgone(f: Any, mode_code) -> np.ndarray:
+    """nodes_per_group given (at any value) beside node groups in two or more regions, hierarchical not:
+    the regions were not weighed as the regional groups, and the run has no tier."""
+    return np.asarray(f.regions_forgone, dtype=bool) & ~has_trait(mode_code, "regional_tier")
+
+
 def _ignored_message(v: dict) -> str:
     bits = int(ignored_fields(_Row(v), np.asarray(v["mode_code"])))
+    forgone = bool(_regions_forgone(_Row(v), np.asarray(v["mode_code"])))
+    if forgone:
+        bits &= ~1  # nodes_per_group: it changed the run (below)
     names = [(name, on) for k, (name, on) in enumerate(MODE_FIELDS) if bits >> k & 1]
-    parts = []
-    for on in dict.fromkeys(on for _, on in names):
-        fields = [name for name, o in names if o == on]
-        verb = "acts" if len(fields) == 1 else "act"
-        parts.append(f"{', '.join(fields)} {verb} on {on}")
-    text = f"{'; '.join(parts)}; this {_mode(v)} run has none, so {'it changes' if len(names) == 1 else 'they change'} nothing"
-    if v["hierarchical"] and any(on == _TIER for _, on in names):
-        text += " (hierarchical is true, but mode_reason says why no regional tier formed)"
-    elif any(on == _TIER for _, on in names):
-        text += " (set hierarchical: true for regional groups)"
-    if v.get("regions_forgone") and bits & 1:
-        text += (
-            ". Giving nodes_per_group also keeps the node groups' regions from being weighed as the regional "
-            "groups: leave it out for that, or set hierarchical: true to group nodes by their order"
+    sentences = []
+    if names:
+        parts = []
+        for on in dict.fromkeys(on for _, on in names):
+            fields = [name for name, o in names if o == on]
+            parts.append(f"{', '.join(fields)} {'acts' if len(fields) == 1 else 'act'} on {on}")
+        text = (
+            f"{'; '.join(parts)}; this {_mode(v)} run has none, so "
+            f"{'it changes' if len(names) == 1 else 'they change'} nothing"
         )
-    return text + "."
+        if (
+            v["hierarchical"]
+            and has_trait(v["mode_code"], "pipelined")
+            and any(on == _TIER for _, on in names)
+        ):
+            text += (
+                " (a pipeline takes the regional link only inside one regional group: nodes_per_group "
+                f"{v['nodes_per_group']:g} is under its {v['stages']:g} stages)"
+            )
+        elif v["hierarchical"] and any(on == _TIER for _, on in names):
+            text += " (hierarchical is true, but mode_reason says why no regional tier formed)"
+        elif any(on == _TIER for _, on in names):
+            text += " (set hierarchical: true for regional groups)"
+        sentences.append(text)
+    if forgone:
+        sentences.append(
+            f"nodes_per_group ({v['nodes_per_group']:g}) given without hierarchical: true keeps the node groups' "
+            f"{v['region_sizes_count']:.0f} regions from being weighed as the regional groups, and forms no tier "
+            "itself: the run is flat. Leave it out to let the model weigh the regions, or set hierarchical: "
+            "true to group nodes by their order"
+        )
+    return ". ".join(sentences) + "."
 
 
 def _replaced_message(v: dict) -> str:
@@ -183,7 +209,7 @@ def _peak_message(v: dict) -> str:
 
 def _goodput_message(v: dict) -> str:
     if is_mode(v["mode_code"], "pp-over-wan"):
-        how = "a failed pipeline stops the job, which restarts from its last checkpoint"
+        how = "a failed node stops the pipeline (the whole job), which restarts from its last checkpoint"
     elif v["recovery"] == "restart":
         rejoin = v["rejoin_goodput"]
         how = (
@@ -374,8 +400,9 @@ RULES: tuple[WarningRule, ...] = (
             f"{_waiting(v) / v['outer_step_s']:.0%} of each outer step waits on the network"
             + (
                 " (the largest part: the run is network-bound)"
-                if v["bottleneck"] in NETWORK_PARTS
-                else f" (compute is still the largest part, {v['bottleneck_share']:.0%})"
+                if v["largest_part"] in NETWORK_PARTS
+                else f" ({v['largest_part'].replace('_', ' ')} is still the largest part, "
+                f"{v[v['largest_part']] / v['outer_step_s']:.0%})"
             )
             + f". inner_steps ≥ {v['auto_inner_steps']:,.0f} would hide it"
             + (
@@ -433,7 +460,7 @@ RULES: tuple[WarningRule, ...] = (
     ),
     WarningRule(
         "FIELDS_IGNORED",
-        lambda f, o: ignored_fields(f, o["mode_code"]) != 0,
+        lambda f, o: (ignored_fields(f, o["mode_code"]) != 0) | _regions_forgone(f, o["mode_code"]),
         _ignored_message,
     ),
     WarningRule(
