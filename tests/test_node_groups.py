@@ -184,6 +184,10 @@ def test_unlike_regions_keep_their_sizes_and_names_are_case_free():
         ({"node_groups": [{"count": 2}], "num_nodes": 5}, "num_nodes"),
         ({"node_groups": [{"count": 2, "colour": "red"}]}, "colour"),
         ({"node_groups": []}, "node_groups"),
+        (  # the groups' total past num_nodes' bound names the groups, not num_nodes the user never gave
+            {"node_groups": [{"count": 10_000_000}, {"count": 10_000_000}]},
+            "node_groups = '20,000,000 nodes': the groups' counts must total at most 10,000,000 nodes",
+        ),
         ({"node_groups": [{"count": 1, "node": "16x-h100-fp8"}]}, "precision"),
         ({"region_rtt_ms": {"a": {"b": 5}}}, "region_rtt_ms"),
         ({"loss_rate": 0.01}, "tcp_streams"),
@@ -1036,3 +1040,50 @@ def test_a_measured_rtt_faster_than_light_in_fiber_is_refused():
     assert dtsim.simulate(parameters_b=10, node_groups=groups, region_rtt_ms={"us-east": {"australia": 200}})
     lab = [{"count": 2, "node": "dgx-h100", "region": r} for r in ("lab-a", "lab-b")]
     assert dtsim.simulate(parameters_b=10, node_groups=lab, region_rtt_ms={"lab-a": {"lab-b": 0.5}})
+
+
+def test_a_regional_tier_weighed_and_not_kept_is_said():
+    """A trial user's case: when the model weighed the regions as a hierarchy and kept the flat run,
+    mode_reason read as if hierarchical: false had been given."""
+
+    def group(count, region, up, down, **hardware):
+        return {
+            "count": count,
+            "region": region,
+            "bandwidth_up_mbps": up,
+            "bandwidth_down_mbps": down,
+            **hardware,
+        }
+
+    groups = [
+        group(6, "us-east", 1000, 1000, node="dgx-h100"),
+        group(4, "us-west", 1000, 1000, node="dgx-h100"),
+        group(4, "eu-central", 500, 500, node="dgx-b200"),
+        group(2, "asia-east", 200, 400, gpu="a100-80gb", gpus_per_node=8),
+    ]
+    base = dtsim.load_scenario(
+        preset="intellect-1", overrides={"node_groups": groups, "node_mtbf_hours": 200, "tcp_streams": 4}
+    )
+    r = dtsim.simulate(base)
+    forced = dtsim.simulate(base.replace(hierarchical=True))
+    assert not r.hierarchy_by_region and forced.hierarchy_by_region
+    assert forced.wall_clock_days > r.wall_clock_days
+    assert (
+        "4 regions were weighed" in r.mode_reason and f"{forced.wall_clock_days:,.4g} days" in r.mode_reason
+    )
+    assert "weighed" not in dtsim.simulate(base.replace(hierarchical=False)).mode_reason  # not weighed
+
+
+def test_a_hierarchy_that_falls_back_says_why_with_groups_in_one_region():
+    """A trial user's case: hierarchical: true over node groups all in one region blamed "groups of 8"
+    (nodes_per_group, never given) without saying the regions formed no tier."""
+    groups = [{"count": 4, "node": "dgx-h100", "region": "us-east"}] * 2
+    r = dtsim.simulate(hierarchical=True, parameters_b=10, node_groups=groups)
+    (w,) = [w.message for w in r.warnings if w.code == "HIERARCHY_FALLBACK"]
+    assert "(nodes_per_group's default)" in w and "regions form no regional tier" in w
+    plain = dtsim.simulate(hierarchical=True, num_nodes=10, nodes_per_group=6)
+    (w,) = [w.message for w in plain.warnings if w.code == "HIERARCHY_FALLBACK"]
+    assert (
+        w
+        == "Hierarchical DiLoCo needs at least 2 whole groups of 6 nodes; 10 nodes make 1. Running flat DiLoCo instead."
+    )

@@ -23,6 +23,7 @@ SWEEP_OUTPUTS = (
     "efficiency",
     "quality_adjusted_flop",
     "cost_usd",
+    "goodput",  # 1 without node_mtbf_hours; wall_clock_days includes it
 )
 
 

@@ -343,6 +343,17 @@ class Scenario(BaseModel):
                         )
                     ]
                 )
+            most = BOUNDS["num_nodes"]["le"]
+            if total > most:  # num_nodes would be named, a field the user did not give
+                raise ScenarioError(
+                    [
+                        (
+                            "node_groups",
+                            f"{total:,} nodes",
+                            f"the groups' counts must total at most {most:,.0f} nodes",
+                        )
+                    ]
+                )
             data["num_nodes"] = total
         node_id = data.get("node")
         if node_id is not None:

@@ -183,6 +183,13 @@ class SweepResponse(BaseModel):
     values: list[float]
     mode: list[str]
     columns: dict[str, list[float | None]]
+    bottleneck: list[str] = Field(
+        default_factory=list,
+        description="Each point's bottleneck (failures where they cost most), as simulate's.",
+    )
+    recovery: list[str] = Field(
+        default_factory=list, description="Each point's recovery from node failures (none, rejoin, restart)."
+    )
     feasible: list[bool] = Field(description="Each point's feasible, as simulate's.")
     warnings: list[list[str]] = Field(description="Each point's warning codes, as simulate names them.")
     notes: list[str] = Field(
@@ -607,6 +614,8 @@ def api_sweep(
         values=[float(v) for v in values],
         mode=batch["mode"].tolist(),
         columns=columns,
+        bottleneck=np.broadcast_to(batch["bottleneck"], (n,)).tolist(),
+        recovery=np.broadcast_to(batch["recovery"], (n,)).tolist(),
         # what the grid form (vary) and simulate say of each point: it was left out here
         feasible=[bool(x) for x in np.broadcast_to(np.asarray(batch["feasible"]), (n,)).tolist()],
         warnings=codes_of(bits.tolist()),

@@ -81,7 +81,7 @@ def render(r: Result, title: str = "dtsim", explain: bool = False, mc: Any = Non
     if r.goodput is not None and r.goodput < 1.0:
         t.add_row(
             "Goodput (node failures)",
-            _num(r.goodput, ".2%"),
+            _ranged(_num(r.goodput, ".2%"), mc, "goodput", lambda x: _num(x, ".1%")),
             f"{r.recovery}; without failures {_num(r.failure_free_days, ',.1f', ' days')}; docs/model.md §8a",
         )
     t.add_row("Maximum useful run length", _num(r.max_days, ",.0f", " days"), "MIRI simulator docs §7")

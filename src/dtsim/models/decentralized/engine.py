@@ -190,9 +190,14 @@ def quality_terms(f: Frame, timing: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _quality_objective(f: Frame, timing: Mapping[str, Any], _h: Any):
+def _quality_objective(f: Frame, timing: Mapping[str, Any], _h: Any, strategy: Any):
+    """inner_steps: auto-quality's objective, quality-adjusted compute per wall-clock day: C·η·χ over the
+    failure-free time over the goodput (with node_mtbf_hours a longer H loses more per failure)."""
     q = quality_terms(f, timing)
-    return q["efficiency"] * q["chi"] / timing["total_s"]
+    pipelines, used = strategy.nodes_used(f)
+    mode = np.full(np.shape(timing["outer_step_s"]), strategy.code)
+    goodput = _goodput(f, timing, mode, used, pipelines)["goodput"]
+    return q["efficiency"] * q["chi"] * goodput / timing["total_s"]
 
 
 TIE = 1e-9  # relative: two runs this close take the same time
@@ -222,6 +227,8 @@ def run_frame_choosing(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
         tw, fw = np.asarray(tiered["wall_clock_days"]), np.asarray(flat["wall_clock_days"])
         better = ((tw < fw * (1 - TIE)) | (np.isnan(fw) & np.isfinite(tw))) & candidates  # flat never ends
     pick = better | fixed
+    # the regions' tier weighed and not kept: what it would take (mode_reason says so), else NaN
+    weighed = np.where(candidates & ~better, tw, np.nan)
     # one layout for every row (a single scenario always): that run is the answer, its frame the frame
     for chosen, frame, out in (
         (not better.any(), flat_frame, flat),
@@ -229,9 +236,12 @@ def run_frame_choosing(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
     ):
         if chosen:
             f.update(frame)
+            out["region_tier_days"] = weighed
             return out
     f["by_region"] = pick
-    return run_frame(f, asm)
+    out = run_frame(f, asm)
+    out["region_tier_days"] = weighed
+    return out
 
 
 def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:

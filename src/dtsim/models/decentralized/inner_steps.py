@@ -2,8 +2,9 @@
 
 - `auto`: the smallest H whose compute block hides the sync, ⌈T_sync / T_step⌉ (reference README
   "Automatic H"; for hierarchical DiLoCo the regional sync is the one H must hide).
-- `auto-quality`: the H that maximises quality-adjusted compute per day, C·η·χ / T_wall. It trades
-  the η and replica penalties of a large H against the exposed sync of a small one. The search is
+- `auto-quality`: the H that maximises quality-adjusted compute per day, C·η·χ / T_wall, T_wall
+  the failure-free time over the goodput. It trades the η and replica penalties of a large H (and,
+  with failures, the longer round a failed replica loses) against the exposed sync of a small one. The search is
   exhaustive over every integer H in [1, 4096] and then a geometric grid (ratio 1.01) up to 10⁷, so
   it is bounded and deterministic.
 """
@@ -23,7 +24,7 @@ def quality_candidates() -> np.ndarray:
 
 
 def best_quality_steps(strategy, f, objective) -> np.ndarray:
-    """argmax over candidate H of objective(frame, timing, H) for the rows of one strategy.
+    """argmax over candidate H of objective(frame, timing, H, strategy) for the rows of one strategy.
 
     Rows are processed in chunks so the (rows × candidates) work arrays stay small.
     """
@@ -35,7 +36,7 @@ def best_quality_steps(strategy, f, objective) -> np.ndarray:
         sub = f.take(idx).as_column()
         h = candidates[None, :]
         timing = strategy.evaluate(sub, h)
-        score = np.broadcast_to(objective(sub, timing, h), (idx.size, candidates.size))
+        score = np.broadcast_to(objective(sub, timing, h, strategy), (idx.size, candidates.size))
         score = np.where(np.isfinite(score), score, -np.inf)
         out[idx] = candidates[np.argmax(score, axis=1)]
     return out

@@ -277,6 +277,17 @@ def build_result(out: dict, i: int, scenario, asm, frame) -> Result:
             "than the run without them, which hierarchical: false gives; the choice is on wall-clock time, "
             "not the η-adjusted time)"
         )
+    weighed = v.get("region_tier_days", math.nan)
+    if not v["hierarchy_by_region"] and math.isfinite(weighed):
+        flat = (
+            f"{v['wall_clock_days']:,.4g} days"
+            if math.isfinite(v["wall_clock_days"])
+            else "a run that never ends"
+        )
+        reason += (
+            f"; the node groups' {v['region_count']:.0f} regions were weighed as the regional groups of a "
+            f"hierarchy: {weighed:,.4g} days against {flat} without, so none (hierarchical: true forces it)"
+        )
     if any(w["code"] == "STREAMING_MEMORY" for w in warnings):
         # one story: the mode's memory verdict and the streaming warning name the same two figures
         streamed = v["memory_bytes"] * (1 + v["asm"].streaming_memory_overhead)
