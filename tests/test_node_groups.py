@@ -1087,3 +1087,23 @@ def test_a_hierarchy_that_falls_back_says_why_with_groups_in_one_region():
         w
         == "Hierarchical DiLoCo needs at least 2 whole groups of 6 nodes; 10 nodes make 1. Running flat DiLoCo instead."
     )
+
+
+def test_groups_by_order_and_by_region_take_the_same_regional_links():
+    """A trial user's case: the same two groups of four, formed by region, synced regionally at the
+    slowest group's 100 Mbit/s (57.9 days); formed by nodes_per_group = 4, at the default 1,000 Mbit/s
+    (35.6 days), with no word. Both now take the nodes' own links unless regional_bandwidth_mbps is
+    given; only the regional RTT differs (the intra-region RTT against regional_latency_ms)."""
+    groups = [
+        {"count": 4, "node": "dgx-h100", "region": "us-east", "bandwidth_mbps": 1000},
+        {"count": 4, "node": "dgx-h100", "region": "asia-east", "bandwidth_mbps": 100},
+    ]
+    base = dtsim.load_scenario(preset="intellect-1", overrides={"node_groups": groups, "hierarchical": True})
+    by_region = dtsim.simulate(base)
+    by_order = dtsim.simulate(base.replace(nodes_per_group=4, regional_latency_ms=2))
+    assert by_region.hierarchy_by_region and not by_order.hierarchy_by_region
+    assert by_order.regional_sync_s == pytest.approx(by_region.regional_sync_s, rel=1e-9)
+    given = dtsim.simulate(
+        base.replace(nodes_per_group=4, regional_latency_ms=2, regional_bandwidth_mbps=1000)
+    )
+    assert given.regional_sync_s < by_order.regional_sync_s / 5  # given, the scenario's link is used

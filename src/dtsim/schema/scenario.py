@@ -147,8 +147,8 @@ class Scenario(BaseModel):
     nodes_per_group: Int = num_field("nodes_per_group", "Nodes per regional group.", 8)
     regional_bandwidth_mbps: Num = num_field(
         "regional_bandwidth_mbps",
-        "Intra-group bandwidth in Mbit/s. Where node groups' regions are the regional groups, the default is "
-        "the groups' own links (the slowest direction of the slowest group), not 1000.",
+        "Intra-group bandwidth in Mbit/s. With node groups the default is the groups' own links (the slowest "
+        "direction of the slowest group), not 1000, in regions and in groups of nodes_per_group alike.",
         1000.0,
     )
     regional_latency_ms: Num = num_field(
