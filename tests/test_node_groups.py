@@ -183,7 +183,16 @@ def test_unlike_regions_keep_their_sizes_and_names_are_case_free():
         ({"node_groups": [{"count": "x"}]}, "node_groups[0].count = 'x': must be an integer ≥ 1"),
         ({"node_groups": [{"count": 2}], "num_nodes": 5}, "num_nodes"),
         ({"node_groups": [{"count": 2, "colour": "red"}]}, "colour"),
-        ({"node_groups": []}, "node_groups"),
+        ({"node_groups": []}, "node_groups = []: give at least one group"),
+        # pydantic's wording was shown (a trial user's cases): the group as the value of its missing count,
+        # "greater than or equal to 1", "a valid boolean"
+        (
+            {"node_groups": [{"node": "dgx-h100"}]},
+            "node_groups[0].count = None: is missing; it must be an integer ≥ 1",
+        ),
+        ({"node_groups": [{"count": 0}]}, "node_groups[0].count = 0: must be an integer ≥ 1"),
+        ({"hierarchical": 1}, "hierarchical = 1: must be true or false"),
+        ({"node_mtbf_hours": 0}, "leave it out for no failures"),
         (  # the groups' total past num_nodes' bound names the groups, not num_nodes the user never gave
             {"node_groups": [{"count": 10_000_000}, {"count": 10_000_000}]},
             "node_groups = '20,000,000 nodes': the groups' counts must total at most 10,000,000 nodes",

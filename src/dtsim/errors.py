@@ -110,7 +110,11 @@ def validation_problems(
             value = err.get("input")
             if err.get("type") == "extra_forbidden":
                 msg = f"unknown field; allowed: {NESTED_FIELDS[loc[0]]}"
-            elif message is not None and err.get("type", "").endswith(("_parsing", "_type")):
+            elif err.get("type") == "missing":  # the value is the group around it: say what to give
+                value = None
+                allowed = message(f"{loc[0]}.{loc[-1]}", "missing") if message is not None else None
+                msg = "is missing" + (f"; it {allowed}" if allowed else ": give it")
+            elif message is not None and err.get("type", "").endswith(("_parsing", "_type", "than", "_equal")):
                 # what the inner field allows, in the caller's words (schema.scenario.nested_message)
                 msg = message(f"{loc[0]}.{loc[-1]}", err.get("type", "")) or msg
             problems.append((field, value, msg))

@@ -903,6 +903,14 @@ _BOUND_ERRORS = frozenset(
 )
 
 
+# optional fields whose absence means something: a bound error says so
+OPTIONAL_MEANING = {
+    "node_mtbf_hours": "leave it out for no failures",
+    "tcp_streams": "leave it out for links at their line rate",
+    "loss_rate": "leave it out for no loss",
+}
+
+
 def field_message(field: str, error_type: str) -> str | None:
     """What is allowed for a scenario field, in place of pydantic's wording (None: keep pydantic's); a
     node group's field of the wrong type (`node_groups.mfu`) is bounded as the scenario's ("Input should
@@ -915,6 +923,12 @@ def field_message(field: str, error_type: str) -> str | None:
         return bound_text(name) + (
             "; mfu: auto is the scenario's (it plans every group's)" if name == "mfu" else ""
         )
+    if field == "node_groups" and error_type == "too_short":
+        return "give at least one group ({count, node, region, …}), or leave node_groups out for identical nodes"
+    if error_type.startswith("bool_"):
+        return "must be true or false"
+    if field in OPTIONAL_MEANING and field in BOUNDS and error_type in _BOUND_ERRORS:
+        return f"{bound_text(field)}; {OPTIONAL_MEANING[field]}"
     if field in ("inner_steps", "regional_steps", "mfu"):
         extra = "'auto' or 'auto-quality'" if field == "inner_steps" else "'auto'"
         return f"{bound_text(field)}, or {extra}"
