@@ -506,3 +506,22 @@ def test_an_unknown_or_repeated_query_parameter_is_refused():
     r = c.get("/api/presets?x=")
     assert r.status_code == 422 and "this endpoint takes none" in r.text
     assert c.get("/api/presets").status_code == 200
+
+
+def test_a_field_the_request_does_not_have_is_named_so():
+    """A trial user's case: `preset` in /api/sweep's body (where /api/simulate takes it) got pydantic's
+    "Extra inputs are not permitted", not where the preset goes."""
+    from fastapi.testclient import TestClient
+
+    from dtsim.interfaces.api.app import create_app
+
+    client = TestClient(create_app(ui=False))
+    body = {"field": "node_mtbf_hours", "values": [3, 30]}
+    r = client.post("/api/sweep", json={"preset": "intellect-1", **body})
+    assert r.status_code == 422
+    (problem,) = r.json()["detail"]
+    assert problem["field"] == "preset" and "?preset=NAME" in problem["message"]
+    assert client.post("/api/sweep?preset=intellect-1", json=body).status_code == 200
+    assert client.post("/api/sweep", json={"scenario": {"preset": "intellect-1"}, **body}).status_code == 200
+    r = client.post("/api/sweep", json={"colour": 1, **body})
+    assert r.json()["detail"][0]["message"].startswith("not a field of this request")

@@ -132,7 +132,7 @@ def test_a_group_whose_nodes_cannot_hold_a_replica_is_named():
     )
     assert alone.pp_stages == 1 and mixed.pp_stages == 2 and mixed.limiting_group == 1
     (w,) = [w for w in mixed.warnings if w.code == "GROUP_MEMORY"]
-    assert "Node group node_groups[1] (row 2) has 640 GB" in w.message and "2 pipeline stages" in w.message
+    assert "Node group node_groups[1] (#1 in the Node groups table, the group listed 2nd) has 640 GB" in w.message and "2 pipeline stages" in w.message
     assert not any(w.code == "GROUP_MEMORY" for w in alone.warnings)
 
 

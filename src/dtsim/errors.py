@@ -114,7 +114,9 @@ def validation_problems(
                 value = None
                 allowed = message(f"{loc[0]}.{loc[-1]}", "missing") if message is not None else None
                 msg = "is missing" + (f"; it {allowed}" if allowed else ": give it")
-            elif message is not None and err.get("type", "").endswith(("_parsing", "_type", "than", "_equal")):
+            elif message is not None and err.get("type", "").endswith(
+                ("_parsing", "_type", "than", "_equal")
+            ):
                 # what the inner field allows, in the caller's words (schema.scenario.nested_message)
                 msg = message(f"{loc[0]}.{loc[-1]}", err.get("type", "")) or msg
             problems.append((field, value, msg))

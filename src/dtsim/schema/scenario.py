@@ -924,7 +924,9 @@ def field_message(field: str, error_type: str) -> str | None:
             "; mfu: auto is the scenario's (it plans every group's)" if name == "mfu" else ""
         )
     if field == "node_groups" and error_type == "too_short":
-        return "give at least one group ({count, node, region, …}), or leave node_groups out for identical nodes"
+        return (
+            "give at least one group ({count, node, region, …}), or leave node_groups out for identical nodes"
+        )
     if error_type.startswith("bool_"):
         return "must be true or false"
     if field in OPTIONAL_MEANING and field in BOUNDS and error_type in _BOUND_ERRORS:

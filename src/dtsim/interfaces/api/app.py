@@ -837,6 +837,13 @@ def create_app(ui: bool = True) -> FastAPI:
             msg = err.get("msg", "invalid")
             # a validator's own message, without pydantic's "Value error, " prefix (as the CLI shows it)
             field = ".".join(loc) or "body"
+            if err.get("type") == "extra_forbidden":  # pydantic: "Extra inputs are not permitted"
+                msg = (
+                    "not a field of this request: give the base preset as ?preset=NAME in the query (or as "
+                    "the scenario's own `preset`)"
+                    if field == "preset"
+                    else "not a field of this request (its schema: /openapi.json or /docs)"
+                )
             messages = merged.setdefault(field, (err.get("input"), []))[1]
             if msg.removeprefix("Value error, ") not in messages:
                 messages.append(msg.removeprefix("Value error, "))

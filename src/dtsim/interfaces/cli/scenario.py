@@ -123,7 +123,9 @@ def simulate(
             payload["distributions_at_point"] = {k: v.describe() for k, v in dists.items()}
         print_json(payload)
         return
-    title = f"dtsim — {scenario.name or preset or (file.name if file else 'default scenario')}"
+    base = scenario.name or preset or (file.name if file else "default scenario")
+    changed = len(set_ or [])  # a title that names only the base hid every --set (a trial user's case)
+    title = f"dtsim — {base}" + (f", {changed} field{'s' if changed > 1 else ''} set" if changed else "")
     print_report(result, title=title, explain=explain, mc=mc)
     if mc is not None:
         from dtsim.interfaces.cli.report import print_uncertainty

@@ -27,6 +27,10 @@ class WarningRule:
     message: Callable[[dict], str]
 
 
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
 def _gb(x: float) -> str:
     return f"{x:,.0f} GB"
 
@@ -253,7 +257,8 @@ RULES: tuple[WarningRule, ...] = (
             else np.asarray(False)
         ),
         lambda v: (
-            f"Node group node_groups[{v['memory_group']:.0f}] (row {v['memory_group'] + 1:.0f}) has "
+            f"Node group node_groups[{v['memory_group']:.0f}] (#{v['memory_group']:.0f} in the Node groups table, "
+            f"the group listed {_ordinal(int(v['memory_group']) + 1)}) has "
             f"{_gb(v['vram_bytes'] / 1e9)} per node, less than the "
             f"{_gb(v['memory_bytes'] / 1e9)} of model state a replica needs: every replica is split into "
             f"{v['stages']:.0f} pipeline stages to fit it, where the largest nodes "
