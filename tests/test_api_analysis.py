@@ -180,7 +180,8 @@ def test_one_field_sweep_keeps_its_body_and_response(client):
     assert resp.status_code == 200
     data = resp.json()
     assert (
-        set(data) == {"field", "values", "mode", "columns", "feasible", "warnings", "notes"}
+        set(data)
+        == {"field", "values", "mode", "columns", "bottleneck", "recovery", "feasible", "warnings", "notes"}
         and data["field"] == "num_nodes"
     )
     assert len(data["values"]) == len(data["mode"]) == len(data["columns"]["wall_clock_days"])
@@ -195,7 +196,7 @@ def test_one_field_sweep_keeps_its_body_and_response(client):
         ("/api/limits/search", {"compute": 1e25, "gpu": "z80"}, "gpu", "unknown"),
         ("/api/limits/curve", {"months": 0}, "months", "greater than 0"),
         ("/api/limits/curve", {"scaling": "linear"}, "scaling", "'default', 'deepseek' or 'fixed'"),
-        ("/api/limits/curve", {"colour": 1}, "colour", "Extra inputs"),
+        ("/api/limits/curve", {"colour": 1}, "colour", "not a field of this request"),
         ("/api/validate", {"subset": ["NOPE"]}, "subset", "not a group or record id"),
         # a subnormal bandwidth (schemathesis found it) overflowed the limits model's costs to NaN: a 500
         (

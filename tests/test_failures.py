@@ -336,3 +336,30 @@ def test_goodput_is_a_headline_where_failures_are_modelled():
     assert body["columns"]["goodput"] == pytest.approx([s.goodput for s in singles], rel=1e-12)
     assert body["bottleneck"] == [s.bottleneck for s in singles]
     assert body["recovery"] == [s.recovery for s in singles] == ["rejoin", "rejoin"]
+
+
+def test_auto_quality_over_a_varied_mtbf_runs_in_a_batch_as_single_runs_do():
+    """A review's case: auto-quality with only node_mtbf_hours varied crashed the batch path (sweeps,
+    --uncertainty, /api/sweep) on a broadcast of rows × candidates."""
+    base = dtsim.load_scenario(preset="intellect-1", overrides={"inner_steps": "auto-quality"})
+    mtbf = np.array([0.3, 3.0, 1e6])
+    batch = dtsim.simulate_batch(base, node_mtbf_hours=mtbf)
+    singles = [dtsim.simulate(base.replace(node_mtbf_hours=float(m))) for m in mtbf]
+    assert list(batch["inner_steps_used"]) == [s.inner_steps_used for s in singles] == [17, 45, 75]
+    assert batch["wall_clock_days"] == pytest.approx([s.wall_clock_days for s in singles], rel=1e-12)
+
+
+def test_a_searched_answer_over_a_preset_names_none_of_its_values_as_set():
+    """A review's case: target over intellect-1 rebuilt its answer from every field of the base, so the
+    preset's inner_steps counted as given and the pp-over-wan answer said FIELDS_IGNORED."""
+    from typer.testing import CliRunner
+
+    from dtsim.interfaces.cli.main import app
+
+    args = ["target", "--preset", "intellect-1", "--solve", "days", "--params-b", "400", "--tokens-t", "1"]
+    out = CliRunner().invoke(app, [*args, "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    sim = dtsim.simulate(dtsim.load_scenario(preset="intellect-1", overrides=data["scenario_fields"]))
+    assert sim.mode == "pp-over-wan"  # the mode that has no use for the preset's inner_steps
+    assert "FIELDS_IGNORED" not in {w["code"] for w in data["warnings"]}

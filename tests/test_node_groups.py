@@ -132,7 +132,11 @@ def test_a_group_whose_nodes_cannot_hold_a_replica_is_named():
     )
     assert alone.pp_stages == 1 and mixed.pp_stages == 2 and mixed.limiting_group == 1
     (w,) = [w for w in mixed.warnings if w.code == "GROUP_MEMORY"]
-    assert "Node group node_groups[1] (#1 in the Node groups table, the group listed 2nd) has 640 GB" in w.message and "2 pipeline stages" in w.message
+    assert (
+        "Node group node_groups[1] (#1 in the Node groups table, the group listed 2nd) has 640 GB"
+        in w.message
+        and "2 pipeline stages" in w.message
+    )
     assert not any(w.code == "GROUP_MEMORY" for w in alone.warnings)
 
 
@@ -1116,3 +1120,18 @@ def test_groups_by_order_and_by_region_take_the_same_regional_links():
         base.replace(nodes_per_group=4, regional_latency_ms=2, regional_bandwidth_mbps=1000)
     )
     assert given.regional_sync_s < by_order.regional_sync_s / 5  # given, the scenario's link is used
+
+
+def test_a_presets_regional_links_are_not_the_users():
+    """A review's case: the governance preset lists regional_bandwidth_mbps 1000 (the default), and with
+    node groups that pinned their regional link at 1,000 Mbit/s over 100 Mbit/s nodes."""
+    groups = [
+        {"count": 4, "node": "dgx-h100", "region": "us-east", "bandwidth_mbps": 100},
+        {"count": 4, "node": "dgx-h100", "region": "asia-east", "bandwidth_mbps": 100},
+    ]
+    fields = {"node_groups": groups, "parameters_b": 10, "hierarchical": True, "compression": 150}
+    over_preset = dtsim.simulate(dtsim.load_scenario(preset="governance", overrides=fields))
+    given = dtsim.simulate(
+        dtsim.load_scenario(preset="governance", overrides=fields | {"regional_bandwidth_mbps": 1000})
+    )
+    assert over_preset.regional_sync_s > 5 * given.regional_sync_s  # the nodes' 100 Mbit/s, not 1,000

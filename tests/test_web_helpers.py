@@ -284,7 +284,7 @@ def test_upload_alias_bomb_is_refused_within_1_s_and_100_mb():
             "s.yaml",
             b"node_groups: [{count: 0, region: uk}]",
             "node_groups[0].count",
-            "greater than or equal to 1",
+            "must be an integer ≥ 1",
         ),
     ],
 )

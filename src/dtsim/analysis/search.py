@@ -331,8 +331,11 @@ def configuration_fields(
     }
     if group > 0:  # regional_steps as the search evaluates every configuration (_evaluate)
         f.update(nodes_per_group=group, regional_steps="auto")
+    # what the answer's mode does not read, simulate would name (FIELDS_IGNORED)
     if mode == "pp-over-wan":
         del f["inner_steps"]
+    if mode is not None and mode != "hierarchical-diloco":
+        f.pop("regional_steps", None)
     return f
 
 

@@ -701,11 +701,9 @@ ANSWER_OUTPUTS = ("wall_clock_days", "global_mfu", "cost_usd", "energy_kwh")
 def answer_scenario(base, fields: Mapping[str, Any], tokens_t: float):
     """The scenario a searched answer runs: the search's base with the configuration's fields (the
     target's winner, a cap's cheapest run, a --solve answer) training `tokens_t`."""
-    from dtsim.schema.scenario import load_scenario
 
-    f = {**base.to_fields(), **fields, "tokens_t": tokens_t}
-    f.pop("node", None)
-    return load_scenario(overrides=f)
+    # over the base as given (Scenario.replace): a preset's values stay the preset's, not the user's
+    return base.replace(node=None, **fields, tokens_t=tokens_t)
 
 
 def answer_warnings(base, fields: Mapping[str, Any], tokens_t: float) -> list[dict[str, str]]:

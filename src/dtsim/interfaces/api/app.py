@@ -503,6 +503,7 @@ def _load(fields: Any, preset: Any, prefix: str = "", operation: str = "/api/sim
 
 
 router = APIRouter(prefix="/api")
+PRESET_ROUTES = ("/api/simulate", "/api/sweep", "/api/sensitivity")  # the operations with ?preset=
 # Every operation: a query string over MAX_QUERY_BYTES (414) and the generic internal error (500).
 COMMON_ERRORS: dict[int | str, dict[str, Any]] = {
     414: {"model": ErrorBody, "description": f"Query string over {MAX_QUERY_BYTES:,} bytes."},
@@ -841,7 +842,7 @@ def create_app(ui: bool = True) -> FastAPI:
                 msg = (
                     "not a field of this request: give the base preset as ?preset=NAME in the query (or as "
                     "the scenario's own `preset`)"
-                    if field == "preset"
+                    if field == "preset" and _request.url.path in PRESET_ROUTES
                     else "not a field of this request (its schema: /openapi.json or /docs)"
                 )
             messages = merged.setdefault(field, (err.get("input"), []))[1]

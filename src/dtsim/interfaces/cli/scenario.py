@@ -124,7 +124,8 @@ def simulate(
         print_json(payload)
         return
     base = scenario.name or preset or (file.name if file else "default scenario")
-    changed = len(set_ or [])  # a title that names only the base hid every --set (a trial user's case)
+    # a title that names only the base hid every --set (a trial user's case); a field set twice is one
+    changed = len({text.split("=", 1)[0].strip() for text in set_ or []})
     title = f"dtsim — {base}" + (f", {changed} field{'s' if changed > 1 else ''} set" if changed else "")
     print_report(result, title=title, explain=explain, mc=mc)
     if mc is not None:

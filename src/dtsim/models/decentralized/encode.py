@@ -192,6 +192,7 @@ def encode_scenario(s: Scenario) -> dict[str, Any]:
     # mode does not use): given, at a value other than the default (an echoed scenario lists every field)
     cols["fields_given"] = given_bits([f for f in TRACKED_GIVEN if f in chosen(s) and _not_default(s, f)])
     cols["regions_forgone"] = False
+    cols["group_size_given"] = "nodes_per_group" in chosen(s)  # at any value (HIERARCHY_FALLBACK)
     cols["replaced_given"] = np.int64(0)
     cols["region_sizes_count"] = np.nan
     cols["growth_oom"] = sum(runlength.parse_growth(getattr(s, g)) for g in GROWTH)
@@ -230,8 +231,9 @@ def encode_scenario(s: Scenario) -> dict[str, Any]:
             sizes is not None and sizes[1] >= 2 and "nodes_per_group" in given and "hierarchical" not in given
         )
         cols["region_sizes_count"] = float(sizes[0]) if sizes is not None else np.nan
-        cols["regional_given"] = "regional_bandwidth_mbps" in given
-        cols["regional_latency_given"] = "regional_latency_ms" in given
+        # the regional links the user gave (a preset's, such as governance's defaults, are not)
+        cols["regional_given"] = "regional_bandwidth_mbps" in chosen(s)
+        cols["regional_latency_given"] = "regional_latency_ms" in chosen(s)
     return cols
 
 
@@ -571,6 +573,8 @@ def encode_batch(s: Scenario, arrays: dict[str, Any], n: int) -> Frame:
             set_here = _differs(arrays[name], type(s).model_fields[name].default)
             bits = (bits & ~np.int64(1 << k)) | np.where(set_here, np.int64(1 << k), np.int64(0))
     cols["fields_given"] = bits
+    if "nodes_per_group" in arrays:
+        cols["group_size_given"] = True
     if "hierarchical" in arrays:
         cols["regions_forgone"] = False  # each row says whether it has a hierarchy
     elif "nodes_per_group" in arrays and s._groups is not None:

@@ -195,7 +195,9 @@ def _quality_objective(f: Frame, timing: Mapping[str, Any], _h: Any, strategy: A
     failure-free time over the goodput (with node_mtbf_hours a longer H loses more per failure)."""
     q = quality_terms(f, timing)
     pipelines, used = strategy.nodes_used(f)
-    mode = np.full(np.shape(timing["outer_step_s"]), strategy.code)
+    # rows × candidates: a varied node_mtbf_hours (a column) with a step shared by every row (one row)
+    shape = np.broadcast(timing["outer_step_s"], f.node_mtbf_h, used, pipelines).shape
+    mode = np.full(shape, strategy.code)
     goodput = _goodput(f, timing, mode, used, pipelines)["goodput"]
     return q["efficiency"] * q["chi"] * goodput / timing["total_s"]
 

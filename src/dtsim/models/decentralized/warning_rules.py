@@ -380,12 +380,12 @@ RULES: tuple[WarningRule, ...] = (
         lambda f, o: o["reason_code"] == 4,
         lambda v: (
             f"Hierarchical DiLoCo needs at least 2 whole groups of {v['nodes_per_group']:.0f} nodes"
-            + ("" if int(v["fields_given"]) & 1 else " (nodes_per_group's default)")
+            + ("" if v["group_size_given"] else " (nodes_per_group's default)")
             + f"; {v['num_nodes']:.0f} nodes make {np.floor(v['num_nodes'] / v['nodes_per_group']):.0f}"
             + (
                 " (the node groups' regions form no regional tier, being one region or leaving a group without "
                 "one, so nodes are grouped by their order)"
-                if "memory_group" in v
+                if "memory_group" in v and not v["group_size_given"]
                 else ""
             )
             + ". Running flat DiLoCo instead."
