@@ -525,3 +525,22 @@ def test_a_field_the_request_does_not_have_is_named_so():
     assert client.post("/api/sweep", json={"scenario": {"preset": "intellect-1"}, **body}).status_code == 200
     r = client.post("/api/sweep", json={"colour": 1, **body})
     assert r.json()["detail"][0]["message"].startswith("not a field of this request")
+
+
+def test_a_null_where_a_value_goes_is_said_once():
+    """A trial user's case: `values: [null, 100]` got pydantic's wording for each member of the union
+    it tried ("Input should be a valid number; or: … boolean; or: … string")."""
+    from fastapi.testclient import TestClient
+
+    from dtsim.interfaces.api.app import create_app
+
+    client = TestClient(create_app(ui=False))
+    for body, field in (
+        ({"vary": [{"field": "latency_ms", "values": [None, 100]}]}, "vary.0.values.0"),
+        ({"field": "latency_ms", "values": [None, 100]}, "values.0"),
+    ):
+        r = client.post("/api/sweep", json=body)
+        assert r.status_code == 422
+        assert r.json()["detail"] == [
+            {"field": field, "value": None, "message": "is null, which it does not take: give a value"}
+        ]

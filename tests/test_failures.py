@@ -363,3 +363,32 @@ def test_a_searched_answer_over_a_preset_names_none_of_its_values_as_set():
     sim = dtsim.simulate(dtsim.load_scenario(preset="intellect-1", overrides=data["scenario_fields"]))
     assert sim.mode == "pp-over-wan"  # the mode that has no use for the preset's inner_steps
     assert "FIELDS_IGNORED" not in {w["code"] for w in data["warnings"]}
+
+
+def test_a_sweep_with_failures_bands_its_goodput():
+    """A trial user's case: `sweep --uncertainty` over node_mtbf_hours gave no goodput band."""
+    from typer.testing import CliRunner
+
+    from dtsim.interfaces.cli.main import app
+
+    def points(*vary):
+        args = [
+            "sweep",
+            "--preset",
+            "intellect-1",
+            *vary,
+            "--uncertainty",
+            "64",
+            "--seed",
+            "1",
+            "--json",
+            "-q",
+        ]
+        out = CliRunner().invoke(app, args)
+        assert out.exit_code == 0, out.output
+        return json.loads(out.stdout)["points"]
+
+    failing = points("--vary", "node_mtbf_hours=3,30")
+    assert all(p["goodput_p10"] <= p["goodput_p50"] <= p["goodput_p90"] <= 1 for p in failing)
+    assert failing[0]["goodput_p50"] < failing[1]["goodput_p50"]  # a longer MTBF keeps more
+    assert "goodput_p10" not in points("--vary", "num_nodes=8,16")[0]  # no failures: no band

@@ -838,7 +838,10 @@ def create_app(ui: bool = True) -> FastAPI:
             msg = err.get("msg", "invalid")
             # a validator's own message, without pydantic's "Value error, " prefix (as the CLI shows it)
             field = ".".join(loc) or "body"
-            if err.get("type") == "extra_forbidden":  # pydantic: "Extra inputs are not permitted"
+            if err.get("input", ...) is None and err.get("type", "").endswith("_type"):
+                # null where a value goes: pydantic listed every member of the union it tried
+                msg = "is null, which it does not take: give a value"
+            elif err.get("type") == "extra_forbidden":  # pydantic: "Extra inputs are not permitted"
                 msg = (
                     "not a field of this request: give the base preset as ?preset=NAME in the query (or as "
                     "the scenario's own `preset`)"
