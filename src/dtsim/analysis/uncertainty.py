@@ -500,9 +500,15 @@ def evaluate_rows(
     return {"columns": columns, "known": known, "numeric": numeric}
 
 
-def with_failures(base: Any, dists: Mapping[str, Any]) -> bool:
-    """Whether the runs model node failures (node_mtbf_hours given, or drawn)."""
-    return getattr(base, "node_mtbf_hours", None) is not None or "node_mtbf_hours" in dists
+def headline(base: Any, dists: Mapping[str, Any], varied: Sequence[str] = ()) -> tuple[str, ...]:
+    """HEADLINE, with goodput where the runs model node failures (node_mtbf_hours given, drawn or
+    `varied` by a sweep): how much they cost is then a headline too."""
+    failing = (
+        getattr(base, "node_mtbf_hours", None) is not None
+        or "node_mtbf_hours" in dists
+        or "node_mtbf_hours" in varied
+    )
+    return (*HEADLINE, "goodput") if failing else HEADLINE
 
 
 def run_monte_carlo(
@@ -538,8 +544,8 @@ def run_monte_carlo(
     seed_given = seed is not None
     if seed is None:
         seed = secrets.randbits(63)
-    if tuple(outputs) == HEADLINE and with_failures(base, dists):
-        outputs = (*HEADLINE, "goodput")  # where failures are modelled, how much they cost is headline
+    if tuple(outputs) == HEADLINE:
+        outputs = headline(base, dists)
     wanted = [*outputs, *(m.group(1) for p in probs if (m := _PROB.match(p)))]
     keep = list(dict.fromkeys([*(CODED.get(k, k) for k in wanted), *CODED.values(), "feasible"]))
     labels = _labels()

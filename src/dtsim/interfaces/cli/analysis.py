@@ -98,7 +98,7 @@ def sweep(
         set_and_varied,
         write_table,
     )
-    from dtsim.analysis.uncertainty import HEADLINE, level_name, parse_levels, share, with_failures
+    from dtsim.analysis.uncertainty import headline, level_name, parse_levels, share
     from dtsim.interfaces.plotting import plot_grid
 
     try:
@@ -131,9 +131,6 @@ def sweep(
             what = "is not a numeric output" if metric in result.columns else "is not an output"
             raise ScenarioError([("--metric", metric, f"{what}; choose one of {', '.join(numeric)}")])
         if uncertainty is not None:
-            # where failures are modelled (given, drawn or varied), their goodput gets bands too
-            modelled = with_failures(scenario, dists) or any(a.field == "node_mtbf_hours" for a in axes)
-            failing = ("goodput",) if modelled else ()
             with_progress(
                 f"{n:,} points × {uncertainty:,} draws",
                 watch and (n * uncertainty >= 1 << 20 or on_dask),
@@ -144,7 +141,7 @@ def sweep(
                     uncertainty,
                     seed,
                     level_list,
-                    tuple(dict.fromkeys([*HEADLINE, *failing, metric])),
+                    tuple(dict.fromkeys([*headline(scenario, dists, [a.field for a in axes]), metric])),
                     progress=p,
                     **options,
                 ),

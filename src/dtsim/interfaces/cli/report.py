@@ -125,9 +125,9 @@ def render(r: Result, title: str = "dtsim", explain: bool = False, mc: Any = Non
         # with failures the shares are of an outer step's expected wall time, T_outer / goodput
         goodput = r.goodput if r.goodput is not None else 1.0
         rows = [(NAMES[key], key, r.breakdown_s.get(key) or 0.0) for key in BREAKDOWN_KEYS]
-        if goodput < 1.0:
-            lost = r.outer_step_s * (1.0 / goodput - 1.0) if goodput > 0 else math.inf
-            rows.append(("lost to failures (expected)", "failures", lost))
+        if goodput < 1.0:  # the expected time lost per outer step (engine; null: the run never ends)
+            lost = r.details["failure_lost_s"]
+            rows.append(("lost to failures (expected)", "failures", math.inf if lost is None else lost))
         for name, key, v in rows:
             if v <= 0:
                 continue

@@ -60,9 +60,8 @@ def breakdown_chart(r: Result | None) -> dict[str, Any]:
     series = [
         _bar(OUTPUT_NAMES[key], COLORS[key], [round(b.get(key) or 0.0, 6), 0]) for key in BREAKDOWN_KEYS
     ]
-    goodput = r.goodput if r and r.goodput is not None else 1.0
-    if 0 < goodput < 1 and r.outer_step_s:  # the expected time lost to failures per outer step
-        lost = r.outer_step_s * (1.0 / goodput - 1.0)
+    lost = r.details.get("failure_lost_s") if r else None  # expected, per outer step (null: never ends)
+    if lost:
         series.append(_bar(OUTPUT_NAMES["failures"], COLORS["failures"], [round(lost, 6), 0]))
     hidden = (r.hidden_sync_s or 0.0) if r else 0.0
     series.append(

@@ -144,6 +144,14 @@ def chosen(s: Scenario) -> dict[str, Any]:
     return {k: v for k, v in (s._given or {}).items() if k not in s._from_preset}
 
 
+def regions_forgone(sizes: tuple | None, group_size_given: bool, hierarchical_given: bool) -> float:
+    """The regions' count where nodes_per_group, given without hierarchical, keeps node groups in two or
+    more regions (some with two nodes or more: `region_sizes`) from being weighed as the regional groups;
+    NaN otherwise (FIELDS_IGNORED)."""
+    forgone = sizes is not None and sizes[1] >= 2 and group_size_given and not hierarchical_given
+    return float(sizes[0]) if forgone else np.nan
+
+
 def _not_default(s: Scenario, name: str) -> bool:
     return getattr(s, name) != type(s).model_fields[name].default
 
@@ -190,11 +198,11 @@ def encode_scenario(s: Scenario) -> dict[str, Any]:
     cols["regional_steps"] = float(STEP_CODES.get(s.regional_steps, s.regional_steps))  # type: ignore[arg-type]
     # which of the fields that act only in some modes the user set (FIELDS_IGNORED names those the run's
     # mode does not use): given, at a value other than the default (an echoed scenario lists every field)
-    cols["fields_given"] = given_bits([f for f in TRACKED_GIVEN if f in chosen(s) and _not_default(s, f)])
-    cols["regions_forgone"] = False
-    cols["group_size_given"] = "nodes_per_group" in chosen(s)  # at any value (HIERARCHY_FALLBACK)
+    mine = chosen(s)
+    cols["fields_given"] = given_bits([f for f in TRACKED_GIVEN if f in mine and _not_default(s, f)])
+    cols["regions_forgone"] = np.nan
+    cols["group_size_given"] = "nodes_per_group" in mine  # at any value (HIERARCHY_FALLBACK)
     cols["replaced_given"] = np.int64(0)
-    cols["region_sizes_count"] = np.nan
     cols["growth_oom"] = sum(runlength.parse_growth(getattr(s, g)) for g in GROWTH)
     gpu = catalog.gpus().get(s.gpu) if s.gpu else None
     cols["gpu_price_usd"] = gpu.price_usd if gpu else np.nan
@@ -225,15 +233,11 @@ def encode_scenario(s: Scenario) -> dict[str, Any]:
         )
         # fields a file or a request set that every group replaces (--set and sweeps refuse them:
         # unused_fields); FIELDS_UNUSED_WITH_GROUPS names them
-        cols["replaced_given"] = replaced_bits(s, given)
-        # nodes_per_group given, hierarchical not: the run stays flat, and the regions are not weighed
-        cols["regions_forgone"] = (
-            sizes is not None and sizes[1] >= 2 and "nodes_per_group" in given and "hierarchical" not in given
-        )
-        cols["region_sizes_count"] = float(sizes[0]) if sizes is not None else np.nan
+        cols["replaced_given"] = replaced_bits(s, mine)
+        cols["regions_forgone"] = regions_forgone(sizes, "nodes_per_group" in given, "hierarchical" in given)
         # the regional links the user gave (a preset's, such as governance's defaults, are not)
-        cols["regional_given"] = "regional_bandwidth_mbps" in chosen(s)
-        cols["regional_latency_given"] = "regional_latency_ms" in chosen(s)
+        cols["regional_given"] = "regional_bandwidth_mbps" in mine
+        cols["regional_latency_given"] = "regional_latency_ms" in mine
     return cols
 
 
@@ -485,10 +489,10 @@ def replaced(s: Scenario, given: Mapping[str, Any]) -> list[str]:
     return [f for f in _REPLACED if f in given and groups and all(f in g.replaces() for g in groups)]
 
 
-def replaced_bits(s: Scenario, given: Mapping[str, Any]) -> np.int64:
-    """replaced(s, given) at values other than the default (an echoed scenario lists every field), as
-    bits in REPLACED_ORDER."""
-    names = [f for f in replaced(s, given) if _not_default(s, f) and f not in s._from_preset]
+def replaced_bits(s: Scenario, mine: Mapping[str, Any]) -> np.int64:
+    """replaced(s, mine) (the fields the user set: `chosen`) at values other than the default (an echoed
+    scenario lists every field), as bits in REPLACED_ORDER."""
+    names = [f for f in replaced(s, mine) if _not_default(s, f)]
     return np.int64(sum(1 << k for k, f in enumerate(REPLACED_ORDER) if f in names))
 
 
@@ -576,10 +580,9 @@ def encode_batch(s: Scenario, arrays: dict[str, Any], n: int) -> Frame:
     if "nodes_per_group" in arrays:
         cols["group_size_given"] = True
     if "hierarchical" in arrays:
-        cols["regions_forgone"] = False  # each row says whether it has a hierarchy
+        cols["regions_forgone"] = np.nan  # each row says whether it has a hierarchy
     elif "nodes_per_group" in arrays and s._groups is not None:
-        sizes = region_sizes(s._groups)
-        cols["regions_forgone"] = sizes is not None and sizes[1] >= 2 and "hierarchical" not in given
+        cols["regions_forgone"] = regions_forgone(region_sizes(s._groups), True, "hierarchical" in given)
     if "nodes_per_group" in arrays:
         cols["region_count"] = np.nan  # the rows set their group sizes themselves
         if s._groups is not None:

@@ -377,6 +377,7 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
     g = out["goodput"]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         lost = out["outer_step_s"] * (1.0 / g - 1.0)
+    out["failure_lost_s"] = lost  # per outer step of kept progress (details; the report's and page's bar)
     lost_most = lost > largest
     code[lost_most] = BOTTLENECKS.index("failures")
     code[mode == decision.INFEASIBLE] = BOTTLENECKS.index("memory")

@@ -257,9 +257,8 @@ def resolve_links(f) -> None:
     by_region = np.asarray(f.get("by_region", False)) & ~np.isnan(np.asarray(f.get("region_count", np.nan)))
     if by_region.any():
         # the regions are the regional groups: G = R groups, the largest region's nodes the largest group
-        # (strategies/hierarchical_diloco.group_layout), linked inside a region by the nodes' own links
-        # (the slowest direction of the slowest group) unless the scenario gives regional_bandwidth_mbps,
-        # at the intra-region RTT unless it gives regional_latency_ms
+        # (strategies/hierarchical_diloco.group_layout), at the intra-region RTT unless the scenario gives
+        # regional_latency_ms (their link: below)
         intra = asm.intra_region_rtt_ms * 1e-3
         f["hierarchical"] = f.hierarchical | by_region
         f["hier_groups"] = np.where(by_region, f.region_count, np.nan)
@@ -270,9 +269,9 @@ def resolve_links(f) -> None:
     # gives regional_bandwidth_mbps: in regions and in groups of nodes by their order alike (a trial
     # user's case: by order, the default 1,000 Mbit/s synced 100 Mbit/s nodes 10× faster than the same
     # groups formed by region)
-    f["regional_bps"] = np.where(np.asarray(f.get("regional_given", False)), f.regional_bps, line)
+    regional = np.where(np.asarray(f.get("regional_given", False)), f.regional_bps, line)
     f["by_region"] = by_region
-    f["regional_bps"] = wan.link_rate_bps(f.regional_bps, f.regional_latency_s, streams, loss, asm)
+    f["regional_bps"] = wan.link_rate_bps(regional, f.regional_latency_s, streams, loss, asm)
     f["link_group"] = link
     f["rtt_group"] = far
     f["compute_group"] = np.asarray(np.argmin(t.sustained_flop_s))

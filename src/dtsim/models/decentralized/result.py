@@ -198,7 +198,7 @@ def row_values(out: dict, i: int, frame) -> dict[str, Any]:
     for name, (code, labels) in TEXT_OUTPUTS.items():
         if name != "mode":  # the mode's code is read as is (decision.MODE_IDS, is_mode)
             v[name] = labels[v[code]]
-    v["largest_part"] = (*BREAKDOWN_KEYS, "memory")[v["part_code"]]  # the step's, failures aside
+    v["largest_part"] = BREAKDOWN_KEYS[v["part_code"]]  # the step's, failures aside
     v["max_parameters_b_here"] = v["vram_bytes"] / v["bytes_per_param"] / 1e9
     return v
 
@@ -243,6 +243,7 @@ DETAIL_KEYS = (
     "total_s",
     "rejoin_goodput",
     "restart_goodput",
+    "failure_lost_s",
     *FAILURE_DETAILS,
 )
 

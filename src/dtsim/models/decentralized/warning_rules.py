@@ -119,7 +119,7 @@ def ignored_fields(f: Any, mode_code) -> np.ndarray:
 def _regions_forgone(f: Any, mode_code) -> np.ndarray:
     """nodes_per_group given (at any value) beside node groups in two or more regions, hierarchical not:
     the regions were not weighed as the regional groups, and the run has no tier."""
-    return np.asarray(f.regions_forgone, dtype=bool) & ~has_trait(mode_code, "regional_tier")
+    return ~np.isnan(np.asarray(f.regions_forgone, dtype=float)) & ~has_trait(mode_code, "regional_tier")
 
 
 def _ignored_message(v: dict) -> str:
@@ -155,7 +155,7 @@ def _ignored_message(v: dict) -> str:
     if forgone:
         sentences.append(
             f"nodes_per_group ({v['nodes_per_group']:g}) given without hierarchical: true keeps the node groups' "
-            f"{v['region_sizes_count']:.0f} regions from being weighed as the regional groups, and forms no tier "
+            f"{v['regions_forgone']:.0f} regions from being weighed as the regional groups, and forms no tier "
             "itself: the run is flat. Leave it out to let the model weigh the regions, or set hierarchical: "
             "true to group nodes by their order"
         )
