@@ -1135,3 +1135,11 @@ def test_a_presets_regional_links_are_not_the_users():
         dtsim.load_scenario(preset="governance", overrides=fields | {"regional_bandwidth_mbps": 1000})
     )
     assert over_preset.regional_sync_s > 5 * given.regional_sync_s  # the nodes' 100 Mbit/s, not 1,000
+
+
+def test_the_tracked_fields_and_the_warnings_table_agree():
+    """FIELDS_IGNORED reads encode's bits (TRACKED_GIVEN) by MODE_FIELDS' order: the two lists must agree."""
+    from dtsim.models.decentralized.encode import TRACKED_GIVEN
+    from dtsim.models.decentralized.warning_rules import MODE_FIELDS
+
+    assert tuple(name for name, _ in MODE_FIELDS[: len(TRACKED_GIVEN)]) == TRACKED_GIVEN

@@ -108,7 +108,9 @@ def ignored_fields(f: Any, mode_code) -> np.ndarray:
         diloco,
     )
     given = np.asarray(f.fields_given, dtype=np.int64)
-    asked = [(given >> k) & 1 == 1 for k in range(5)]  # the TRACKED_GIVEN bits
+    from dtsim.models.decentralized.encode import TRACKED_GIVEN  # MODE_FIELDS' first names, in order
+
+    asked = [(given >> k) & 1 == 1 for k in range(len(TRACKED_GIVEN))]
     asked.append(np.asarray(f.outer_overlap_steps) > 0)
     bits = np.zeros(np.broadcast(mode_code, given).shape, dtype=np.int64)
     for k, (a, u) in enumerate(zip(asked, used, strict=True)):
