@@ -203,6 +203,14 @@ def test_unlike_regions_keep_their_sizes_and_names_are_case_free():
         ),
         ({"node_groups": [{"count": 1, "node": "16x-h100-fp8"}]}, "precision"),
         ({"region_rtt_ms": {"a": {"b": 5}}}, "region_rtt_ms"),
+        (  # a review's case: the light-in-fiber floor read the override before it was checked (ZeroDivisionError)
+            {
+                "node_groups": [{"count": 2, "region": "us-east"}, {"count": 2, "region": "eu-west"}],
+                "region_rtt_ms": {"us-east": {"eu-west": 80}},
+                "assumptions": {"fiber_group_index": 0},
+            },
+            "assumptions.fiber_group_index = 0: must be between 1.0 and 2.0",
+        ),
         ({"loss_rate": 0.01}, "tcp_streams"),
         ({"tcp_streams": 0}, "tcp_streams"),
         ({"outer_overlap_steps": -1}, "outer_overlap_steps"),

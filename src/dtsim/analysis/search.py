@@ -37,6 +37,7 @@ from dtsim.assumptions import Assumptions, defaults
 from dtsim.errors import ScenarioError
 from dtsim.models.decentralized import decision
 from dtsim.models.decentralized.engine import simulate_batch
+from dtsim.models.decentralized.strategies import BY_ID
 from dtsim.physics.memory import PRECISIONS, bytes_per_param
 from dtsim.schema.fields import BOUNDS
 from dtsim.schema.scenario import Scenario
@@ -313,9 +314,9 @@ def configuration_fields(
     activation_compression: float,
     mode: str | None = None,
 ) -> dict[str, Any]:
-    """A searched configuration (a target's winner, a governance cap's cheapest run) as scenario fields;
-    where its `mode` is pure pipeline parallelism over the WAN, without the inner steps it has no use for
-    (the search gives every row some, and `simulate` would name them ignored: FIELDS_IGNORED)."""
+    """A searched configuration (a target's winner, a governance cap's cheapest run) as scenario fields,
+    without those its `mode` does not read: inner steps without DiLoCo, regional steps without a
+    regional tier (the search gives every row some, and `simulate` would name them: FIELDS_IGNORED)."""
     f: dict[str, Any] = {
         "gpu": node.gpu,
         "gpus_per_node": node.count,
@@ -331,10 +332,11 @@ def configuration_fields(
     }
     if group > 0:  # regional_steps as the search evaluates every configuration (_evaluate)
         f.update(nodes_per_group=group, regional_steps="auto")
-    # what the answer's mode does not read, simulate would name (FIELDS_IGNORED)
-    if mode == "pp-over-wan":
+    # what the answer's mode does not read (its strategy's traits), simulate would name: FIELDS_IGNORED
+    strategy = BY_ID.get(mode) if mode is not None else None
+    if strategy is not None and not strategy.diloco:
         del f["inner_steps"]
-    if mode is not None and mode != "hierarchical-diloco":
+    if strategy is not None and not strategy.regional_tier:
         f.pop("regional_steps", None)
     return f
 

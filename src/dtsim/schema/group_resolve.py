@@ -29,7 +29,7 @@ class ResolvedGroup:
     nvlink_domain: int | None = None  # its node preset's own (a GB200 NVL72 rack's 72), for mfu: auto
 
 
-def _light_in_fiber_ms(a: str, b: str, assumptions: dict) -> float | None:
+def _light_in_fiber_ms(a: str, b: str, fiber_group_index: float) -> float | None:
     """The least RTT between two regions of the table: 2·d / (c / n_fiber) over their great-circle
     distance d (physics.wan.fiber_rtt_s: no route inflation; Bozkurt et al. 2018); None when
     either is a region of the user's own (no coordinates)."""
@@ -38,11 +38,8 @@ def _light_in_fiber_ms(a: str, b: str, assumptions: dict) -> float | None:
     regions = catalog.regions()
     if a not in regions or b not in regions:
         return None
-    n = assumptions.get("fiber_group_index")
-    if isinstance(n, bool) or not isinstance(n, int | float):  # not given, or drawn: the table's value
-        n = catalog.assumption_rows()["fiber_group_index"]["value"]
     d = wan.great_circle_m(regions[a].lat, regions[a].lon, regions[b].lat, regions[b].lon)
-    return float(wan.fiber_rtt_s(d, float(n))) * 1e3
+    return float(wan.fiber_rtt_s(d, fiber_group_index)) * 1e3
 
 
 def node_nvlink_domain(s: Any) -> int | None:
@@ -54,7 +51,7 @@ def node_nvlink_domain(s: Any) -> int | None:
     return node.nvlink_domain
 
 
-def resolve_groups(s: Any) -> tuple[ResolvedGroup, ...] | None:
+def resolve_groups(s: Any, asm: Any) -> tuple[ResolvedGroup, ...] | None:
     from dtsim.schema.scenario import make_scenario
 
     rtt = s.region_rtt_ms or {}
@@ -77,7 +74,7 @@ def resolve_groups(s: Any) -> tuple[ResolvedGroup, ...] | None:
                     raise ScenarioError(
                         [(where, ms, f"no node group is in region {name}; the groups' regions: {groups}")]
                     )
-            floor = _light_in_fiber_ms(a, b, s.assumptions or {})
+            floor = _light_in_fiber_ms(a, b, asm.fiber_group_index)
             if floor is not None and ms < floor:
                 raise ScenarioError(
                     [

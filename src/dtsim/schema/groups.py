@@ -18,9 +18,6 @@ from dtsim.schema.fields import BOUNDS, Int, Num, bounded_int, ci_string_schema,
 MAX_GROUPS = 64
 
 
-HARDWARE_KEYS = ("node", "gpu", "gpus_per_node", "pflops_per_node", "vram_per_node_gb")  # a group's own
-
-
 class NodeGroup(BaseModel):
     """`count` nodes of one kind, link and place. Omitted fields come from the scenario."""
 
@@ -98,7 +95,7 @@ class NodeGroup(BaseModel):
         the scenario's hardware (the node sets accelerator, count, peak and memory, group_resolve)."""
         own = self.links()
         if self.node is not None:
-            own |= set(HARDWARE_KEYS)
+            own |= set(catalog.HARDWARE_FIELDS)
         if self.latency_ms is not None or self.region is not None:
             own.add("latency_ms")
         if self.mfu is not None:
@@ -107,4 +104,4 @@ class NodeGroup(BaseModel):
 
     def hardware(self) -> dict[str, Any]:
         """The hardware fields this group sets (a scenario layer)."""
-        return {k: getattr(self, k) for k in HARDWARE_KEYS if getattr(self, k) is not None}
+        return {k: getattr(self, k) for k in catalog.HARDWARE_FIELDS if getattr(self, k) is not None}

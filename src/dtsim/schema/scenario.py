@@ -460,13 +460,14 @@ class Scenario(BaseModel):
             **_region_tier(self.node_groups, "nodes_per_group" in self.model_fields_set),
         }
         check_cross_fields(row)
+        from dtsim.assumptions import Assumptions
+
+        # validates overrides (raises ScenarioError naming the entry) before the groups read them
+        asm = Assumptions(self.assumptions)
         if self.node_groups is not None or self.region_rtt_ms is not None:
             from dtsim.schema.group_resolve import resolve_groups
 
-            self._groups = resolve_groups(self)
-        from dtsim.assumptions import Assumptions
-
-        asm = Assumptions(self.assumptions)  # validates overrides, raises ScenarioError naming the entry
+            self._groups = resolve_groups(self, asm)
         check_alpha_domain(self.parameters_b * 1e9, asm)
         return self
 

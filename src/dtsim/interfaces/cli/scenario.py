@@ -21,7 +21,7 @@ from dtsim.interfaces.cli.common import (
     table,
     with_progress,
 )
-from dtsim.interfaces.operations import uncertainty_flags_alone
+from dtsim.interfaces.operations import set_keys, uncertainty_flags_alone
 
 # The models, the schema (pydantic) and the catalog (YAML) are imported inside the commands that
 # use them, so that `dtsim --help` and `dtsim --version` start without them (issue 12 item 8).
@@ -125,7 +125,7 @@ def simulate(
         return
     base = scenario.name or preset or (file.name if file else "default scenario")
     # a title that names only the base hid every --set (a trial user's case); a field set twice is one
-    changed = len({text.split("=", 1)[0].strip() for text in set_ or []})
+    changed = len(set_keys(set_))
     title = f"dtsim — {base}" + (f", {changed} field{'s' if changed > 1 else ''} set" if changed else "")
     print_report(result, title=title, explain=explain, mc=mc)
     if mc is not None:

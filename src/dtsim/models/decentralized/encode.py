@@ -21,7 +21,6 @@ from dtsim.models.decentralized.groups import catalog_peak_flop_s, encode_groups
 from dtsim.models.decentralized.inner_steps import AUTO, AUTO_QUALITY
 from dtsim.physics import codec, efficiency, memory, runlength, stragglers
 from dtsim.schema.fields import BOUNDS, INTEGER_FIELDS, bound_text
-from dtsim.schema.groups import HARDWARE_KEYS
 from dtsim.schema.scenario import Scenario, check_cross_fields, make_scenario, region_sizes
 
 # --- encoding -----------------------------------------------------------------------------------------
@@ -476,7 +475,7 @@ _REPLACED = {  # what a group sets in place of the field, and where to set it in
     "bandwidth_down_mbps": ("bandwidth_down_mbps", "the groups' bandwidth_down_mbps"),
     "latency_ms": ("latency_ms or a region (whose RTT it takes)", "the groups' latency_ms or regions"),
     "mfu": ("mfu", "the groups' mfu"),
-    **{f: ("node (which sets its hardware)", "the groups' node") for f in HARDWARE_KEYS},
+    **{f: ("node (which sets its hardware)", "the groups' node") for f in catalog.HARDWARE_FIELDS},
 }
 
 
