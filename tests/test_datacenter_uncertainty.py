@@ -206,3 +206,18 @@ def test_same_seed_same_numbers_on_a_local_dask_cluster():
     one = datacenter_monte_carlo(W, [W.layout], 1 << 17, seed=4)
     two = datacenter_monte_carlo(W, [W.layout], 1 << 17, seed=4, scheduler="local", workers=2)
     assert one.mc.outputs == two.mc.outputs
+
+
+def test_an_assumption_that_changes_no_drawn_output_is_held_and_said():
+    """The unread-assumption screen (analysis/uncertainty.py) on the datacenter step: gpt3-175b at
+    tp 8 × pp 12 fits at any usable-memory fraction of the table's range, so that fraction changes
+    no drawn output and is held (listed under `unread`); each drawn one moves the step time."""
+    res = datacenter_monte_carlo(W, [W.layout], 64, seed=1)
+    assert res.mc.unread == ["assumptions.usable_memory_fraction"]
+    assert res.as_dict()["monte_carlo"]["unread"] == res.mc.unread
+    lo, hi = distributions(["usable_memory_fraction"])["usable_memory_fraction"].ppf(
+        np.asarray([0.001, 0.999])
+    )
+    a, b = (step_draws(W, [W.layout], {"usable_memory_fraction": np.asarray([v])})[0] for v in (lo, hi))
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    assert {"assumptions.hbm_efficiency", "assumptions.framework_overhead_gb"} <= set(res.mc.inputs)

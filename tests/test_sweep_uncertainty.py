@@ -127,3 +127,19 @@ def test_bad_sweep_uncertainty_input_names_the_field(args, field, needle):
         res = runner.invoke(app, ["sweep", "--vary", "num_nodes=8,72", *args])
     assert res.exit_code == 2, res.output
     assert field in res.output and needle in res.output and "Traceback" not in res.output
+
+
+def test_a_grid_draws_the_assumptions_any_of_its_points_reads():
+    """The unread-assumption screen over a sweep: a grid of flat and hierarchical points draws the
+    hierarchical exponent (the hierarchies read it), a flat grid holds it, and both say what they held."""
+    _, _, flat = _bands([], ["num_nodes=8,16"], n=16)
+    _, _, mixed = _bands([], ["num_nodes=8,64", "hierarchical=false,true"], n=16)
+    assert "assumptions.hierarchical_h_exponent" in flat.bands.unread
+    assert "assumptions.hierarchical_h_exponent" in mixed.bands.inputs
+    assert "assumptions.hierarchical_h_exponent" not in mixed.bands.unread
+    assert flat.bands.as_dict()["unread"] == flat.bands.unread
+    res = runner.invoke(
+        app, ["sweep", "--vary", "num_nodes=8,16", "-q", "--uncertainty", "16", "--seed", "1"]
+    )
+    assert res.exit_code == 0, res.output
+    assert "none changes an output of the points of the grid" in " ".join(res.output.split())

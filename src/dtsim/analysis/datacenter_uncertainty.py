@@ -44,6 +44,8 @@ from dtsim.analysis.uncertainty import (
     summarise,
     summary_warnings,
     top_drivers,
+    unread_assumptions,
+    without,
     yes_no,
 )
 from dtsim.distributions import Distribution, make_distribution
@@ -115,6 +117,21 @@ def _block(
         res["mfu"] = res["mfu"] / factor
         res["tokens_per_s"] = res["tokens_per_s"] / factor
     return {"layouts": per_layout, "inputs": drawn}
+
+
+def _step_columns(workload: Any, layouts: Sequence[Any], calibrated: bool, calibration: Any):
+    """unread_assumptions' `evaluate` for the datacenter step: every drawn output of every layout."""
+    from dtsim.models.datacenter.step import step_draws
+
+    def evaluate(values: dict[str, np.ndarray]) -> dict[str, np.ndarray] | None:
+        rows = {k.split(".", 1)[1]: v for k, v in values.items() if k.startswith("assumptions.")}
+        try:
+            per_layout = step_draws(workload, layouts, rows, calibrated, calibration)
+        except ScenarioError:
+            return None
+        return {f"{i}.{k}": v for i, res in enumerate(per_layout) for k, v in res.items()}
+
+    return evaluate
 
 
 def _run_totals(res: Mapping[str, np.ndarray], workload: Any) -> dict[str, np.ndarray]:
@@ -197,6 +214,8 @@ def datacenter_monte_carlo(
     with calibration_in_use(calibration):
         packaged = model_error.packaged(calibrated) and model_error.score_quantile(0.5) is not None
     dists = datacenter_inputs(workload.assumptions, fixed_assumptions, packaged)
+    unread = unread_assumptions(dists, _step_columns(workload, layouts, calibrated, calibration))
+    dists = without(dists, unread)
     warnings: list[str] = []
     if not packaged:
         varied = "only the assumptions vary" if dists else "and the assumptions are held"
@@ -278,6 +297,7 @@ def datacenter_monte_carlo(
         seconds=0.0,
         drivers=drivers,
         seed_given=seed_given,
+        unread=unread,
     )
     per_layout = []
     if len(layouts) > 1:

@@ -149,7 +149,12 @@ def grid_size(axes: list[Axis]) -> int:
 
 def grid_fields(axes: list[Axis], start: int, stop: int) -> dict[str, np.ndarray]:
     """The axis values of grid points start..stop−1 (the product in C order: the last axis fastest)."""
-    idx = np.unravel_index(np.arange(start, stop), tuple(len(a) for a in axes))
+    return grid_points(axes, np.arange(start, stop))
+
+
+def grid_points(axes: list[Axis], points: np.ndarray) -> dict[str, np.ndarray]:
+    """The axis values of the grid points numbered `points` (grid_fields' order)."""
+    idx = np.unravel_index(points, tuple(len(a) for a in axes))
     return {a.field: a.values[i] for a, i in zip(axes, idx, strict=True)}
 
 
@@ -396,6 +401,7 @@ class Bands:
     outputs: tuple[str, ...]
     correlations: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)  # table assumptions held: none changes an output
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -408,6 +414,7 @@ class Bands:
             "outputs": list(self.outputs),
             "correlations": self.correlations,
             "warnings": list(self.warnings),
+            "unread": list(self.unread),
             "sampler": "scrambled Sobol (scipy.stats.qmc.Sobol), the same draws at every grid point",
         }
 
@@ -429,7 +436,17 @@ def add_bands(
     points, here or on Dask. A field both varied and drawn is an error naming it."""
     import secrets
 
-    from dtsim.analysis.uncertainty import HEADLINE, check_seed, correlation_factor, level_name, sample_count
+    from dtsim.analysis.uncertainty import (
+        HEADLINE,
+        SCREEN_DRAWS,
+        batch_columns,
+        check_seed,
+        correlation_factor,
+        level_name,
+        sample_count,
+        unread_assumptions,
+        without,
+    )
 
     samples = sample_count(n)
     check_seed(seed)
@@ -454,6 +471,12 @@ def add_bands(
         )
     correlations = tuple(getattr(dists, "correlations", ()))
     correlation_factor(sorted(dists), correlations)
+    # the table's assumptions that change no output at the grid's points are held (screened at up to
+    # SCREEN_DRAWS points spread over the grid)
+    picked = np.unique(np.linspace(0, result.n - 1, min(result.n, SCREEN_DRAWS)).round().astype(int))
+    at = _batch_fields(grid_points(result.axes, picked))
+    unread = unread_assumptions(dists, batch_columns(base), at, INTEGER_FIELDS)
+    dists = without(dists, unread)
     seed_given = seed is not None
     if seed is None:
         seed = secrets.randbits(63)
@@ -499,6 +522,7 @@ def add_bands(
         warnings=[f"only {samples} draws a point: the bands' ends are rough; use --uncertainty 256 or more"]
         if samples < 128
         else [],
+        unread=unread,
     )
     result.bands = bands
     return bands

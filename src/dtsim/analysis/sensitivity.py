@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -49,6 +49,7 @@ class Sensitivity:
     variance: float
     indices: list[dict[str, Any]]  # input, distribution, from, S1, S1_conf, ST, ST_conf, low, high
     warnings: list[str]
+    unread: list[str] = field(default_factory=list)  # table assumptions held: none changes an output
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -62,6 +63,7 @@ class Sensitivity:
             "tornado_levels": list(TORNADO),
             "indices": self.indices,
             "warnings": list(self.warnings),
+            "unread": list(self.unread),
         }
 
 
@@ -215,8 +217,27 @@ def sensitivity(
     assumptions table's). The public API of `dtsim sensitivity`. `progress(done, total)`, when given, is
     called with the model runs done and the runs in all as they proceed, as the other analyses call
     theirs (the API's jobs: it may raise to stop the work)."""
-    from dtsim.analysis.uncertainty import evaluate_rows
+    from dtsim.analysis.uncertainty import (
+        batch_columns,
+        evaluate_rows,
+        unread_assumptions,
+        unread_note,
+        without,
+    )
     from dtsim.schema.fields import INTEGER_FIELDS
+
+    unread = unread_assumptions(dists, batch_columns(base), integer_fields=INTEGER_FIELDS)
+    if unread and len(unread) == len(dists):
+        raise ScenarioError(
+            [
+                (
+                    "inputs",
+                    None,
+                    f"nothing this run reads varies: the assumptions table's are {unread_note(unread)}; give fields as distributions",
+                )
+            ]
+        )
+    dists = without(dists, unread)
 
     def evaluate(values: dict[str, np.ndarray]) -> np.ndarray:
         res = evaluate_rows(base, values, [output], dists)
@@ -244,7 +265,7 @@ def sensitivity(
             progress(min(total[1], total[0]), total[0])
         return np.concatenate(parts)
 
-    return sobol_analysis(
+    res = sobol_analysis(
         dists,
         evaluate if progress is None else evaluate_reporting,
         output,
@@ -253,3 +274,5 @@ def sensitivity(
         INTEGER_FIELDS,
         origins={k: d.origin for k, d in dists.items()},
     )
+    res.unread = unread
+    return res

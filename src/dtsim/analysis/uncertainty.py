@@ -251,6 +251,89 @@ def draws(
     return out
 
 
+# --- assumptions a run never reads ---------------------------------------------------------------------------
+
+# Base points of the screen for the assumptions a run never reads: Sobol draws of every input, each taken
+# with one assumption at its low end and then at its high end (2 × 64 rows per assumption: ~5 ms for the
+# table's 22 on the batch path). A cost setting, not a model assumption.
+SCREEN_DRAWS = 64
+SCREEN_ENDS = (0.001, 0.999)  # the ends an assumption is taken to: its 0.1 % and 99.9 % quantiles
+
+
+def unread_assumptions(
+    dists: Mapping[str, Distribution],
+    evaluate: Callable[[dict[str, np.ndarray]], Mapping[str, np.ndarray] | None],
+    at: Mapping[str, np.ndarray] | None = None,
+    integer_fields: Sequence[str] = (),
+) -> list[str]:
+    """The assumptions table's distributions in `dists` that this run never reads, so drawing them would
+    list inputs that change nothing (and let noise pick one as a driver). At SCREEN_DRAWS Sobol draws of
+    every input (each draw also at a row of `at`, cycled: a sweep's grid points), each table assumption
+    is set to its low end and then to its high end (SCREEN_ENDS) with all else held; one whose two ends
+    give identical outputs (every column `evaluate` returns, compared exactly) at every draw is unread.
+    A one-at-a-time screen from scattered base points (Morris 1991, "Factorial sampling plans for
+    preliminary computational experiments", Technometrics 33(2)), taken to each distribution's ends.
+    The user's own distributions, and table inputs in a stated correlation, are always drawn.
+    `evaluate(values)` returns the outputs by name, one value per row, or None when a draw is not a value
+    its field takes (the run itself then says so: nothing is dropped)."""
+    stated = {n for c in getattr(dists, "correlations", ()) for n in (c.a, c.b)}
+    candidates = [k for k, d in dists.items() if d.origin == "assumptions table" and k not in stated]
+    if not candidates:
+        return []
+    m = SCREEN_DRAWS
+    base = draws(dists, m, 0, integer_fields, correlations=getattr(dists, "correlations", ()))
+    if at:
+        g = len(next(iter(at.values())))
+        base |= {k: np.asarray(v)[np.arange(m) % g] for k, v in at.items()}
+    rows = {k: np.tile(v, 2 * len(candidates)) for k, v in base.items()}
+    for j, name in enumerate(candidates):
+        low, high = dists[name].ppf(np.asarray(SCREEN_ENDS))
+        rows[name][2 * j * m : (2 * j + 1) * m] = low
+        rows[name][(2 * j + 1) * m : (2 * j + 2) * m] = high
+    out = evaluate(rows)
+    if out is None:
+        return []
+    n = 2 * m * len(candidates)
+    columns = [a for a in (np.asarray(v) for v in out.values()) if a.shape == (n,)]
+
+    def same(a: np.ndarray, j: int) -> bool:
+        lo, hi = a[2 * j * m : (2 * j + 1) * m], a[(2 * j + 1) * m : (2 * j + 2) * m]
+        return bool(np.array_equal(lo, hi, equal_nan=a.dtype.kind in "fc"))
+
+    return [name for j, name in enumerate(candidates) if all(same(a, j) for a in columns)]
+
+
+def without(dists: Mapping[str, Distribution], names: Sequence[str]) -> Inputs:
+    """`dists` less `names`, keeping the correlations stated."""
+    kept = Inputs({k: d for k, d in dists.items() if k not in names})
+    kept.correlations = tuple(getattr(dists, "correlations", ()))
+    return kept
+
+
+def unread_note(unread: Sequence[str], reader: str = "this run") -> str:
+    """What a report says of the assumptions held because none changes an output of `reader`."""
+    names = ", ".join(k.removeprefix("assumptions.") for k in unread)
+    return (
+        f"held at their values, as none changes an output of {reader}: {names} (each taken from its low "
+        f"to its high end changed none at {SCREEN_DRAWS} draws of the other inputs)"
+    )
+
+
+def batch_columns(base: Any) -> Callable[[dict[str, np.ndarray]], Mapping[str, np.ndarray] | None]:
+    """unread_assumptions' `evaluate` for the decentralized model: every column of the batch path."""
+    from dtsim.models.decentralized.engine import simulate_batch
+
+    def evaluate(values: dict[str, np.ndarray]) -> Mapping[str, np.ndarray] | None:
+        fields = dict(values)
+        asm = {k.split(".", 1)[1]: fields.pop(k) for k in list(fields) if k.startswith("assumptions.")}
+        try:
+            return simulate_batch(base, assumption_rows=asm, **fields).columns
+        except ScenarioError:
+            return None
+
+    return evaluate
+
+
 def quantile_se(x: np.ndarray, q: float) -> float:
     """Standard error of the q-quantile of the sorted sample x: the half-width of the distribution-free
     95 % interval between the order statistics at ranks n·q ± 1.96·√(n·q(1−q)), over 2 × 1.96."""
@@ -390,6 +473,7 @@ class MonteCarlo:
     seed_given: bool = True  # False: the seed was drawn (and is reported, so the run can be repeated)
     samples_path: str | None = None  # where every draw was written (--samples)
     correlations: list[dict[str, Any]] = field(default_factory=list)  # the rank correlations stated
+    unread: list[str] = field(default_factory=list)  # table assumptions held: none changes an output
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -407,6 +491,7 @@ class MonteCarlo:
             "seed_drawn": not self.seed_given,
             "samples_file": self.samples_path,
             "correlations": self.correlations,
+            "unread": list(self.unread),
         }
 
     def json_parts(self) -> dict[str, Any]:
@@ -541,6 +626,10 @@ def run_monte_carlo(
     samples = sample_count(n)
     check_seed(seed)
     correlation_factor(sorted(dists), getattr(dists, "correlations", ()))  # a bad one fails before any work
+    from dtsim.schema.fields import INTEGER_FIELDS
+
+    unread = unread_assumptions(dists, batch_columns(base), integer_fields=INTEGER_FIELDS)
+    dists = without(dists, unread)
     seed_given = seed is not None
     if seed is None:
         seed = secrets.randbits(63)
@@ -620,8 +709,6 @@ def run_monte_carlo(
             "plan's model-error interval) is not drawn, so the ranges are narrower than they may be; give "
             "mfu as a distribution (e.g. --set mfu=0.4..0.55) to draw it"
         )
-    from dtsim.schema.fields import INTEGER_FIELDS
-
     inputs = draws(dists, min(samples, DRIVER_DRAWS), seed, INTEGER_FIELDS)  # the drivers' prefix, again
     drivers = {o: top_drivers(inputs, np.asarray(cols[o]), dists) for o in summary}
     share = {name: counts(cols[code], labels[name]) for name, code in CODED.items() if code in cols}
@@ -647,6 +734,7 @@ def run_monte_carlo(
         seed_given=seed_given,
         samples_path=str(samples_path) if samples_path else None,
         correlations=[{"fields": [c.a, c.b], "rho": c.rho} for c in getattr(dists, "correlations", ())],
+        unread=unread,
     )
 
 
@@ -835,9 +923,20 @@ class SampleSink:
 
 
 DRIVER_DRAWS = 1 << 14
-DRIVER_MIN_RHO = (
-    0.05  # |ρ| below this is sampling noise at 2^14 draws (its standard error ≈ 1/√n ≈ 0.008) or no effect
-)
+DRIVER_MIN_RHO = 0.05  # |ρ| below this is no effect worth naming, however many draws
+# A driver's ρ must also clear twice its sampling error: the standard error of Spearman's ρ (in Fisher's
+# z) near 0 is ≈ 1.03/√(n − 3) (Fieller, Hartley and Pearson 1957, "Tests for rank correlation
+# coefficients. I", Biometrika 44), one degree of freedom fewer for each driver already named (a
+# semipartial ρ). At 64 draws that is 0.26, at 1,024 0.064; at 2^14 the floor of 0.05 rules. A trial:
+# at 64 draws, inputs with ρ ≈ 0.05 that 65,536 draws give as 0 were named beside the real drivers.
+DRIVER_SE_FACTOR = 1.03
+DRIVER_NOISE_SES = 2.0
+
+
+def driver_floor(n: int, named: int = 0) -> float:
+    """The smallest |ρ| a driver is named at, from n draws with `named` drivers already chosen."""
+    dof = n - 3 - named
+    return max(DRIVER_MIN_RHO, DRIVER_NOISE_SES * DRIVER_SE_FACTOR / math.sqrt(dof)) if dof > 0 else 1.0
 
 
 def top_drivers(
@@ -847,8 +946,8 @@ def top_drivers(
     (`forward_drivers`; a sampling-based sensitivity measure: Helton, Johnson, Sallaberry and Storlie
     2006, "Survey of sampling-based methods for uncertainty and sensitivity analysis", Reliability
     Engineering & System Safety 91, §6.6, §6.8). Over the first 2^14 draws, a balanced Sobol prefix,
-    where y is defined; a choice of text values is ranked in its listed order; an input with |ρ| < 0.05
-    is not listed. For the share of the variance each input explains, with interactions, run
+    where y is defined; a choice of text values is ranked in its listed order; an input whose |ρ| is
+    under 0.05 or twice its sampling error (driver_floor) is not listed. For the share of the variance each input explains, with interactions, run
     `dtsim sensitivity`."""
     from scipy.stats import rankdata
 
@@ -885,7 +984,7 @@ def forward_drivers(
     independent inputs this is ρ itself; where a few Sobol draws of two inputs are correlated, an
     input no longer borrows another's effect (a trial user's case: at 64 draws straggler_coefficient
     "drove" a run with ρ = −0.72 through its ρ = 0.75 with node_mtbf_hours, the sign flipping with the
-    seed). Inputs under DRIVER_MIN_RHO are left out."""
+    seed). Inputs under driver_floor (0.05, or twice ρ's sampling error at few draws) are left out."""
     chosen: list[int] = []
     out: list[dict[str, Any]] = []
     n = ry.size
@@ -905,7 +1004,7 @@ def forward_drivers(
                 rho = cand["rho"]
             if abs(rho) > abs(best_rho):
                 best, best_rho = i, rho
-        if best is None or abs(best_rho) < DRIVER_MIN_RHO:
+        if best is None or abs(best_rho) < driver_floor(n, len(chosen)):
             break
         chosen.append(best)
         out.append({"input": cands[best]["input"], "rho": best_rho})

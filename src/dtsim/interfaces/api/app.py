@@ -639,8 +639,6 @@ async def api_sensitivity(
     `fixed_assumptions`, the assumptions table's. Work estimated over a second (N·(d + 2) runs at
     this server's measured cost per run, plus a measured fixed cost), or asked for with `Prefer: respond-async`, runs as a job:
     202 and `GET /api/jobs/{id}`, whose result is this same body."""
-    from dtsim.analysis.sensitivity import base_count
-
     kwargs = {
         "scenario": req.scenario,
         "preset": getattr(preset, "value", preset),
@@ -651,8 +649,7 @@ async def api_sensitivity(
     }
     try:
         scenario, dists = await run_in_threadpool(_sensitivity_inputs, kwargs)
-        runs = base_count(req.base, len(dists)) * (len(dists) + 2) + 2 * len(dists) + 1
-        estimate = await run_in_threadpool(_sensitivity_estimate_s, scenario, dists, req.output, runs)
+        estimate = await run_in_threadpool(_sensitivity_estimate_s, scenario, dists, req.output, req.base)
     except ScenarioError as exc:
         raise ApiError(422, _sensitivity_problems(exc)) from None
     return await jobs.run(request, "sensitivity", sensitivity_work, kwargs, estimate_s=estimate)
@@ -674,13 +671,14 @@ def _sensitivity_problems(exc: ScenarioError) -> list[tuple[str, Any, str]]:
     ]
 
 
-def _sensitivity_estimate_s(scenario: Scenario, dists: Any, output: str, runs: int) -> float:
-    """Seconds a sensitivity analysis of `runs` model runs is expected to take on this server: the
+def _sensitivity_estimate_s(scenario: Scenario, dists: Any, output: str, base: int) -> float:
+    """Seconds a sensitivity analysis of `base` Saltelli samples is expected to take on this server: the
     base-2 analysis of the request's own inputs is run (so a problem with them, an unknown output or
     nothing that varies, is 422 before any job is made) and timed, and its seconds per run are scaled
-    to `runs`. Its fixed cost is counted in every run, so the estimate is high: an analysis becomes a
+    to the runs of `base` samples over the inputs it drew (those the run reads: N·(d + 2) + 2d + 1). Its fixed cost is counted in every run, so the estimate is high: an analysis becomes a
     job early rather than late. The server's first probe pays for imports and caches, so the estimate
     uses the fastest probe this process has timed (the first is run twice)."""
+    from dtsim.analysis.sensitivity import base_count
     from dtsim.analysis.sensitivity import sensitivity as run_sensitivity
 
     for _ in range(2 if math.isinf(_FASTEST_PROBE["s_per_run"]) else 1):
@@ -688,7 +686,8 @@ def _sensitivity_estimate_s(scenario: Scenario, dists: Any, output: str, runs: i
         probe = run_sensitivity(scenario, dists, output, 2, 0)
         per_run = (time.perf_counter() - start) / max(probe.runs, 1)
         _FASTEST_PROBE["s_per_run"] = min(_FASTEST_PROBE["s_per_run"], per_run)
-    return _FASTEST_PROBE["s_per_run"] * runs
+    d = len(probe.indices)
+    return _FASTEST_PROBE["s_per_run"] * (base_count(base, d) * (d + 2) + 2 * d + 1)
 
 
 _FASTEST_PROBE = {"s_per_run": math.inf}  # the fastest base-2 probe's seconds per run in this process

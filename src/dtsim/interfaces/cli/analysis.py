@@ -182,6 +182,7 @@ def sweep(
     for a in result.axes:
         if a.note():
             c.print(f"note: {a.note()}", highlight=False)
+    from dtsim.analysis.uncertainty import unread_note
     from dtsim.models.decentralized.warning_rules import CODES
 
     bits = np.asarray(result.columns.get("warning_bits", np.zeros(result.n)), dtype=np.int64)
@@ -251,7 +252,12 @@ def sweep(
         seed_note = "" if bands.seed_given else f" (drawn; --seed {bands.seed} repeats it)"
         c.print(
             f"{label} of {metric} over {bands.draws_per_point:,} draws at each point, seed {bands.seed}{seed_note}; "
-            f"inputs drawn: {', '.join(k.removeprefix('assumptions.') for k in bands.inputs) or 'none'}.",
+            f"inputs drawn: {', '.join(k.removeprefix('assumptions.') for k in bands.inputs) or 'none'}"
+            + (
+                f"; assumptions {unread_note(bands.unread, 'the points of the grid')}."
+                if bands.unread
+                else "."
+            ),
             highlight=False,
         )
     if out is not None:

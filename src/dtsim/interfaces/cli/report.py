@@ -300,7 +300,11 @@ def print_uncertainty(mc, console: Console | None = None, title: str = "", fixed
             dist, _, origin = desc.partition(" (")
             v.add_row(k.removeprefix("assumptions."), dist, origin.rstrip(")") or "scenario")
         con.print(v)
-    else:
+    if mc.unread:
+        from dtsim.analysis.uncertainty import unread_note
+
+        con.print(f"Assumptions {unread_note(mc.unread)}.", highlight=False)
+    if not mc.inputs:
         con.print(
             "Nothing varied: every draw is the point (give inputs as distributions"
             + (", or drop --fixed-assumptions)." if fixed_hint else ")."),
@@ -367,5 +371,9 @@ def print_sensitivity(res, console: Console | None = None) -> None:
     )
     if idle:
         con.print(f"No effect on {res.output} (ST < 0.005, flat tornado): {', '.join(idle)}", highlight=False)
+    if res.unread:
+        from dtsim.analysis.uncertainty import unread_note
+
+        con.print(f"Assumptions {unread_note(res.unread)}.", highlight=False)
     for w in res.warnings:
         con.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
