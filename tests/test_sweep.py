@@ -358,3 +358,25 @@ def test_a_whole_number_range_says_when_rounding_merged_its_points():
         "/api/sweep", json={"vary": [{"field": "num_nodes", "start": 8, "stop": 20, "num": 13}]}
     ).json()
     assert got["notes"] == []
+
+
+def test_every_number_simulate_gives_is_a_batch_column_of_that_name():
+    """A trial user's case: simulate --json says pp_stages and compute_step_s, which sweep --metric and
+    --prob refused (the batch called them stages and step_s). Every numeric result field of simulate
+    is now a column of the batch path, with the same value."""
+    from dtsim.models.decentralized.engine import simulate, simulate_batch
+    from dtsim.schema.scenario import load_scenario
+
+    for fields in ({}, {"parameters_b": 1000}):
+        scenario = load_scenario(overrides=fields)
+        result = simulate(scenario).model_dump()
+        columns = simulate_batch(scenario).columns
+        numbers = {k: v for k, v in result.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+        assert {"pp_stages", "compute_step_s"} <= set(numbers)
+        for name, value in numbers.items():
+            assert name in columns, name
+            assert float(np.asarray(columns[name]).reshape(-1)[0]) == pytest.approx(
+                value, rel=1e-12, nan_ok=True
+            ), name
+    res = runner.invoke(app, ["sweep", "--vary", "parameters_b=100,1000", "-q", "--metric", "pp_stages"])
+    assert res.exit_code == 0, res.output

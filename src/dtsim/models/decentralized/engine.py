@@ -393,6 +393,9 @@ def run_frame(f: Frame, asm: Assumptions) -> dict[str, np.ndarray]:
     out["hierarchy_by_region"] = np.asarray(f.by_region)
     for col in FRAME_OUTPUTS:
         out[col] = np.asarray(f[col])
+    # the names simulate's result gives two of them (Result.pp_stages, Result.compute_step_s), so that a
+    # sweep's columns and --metric, and --prob, take every name `simulate --json` shows
+    out["pp_stages"], out["compute_step_s"] = out["stages"], out["step_s"]
     out["node_sustained_flop_s"] = np.asarray(f.peak_flop_s * f.mfu)
 
     from dtsim.models.decentralized.warning_rules import evaluate_warnings
