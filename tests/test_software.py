@@ -298,3 +298,38 @@ def test_a_profile_does_not_warn_about_a_setting_it_made_itself_at_tp_1():
     assert r.exit_code == 0 and "needs tp > 1" not in r.output, r.output
     r = CliRunner().invoke(app, [*args, "--tp", "1", "--overlap-tp-comm"])
     assert "needs tp > 1" in " ".join(r.output.split())  # the user's own setting is still named
+
+
+# ---- a profile on an accelerator its records never ran on ------------------------------------------------
+
+
+def test_each_profiles_accelerators_are_the_kinds_its_records_ran_on():
+    """`accelerators` (software.yaml) is no new claim: the kinds of the profile's records' runs."""
+    from dtsim.validation.predict import record_gpu
+
+    runs = load_dataset().records
+    for sid, prof in catalog.software().items():
+        chips = {record_gpu(r) for r in runs if r.group in prof.records and r.kind == "datacenter"}
+        kinds = {"tpu" if catalog.gpus()[g].micro.systolic else "gpu" for g in chips}
+        assert kinds and kinds == set(prof.accelerators), (sid, chips)
+
+
+def test_a_gpu_stack_on_a_tpu_is_said_in_step_plan_and_the_api(client):
+    """A trial's case: --software megatron-core-2024 on tpu-v5p took the CUDA stack's settings without
+    a word. They are still the defaults, and every answer says where they were measured."""
+    tpu = ["-m", "llama3.1-8b", "--gpu", "tpu-v5p", "--nodes", "4", "--gpus-per-node", "4", "--gbs", "64"]
+    step_json = cli_json("step", *tpu, "--software", "megatron-core-2024")
+    assert "runs on GPUs (its records MCORE24), and tpu-v5p is a TPU" in step_json["software_note"]
+    assert "measured on TPUs: maxtext" in step_json["software_note"]
+    assert step_json["layout"]["zero"] == 1  # the profile's setting, still taken
+    text = " ".join(cli("step", *tpu, "--software", "megatron-core-2024").output.split())
+    assert "warning: software megatron-core-2024's settings come from runs on GPUs" in text
+    plan_json = cli_json("plan", *tpu, "--software", "nemo-24.07", "--top", "2")
+    assert "tpu-v5p is a TPU" in plan_json["software_note"]
+    assert "software_note" not in cli_json("step", *tpu, "--software", "maxtext")
+    assert "software_note" not in cli_json(*STEP, "--software", "llm-foundry")
+    body = {"model": "llama3.1-8b", "gpu": "tpu-v5p", "nodes": 4, "gpus_per_node": 4, "gbs": 64}
+    res = client.post("/api/step", json={**body, "software": "megatron-core-2024"})
+    assert res.status_code == 200 and "tpu-v5p is a TPU" in res.json()["software_note"]
+    res = client.post("/api/plan", json={**PLAN_BODY, "software": "maxtext", "top": 2})
+    assert res.status_code == 200 and "h100-sxm is a GPU" in res.json()["software_note"]

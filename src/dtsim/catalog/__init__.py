@@ -324,6 +324,7 @@ class SoftwareProfile:
     records: tuple[str, ...]
     layout: MappingProxyType
     sources: MappingProxyType
+    accelerators: tuple[str, ...] = ("gpu",)  # the kinds its records ran on: gpu, tpu
 
 
 # The Layout fields a profile may set (software.yaml): a stack's kernels, overlaps, sharding and
@@ -359,6 +360,9 @@ def software() -> MappingProxyType:
         ruled = {k for k, v in layout.items() if v == "with_tp"} - set(RULE_FIELDS)
         if unknown or ruled:  # pragma: no cover - guards the shipped file
             raise RuntimeError(f"software profile {sid}: fields it may not set {sorted(unknown | ruled)}")
+        kinds = tuple(row.get("accelerators") or ())
+        if not kinds or set(kinds) - {"gpu", "tpu"}:  # pragma: no cover - guards the shipped file
+            raise RuntimeError(f"software profile {sid}: accelerators (gpu, tpu) are required")
         out[sid] = SoftwareProfile(
             id=sid,
             name=row["name"],
@@ -366,6 +370,7 @@ def software() -> MappingProxyType:
             records=tuple(row.get("records") or ()),
             layout=MappingProxyType(layout),
             sources=MappingProxyType(sources),
+            accelerators=kinds,
         )
     return MappingProxyType(out)
 

@@ -1199,9 +1199,15 @@ def step_layouts(
 
 def with_software(payload: dict[str, Any], software: str | None) -> dict[str, Any]:
     """An answer (step, plan, target-size) naming the software profile its layouts took their defaults
-    from, when one did (`software`), as the CLI's --json, the API and the pages give it."""
+    from, when one did (`software`), as the CLI's --json, the API and the pages give it, and
+    `software_note` when the stack does not run on the answer's accelerator (a CUDA stack on a TPU)."""
     if software is not None:
+        from dtsim.models.datacenter.software import accelerator_note
+
         payload["software"] = software
+        note = accelerator_note(software, payload.get("gpu"))
+        if note:
+            payload["software_note"] = note
     return payload
 
 

@@ -259,6 +259,15 @@ def software_label(software: str, given: set[str], searched: tuple[str, ...] = (
     )
 
 
+def say_software_note(software: str | None, gpu: str) -> None:
+    """The text output's warning when the profile's stack does not run on this accelerator."""
+    from dtsim.models.datacenter.software import accelerator_note
+
+    note = accelerator_note(software, gpu)
+    if note:
+        console().print(f"[yellow]warning:[/yellow] {note}", highlight=False)
+
+
 TokensOpt = Annotated[
     float | None,
     typer.Option("--tokens", help="Training tokens (e.g. 15e12): report days, GPU-hours, cost and energy."),
@@ -876,6 +885,7 @@ def step(
         con.print(f"[red]{result.fit_note}[/red]")
     for w in result.warnings:
         con.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+    say_software_note(software, result.gpu)
     if dmc is not None:
         from dtsim.interfaces.cli.report import print_uncertainty
 
@@ -1094,6 +1104,7 @@ def plan(
     )
     if software is not None:
         con.print(f"software: {software_label(software, flags_given, PLAN_SEARCHED)}", highlight=False)
+        say_software_note(software, result.gpu)
     shown = result.ranked or result.nearest
     title = "Fastest layouts that fit" if result.fits else "Nothing fits — the closest layouts (not answers)"
     if shown:

@@ -52,6 +52,29 @@ def _given(explicit: Collection[str]) -> set[str]:
     return given
 
 
+def accelerator_note(software_id: Any, gpu: Any) -> str | None:
+    """What an answer says when a profile is given for a kind of accelerator its records never ran on
+    (a stack measured on GPUs, given for a TPU): its settings are still the layout's defaults, as
+    settings, not as a stack measured there."""
+    if not isinstance(software_id, str) or software_id not in catalog.software():
+        return None
+    chip = catalog.gpus().get(gpu) if isinstance(gpu, str) else None
+    if chip is None:
+        return None
+    kind = "tpu" if chip.micro is not None and chip.micro.systolic else "gpu"
+    p = catalog.software()[software_id]
+    if kind in p.accelerators:
+        return None
+    others = [k for k, q in catalog.software().items() if kind in q.accelerators]
+    ran = " and ".join(a.upper() + "s" for a in p.accelerators)
+    return (
+        f"software {software_id}'s settings come from runs on {ran} (its records {', '.join(p.records)}), "
+        f"and {gpu} is a {kind.upper()}: they are taken as the layout's defaults (a ZeRO stage, kernels, "
+        f"overlaps), not as a stack measured on {kind.upper()}s"
+        + (f"; measured on {kind.upper()}s: {', '.join(others)}" if others else "")
+    )
+
+
 def apply_software(
     software_id: Any, fields: dict[str, Any], explicit: Collection[str], name: str = "software"
 ) -> dict[str, Any]:

@@ -201,7 +201,7 @@ def software_note(
 ) -> None:
     """The answer card's line naming the software profile used (nothing without one), and the fields it
     set that no input of the form gives (those `searched` aside: /plan searches them all the same)."""
-    from dtsim.models.datacenter.software import profile, taken_fields
+    from dtsim.models.datacenter.software import accelerator_note, profile, taken_fields
 
     if v.get("software") is None:
         return
@@ -212,6 +212,9 @@ def software_note(
         f"Software stack: {p.name} [{v['software']}]"
         + (f"; set by the profile (no input here, or left blank): {taken}" if taken else "")
     ).classes("text-body2").props("data-testid=software-used")
+    note = accelerator_note(v["software"], v.get("gpu"))
+    if note:
+        ui.label(f"Warning: {note}").classes("text-body2 text-warning").props("data-testid=software-note")
 
 
 def linked(name: str, v: dict[str, Any]) -> dict[str, Any]:
