@@ -174,3 +174,42 @@ def test_a_set_value_meant_as_a_list_or_table_says_why_it_does_not_read():
         (where, value, message) = exc.value.problems[0]
         assert where == "node_groups" and value == raw and why in message, message
     assert parse_set(["name=a: b: c"]) == {"name": "a: b: c"}  # other text that is not YAML stays text
+
+
+def test_a_gpu_given_over_a_node_keeps_its_count_and_a_count_scales_the_node():
+    """A trial user's case: `--preset intellect-1 --set gpu=h100-sxm` (the GPU the preset's dgx-h100
+    already has) gave nodes of 16 GPUs, the default scenario's count: 176 GPUs and 15.35 days instead of
+    88 and 26.9, without a word. A GPU without a count keeps the base's count (a node preset's); a count
+    alone scales the base's peak and memory (`--set gpus_per_node=64` kept 32 PFLOPS and 2,304 GB)."""
+    base = load_scenario(preset="intellect-1")
+    same = load_scenario(preset="intellect-1", overrides={"gpu": "h100-sxm"})
+    assert (same.gpus_per_node, same.pflops_per_node, same.vram_per_node_gb) == (
+        8,
+        pytest.approx(base.pflops_per_node),
+        base.vram_per_node_gb,
+    )
+    assert dtsim.simulate(same).wall_clock_days == pytest.approx(dtsim.simulate(base).wall_clock_days)
+    assert load_scenario(preset="intellect-1", overrides={"gpu": "b200"}).gpus_per_node == 8
+    assert (
+        load_scenario(preset="intellect-1", overrides={"gpu": "b200", "gpus_per_node": 4}).gpus_per_node == 4
+    )
+    default = load_scenario()
+    four = load_scenario(overrides={"gpus_per_node": 64})
+    assert four.pflops_per_node == pytest.approx(default.pflops_per_node * 4)
+    assert four.vram_per_node_gb == pytest.approx(default.vram_per_node_gb * 4)
+    layered = load_scenario(
+        overrides={"gpus_per_node": 4},
+        file_fields={"gpu": "h100-sxm", "gpus_per_node": 8, "pflops_per_node": 10.0},
+    )
+    assert layered.pflops_per_node == pytest.approx(5.0)  # the file's own per-GPU figure, halved
+    with pytest.raises(dtsim.ScenarioError) as exc:  # a node preset fixes its count
+        load_scenario(preset="intellect-1", overrides={"gpus_per_node": 4})
+    assert exc.value.problems[0][0] == "gpus_per_node"
+    with pytest.raises(dtsim.ScenarioError) as exc:  # the derived peak past its bound names the count
+        load_scenario(overrides={"gpus_per_node": 10_000_000})
+    assert exc.value.problems[0][:2] == ("gpus_per_node", 10_000_000)
+    assert "at most 5,000,000 GPUs per node" in exc.value.problems[0][2]
+    groups = load_scenario(
+        preset="intellect-1", overrides={"node_groups": [{"count": 4, "gpu": "a100-80gb"}, {"count": 4}]}
+    )
+    assert dtsim.simulate(groups).gpu_count == 64  # 8 A100s a node, as the base's nodes hold 8

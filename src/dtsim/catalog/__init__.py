@@ -435,6 +435,11 @@ HARDWARE_FIELDS = ("node", "gpu", "gpus_per_node", "pflops_per_node", "vram_per_
 BANDWIDTH_PAIR = ("bandwidth_up_mbps", "bandwidth_down_mbps")
 
 
+def _count(x: Any) -> bool:
+    """A number (not a bool): what merge_layers may scale."""
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
 def merge_layers(lower: dict[str, Any], upper: dict[str, Any]) -> dict[str, Any]:
     """Overlay scenario field dicts: `upper` wins; hardware and bandwidth groups replace as a unit.
 
@@ -442,7 +447,12 @@ def merge_layers(lower: dict[str, Any], upper: dict[str, Any]) -> dict[str, Any]
       single bandwidth sets both directions; one direction in `upper` over a `bandwidth_mbps` in `lower`
       replaces that direction only (the other keeps the symmetric value).
     - `node` or `gpu` in `upper` drops every hardware field from `lower` that `upper` does not set
-      (and the precision, when the node preset fixes one, e.g. the FP8 node variants).
+      (and the precision, when the node preset fixes one, e.g. the FP8 node variants), except that a
+      `gpu` without a count keeps `lower`'s GPUs per node (a node preset's count): intellect-1's nodes
+      of 8 H100s given `gpu: b200` are nodes of 8 B200s, not the default scenario's 16.
+    - `gpus_per_node` alone in `upper` scales `lower`'s pflops_per_node and vram_per_node_gb with it
+      (the same GPUs, more or fewer of them); over a node preset it is refused where the scenario
+      resolves it (the preset fixes its count).
     """
     merged = dict(lower)
     if "bandwidth_mbps" in upper:
@@ -454,13 +464,25 @@ def merge_layers(lower: dict[str, Any], upper: dict[str, Any]) -> dict[str, Any]
             for key in BANDWIDTH_PAIR:
                 merged.setdefault(key, symmetric)
     if "node" in upper or "gpu" in upper:
+        count = None
+        if "node" not in upper and "gpus_per_node" not in upper:
+            below = nodes().get(merged.get("node")) if isinstance(merged.get("node"), str) else None
+            count = merged.get("gpus_per_node", below.gpu_count if below is not None else None)
         for key in HARDWARE_FIELDS:
             if key not in upper:
                 merged.pop(key, None)
+        if count is not None:
+            merged["gpus_per_node"] = count
         node_id = upper.get("node")
         node = nodes().get(node_id) if isinstance(node_id, str) else None
         if node is not None and node.precision is not None and "precision" not in upper:
             merged.pop("precision", None)
+    elif "gpus_per_node" in upper and "node" not in merged:
+        old, new = merged.get("gpus_per_node"), upper["gpus_per_node"]
+        if _count(old) and _count(new) and old > 0:
+            for key in ("pflops_per_node", "vram_per_node_gb"):
+                if key not in upper and _count(merged.get(key)):
+                    merged[key] = merged[key] * new / old
     merged.update(upper)
     return merged
 

@@ -9,6 +9,7 @@ same inputs with the same words.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -390,6 +391,20 @@ class Scenario(BaseModel):
             data.setdefault("vram_per_node_gb", node.vram_gb)
             if node.precision is not None:
                 data.setdefault("precision", node.precision)
+        given = {k for k in ("pflops_per_node", "vram_per_node_gb") if k in data}
+        count = data.get("gpus_per_node")
+        if (
+            node_id is None
+            and data.get("gpu") is None
+            and isinstance(count, int | float)
+            and not isinstance(count, bool)
+        ):
+            # another count of the default node's GPUs (16 GH200 at the MIRI simulator docs' figures):
+            # its peak and memory scale with the count, as a scenario's own do (catalog.merge_layers)
+            default = cls.model_fields["gpus_per_node"].default
+            for key in ("pflops_per_node", "vram_per_node_gb"):
+                if key not in data and count > 0:
+                    data[key] = cls.model_fields[key].default * count / default
         gpu_id = data.get("gpu")
         if gpu_id is not None:
             gpu = catalog.gpus().get(lower_word(gpu_id)) if isinstance(gpu_id, str) else None
@@ -416,6 +431,7 @@ class Scenario(BaseModel):
                         )
                     data["pflops_per_node"] = count * peak / 1000.0
                 data.setdefault("vram_per_node_gb", count * gpu.memory_gb)
+        _check_derived(data, given)
         return data
 
     @model_validator(mode="after")
@@ -859,6 +875,30 @@ def base_preset(file: str | Path | None, preset: str | None, default: str) -> st
         return preset
     # read_scenario_file holds a mapping or raises (the loader reads the file again: a small text file)
     return None if file is not None and "preset" in read_scenario_file(file) else default
+
+
+def _check_derived(data: dict[str, Any], given: set[str]) -> None:
+    """A node's peak or memory derived from gpus_per_node (not given) past its field's bounds is an error
+    naming gpus_per_node, the field the user gave, with the largest count that fits."""
+    count = data.get("gpus_per_node")
+    if not isinstance(count, int | float) or isinstance(count, bool) or count <= 0:
+        return
+    for key in ("pflops_per_node", "vram_per_node_gb"):
+        value = data.get(key)
+        if key in given or not isinstance(value, int | float) or isinstance(value, bool):
+            continue
+        most = BOUNDS[key]["le"]
+        if value > most:
+            raise ScenarioError(
+                [
+                    (
+                        "gpus_per_node",
+                        count,
+                        f"gives a node of {value:.4g} in {key} (at most {most:.4g}): at most "
+                        f"{math.floor(count * most / value):,} GPUs per node of these",
+                    )
+                ]
+            )
 
 
 def make_scenario(fields: dict[str, Any]) -> Scenario:

@@ -227,6 +227,11 @@ def render(r: Result, title: str = "dtsim", explain: bool = False, mc: Any = Non
     return Group(*parts)
 
 
+def _plain(x: float) -> str:
+    """A link figure as the report writes numbers: 10,000 (not 1e+04), 0.5, 2.5e-05."""
+    return f"{x:,.0f}" if x >= 100 else f"{x:.4g}"
+
+
 def _groups_table(groups: list[dict[str, Any]], r: Result) -> Table:
     """The node groups as the scenario gave them, the one that sets the pace marked."""
     g = table(title="Node groups", title_justify="left", box=None, pad_edge=False)
@@ -234,7 +239,11 @@ def _groups_table(groups: list[dict[str, Any]], r: Result) -> Table:
         g.add_column(col, justify="right" if col in ("#", "nodes") else "left")
     sc = r.scenario or {}
     for i, grp in enumerate(groups):
-        hw = grp.get("node") or (f"{grp.get('gpus_per_node', '')}× {grp['gpu']}" if grp.get("gpu") else "")
+        # a GPU without a count keeps the scenario's GPUs per node (catalog.merge_layers)
+        count = grp.get("gpus_per_node", sc.get("gpus_per_node"))
+        hw = grp.get("node") or (
+            f"{count:g}× {grp['gpu']}" if grp.get("gpu") and count else grp.get("gpu", "")
+        )
         hw = hw or (f"{grp['pflops_per_node']:g} PFLOPS" if grp.get("pflops_per_node") else "scenario's")
         up = grp.get("bandwidth_up_mbps", sc.get("bandwidth_up_mbps"))
         down = grp.get("bandwidth_down_mbps", sc.get("bandwidth_down_mbps"))
@@ -245,10 +254,10 @@ def _groups_table(groups: list[dict[str, Any]], r: Result) -> Table:
             f"{grp['count']:,}",
             hw,
             grp.get("region") or "—",
-            f"{up:,.4g} / {down:,.4g}",
+            f"{_plain(up)} / {_plain(down)}",
             "by region"
             if rtt is None and grp.get("region")
-            else f"{rtt if rtt is not None else sc.get('latency_ms'):,.4g}",
+            else _plain(rtt if rtt is not None else sc.get("latency_ms")),
             mark,
         )
     return g
