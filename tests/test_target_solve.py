@@ -543,3 +543,37 @@ def test_the_bases_own_node_is_not_named_like_a_preset():
     # a node preset keeps its id
     r = runner.invoke(app, ["target", "--solve", "days", "--params-b", "70", "--node", "16x-gh200", "--json"])
     assert '"16x-gh200"' in r.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [
+            *("--solve", "num_nodes", "--params-b", "10", "--days", "30", "--node", "dgx-h100"),
+            *("--set", "bandwidth_mbps=1000", "--set", "latency_ms=30", "--set", "mfu=0.5"),
+        ],
+        ["--solve", "days", "--params-b", "70", "--set", "num_nodes=128", "--set", "bandwidth_mbps=1000"],
+    ],
+)
+def test_the_answers_fields_and_check_command_reproduce_it_with_the_users_own_fields(args):
+    """A trial user's case: the `check it` command and `scenario_fields` left out the user's --set
+    bandwidth, latency and MFU: the command gave 28.08 days, H = 329, η = 0.832 for an answer of 22.46
+    days, H = 42, η = 0.892. Both now carry the user's fields under the answer's, and reproduce it."""
+    import shlex
+
+    from dtsim.models.decentralized.engine import simulate
+
+    res = runner.invoke(app, ["target", *args, "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    fields = d["scenario_fields"]
+    assert fields["bandwidth_mbps"] == 1000
+    run = simulate(load_scenario(preset="governance", overrides=fields))
+    assert run.wall_clock_days == pytest.approx(d["configuration"]["days"], rel=1e-9)
+    assert run.efficiency == pytest.approx(d["configuration"]["efficiency"], rel=1e-9)
+    text = " ".join(runner.invoke(app, ["target", *args], env={"COLUMNS": "400"}).output.split())
+    command = shlex.split(text.split("check it: ", 1)[1].split(" search:", 1)[0])
+    assert command[:3] == ["dtsim", "simulate", "--preset"]
+    again = runner.invoke(app, [*command[1:], "--json"])
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["wall_clock_days"] == pytest.approx(d["configuration"]["days"], rel=1e-9)

@@ -628,7 +628,7 @@ def _target_solve(
         t.add_row(k, _fmt(v) if not isinstance(v, int) else f"{v:,}")
     t.add_row("cost_usd", f"${sol.run.cost_usd:,.0f}")
     c.print(t)
-    fields = {**sol.run.scenario_fields(), "tokens_t": sol.tokens_t}
+    fields = ans.payload["scenario_fields"]  # the user's fields with the answer's over them
     c.print(
         f"check it: {check_base} " + " ".join(f"--set {k}={_set_text(v)}" for k, v in fields.items()),
         highlight=False,
