@@ -162,7 +162,10 @@ def cli_json(argv: list[str]) -> dict[str, Any]:
 
 def copied_link(page: Any) -> str:
     """Click the view's Copy share link button and return the link it copied (the copy is
-    asynchronous: the server asks the page to write the clipboard, so it is read once written)."""
+    asynchronous: the server asks the page to write the clipboard, so it is read once written). The
+    clipboard is the browser context's, shared by its pages: it is emptied first, or an earlier page's
+    copy passed for this one's under load (a full-suite run's failure)."""
+    page.evaluate("navigator.clipboard.writeText('')")
     page.click("[data-testid=copy-link]")
     page.wait_for_function("navigator.clipboard.readText().then((t) => t.length > 0)", timeout=10_000)
     return page.evaluate("navigator.clipboard.readText()")

@@ -682,6 +682,8 @@ def check_cross_fields(row: dict[str, Any], batch: bool = False) -> None:
         at = {k: (np.atleast_1d(v)[i] if np.ndim(v) else v) for k, v in row.items()}
         value = at[_RULE_VALUE.get(field, field)]
         value = value.item() if hasattr(value, "item") else value
+        if isinstance(value, float) and math.isnan(value):  # a field not given is NaN in a row
+            value = None
         problems.append((f"{field}[{i}]" if batch else field, value, message(at)))
     if problems:
         raise ScenarioError(problems)

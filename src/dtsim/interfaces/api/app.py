@@ -835,11 +835,16 @@ def create_app(ui: bool = True) -> FastAPI:
             # `compute_cap.constrained-str`): the field is the name, and its members' complaints are one
             loc = [p for p in loc if not _TYPE_TAG.match(p)]
             msg = err.get("msg", "invalid")
-            # a validator's own message, without pydantic's "Value error, " prefix (as the CLI shows it)
-            field = ".".join(loc) or "body"
+            # a validator's own message, without pydantic's "Value error, " prefix (as the CLI shows it);
+            # a list's item as the other paths name it (vary[0].field, as scenarios[1].num_nodes)
+            field = "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in loc).lstrip(".") or "body"
             if err.get("input", ...) is None and err.get("type", "").endswith("_type"):
                 # null where a value goes: pydantic listed every member of the union it tried
                 msg = "is null, which it does not take: give a value"
+            elif err.get("type") in ("literal_error", "enum") and (err.get("ctx") or {}).get("expected"):
+                # pydantic: "Input should be 'a', 'b' or 'c'": in the CLI's words
+                known = re.sub(r"'([^']*)'", r"\1", str(err["ctx"]["expected"])).replace(" or ", ", ")
+                msg = f"unknown {loc[-1] if loc else 'value'}; known: {known}"
             elif err.get("type") == "extra_forbidden":  # pydantic: "Extra inputs are not permitted"
                 msg = (
                     "not a field of this request: give the base preset as ?preset=NAME in the query (or as "

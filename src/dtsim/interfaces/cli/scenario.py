@@ -123,7 +123,10 @@ def simulate(
             payload["distributions_at_point"] = {k: v.describe() for k, v in dists.items()}
         print_json(payload)
         return
-    base = scenario.name or preset or (file.name if file else "default scenario")
+    from rich.markup import escape
+
+    # the name is the user's text: escaped, so Rich prints its brackets as typed (not as markup)
+    base = escape(scenario.name or preset or (file.name if file else "default scenario"))
     # a title that names only the base hid every --set (a trial user's case); a field set twice is one
     changed = len(set_keys(set_))
     title = f"dtsim — {base}" + (f", {changed} field{'s' if changed > 1 else ''} set" if changed else "")

@@ -364,9 +364,9 @@ HINTS: tuple[tuple[str, tuple[Hint, ...]], ...] = (
             Hint("max_run_days", "Maximum run", "Override L.", blank="computed"),
             Hint(
                 ASSUMPTION_PREFIX + "hfu_mfu_ratio",
-                "HFU/MFU ratio",
+                "MFU/HFU ratio",
                 "MFU as a fraction of HFU: {hfu_mfu_ratio} with selective recomputation (PaLM 46.2%/57.8%), 1.0 without, "
-                "~0.67 with full recomputation (MIRI simulator docs §6.2).",
+                "0.75 (6/8) with full recomputation (MIRI simulator docs §6.2; Korthikanti et al. 2022).",
                 step=0.01,
             ),
         ),

@@ -192,7 +192,7 @@ def derivation(r: Result) -> list[Step]:
         ),
         Step(
             "HFU",
-            "MFU / (HFU/MFU ratio)",
+            "MFU / hfu_mfu_ratio (model over hardware FLOPs, MFU/HFU)",
             f"{r.global_hfu:.2%}" if r.global_hfu is not None else "—",
             "MIRI simulator docs §6.2",
         ),
