@@ -195,7 +195,12 @@ def test_one_field_sweep_keeps_its_body_and_response(client):
         ("/api/limits/search", {"compute": 1e10}, "compute", "greater than or equal to"),
         ("/api/limits/search", {"compute": 1e25, "gpu": "z80"}, "gpu", "unknown"),
         ("/api/limits/curve", {"months": 0}, "months", "greater than 0"),
-        ("/api/limits/curve", {"scaling": "linear"}, "scaling", "unknown scaling; known: default, deepseek, fixed"),
+        (
+            "/api/limits/curve",
+            {"scaling": "linear"},
+            "scaling",
+            "unknown scaling; known: default, deepseek, fixed",
+        ),
         ("/api/limits/curve", {"colour": 1}, "colour", "not a field of this request"),
         ("/api/validate", {"subset": ["NOPE"]}, "subset", "not a group or record id"),
         # a subnormal bandwidth (schemathesis found it) overflowed the limits model's costs to NaN: a 500
