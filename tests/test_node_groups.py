@@ -211,6 +211,16 @@ def test_unlike_regions_keep_their_sizes_and_names_are_case_free():
             },
             "assumptions.fiber_group_index = 0: must be between 1.0 and 2.0",
         ),
+        (  # a trial's case: a group's own RTT between catalogued regions below light in fiber ran
+            {
+                "node_groups": [
+                    {"count": 2, "node": "dgx-h100", "region": "us-east", "latency_ms": 1},
+                    {"count": 2, "node": "dgx-h100", "region": "australia", "latency_ms": 200},
+                ]
+            },
+            "node_groups[0].latency_ms = 1.0: is faster than light in fiber: the group in us-east exchanges "
+            "with a group in australia, a round trip that takes 153.5 ms",
+        ),
         ({"loss_rate": 0.01}, "tcp_streams"),
         ({"tcp_streams": 0}, "tcp_streams"),
         ({"outer_overlap_steps": -1}, "outer_overlap_steps"),

@@ -119,6 +119,25 @@ def resolve_groups(s: Any, asm: Any) -> tuple[ResolvedGroup, ...] | None:
                     )
                 ]
             )
+    for i, g in enumerate(s.node_groups):
+        # a group's own RTT between catalogued regions is held to light in fiber, as region_rtt_ms is (a
+        # trial's case: 1 ms between us-east and australia ran, where region_rtt_ms refuses under 153.5)
+        if g.latency_ms is None or g.region is None:
+            continue
+        floors = [(f, o) for o in named if (f := _light_in_fiber_ms(g.region, o, asm.fiber_group_index))]
+        if floors and g.latency_ms < max(floors)[0]:
+            floor, other = max(floors)
+            raise ScenarioError(
+                [
+                    (
+                        f"node_groups[{i}].latency_ms",
+                        g.latency_ms,
+                        f"is faster than light in fiber: the group in {g.region} exchanges with a group in "
+                        f"{other}, a round trip that takes {floor:,.1f} ms along the great circle at the "
+                        "fiber's group index (fiber_group_index), before any route inflation",
+                    )
+                ]
+            )
     out = []
     for i, g in enumerate(s.node_groups):
         where = f"node_groups[{i}]"
