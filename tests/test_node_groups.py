@@ -11,6 +11,9 @@ import pytest
 import dtsim
 from dtsim import catalog
 from dtsim.assumptions import Assumptions
+from dtsim.models.decentralized.engine import simulate_batch
+from dtsim.models.decentralized.warning_rules import CODES
+from dtsim.schema.scenario import load_scenario
 
 ASM = Assumptions({})
 C = 299_792_458.0
@@ -258,6 +261,41 @@ def test_one_tcp_flow_over_a_long_path_is_window_limited():
     f14 = 1 + 0.05 * math.log2(14)
     assert one.sync_s == pytest.approx((2 * payload / cap + 0.15) * f14, rel=1e-9)
     assert four.sync_s == pytest.approx(line.sync_s, rel=1e-12)
+
+
+def test_a_tcp_limit_that_binds_is_said_with_both_rates():
+    """A trial user's case: one flow with 0.01 % loss cut a 1,000 Mbit/s group link to 4.2 Mbit/s and
+    the 85-minute sync was said nowhere but in details; TCP_LIMITED names the link and both rates."""
+    base = {"num_nodes": 14, "node": "dgx-h100", "bandwidth_mbps": 1000, "latency_ms": 150}
+    base |= {"parameters_b": 10, "tokens_t": 1, "compression": 1, "precision": "bf16"}
+    one = dtsim.simulate(base | {"tcp_streams": 1})
+    [w] = [w for w in one.warnings if w.code == "TCP_LIMITED"]
+    assert (
+        "1 flow (tcp_streams) at its RTT carries 335.5 Mbit/s up and 335.5 down of the line's 1,000 / 1,000"
+        in w.message
+    )
+    for quiet in (base, base | {"tcp_streams": 4}, base | {"tcp_streams": 1, "latency_ms": 0}):
+        assert "TCP_LIMITED" not in [w.code for w in dtsim.simulate(quiet).warnings]
+    groups = {
+        "parameters_b": 10,
+        "tcp_streams": 1,
+        "loss_rate": 1e-4,
+        "node_groups": [
+            {"count": 4, "node": "dgx-h100", "region": "us-east", "bandwidth_mbps": 10000},
+            {"count": 4, "node": "dgx-h100", "region": "australia", "bandwidth_mbps": 500},
+        ],
+    }
+    r = dtsim.simulate(groups)
+    [w] = [w for w in r.warnings if w.code == "TCP_LIMITED"]
+    # both groups' flows cross the same 250 ms path, so TCP caps both links alike: the first is named
+    assert (
+        "of node_groups[0]" in w.message
+        and "0.0001 loss" in w.message
+        and "of the line's 10,000" in w.message
+    )
+    bits = simulate_batch(load_scenario(overrides=base), tcp_streams=np.array([1.0, 4.0]))["warning_bits"]
+    k = CODES.index("TCP_LIMITED")
+    assert [(int(b) >> k) & 1 for b in bits] == [1, 0]  # the batch path says it where the scalar does
 
 
 def test_loss_limits_a_flow_as_mathis_says():

@@ -237,6 +237,7 @@ def resolve_links(f) -> None:
         if np.isnan(streams).all():  # no TCP limits: links carry their line rates (no work)
             return
         rtt = f.latency_s
+        f["line_up_bps"], f["line_down_bps"] = f.up_bps, f.down_bps  # before TCP's limits (TCP_LIMITED)
         f["up_bps"] = wan.link_rate_bps(f.up_bps, rtt, streams, loss, asm)
         f["down_bps"] = wan.link_rate_bps(f.down_bps, rtt, streams, loss, asm)
         f["regional_bps"] = wan.link_rate_bps(f.regional_bps, f.regional_latency_s, streams, loss, asm)
@@ -245,14 +246,18 @@ def resolve_links(f) -> None:
     up = np.where(np.isnan(t.up_bps), _col(f.up_bps), t.up_bps)
     down = np.where(np.isnan(t.down_bps), _col(f.down_bps), t.down_bps)
     line = np.min(np.minimum(up, down), axis=-1)  # the slowest line rate, before any WAN TCP limit
+    line_up, line_down = up, down
     up = wan.link_rate_bps(up, rtt, _col(streams), _col(loss), _GroupAxis(asm))
     down = wan.link_rate_bps(down, rtt, _col(streams), _col(loss), _GroupAxis(asm))
-    up, down, rtt = np.broadcast_arrays(up, down, rtt)  # (G,) or (n, G): a row's columns may vary
+    up, down, rtt, line_up, line_down = np.broadcast_arrays(up, down, rtt, line_up, line_down)
     slowness = 1.0 / up + 1.0 / down
     link = np.argmax(slowness, axis=-1)  # first group on ties
     far = np.argmax(rtt, axis=-1)
     f["up_bps"] = np.take_along_axis(up, link[..., None], axis=-1)[..., 0]
     f["down_bps"] = np.take_along_axis(down, link[..., None], axis=-1)[..., 0]
+    # the limiting group's line rates, before TCP's limits (TCP_LIMITED)
+    f["line_up_bps"] = np.take_along_axis(line_up, link[..., None], axis=-1)[..., 0]
+    f["line_down_bps"] = np.take_along_axis(line_down, link[..., None], axis=-1)[..., 0]
     f["latency_s"] = np.take_along_axis(rtt, far[..., None], axis=-1)[..., 0]
     by_region = np.asarray(f.get("by_region", False)) & ~np.isnan(np.asarray(f.get("region_count", np.nan)))
     if by_region.any():

@@ -213,6 +213,37 @@ def _peak_message(v: dict) -> str:
     return text + "."
 
 
+def _tcp_limited(f) -> np.ndarray:
+    """Where TCP's limits (tcp_streams flows, each under window/RTT and the loss ceiling) carry less than
+    the WAN link's line rate, in either direction (groups.resolve_links keeps the line rates)."""
+    line_up, line_down = f.get("line_up_bps"), f.get("line_down_bps")
+    if line_up is None:
+        return np.asarray(False)
+    slack = 1.0 - 1e-9  # rounding, not a threshold: any limit that binds is said
+    return (np.asarray(f.up_bps) < np.asarray(line_up) * slack) | (
+        np.asarray(f.down_bps) < np.asarray(line_down) * slack
+    )
+
+
+def _mbps(bps: float) -> str:
+    """A rate in Mbit/s as the report writes it: 10,000 (not 1e+04), 335.5, 4.437."""
+    x = bps / 1e6
+    return f"{x:,.0f}" if x >= 1000 else f"{x:,.4g}"
+
+
+def _tcp_message(v: dict) -> str:
+    where = f" of node_groups[{v['link_group']:.0f}]" if v.get("groups") is not None else ""
+    loss = f" and {v['loss_rate']:.2g} loss" if np.isfinite(v.get("loss_rate", np.nan)) else ""
+    n = v["tcp_streams"]
+    return (
+        f"TCP limits the WAN link{where}: {n:g} flow{'s' if n != 1 else ''} (tcp_streams) at its RTT{loss} "
+        f"carr{'ies' if n == 1 else 'y'} {_mbps(v['up_bps'])} Mbit/s up and {_mbps(v['down_bps'])} down of the line's "
+        f"{_mbps(v['line_up_bps'])} / {_mbps(v['line_down_bps'])} Mbit/s (each flow under its window / "
+        "RTT and the loss ceiling of Mathis et al. 1997); the syncs are timed at the limited rate. More flows "
+        "(tcp_streams), a shorter RTT or less loss lift it; --explain shows the terms."
+    )
+
+
 def _goodput_message(v: dict) -> str:
     if is_mode(v["mode_code"], "pp-over-wan"):
         how = "a failed node stops the pipeline (the whole job), which restarts from its last checkpoint"
@@ -622,6 +653,8 @@ RULES: tuple[WarningRule, ...] = (
         lambda f, o: np.isnan(o["cost_usd"]),
         lambda v: "No gpu is set, so GPU count, GPU-hours, cost and energy are not computed.",
     ),
+    # last: a new code keeps every earlier code's bit (warning_bits in saved sweep tables)
+    WarningRule("TCP_LIMITED", lambda f, o: _tcp_limited(f), _tcp_message),
 )
 CODES = tuple(rule.code for rule in RULES)
 
