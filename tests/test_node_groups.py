@@ -1199,3 +1199,37 @@ def test_the_tracked_fields_and_the_warnings_table_agree():
     from dtsim.models.decentralized.warning_rules import MODE_FIELDS
 
     assert tuple(name for name, _ in MODE_FIELDS[: len(TRACKED_GIVEN)]) == TRACKED_GIVEN
+
+
+def test_sync_not_hidden_advises_the_tier_that_is_exposed_and_its_advice_hides_it():
+    """A trial user's case: a hierarchy over three regions at H = 128 was told "inner_steps ≥ 18 would
+    hide it", which H already was: its exposed sync was the global tier's, hidden by more regional
+    rounds per global sync. The advice now names the tier, and taking it clears the warning."""
+    import re
+
+    three = {
+        "parameters_b": 10,
+        "tokens_t": 1,
+        "tcp_streams": 1,
+        "loss_rate": 1e-4,
+        "node_groups": [
+            {"count": 4, "node": "dgx-h100", "region": "us-east", "bandwidth_mbps": 10000},
+            {"count": 4, "node": "dgx-h100", "region": "eu-central", "bandwidth_mbps": 1000},
+            {"count": 4, "node": "dgx-h100", "region": "australia", "bandwidth_mbps": 500},
+        ],
+    }
+    r = dtsim.simulate(three)
+    assert r.mode == "hierarchical-diloco"
+    [w] = [w for w in r.warnings if w.code == "SYNC_NOT_HIDDEN"]
+    assert "inner_steps" not in w.message
+    need = int(re.search(r"regional_steps ≥ (\d+) \(now (\d+)\)", w.message).group(1))
+    assert "SYNC_NOT_HIDDEN" not in [
+        x.code for x in dtsim.simulate(three | {"regional_steps": need}).warnings
+    ]
+    assert "SYNC_NOT_HIDDEN" in [
+        x.code for x in dtsim.simulate(three | {"regional_steps": need - 1}).warnings
+    ]
+    flat = dtsim.simulate({})
+    [w] = [w for w in flat.warnings if w.code == "SYNC_NOT_HIDDEN"]
+    h = int(re.search(r"inner_steps ≥ ([\d,]+) would hide it", w.message).group(1).replace(",", ""))
+    assert "SYNC_NOT_HIDDEN" not in [x.code for x in dtsim.simulate({"inner_steps": h}).warnings]

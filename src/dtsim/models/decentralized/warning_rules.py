@@ -191,6 +191,31 @@ class _Row:
 NETWORK_PARTS = ("latency", "global_sync", "regional_sync", "pipeline_comm", "straggler")
 
 
+def _hide_advice(v: dict) -> str:
+    """What hides the exposed sync: more inner steps for a flat run or a hierarchy's regional tier; for
+    a hierarchy's global tier, more regional rounds per global sync. The global sync hides under the
+    global cycle's compute, H_regional rounds of it, so H_regional ≥ H_regional · S / (S − exposed) with
+    S the global sync's time and `exposed` its part not hidden (a trial user's case: with H = 128 the
+    advice was "inner_steps ≥ 24", which H already was, where the global tier was the one exposed)."""
+    tiered = has_trait(v["mode_code"], "regional_tier")
+    regional_exposed = tiered and v.get("regional_sync", 0.0) > 1e-9 * v["outer_step_s"]
+    advice = []
+    if not tiered or regional_exposed:
+        what = "the regional sync" if tiered else "it"
+        advice.append(f"inner_steps ≥ {v['auto_inner_steps']:,.0f} would hide {what}")
+    if tiered:
+        exposed = _waiting(v) - (v.get("regional_sync", 0.0) if regional_exposed else 0.0)
+        capacity = v["sync_s"] - exposed
+        rounds = v.get("regional_steps_used", float("nan"))
+        if exposed > 1e-9 * v["outer_step_s"] and capacity > 0 and rounds == rounds:
+            need = math.ceil(rounds * v["sync_s"] / capacity * (1 - 1e-12))
+            advice.append(
+                f"regional_steps ≥ {need:,} (now {rounds:,.0f}) would hide the global sync under the regional "
+                "rounds between two of them"
+            )
+    return ("; ".join(advice) or "more inner steps would hide it") + "."
+
+
 def _waiting(v: dict) -> float:
     return sum(v[k] for k in NETWORK_PARTS if k in v and v[k] == v[k])
 
@@ -449,12 +474,8 @@ RULES: tuple[WarningRule, ...] = (
                 else f" ({v['largest_part'].replace('_', ' ')} is still the largest part, "
                 f"{v[v['largest_part']] / v['outer_step_s']:.0%})"
             )
-            + f". inner_steps ≥ {v['auto_inner_steps']:,.0f} would hide it"
-            + (
-                " (and a larger regional_steps for the global tier)."
-                if has_trait(v["mode_code"], "regional_tier")
-                else "."
-            )
+            + ". "
+            + _hide_advice(v)
         ),
     ),
     WarningRule(
