@@ -225,3 +225,14 @@ def test_mfu_auto_over_node_groups_plans_each_on_its_own_nodes_and_reads_back():
     assert mixed.scenario["mfu"] == "auto"
     again = dtsim.simulate(load_scenario(layers=[json.loads(json.dumps(mixed.scenario))]))
     assert again.wall_clock_days == mixed.wall_clock_days
+
+
+def test_a_size_no_shape_is_near_is_said_as_such_not_as_a_memory_problem():
+    """A trial user's case: mfu: auto for 1B on 8 H100s said "none of the 1 shapes within ±5% of 1B
+    fits one node", as if 1B did not fit 8 H100s; its one shape (hidden 2048, 20 layers) has 1.08B."""
+    with pytest.raises(ScenarioError) as exc:
+        simulate(make_scenario({"node": "dgx-h100", "parameters_b": 1, "mfu": "auto", "num_nodes": 16}))
+    message = exc.value.problems[0][2]
+    assert "the nearest model shape to 1B that fits one node of 8 × h100-sxm" in message
+    assert "has 1.08B (hidden 2048, 20 layers), outside ±5% (mfu_auto_size_tolerance)" in message
+    assert "fits one node" not in message.split("has 1.08B")[1]

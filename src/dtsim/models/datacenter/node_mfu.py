@@ -151,11 +151,17 @@ def _planned(key: tuple, overrides: str) -> PlannedMFU:
     near = [r for r in rows if abs(r["params_b"] / parameters_b - 1.0) <= tolerance]
     where = f"one node of {count} × {spec.id} ({sequences} sequences of {seq_len:,} tokens a step)"
     if not near:
-        found = (
-            f"none of the {searched} shapes within ±{tolerance:.0%} of {parameters_b:g}B fits {where}"
-            if searched
-            else f"no model shape exists near {parameters_b:g}B (heads of 128, layers a multiple of 4)"
-        )
+        if rows:  # shapes fit, none of them near enough (a trial's 1B: its one shape has 1.081B)
+            nearest = min(rows, key=lambda r: abs(r["params_b"] / parameters_b - 1.0))
+            found = (
+                f"the nearest model shape to {parameters_b:g}B that fits {where} has "
+                f"{nearest['params_b']:.3g}B (hidden {nearest['hidden']}, {nearest['layers']} layers), outside "
+                f"±{tolerance:.0%} (mfu_auto_size_tolerance)"
+            )
+        elif searched:
+            found = f"none of the {searched} shapes within ±{tolerance:.0%} of {parameters_b:g}B fits {where}"
+        else:
+            found = f"no model shape exists near {parameters_b:g}B (heads of 128, layers a multiple of 4)"
         raise ScenarioError([("mfu", "auto", f"{found}; give the MFU as a number")])
     # utilization carries over between shapes of nearly one size; the best layout of the best shape
     best = max(near, key=lambda r: r["params_b"] * r["tokens_per_s"])
