@@ -331,3 +331,34 @@ def test_sensitivity_holds_the_assumptions_the_run_never_reads():
     held = unc.Inputs({"assumptions.restart_s": dists["assumptions.restart_s"]})
     with pytest.raises(ScenarioError, match="nothing this run reads varies"):
         sensitivity(only, held, "wall_clock_days", n=64, seed=0)
+
+
+def test_a_server_without_salib_answers_501_not_a_bad_request(monkeypatch):
+    """A trial user's case: without SALib, POST /api/sensitivity answered 422 on a made-up field
+    `scenario.sensitivity`, as if the request were wrong; the server's installation is (501). The CLI
+    still exits 2 with the pip command."""
+    import builtins
+
+    from fastapi.testclient import TestClient
+
+    from dtsim.interfaces.api import app as api
+
+    real = builtins.__import__
+
+    def no_salib(name, *args, **kwargs):
+        if name.startswith("SALib"):
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_salib)
+    res = TestClient(api.create_app(ui=False)).post("/api/sensitivity", json={"base": 4})
+    assert res.status_code == 501, res.text
+    assert res.json()["detail"] == [
+        {
+            "field": "server",
+            "value": "SALib",
+            "message": "needs SALib: python3 -m pip install 'dtsim[sensitivity]'",
+        }
+    ]
+    out = runner.invoke(app, ["sensitivity", "--base", "4"])
+    assert out.exit_code == 2 and "pip install 'dtsim[sensitivity]'" in " ".join(out.output.split())

@@ -18,6 +18,12 @@ class ScenarioError(ValueError):
         super().__init__("\n".join(format_problem(f, v, m) for f, v, m in problems))
 
 
+class MissingExtra(ScenarioError):
+    """A feature needs an optional dependency this installation lacks (SALib for `sensitivity`): the
+    request was right, the installation is not. The CLI says it as any problem (exit 2, the pip command);
+    the HTTP API answers 501, not 422, since no change to the request would help."""
+
+
 QUOTE_CHARS = 80  # the most of a value (and of a field name) an error message quotes
 
 

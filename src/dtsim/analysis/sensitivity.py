@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from dtsim.distributions import Distribution
-from dtsim.errors import ScenarioError
+from dtsim.errors import MissingExtra, ScenarioError
 
 MAX_RUNS = 1 << 24  # model runs, N·(d + 2)
 DEFAULT_BASE = 1024
@@ -106,7 +106,7 @@ def sobol_analysis(
         from SALib.analyze import sobol as sobol_analyze
         from SALib.sample import sobol as sobol_sample
     except ImportError:
-        raise ScenarioError(
+        raise MissingExtra(
             [("sensitivity", "SALib", "needs SALib: python3 -m pip install 'dtsim[sensitivity]'")]
         ) from None
     if not dists:

@@ -43,7 +43,7 @@ from dtsim import __version__, catalog
 from dtsim.analysis.grid import MAX_GRID, VARYABLE
 from dtsim.analysis.sweep import MAX_POINTS, SWEEP_OUTPUTS, SWEEPABLE, default_range, sweep
 from dtsim.assumptions import table as assumptions_table
-from dtsim.errors import ScenarioError, problems_body
+from dtsim.errors import MissingExtra, ScenarioError, problems_body
 from dtsim.interfaces.api import jobs
 from dtsim.interfaces.api.analysis import MAX_GRID_POINTS
 from dtsim.interfaces.api.base import ApiRequest, distributions_refused, preset_conflict
@@ -626,7 +626,14 @@ def api_sweep(
 
 @router.post(
     "/sensitivity",
-    responses={**ERRORS, **jobs.job_responses(ErrorBody)},
+    responses={
+        **ERRORS,
+        **jobs.job_responses(ErrorBody),
+        501: {
+            "model": ErrorBody,
+            "description": "This server lacks SALib (the `sensitivity` extra): no change to the request helps.",
+        },
+    },
     summary="Sobol indices and a tornado: which uncertain inputs drive an output",
 )
 async def api_sensitivity(
@@ -650,6 +657,8 @@ async def api_sensitivity(
     try:
         scenario, dists = await run_in_threadpool(_sensitivity_inputs, kwargs)
         estimate = await run_in_threadpool(_sensitivity_estimate_s, scenario, dists, req.output, req.base)
+    except MissingExtra as exc:  # the server's installation, not the request: 501
+        raise ApiError(501, [("server", v, m) for _, v, m in exc.problems]) from None
     except ScenarioError as exc:
         raise ApiError(422, _sensitivity_problems(exc)) from None
     return await jobs.run(request, "sensitivity", sensitivity_work, kwargs, estimate_s=estimate)
@@ -814,7 +823,10 @@ def create_app(ui: bool = True) -> FastAPI:
     @app.exception_handler(ScenarioError)
     async def _scenario_error(_request: Request, exc: ScenarioError) -> JSONResponse:
         # a scenario that loads but cannot be computed as asked (e.g. `mfu: auto` with no layout that
-        # fits a node): the same 422 as a field the schema refuses
+        # fits a node): the same 422 as a field the schema refuses; a missing optional dependency is the
+        # server's (501)
+        if isinstance(exc, MissingExtra):
+            return _error(501, [("server", v, m) for _, v, m in exc.problems])
         return _error(422, _scenario_problems(exc))
 
     @app.exception_handler(StarletteHTTPException)
