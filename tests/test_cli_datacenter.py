@@ -386,6 +386,10 @@ def test_step_that_does_not_fit_says_why_and_is_not_an_answer():
     assert d["fit_note"].startswith("does not fit: needs") and "more GPUs" in d["fit_note"]
     res = runner.invoke(app, args)
     assert res.exit_code == 0 and "not an answer" in res.output
+    # a trial's case: the run's days were given under a table that said nothing at its top
+    text = runner.invoke(app, [*args, "--tokens", "1e12"], env={"COLUMNS": "200"}).output
+    assert "does not fit: what it would take, not an answer" in text.splitlines()[0]
+    assert "Run of 1e+12 tokens (if it fit)" in text
     fits = json.loads(
         runner.invoke(app, ["step", "--model", "megatron-1.7b", "--gbs", "64", "--json"]).stdout
     )

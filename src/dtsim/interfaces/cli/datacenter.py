@@ -571,11 +571,12 @@ def parse_stage_layers(text: str | None) -> tuple[int, ...] | None:
         ) from None
 
 
-def run_rows(run) -> list[tuple[str, str]]:
-    """The rows of a run's totals (`--tokens`)."""
+def run_rows(run, fits: bool = True) -> list[tuple[str, str]]:
+    """The rows of a run's totals (`--tokens`); of a layout that does not fit, named as what it would
+    take if it fit."""
     rows = [
         (
-            f"Run of {run.tokens:.3g} tokens",
+            f"Run of {run.tokens:.3g} tokens" + ("" if fits else " (if it fit)"),
             f"{run.days:,.1f} days" + band(run.days_p10, run.days_p90, "{:,.1f}"),
         ),
         ("  GPU-hours", f"{run.gpu_hours:,.0f}"),
@@ -845,7 +846,11 @@ def step(
     con = console()
     say_calibration(calibration, doc)
     t = table(
-        title=f"{result.model} on {result.n_gpus} × {result.gpu}", title_justify="left", show_header=False
+        title=f"{result.model} on {result.n_gpus} × {result.gpu}"
+        # a layout that does not fit is no answer: said at the top, not only under the table (a trial)
+        + ("" if result.fits else " — [red]does not fit: what it would take, not an answer[/red]"),
+        title_justify="left",
+        show_header=False,
     )
     t.add_column(style="bold")
     t.add_column(justify="right")
@@ -876,7 +881,7 @@ def step(
     parts = result.memory_breakdown_gb.items()
     t.add_row("Memory by part (GB)", ", ".join(f"{k.replace('_', ' ')} {v:,.1f}" for k, v in parts if v > 0))
     if result.run is not None:
-        for k, v in run_rows(result.run):
+        for k, v in run_rows(result.run, result.fits):
             t.add_row(k, v)
     con.print(t)
     if result.model_error.get("basis"):
