@@ -362,6 +362,9 @@ def test_caps_are_per_node_sized_and_large_ones_stay_quick():
             "--memory-cap = '1e6': must be a positive number of GB per node, at most 65,536",
         ),
         (["--base-compute-cap", "2000"], "at most 1,024"),
+        # a trial's case: with no memory caps the value went unchecked (inf and 0 ran)
+        (["--memory-cap", "none", "--base-compute-cap", "inf"], "--base-compute-cap = inf"),
+        (["--memory-cap", "none", "--base-compute-cap", "0"], "--base-compute-cap = 0.0"),
     ):
         r = runner.invoke(app, ["governance", *args])
         assert r.exit_code == 2 and needle in " ".join(r.output.split()), r.output

@@ -87,6 +87,8 @@ def caps_from_options(compute: str, memory: str | None, base_compute: float | No
         except ScenarioError as exc:  # named as the flag the value came from
             raise ScenarioError([(flag, text, m) for _f, _v, m in exc.problems]) from None
 
+    if base_compute is not None:  # checked whether or not memory caps use it (inf passed with none)
+        cap("--base-compute-cap", base_compute, h100_equivalents=base_compute)
     for v in parse_values("--compute-cap", compute, ()) if compute.strip().lower() != "none" else ():
         caps.append(cap("--compute-cap", compute, h100_equivalents=float(v)))
     if memory and memory.strip().lower() != "none":
