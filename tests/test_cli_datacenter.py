@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dtsim.interfaces.cli.main import app
+from dtsim.models.datacenter.plausibility import messages
 from dtsim.physics import collectives as coll
 
 runner = CliRunner()
@@ -417,7 +418,8 @@ def test_an_mfu_above_the_best_measured_carries_a_warning_that_cites_the_record(
     d = json.loads(runner.invoke(app, args).stdout)
     assert (d["mfu"] > best["mfu"]) == bool(d["warnings"])
     if d["warnings"]:
-        assert best["record"] in d["warnings"][0] and "optimistic" in d["warnings"][0]
+        assert d["warnings"][0]["code"] == "MFU_ABOVE_MEASURED"
+        assert best["record"] in d["warnings"][0]["message"] and "optimistic" in d["warnings"][0]["message"]
     # an old-style layout (no FlashAttention, full recomputation, fp16) stays below it: no warning
     slow = [
         *args,
@@ -689,15 +691,16 @@ def test_an_mfu_no_record_can_check_is_called_unchecked():
             app, ["step", "--model", "megatron-1.7b", "--gpu", "v100", "--gbs", "64", "--json"]
         ).stdout
     )
-    assert "unchecked" in d["warnings"][0] and "volta" in d["warnings"][0]
+    assert d["warnings"][0]["code"] == "MFU_UNCHECKED"
+    assert "unchecked" in d["warnings"][0]["message"] and "volta" in d["warnings"][0]["message"]
     # above the best measured on any accelerator, it is optimistic even without a run of its own
     from dtsim.models.datacenter.plausibility import ceilings, mfu_warning
 
     top = max(b["mfu"] for by_class in ceilings().values() for b in by_class.values())
     lay = {"zero": 1, "tp": 1, "pp": 1}
-    assert "on any accelerator" in mfu_warning("v100", lay, top + 0.01)
-    assert "treat it as optimistic" in mfu_warning("v100", lay, top + 0.01)
-    assert "unchecked" in mfu_warning("v100", lay, top - 0.01)
+    assert "on any accelerator" in mfu_warning("v100", lay, top + 0.01)["message"]
+    assert "treat it as optimistic" in mfu_warning("v100", lay, top + 0.01)["message"]
+    assert "unchecked" in mfu_warning("v100", lay, top - 0.01)["message"]
 
 
 def test_flash_attention_where_no_kernel_runs_is_timed_materialized_and_says_so():
@@ -709,7 +712,9 @@ def test_flash_attention_where_no_kernel_runs_is_timed_materialized_and_says_so(
         off = json.loads(runner.invoke(app, [*base, "--gpu", gpu, "--no-flash-attention"]).stdout)
         assert (on["step_time_s"] == off["step_time_s"]) is same, gpu
         assert on["memory_per_gpu_gb"] == off["memory_per_gpu_gb"] or not same, gpu
-        assert any("no FlashAttention kernel runs on Volta" in w for w in on["warnings"]) is same, gpu
+        assert any("no FlashAttention kernel runs on Volta" in w for w in messages(on["warnings"])) is same, (
+            gpu
+        )
 
 
 def test_an_mfu_above_every_class_measured_on_its_generation_is_called_optimistic():
@@ -720,9 +725,9 @@ def test_an_mfu_above_every_class_measured_on_its_generation_is_called_optimisti
 
     best = max(b["mfu"] for b in ceilings()["tpu-v5p"].values())
     lay = {"zero": 1, "tp": 4, "pp": 4}
-    above = mfu_warning("tpu-v5p", lay, best + 0.05)
+    above = mfu_warning("tpu-v5p", lay, best + 0.05)["message"]
     assert "any parallelism" in above and "treat it as optimistic" in above and "chips" in above
-    below = mfu_warning("tpu-v5p", lay, best - 0.05)
+    below = mfu_warning("tpu-v5p", lay, best - 0.05)["message"]
     assert "unchecked" in below and "GPUs" not in below
 
 
@@ -844,7 +849,7 @@ def test_moe_flags_reach_step_and_plan_and_refuse_dense_models():
     assert all(r.exit_code == 0 for r in runs), runs[0].output
     even, skew, dropping = (json.loads(r.stdout) for r in runs)
     assert skew["step_time_s"] > even["step_time_s"] and skew["layout"]["moe_imbalance"] == 1.5
-    assert any("drops at least 33%" in w for w in dropping["warnings"])
+    assert any("drops at least 33%" in w for w in messages(dropping["warnings"]))
     plain = runner.invoke(app, [*base[:-1], "--moe-capacity-factor", "1", "--moe-imbalance", "1.5"])
     assert "warning:" in plain.output and "drops" in plain.output
     for cmd in (["step", "--model", "gpt2"], ["plan", "--model", "gpt2", "--nodes", "1"]):
@@ -932,7 +937,7 @@ def test_plan_text_says_every_rows_doubt_not_only_the_first():
     ]
     d = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
     text = " ".join(runner.invoke(app, args).output.split())
-    said = [w for r in d["layouts"] for w in r["warnings"]]
+    said = [w for r in d["layouts"] for w in messages(r["warnings"])]
     assert len(said) > 1
     for w in said:
         assert " ".join(w.split()) in text
@@ -973,9 +978,49 @@ def test_warnings_by_rows_lists_each_warning_once_with_its_rows():
     from dtsim.models.datacenter.plausibility import warnings_by_rows
 
     doubt = "predicted MFU 71.0% is above the best measured in dtsim's records for ampere GPUs: treat it as optimistic"
-    rows = [["a note"], [doubt, "a note"], ["another"]]
+    note, other, x = (
+        {"code": "NOTE", "message": "a note"},
+        {"code": "OTHER", "message": "another"},
+        {"code": "X", "message": "x"},
+    )
+    rows = [[note], [{"code": "MFU_ABOVE_MEASURED", "message": doubt}, note], [other]]
     got = warnings_by_rows(rows, first=1)
     assert got == [("#2", doubt, True), ("#1, #2", "a note", False), ("#3", "another", False)]
-    assert warnings_by_rows([["x"], ["x"]], first=1) == [("every row", "x", False)]
-    assert warnings_by_rows([["x"]]) == [("#0", "x", False)]  # one row is a row, not "every row"
+    assert warnings_by_rows([[x], [x]], first=1) == [("every row", "x", False)]
+    assert warnings_by_rows([[x]]) == [("#0", "x", False)]  # one row is a row, not "every row"
     assert warnings_by_rows([]) == []
+
+
+def test_layout_warnings_are_codes_with_messages_as_simulates_are_and_each_code_is_documented():
+    """step's and plan's warnings were bare strings where simulate's are {code, message} (DESIGN: warnings
+    as codes with messages): a script could not tell an MFU doubt from an ignored option but by wording."""
+    import re
+    from pathlib import Path
+
+    from fastapi.testclient import TestClient
+
+    from dtsim.interfaces.api import app as api
+    from dtsim.models.datacenter.plausibility import MFU_DOUBTS
+
+    args = ["step", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--nodes", "1", "--gbs", "64"]
+    d = json.loads(runner.invoke(app, [*args, "--sequence-parallel", "--json"]).stdout)
+    assert {w["code"] for w in d["warnings"]} >= {"MFU_ABOVE_MEASURED", "SEQUENCE_PARALLEL_IGNORED"}
+    assert all(set(w) == {"code", "message"} for w in d["warnings"])
+    body = {"model": "llama3.1-8b", "gpu": "h100-sxm", "nodes": 1, "gbs": 64, "sequence_parallel": True}
+    r = TestClient(api.create_app(ui=False)).post("/api/step", json=body)
+    assert r.status_code == 200 and r.json()["warnings"] == d["warnings"]
+    plan = json.loads(runner.invoke(app, ["plan", *args[1:], "--top", "2", "--json"]).stdout)
+    assert all(set(w) == {"code", "message"} for lay in plan["layouts"] for w in lay["warnings"])
+    root = Path(__file__).resolve().parents[1]
+    source = " ".join(
+        (root / "src/dtsim/models/datacenter" / f).read_text()
+        for f in ("step.py", "workload.py", "plausibility.py")
+    )
+    codes = set(re.findall(r'warn\(\s*"([A-Z0-9_]+)"', source))
+    codes |= {
+        f"{n.upper()}_IGNORED" for n in ("sequence_parallel", "overlap_tp_comm")
+    }  # warn(f"{name.upper()}…")
+    documented = (root / "docs/datacenter.md").read_text()
+    for code in codes | MFU_DOUBTS:
+        short = code.removesuffix("_IGNORED")
+        assert f"`{code}`" in documented or (code.endswith("_IGNORED") and f"`{short}`" in documented), code

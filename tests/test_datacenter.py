@@ -16,6 +16,7 @@ from dtsim import catalog
 from dtsim.assumptions import Assumptions
 from dtsim.errors import ScenarioError
 from dtsim.models.datacenter.plan import PlanOptions, plan, shapes_near
+from dtsim.models.datacenter.plausibility import messages
 from dtsim.models.datacenter.step import (
     Cluster,
     Layout,
@@ -352,8 +353,10 @@ def test_overlapped_hand_offs_expose_only_the_fill_and_drain_on_the_interleaved_
     for other in ({"pp": 8}, {"pp": 8, "schedule": "gpipe"}, {"pp": 8, "vpp": 1, "schedule": "interleaved"}):
         ignored = step(_gpt3_workload(**other, overlap_p2p_comm=True))
         assert ignored.step_time_s == step(_gpt3_workload(**other)).step_time_s
-        assert any("overlap_p2p_comm applies to the interleaved schedule" in w for w in ignored.warnings)
-    assert not any("overlap_p2p_comm" in w for w in over.warnings)
+        assert any(
+            "overlap_p2p_comm applies to the interleaved schedule" in w for w in messages(ignored.warnings)
+        )
+    assert not any("overlap_p2p_comm" in w for w in messages(over.warnings))
     opts = {"gbs": 1536, "schedule_choices": ("interleaved",), "zero_choices": (1,)}
     cluster = Cluster(gpu="a100-80gb", nodes=64)
     a = get_architecture("gpt3-175b")
@@ -474,11 +477,11 @@ def test_without_a_pipeline_every_schedule_holds_one_micro_batch_and_says_it_cha
     base = {"model": "llama2-70b", "cluster": Cluster(gpu="h100-sxm", nodes=8)}
     lay = {"tp": 8, "pp": 1, "gbs": 512, "zero": 1}
     ref = step(Workload(**base, layout=Layout(**lay)))
-    assert not any("no pipeline" in w for w in ref.warnings)
+    assert not any("no pipeline" in w for w in messages(ref.warnings))
     for extra in ({"schedule": "gpipe"}, {"schedule": "zero-bubble"}, {"schedule": "interleaved", "vpp": 2}):
         r = step(Workload(**base, layout=Layout(**lay, **extra)))
         assert r.step_time_s == ref.step_time_s and r.memory_per_gpu_gb == ref.memory_per_gpu_gb, extra
-        assert any("pp 1 has no pipeline" in w for w in r.warnings), extra
+        assert any("pp 1 has no pipeline" in w for w in messages(r.warnings)), extra
     # with a pipeline GPipe does hold every micro-batch
     piped = {**lay, "pp": 2}
     gpipe = step(Workload(**base, layout=Layout(**piped, schedule="gpipe")))
@@ -486,8 +489,10 @@ def test_without_a_pipeline_every_schedule_holds_one_micro_batch_and_says_it_cha
     assert gpipe.memory_breakdown_gb["activations"] > one.memory_breakdown_gb["activations"]
     # interleaving with one chunk per stage is 1F1B, and says so
     flat = step(Workload(**base, layout=Layout(**piped, schedule="interleaved")))
-    assert flat.step_time_s == one.step_time_s and any("vpp 1 (one model chunk" in w for w in flat.warnings)
-    assert not any("vpp 1" in w for w in one.warnings)
+    assert flat.step_time_s == one.step_time_s and any(
+        "vpp 1 (one model chunk" in w for w in messages(flat.warnings)
+    )
+    assert not any("vpp 1" in w for w in messages(one.warnings))
 
 
 def test_virtual_stages_with_the_default_schedule_are_the_interleaved_schedule_and_say_so():
@@ -500,7 +505,7 @@ def test_virtual_stages_with_the_default_schedule_are_the_interleaved_schedule_a
     assert plain.layout["schedule"] == "interleaved" and plain.step_time_s == named.step_time_s
     over = step(Workload(**base, layout=Layout(**lay, overlap_p2p_comm=True)))
     assert over.breakdown_s["pp_comm"] < plain.breakdown_s["pp_comm"]
-    assert not any("ignored" in w for w in over.warnings)
+    assert not any("ignored" in w for w in messages(over.warnings))
     with pytest.raises(ScenarioError, match="virtual stages need the interleaved schedule"):
         step(Workload(**base, layout=Layout(**lay, schedule="gpipe")))
 
@@ -511,7 +516,7 @@ def test_an_option_with_nothing_to_act_on_is_reported_not_taken_silently():
     base = {"model": "llama3.1-8b", "cluster": Cluster(gpu="h100-sxm", nodes=2)}
     lay = {"tp": 1, "pp": 1, "gbs": 256, "zero": 1}
     ref = step(Workload(**base, layout=Layout(**lay)))
-    assert ref.warnings == [w for w in ref.warnings if "ignored" not in w]
+    assert messages(ref.warnings) == [w for w in messages(ref.warnings) if "ignored" not in w]
     for extra, needle in (
         ({"sequence_parallel": True}, "sequence_parallel needs tp > 1"),
         ({"overlap_tp_comm": True}, "overlap_tp_comm needs tp > 1"),
@@ -524,7 +529,7 @@ def test_an_option_with_nothing_to_act_on_is_reported_not_taken_silently():
         if "fp32_params" not in extra:
             same = ref
         assert (r.step_time_s, r.memory_per_gpu_gb) == (same.step_time_s, same.memory_per_gpu_gb), extra
-        assert any(needle in w for w in r.warnings), (extra, r.warnings)
+        assert any(needle in w for w in messages(r.warnings)), (extra, r.warnings)
     # where each acts, no such warning, and it does change the answer
     acting = (
         {"tp": 2, "sequence_parallel": True, "overlap_tp_comm": True},
@@ -532,7 +537,7 @@ def test_an_option_with_nothing_to_act_on_is_reported_not_taken_silently():
     )
     for extra in acting:
         r = step(Workload(**base, layout=Layout(**{**lay, **extra})))
-        assert not any("ignored" in w for w in r.warnings), (extra, r.warnings)
+        assert not any("ignored" in w for w in messages(r.warnings)), (extra, r.warnings)
     z3 = {**lay, "zero": 3}
     kept = step(Workload(**base, layout=Layout(**z3, fp32_params=True)))
     assert kept.memory_per_gpu_gb < step(Workload(**base, layout=Layout(**z3))).memory_per_gpu_gb
@@ -564,8 +569,8 @@ def test_network_fields_with_nothing_to_act_on_are_named_not_taken_silently():
         ref = step(Workload(model="llama3.1-8b", cluster=Cluster(**base), layout=lay))
         r = step(Workload(model="llama3.1-8b", cluster=Cluster(**base, **extra), layout=lay))
         assert r.step_time_s == ref.step_time_s, extra
-        assert any(needle in w and w.endswith("ignored") for w in r.warnings), (extra, r.warnings)
-        assert not any(w.endswith("ignored") for w in ref.warnings), ref.warnings
+        assert any(needle in w and w.endswith("ignored") for w in messages(r.warnings)), (extra, r.warnings)
+        assert not any(w.endswith("ignored") for w in messages(ref.warnings)), ref.warnings
     # where each acts: NVLS on an H100 node, the NIC rate across nodes, oversubscription past one leaf
     for base, extra, layout in (
         ({"gpu": "h100-sxm", "nodes": 2}, {"nvls": False}, lay),
@@ -575,7 +580,7 @@ def test_network_fields_with_nothing_to_act_on_are_named_not_taken_silently():
         ref = step(Workload(model="llama3.1-8b", cluster=Cluster(**base), layout=layout))
         r = step(Workload(model="llama3.1-8b", cluster=Cluster(**base, **extra), layout=layout))
         assert r.step_time_s > ref.step_time_s, extra
-        assert not any(w.endswith("ignored") for w in r.warnings), (extra, r.warnings)
+        assert not any(w.endswith("ignored") for w in messages(r.warnings)), (extra, r.warnings)
 
 
 def test_a_fabric_built_for_another_gpu_keeps_this_gpus_nvlink():
@@ -589,13 +594,13 @@ def test_a_fabric_built_for_another_gpu_keeps_this_gpus_nvlink():
     assert fab.network["nvlink"] == "nvlink4-h800" and fab.step_time_s == pytest.approx(
         own.step_time_s, rel=1e-12
     )
-    assert any("faster than h800's own NVLink" in w for w in fab.warnings), fab.warnings
+    assert any("faster than h800's own NVLink" in w for w in messages(fab.warnings)), fab.warnings
     h100 = step(
         Workload(
             model="gpt3-175b", cluster=Cluster(gpu="h100-sxm", nodes=16, fabric="dgx-h100-ndr"), layout=lay
         )
     )
-    assert h100.network["nvlink"] == "nvlink4" and not any("own NVLink" in w for w in h100.warnings)
+    assert h100.network["nvlink"] == "nvlink4" and not any("own NVLink" in w for w in messages(h100.warnings))
 
 
 def test_dualpipe_memory_and_zero_traffic_follow_its_stages():
@@ -1403,7 +1408,7 @@ def test_moe_capacity_and_imbalance_set_the_pace_of_expert_layers():
     # balanced dropless run does
     dropping = _moe_step(moe_capacity_factor=1.0, moe_imbalance=1.5)
     assert dropping.step_time_s == pytest.approx(base.step_time_s)
-    assert any("drops at least 33%" in w for w in dropping.warnings)
+    assert any("drops at least 33%" in w for w in messages(dropping.warnings))
     assert dropping.layout["moe_capacity_factor"] == 1.0
 
     # without expert parallelism every rank holds every expert: no rank is busier than the mean
@@ -1524,13 +1529,13 @@ def test_an_mfu_above_100_percent_says_it_is_the_count():
         )
     )
     assert long.mfu > 1.0 and mfu_doubted(long.warnings)
-    (w,) = [w for w in long.warnings if "above 100 % only in its count" in w]
+    (w,) = [w for w in messages(long.warnings) if "above 100 % only in its count" in w]
     assert "full s×s attention scores" in w and "tokens per second" in w
-    assert not any("compare MFU" in w for w in long.warnings)
+    assert not any("compare MFU" in w for w in messages(long.warnings))
     short = step(
         Workload(model="llama3.1-8b", cluster=Cluster(gpu="a100-80gb", nodes=1), layout=Layout(gbs=8))
     )
-    assert short.mfu < 1.0 and not any("above 100 %" in w for w in short.warnings)
+    assert short.mfu < 1.0 and not any("above 100 %" in w for w in messages(short.warnings))
 
 
 def test_an_moe_imbalance_without_expert_parallelism_is_named_as_ignored():
@@ -1543,13 +1548,15 @@ def test_an_moe_imbalance_without_expert_parallelism_is_named_as_ignored():
         Workload(model="mixtral-8x7b", seq_len=4096, cluster=cluster, layout=Layout(**base, moe_imbalance=3))
     )
     assert r.step_time_s == ref.step_time_s
-    assert any(w.startswith("moe_imbalance 3: without expert parallelism") for w in r.warnings), r.warnings
+    assert any(w.startswith("moe_imbalance 3: without expert parallelism") for w in messages(r.warnings)), (
+        r.warnings
+    )
     ep = step(
         Workload(
             model="mixtral-8x7b", seq_len=4096, cluster=cluster, layout=Layout(**base, ep=8, moe_imbalance=3)
         )
     )
-    assert not any("moe_imbalance" in w for w in ep.warnings)
+    assert not any("moe_imbalance" in w for w in messages(ep.warnings))
 
 
 def test_a_fabric_of_another_generation_is_refused_in_one_sentence():

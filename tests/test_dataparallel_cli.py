@@ -299,7 +299,7 @@ def test_api_matches_the_cli(client):
     [
         ("critical-batch", {"ranks": "8"}, "ranks"),  # strict: text is not a number
         ("critical-batch", {"ranks": True}, "ranks"),
-        ("scaling", {"ranks": [1, 0]}, "ranks.1"),
+        ("scaling", {"ranks": [1, 0]}, "ranks[1]"),
         ("overlap", {"buckets": 3, "bucket_mb": 4}, "buckets/bucket_mb"),
         ("sync-bandwidth", {"step_s": None}, "step_s"),
         ("traffic", {"nodes": 3}, "nodes"),

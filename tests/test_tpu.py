@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from dtsim import catalog
 from dtsim.errors import ScenarioError
 from dtsim.interfaces.cli.main import app
+from dtsim.models.datacenter.plausibility import messages
 from dtsim.models.datacenter.step import resolve_hardware, step
 from dtsim.models.datacenter.workload import Cluster, Layout, Workload
 from dtsim.models.limits.hardware import from_gpu
@@ -243,7 +244,7 @@ def test_an_hfu_above_the_peak_is_flagged():
         layout=Layout(gbs=64, recompute="selective", zero=3),
     )
     r = step(w)
-    assert r.hfu > 1.0 and any("above the peak" in x for x in r.warnings)
+    assert r.hfu > 1.0 and any("above the peak" in x for x in messages(r.warnings))
 
 
 def test_fp8_on_a_gpu_without_fp8_is_refused_too():
@@ -313,11 +314,11 @@ def test_an_interval_whose_fast_end_passes_the_peak_says_so():
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     assert d["mfu"] <= 1.0 < d["mfu_p90"]
-    assert any("fast end (MFU" in w and "above 100 % of the peak" in w for w in d["warnings"])
+    assert any("fast end (MFU" in w and "above 100 % of the peak" in w for w in messages(d["warnings"]))
     # a layout whose interval stays under the peak has no such warning
     r = runner.invoke(app, [*args, "--recompute", "full", "--zero", "3", "--tp", "4", "--json"])
     d = json.loads(r.stdout)
-    assert d["mfu_p90"] <= 1.0 and not any("fast end (MFU" in w for w in d["warnings"])
+    assert d["mfu_p90"] <= 1.0 and not any("fast end (MFU" in w for w in messages(d["warnings"]))
 
 
 def test_an_attention_kernel_named_on_a_tpu_is_said_ignored():
@@ -336,7 +337,7 @@ def test_an_attention_kernel_named_on_a_tpu_is_said_ignored():
         "3",
     ]
     d = json.loads(runner.invoke(app, [*args, "--attention-kernel", "triton", "--json"]).stdout)
-    assert any(w.startswith("attention_kernel triton: no measured speed") for w in d["warnings"])
+    assert any(w.startswith("attention_kernel triton: no measured speed") for w in messages(d["warnings"]))
     plain = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
     assert plain["step_time_s"] == d["step_time_s"]  # and it changes nothing
-    assert not any(w.startswith("attention_kernel") for w in plain["warnings"])
+    assert not any(w.startswith("attention_kernel") for w in messages(plain["warnings"]))

@@ -65,7 +65,7 @@ def test_plan_view(server, tmp_path):
         box = " ".join(page.text_content("[data-testid=warnings]").split())
         for r in shown["layouts"]:
             for w in r["warnings"]:
-                assert " ".join(w.split()) in box, w
+                assert " ".join(w["message"].split()) in box, w
         assert page.locator("[data-testid=plan-heatmap]").is_visible()
         charts_keep_their_text(page)  # the heat map's "PP" was cut at the top
         best = shown["layouts"][0]
@@ -84,7 +84,7 @@ def test_plan_view(server, tmp_path):
         assert page.text_content("[data-testid=plan-advice]") == shown["advice"]
         assert page.locator("[data-testid=plan-nearest] tbody tr").count() == len(shown["nearest"])
         box = " ".join(page.text_content("[data-testid=warnings]").split())
-        assert all(" ".join(w.split()) in box for r in shown["nearest"] for w in r["warnings"])
+        assert all(" ".join(w["message"].split()) in box for r in shown["nearest"] for w in r["warnings"])
         assert all(c["best_step_time_s"] is None for c in shown["by_tp_pp"])  # the heat map's grey cells
         assert page.locator("[data-testid=plan-heatmap]").is_visible()
         page.screenshot(path=str(ARTIFACTS / "web-view-plan-nothing-fits.png"), full_page=True)

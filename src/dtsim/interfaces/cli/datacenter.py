@@ -889,7 +889,7 @@ def step(
     if result.fit_note:
         con.print(f"[red]{result.fit_note}[/red]")
     for w in result.warnings:
-        con.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+        con.print(f"[yellow]warning:[/yellow] {w.message}", highlight=False)
     say_software_note(software, result.gpu)
     if dmc is not None:
         from dtsim.interfaces.cli.report import print_uncertainty

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from dtsim import catalog
 from dtsim.errors import ScenarioError
+from dtsim.models.datacenter.plausibility import doubts_mfu, message_of
 
 PRECISIONS = ("bf16", "fp16", "fp8")
 
@@ -184,7 +185,7 @@ def _planned(key: tuple, overrides: str) -> PlannedMFU:
         # is 6·P only, as the decentralized model counts a step: say which is which
         text += (
             f". That layout's MFU with attention counted (the datacenter model's convention) is "
-            f"{best['mfu']:.1%}: {best['warnings'][0]}"
+            f"{best['mfu']:.1%}: {message_of(best['warnings'][0])}"
         )
     dense = count * resolve_hardware(cluster, precision).peak_flop_s / 1e15
     if abs(pflops_per_node / dense - 1.0) > 0.01:
@@ -193,7 +194,6 @@ def _planned(key: tuple, overrides: str) -> PlannedMFU:
             f"({dense:.2f} PFLOP/s) and this MFU is relative to it, so the node computes at the rate the "
             "datacenter model predicts"
         )
-    from dtsim.models.datacenter.plausibility import doubts_mfu
-
-    doubt = next((w for w in best["warnings"] if doubts_mfu(w)), None)  # not a note on an option
+    # the doubt's message (not a note on an option): the scenario's MFU_AUTO_OPTIMISTIC quotes it
+    doubt = next((message_of(w) for w in best["warnings"] if doubts_mfu(w)), None)
     return PlannedMFU(mfu, text, doubt, ratio)

@@ -28,7 +28,7 @@ from dtsim.errors import ScenarioError
 from dtsim.models.datacenter.model_error import packaged as model_error_packaged
 from dtsim.models.datacenter.model_error import step_time_factors
 from dtsim.models.datacenter.model_error import summary as model_error_summary
-from dtsim.models.datacenter.plausibility import HFU_DOUBT, MFU_DOUBT, mfu_warning
+from dtsim.models.datacenter.plausibility import HFU_DOUBT, MFU_DOUBT, LayoutWarning, mfu_warning, warn
 
 # The inputs live in workload.py; they are re-exported here so that `from dtsim.models.datacenter.step
 # import Cluster, Layout, Workload, step` reads the whole model from one place.
@@ -944,10 +944,11 @@ class LayoutPerformance(BaseModel):
     run: RunTotals | None = Field(
         None, description="Days, GPU-hours, cost and energy of `tokens`, when given."
     )
-    warnings: list[str] = Field(
+    warnings: list[LayoutWarning] = Field(
         default_factory=list,
         description="Why this prediction may not hold (an MFU above the best measured for the GPU "
-        "generation and parallelism class, citing the record).",
+        "generation and parallelism class, citing the record: MFU_ABOVE_MEASURED), or what an option given "
+        "did not do (…_IGNORED), each {code, message} as simulate's warnings.",
     )
 
 
@@ -983,51 +984,73 @@ def annotated_performance(
         perf["mfu_p10"] = perf["mfu"] / factors[1]
         perf["mfu_p90"] = perf["mfu"] / factors[0]
     warning = mfu_warning(cluster.gpu, layout, perf["mfu"])
-    perf["warnings"] = [warning] if warning else []
+    perf["warnings"] = [warning] if warning else []  # warn(code, message) dicts: LayoutWarning's fields
     if "nvls" in cluster.model_fields_set and cluster.nvls and not cluster.network_fields()["nvls"]:
         nvlink = cluster.network_fields()["nvlink"]
         perf["warnings"].append(
-            "nvls: one GPU per node has no NVLink switch to reduce in: ignored"
-            if cluster.gpus_per_node == 1
-            else f"nvls: {nvlink} has no NVLink SHARP (NVLink 4 and 5 have it): ignored, the all-reduce is NCCL's "
-            "ring or tree"
+            warn(
+                "NVLS_IGNORED",
+                "nvls: one GPU per node has no NVLink switch to reduce in: ignored"
+                if cluster.gpus_per_node == 1
+                else f"nvls: {nvlink} has no NVLink SHARP (NVLink 4 and 5 have it): ignored, the all-reduce is "
+                "NCCL's ring or tree",
+            )
         )
     cf, imbalance = layout.get("moe_capacity_factor"), layout.get("moe_imbalance", 1.0)
     dropped = moe_dropped_fraction(cf, imbalance, layout.get("ep", 1))
     if dropped > 0:
         perf["warnings"].append(
-            f"an expert capacity of {cf:g}× the mean load drops at least {dropped:.0%} of the routed tokens "
-            f"on the busiest expert-parallel rank (load {imbalance:g}× the mean): faster than a dropless run, "
-            "but those tokens skip their experts"
+            warn(
+                "MOE_TOKENS_DROPPED",
+                f"an expert capacity of {cf:g}× the mean load drops at least {dropped:.0%} of the routed tokens "
+                f"on the busiest expert-parallel rank (load {imbalance:g}× the mean): faster than a dropless run, "
+                "but those tokens skip their experts",
+            )
         )
     if layout.get("ep", 1) <= 1 and imbalance != 1.0 and cf is None:
         perf["warnings"].append(
-            f"moe_imbalance {imbalance:g}: without expert parallelism (ep 1) every rank holds every expert and "
-            "gets the mean load, so there is no busiest rank to wait for: ignored"
+            warn(
+                "MOE_IMBALANCE_IGNORED",
+                f"moe_imbalance {imbalance:g}: without expert parallelism (ep 1) every rank holds every expert and "
+                "gets the mean load, so there is no busiest rank to wait for: ignored",
+            )
         )
     if layout.get("pp", 1) == 1 and (layout.get("schedule", "1f1b") != "1f1b" or layout.get("vpp", 1) > 1):
         perf["warnings"].append(
-            f"pp 1 has no pipeline: the {layout.get('schedule', '1f1b')} schedule"
-            + (f" and vpp {layout.get('vpp')} change" if layout.get("vpp", 1) > 1 else " changes")
-            + " nothing (micro-batches run one at a time, one micro-batch's activations in memory)"
+            warn(
+                "SCHEDULE_WITHOUT_PIPELINE",
+                f"pp 1 has no pipeline: the {layout.get('schedule', '1f1b')} schedule"
+                + (f" and vpp {layout.get('vpp')} change" if layout.get("vpp", 1) > 1 else " changes")
+                + " nothing (micro-batches run one at a time, one micro-batch's activations in memory)",
+            )
         )
     if layout.get("pp", 1) > 1 and layout.get("schedule") == "interleaved" and layout.get("vpp", 1) == 1:
         perf["warnings"].append(
-            "the interleaved schedule with vpp 1 (one model chunk per stage) is 1F1B: set --vpp 2 or more "
-            "to interleave"
+            warn(
+                "INTERLEAVED_VPP_1",
+                "the interleaved schedule with vpp 1 (one model chunk per stage) is 1F1B: set --vpp 2 or more "
+                "to interleave",
+            )
         )
     if layout.get("overlap_p2p_comm") and not p2p_overlap_applies(
         layout.get("schedule", "1f1b"), layout.get("vpp", 1)
     ):
         perf["warnings"].append(
-            "overlap_p2p_comm applies to the interleaved schedule with vpp > 1 only (Megatron turns it off for "
-            "the others): ignored for this layout"
+            warn(
+                "P2P_OVERLAP_IGNORED",
+                "overlap_p2p_comm applies to the interleaved schedule with vpp > 1 only (Megatron turns it off "
+                "for the others): ignored for this layout",
+            )
         )
     micro = catalog.gpus()[cluster.gpu].micro
     if layout.get("flash_attention", True) and not micro.flash_attention_runs:
         perf["warnings"].append(
-            f"no FlashAttention kernel runs on {micro.generation.title()} ({cluster.gpu}): attention is timed "
-            "and sized materialized (the scores written to memory and a separate softmax), as it would run"
+            warn(
+                "NO_FLASH_ATTENTION",
+                f"no FlashAttention kernel runs on {micro.generation.title()} ({cluster.gpu}): attention is "
+                "timed and sized materialized (the scores written to memory and a separate softmax), as it "
+                "would run",
+            )
         )
     kernel = layout.get("attention_kernel", "flash2")
     if (  # (a GPU on which no FlashAttention runs is told so above)
@@ -1039,38 +1062,54 @@ def annotated_performance(
         # a TPU (or a GPU without a measured kernel table): attention runs on the GEMM model, whatever
         # kernel is named
         perf["warnings"].append(
-            f"attention_kernel {kernel}: no measured speed of FlashAttention kernels on {cluster.gpu}; attention is timed on the "
-            f"{'MXU' if micro.systolic else 'GEMM'} model whatever the kernel: ignored"
+            warn(
+                "ATTENTION_KERNEL_IGNORED",
+                f"attention_kernel {kernel}: no measured speed of FlashAttention kernels on {cluster.gpu}; "
+                f"attention is timed on the {'MXU' if micro.systolic else 'GEMM'} model whatever the kernel: "
+                "ignored",
+            )
         )
     if perf["mfu"] > 1.0:
         # model FLOPs count the full s×s scores (attention_flops_per_token: Megatron's and PaLM's
         # convention), of which a causal kernel computes half: at long sequences the count outgrows the
         # work done, and MFU passes 100 % with the time still within the hardware's rate
         perf["warnings"].append(
-            f"{MFU_DOUBT} {perf['mfu']:.1%} is above 100 % only in its count: model FLOPs (the PaLM convention) "
-            "count the full s×s attention scores, a large share of them at this sequence length, of which the "
-            "causal kernel computes half; compare tokens per second, not MFU"
+            warn(
+                "MFU_COUNT_ABOVE_PEAK",
+                f"{MFU_DOUBT} {perf['mfu']:.1%} is above 100 % only in its count: model FLOPs (the PaLM convention) "
+                "count the full s×s attention scores, a large share of them at this sequence length, of which the "
+                "causal kernel computes half; compare tokens per second, not MFU",
+            )
         )
     if perf["hfu"] > 1.0 and micro.flash_attention_efficiency:
         perf["warnings"].append(
-            f"{HFU_DOUBT} {perf['hfu']:.1%} is above the peak only in its count: hardware FLOPs include the masked "
-            "half of the attention scores, which the causal FlashAttention kernel skips (timed at its "
-            "measured speed); " + ("compare MFU" if perf["mfu"] <= 1.0 else "MFU too (above)")
+            warn(
+                "HFU_COUNT_ABOVE_PEAK",
+                f"{HFU_DOUBT} {perf['hfu']:.1%} is above the peak only in its count: hardware FLOPs include the masked "
+                "half of the attention scores, which the causal FlashAttention kernel skips (timed at its "
+                "measured speed); " + ("compare MFU" if perf["mfu"] <= 1.0 else "MFU too (above)"),
+            )
         )
     elif perf["hfu"] > 1.0:
         perf["warnings"].append(
-            f"{HFU_DOUBT} {perf['hfu']:.1%} is above the peak: the FLOP counts include the masked half of the "
-            "attention scores that causal attention kernels skip, and this accelerator has no published "
-            "attention-kernel ceiling to bound them; not an answer to plan on"
+            warn(
+                "HFU_ABOVE_PEAK",
+                f"{HFU_DOUBT} {perf['hfu']:.1%} is above the peak: the FLOP counts include the masked half of the "
+                "attention scores that causal attention kernels skip, and this accelerator has no published "
+                "attention-kernel ceiling to bound them; not an answer to plan on",
+            )
         )
     if perf.get("mfu_p90") is not None and perf["mfu_p90"] > 1.0 >= perf["mfu"]:
         # the interval is the model's error on measured runs, applied as a factor: near the peak its fast
         # end passes it (shown as computed, not cut: the cut would be a number no measurement gave)
         perf["warnings"].append(
-            f"the 80 % interval's fast end (MFU {perf['mfu_p90']:.1%}, step time "
-            f"{perf['step_time_s_p10']:.4g} s{', and the days at it' if tokens is not None else ''}) is above "
-            "100 % of the peak, which no run reaches: that end is the model's error applied as a factor, "
-            "not a reachable speed, and the point value is already near what the chip sustains"
+            warn(
+                "INTERVAL_ABOVE_PEAK",
+                f"the 80 % interval's fast end (MFU {perf['mfu_p90']:.1%}, step time "
+                f"{perf['step_time_s_p10']:.4g} s{', and the days at it' if tokens is not None else ''}) is above "
+                "100 % of the peak, which no run reaches: that end is the model's error applied as a factor, "
+                "not a reachable speed, and the point value is already near what the chip sustains",
+            )
         )
     if tokens is not None:
         perf["run"] = run_totals(
@@ -1079,7 +1118,7 @@ def annotated_performance(
     return perf
 
 
-def ignored_options(layout: dict[str, Any]) -> list[str]:
+def ignored_options(layout: dict[str, Any]) -> list[dict[str, str]]:
     """A warning for each option set on a layout where it has nothing to act on, so `step` never
     takes it silently (`plan` sets these only where they act)."""
     notes = []
@@ -1089,20 +1128,26 @@ def ignored_options(layout: dict[str, Any]) -> list[str]:
         ("overlap_tp_comm", "it hides the tensor-parallel collectives"),
     ):
         if layout.get(name) and tp == 1:
-            notes.append(f"{name} needs tp > 1 ({what}): ignored with tp 1")
+            notes.append(warn(f"{name.upper()}_IGNORED", f"{name} needs tp > 1 ({what}): ignored with tp 1"))
     if layout.get("embedding_stages") == "balanced" and layout.get("pp", 1) == 1:
         notes.append(
-            "embedding_stages balanced needs pp > 1 (it gives the embedding and output layer pipeline "
-            "slots of their own): ignored with pp 1"
+            warn(
+                "EMBEDDING_STAGES_IGNORED",
+                "embedding_stages balanced needs pp > 1 (it gives the embedding and output layer pipeline "
+                "slots of their own): ignored with pp 1",
+            )
         )
     dp_group = layout.get("dp", 1) * layout.get("cp", 1)
     shard = layout.get("shard_group") or dp_group
     if layout.get("fp32_params") and (layout.get("zero", 0) < 3 or shard <= 1):
         notes.append(
-            "fp32_params changes memory only under ZeRO-3 sharding over more than one rank (zero 3): "
-            f"with zero {layout.get('zero', 0)}"
-            + (f" over a shard group of {shard}" if layout.get("zero", 0) >= 3 else "")
-            + " the 16-bit weights are held from forward to backward all the same, so it is ignored"
+            warn(
+                "FP32_PARAMS_IGNORED",
+                "fp32_params changes memory only under ZeRO-3 sharding over more than one rank (zero 3): "
+                f"with zero {layout.get('zero', 0)}"
+                + (f" over a shard group of {shard}" if layout.get("zero", 0) >= 3 else "")
+                + " the 16-bit weights are held from forward to backward all the same, so it is ignored",
+            )
         )
     return notes
 

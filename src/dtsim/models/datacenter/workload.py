@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from dtsim import catalog
 from dtsim.errors import ScenarioError, validation_problems
+from dtsim.models.datacenter.plausibility import warn
 from dtsim.models.network import default_torus, parse_torus
 from dtsim.physics.transformer import Architecture
 
@@ -257,7 +258,7 @@ class Cluster(BaseModel):
     def n_gpus(self) -> int:
         return self.nodes * self.gpus_per_node
 
-    def ignored_fields(self, leaf_nodes: float | None = None) -> list[str]:
+    def ignored_fields(self, leaf_nodes: float | None = None) -> list[dict[str, str]]:
         """A warning for each network field given where it has nothing to act on, so a cluster never
         takes one silently: NVLS switched off on a link type without it, scale-out fields on a job
         that never leaves one NVLink domain (or TPU slice), oversubscription on a job under one leaf
@@ -269,9 +270,12 @@ class Cluster(BaseModel):
             fab = catalog.cluster_fabrics()[self.fabric]
             links = catalog.fabrics()
             notes.append(
-                f"fabric {self.fabric}: its {fab.nvlink} ({links[fab.nvlink].bandwidth_gb_s:g} GB/s a direction, "
-                f"built for {fab.gpu}) is faster than {self.gpu}'s own NVLink; the {self.gpu}'s "
-                f"{net['nvlink']} ({links[net['nvlink']].bandwidth_gb_s:g} GB/s) is used"
+                warn(
+                    "FABRIC_NVLINK_NOT_CARRIED",
+                    f"fabric {self.fabric}: its {fab.nvlink} ({links[fab.nvlink].bandwidth_gb_s:g} GB/s a direction, "
+                    f"built for {fab.gpu}) is faster than {self.gpu}'s own NVLink; the {self.gpu}'s "
+                    f"{net['nvlink']} ({links[net['nvlink']].bandwidth_gb_s:g} GB/s) is used",
+                )
             )
         if (
             self.oversubscription is not None
@@ -280,14 +284,20 @@ class Cluster(BaseModel):
             and self.n_gpus > net["nvlink_domain"]
         ):
             notes.append(
-                f"oversubscription {self.oversubscription:g}: the job's {self.nodes} nodes sit under one leaf "
-                f"switch ({leaf_nodes:g} nodes, leaf_switch_nodes), so no traffic crosses the tier above it: "
-                "ignored"
+                warn(
+                    "OVERSUBSCRIPTION_IGNORED",
+                    f"oversubscription {self.oversubscription:g}: the job's {self.nodes} nodes sit under one leaf "
+                    f"switch ({leaf_nodes:g} nodes, leaf_switch_nodes), so no traffic crosses the tier above it: "
+                    "ignored",
+                )
             )
         if not self.nvls and catalog.fabrics()[net["nvlink"]].nvls_efficiency is None:
             notes.append(
-                f"nvls false: the {net['nvlink']} links have no NVLink SHARP to turn off (NVLink 4 and 5 "
-                "switches only): ignored"
+                warn(
+                    "NVLS_IGNORED",
+                    f"nvls false: the {net['nvlink']} links have no NVLink SHARP to turn off (NVLink 4 and 5 "
+                    "switches only): ignored",
+                )
             )
         scale_out = [
             f"{name} {getattr(self, name):g}"
@@ -300,8 +310,11 @@ class Cluster(BaseModel):
         if scale_out and self.n_gpus <= domain:
             where = "one TPU slice" if net["torus"] else f"one NVLink domain of {domain} GPUs"
             notes.append(
-                f"{', '.join(scale_out)}: the job's {self.n_gpus} {'chips' if net['torus'] else 'GPUs'} sit in {where}, so no traffic "
-                "crosses the scale-out network: ignored"
+                warn(
+                    "SCALE_OUT_IGNORED",
+                    f"{', '.join(scale_out)}: the job's {self.n_gpus} {'chips' if net['torus'] else 'GPUs'} sit in {where}, so no traffic "
+                    "crosses the scale-out network: ignored",
+                )
             )
         return notes
 
