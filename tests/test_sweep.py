@@ -380,3 +380,17 @@ def test_every_number_simulate_gives_is_a_batch_column_of_that_name():
             ), name
     res = runner.invoke(app, ["sweep", "--vary", "parameters_b=100,1000", "-q", "--metric", "pp_stages"])
     assert res.exit_code == 0, res.output
+
+
+def test_a_varied_gpu_count_gives_each_row_its_own_peak_and_memory():
+    """A review's case: varying gpus_per_node wrote the base's 32 PFLOPS and 2,304 GB on every row, where
+    the 8-GPU row ran at 16 and 1,152 (a count scales the node's peak and memory, as simulate does)."""
+    res = runner.invoke(app, ["sweep", "--vary", "gpus_per_node=8,16", "-q", "--json"])
+    assert res.exit_code == 0, res.output
+    for row in json.loads(res.stdout):
+        s = dtsim.simulate({"gpus_per_node": row["gpus_per_node"]}).scenario
+        assert (row["pflops_per_node"], row["vram_per_node_gb"]) == (
+            s["pflops_per_node"],
+            s["vram_per_node_gb"],
+        )
+    assert [r["pflops_per_node"] for r in json.loads(res.stdout)] == [16.0, 32.0]

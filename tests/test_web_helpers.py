@@ -518,3 +518,14 @@ def test_a_share_link_with_a_gpu_reads_back_as_the_page_computed_it():
     assert "pflops_per_node=32" in query and "vram_per_node_gb=2304" in query
     linked = dtsim.simulate(dtsim.load_scenario(layers=[parse_query(dict(parse_qsl(query)))]))
     assert linked.wall_clock_days == page.wall_clock_days
+
+
+def test_a_share_link_with_another_gpu_count_reads_back_as_the_page_computed():
+    """A review's case: the page ran 8 GPUs at the shown 32 PFLOPS and 2,304 GB, and its link held only
+    gpus_per_node=8, which reads back at 16 PFLOPS and 1,152 GB (a count scales the node): 433 days on
+    the page, 16,923 from its link. The link now names the node's peak and memory with the count."""
+    values = default_values() | {"gpus_per_node": 8}
+    query = dict(parse_qsl(share_query(values)))
+    assert query["gpus_per_node"] == "8" and query["pflops_per_node"] == "32"
+    restored = load_scenario(layers=[parse_query(query)])
+    assert restored.pflops_per_node == 32.0 and restored.vram_per_node_gb == 2304.0

@@ -222,6 +222,12 @@ SET_BY_VARIED: dict[str, tuple[str, ...]] = {
     "gpu": ("node", "pflops_per_node", "vram_per_node_gb"),
     "bandwidth_mbps": ("bandwidth_up_mbps", "bandwidth_down_mbps"),
 }
+# ... and the fields a varied field changes without replacing them: a count of GPUs scales the node's
+# peak and memory (catalog.merge_layers), so each row's are its own columns, not the base's
+IMPLIED_BY_VARIED: dict[str, tuple[str, ...]] = {
+    **SET_BY_VARIED,
+    "gpus_per_node": ("pflops_per_node", "vram_per_node_gb"),
+}
 
 
 def set_and_varied(given: dict[str, Any], axes: list[Axis], where: str = "--set") -> None:
@@ -283,7 +289,7 @@ def run_grid(
             out[k][start:stop] = v
         if progress is not None:
             progress(stop, n)
-    hidden = set(inputs).union(*(SET_BY_VARIED.get(f, ()) for f in inputs))
+    hidden = set(inputs).union(*(IMPLIED_BY_VARIED.get(f, ()) for f in inputs))
     constants = {k: v for k, v in base.to_fields().items() if k not in hidden and not isinstance(v, dict)}
     columns: dict[str, np.ndarray] = {}
     for k, v in constants.items():
@@ -313,7 +319,7 @@ def _implied_inputs(base: Scenario, axes: list[Axis], n: int) -> dict[str, np.nd
     setting = ("node", *NODE_SET_FIELDS, "bandwidth_mbps")  # the fields that decide the implied ones
     implied = (*NODE_SET_FIELDS, *SET_BY_VARIED["bandwidth_mbps"])
     varied = {a.field for a in axes}
-    if not varied & set(SET_BY_VARIED):
+    if not varied & set(IMPLIED_BY_VARIED):
         return {}
     sizes = tuple(len(a) for a in axes)
     idx = np.unravel_index(np.arange(n), sizes)

@@ -506,7 +506,11 @@ def share_query(values: dict[str, Any]) -> str:
     """The query string of a scenario: the fields that differ from the defaults (order fixed), and with
     a gpu the hardware it would otherwise re-derive, so the link reads back as the page computed it."""
     defaults = default_values()
-    with_gpu = values.get("gpu") is not None and values.get("gpu") != defaults.get("gpu")
+    # a gpu re-derives the hardware under it, and a count alone scales it (catalog.merge_layers): either way
+    # the link names the page's peak and memory
+    with_gpu = any(
+        values.get(k) is not None and values.get(k) != defaults.get(k) for k in ("gpu", "gpus_per_node")
+    )
     pairs = [
         (k, _query_value(v))
         for k, v in values.items()

@@ -318,6 +318,23 @@ class Page:
         return self.current_fields() if self.state.result is not None else None
 
     def on_input(self, name: str, value: Any) -> None:
+        old = self.state.values.get(name)
+        if (
+            name == "gpus_per_node"
+            and _count(old)
+            and _count(value)
+            and old > 0
+            and value > 0
+            and value != old
+        ):
+            # another count of the same GPUs: the node's peak and memory scale with it, as `--set
+            # gpus_per_node` scales them (catalog.merge_layers), so the page and the CLI agree
+            values = dict(self.state.values, gpus_per_node=value)
+            for key in ("pflops_per_node", "vram_per_node_gb"):
+                if _count(values.get(key)):
+                    values[key] = values[key] * value / old
+            self.set_values(values)
+            return
         self.state.values[name] = value
         self.refresh()
 
@@ -525,6 +542,10 @@ class Page:
         if node.precision:
             values["precision"] = node.precision
         self.set_values(values)
+
+
+def _count(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
 
 
 @functools.cache
