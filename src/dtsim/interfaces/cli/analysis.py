@@ -438,7 +438,7 @@ def target(
         operations.refuse_searched(_file_fields(file), "target", solve, node_given=bool(node), where="file")
         if solve is not None:
             _target_solve(
-                _base_command(file, preset),
+                (_base_command(file, preset), _file_fields(file)),
                 base,
                 dists,
                 solve,
@@ -628,9 +628,9 @@ def _target_solve(
         t.add_row(k, _fmt(v) if not isinstance(v, int) else f"{v:,}")
     t.add_row("cost_usd", f"${sol.run.cost_usd:,.0f}")
     c.print(t)
-    fields = ans.payload["scenario_fields"]  # the user's fields with the answer's over them
+    base_command, file_fields = check_base
     c.print(
-        f"check it: {check_base} " + " ".join(f"--set {k}={_set_text(v)}" for k, v in fields.items()),
+        f"check it: {base_command} {_set_args(ans.payload['scenario_fields'], file_fields)}",
         highlight=False,
         markup=False,
     )
@@ -663,6 +663,28 @@ def print_answer_warnings(notes: list[dict[str, str]], whose: str) -> None:
     for n in notes:
         t.add_row(n["code"], n["message"])
     console().print(t)
+
+
+def _set_args(fields: dict[str, Any], file_fields: dict[str, Any]) -> str:
+    """`--set` items that give `fields` over a command that names the base file (its own values left
+    out), each quoted for a POSIX shell; `assumptions` as one item per entry, a list or a table as JSON
+    (YAML flow, as --set reads it). A review's case: an assumption printed as a Python dict, which a
+    shell split in two."""
+    import json
+    import shlex
+
+    items = []
+    for k, v in fields.items():
+        if k in file_fields and file_fields[k] == v:
+            continue
+        if k == "assumptions" and isinstance(v, dict):
+            mine = file_fields.get("assumptions") or {}
+            items += [f"assumptions.{a}={_set_text(x)}" for a, x in v.items() if mine.get(a) != x]
+        elif isinstance(v, list | dict):
+            items.append(f"{k}={json.dumps(v, separators=(',', ':'))}")
+        else:
+            items.append(f"{k}={_set_text(v)}")
+    return " ".join(f"--set {shlex.quote(item)}" for item in items)
 
 
 def _set_text(v: Any) -> str:
