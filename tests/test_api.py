@@ -55,7 +55,7 @@ def test_simulate_a_batch(client):
     [
         ({"num_nodes": -8}, "num_nodes", "must be an integer ≥ 1"),
         ({"mfu": 2}, "mfu", "≤ 1"),
-        ({"precision": "fp3"}, "precision", "'fp16', 'bf16', 'fp8' or 'fp4'"),
+        ({"precision": "fp3"}, "precision", "must be one of: fp16, bf16, fp8, fp4"),
         ({"colour": "blue"}, "colour", "unknown field"),
         ({"moe": True, "active_parameters_b": 500}, "active_parameters_b", "must be ≤ parameters_b"),
         ({"scenarios": [{}, {"num_nodes": 0}]}, "scenarios[1].num_nodes", "must be an integer ≥ 1"),

@@ -81,7 +81,7 @@ def test_single_bandwidth_sets_both_directions():
         ({"latency_ms": -1}, "latency_ms", "≥ 0"),
         ({"compression": 0.5}, "compression", "≥ 1"),
         ({"micro_batches": 2.5}, "micro_batches", "an integer"),
-        ({"precision": "fp2"}, "precision", "'fp16', 'bf16', 'fp8' or 'fp4'"),
+        ({"precision": "fp2"}, "precision", "must be one of: fp16, bf16, fp8, fp4"),
         ({"moe": True}, "active_parameters_b", "required when moe is true"),
         ({"moe": True, "active_parameters_b": 200}, "active_parameters_b", "must be ≤ parameters_b = 144"),
         ({"hierarchical": True, "nodes_per_group": 100}, "nodes_per_group", "must be ≤ num_nodes = 72"),

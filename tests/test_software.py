@@ -326,6 +326,16 @@ def test_a_gpu_stack_on_a_tpu_is_said_in_step_plan_and_the_api(client):
     assert "warning: software megatron-core-2024's settings come from runs on GPUs" in text
     plan_json = cli_json("plan", *tpu, "--software", "nemo-24.07", "--top", "2")
     assert "tpu-v5p is a TPU" in plan_json["software_note"]
+    # a review's case: a target-size answer names no gpu of its own, and had no note
+    sized = cli_json(
+        "plan",
+        *[a for a in tpu if a not in ("-m", "llama3.1-8b")],
+        "--target-params-b",
+        "8",
+        "--software",
+        "megatron-core-2024",
+    )
+    assert "tpu-v5p is a TPU" in sized["software_note"]
     assert "software_note" not in cli_json("step", *tpu, "--software", "maxtext")
     assert "software_note" not in cli_json(*STEP, "--software", "llm-foundry")
     body = {"model": "llama3.1-8b", "gpu": "tpu-v5p", "nodes": 4, "gpus_per_node": 4, "gbs": 64}

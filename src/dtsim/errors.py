@@ -111,6 +111,10 @@ def validation_problems(
             continue
         value = fields.get(field, err.get("input")) if loc else err.get("input")
         msg = err.get("msg", "invalid")
+        expected = (err.get("ctx") or {}).get("expected")
+        if err.get("type") in ("literal_error", "enum") and expected:
+            # pydantic: "Input should be 'fp16', 'bf16' or 'fp8'": in dtsim's words
+            msg = "must be one of: " + choices_text(expected)
         if len(loc) > 1 and loc[0] in NESTED_FIELDS:  # node_groups[2].count, region_rtt_ms.a.b
             field = loc[0] + "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in loc[1:])
             value = err.get("input")
@@ -135,6 +139,13 @@ def validation_problems(
         problems.append((field, value, msg))
     seen: set[str] = set()
     return [p for p in problems if not (p[0] in seen or seen.add(p[0]))]
+
+
+def choices_text(expected: object) -> str:
+    """pydantic's list of allowed values ("'a', 'b' or 'c'") as "a, b, c"."""
+    import re
+
+    return re.sub(r"'([^']*)'", r"\1", str(expected)).replace(" or ", ", ")
 
 
 def _utf8(text: object) -> str:

@@ -1197,7 +1197,7 @@ def step_layouts(
     return [(r, profiles[i], labels[i]) for i, r in zip(built, results, strict=True)]
 
 
-def with_software(payload: dict[str, Any], software: str | None) -> dict[str, Any]:
+def with_software(payload: dict[str, Any], software: str | None, gpu: str | None = None) -> dict[str, Any]:
     """An answer (step, plan, target-size) naming the software profile its layouts took their defaults
     from, when one did (`software`), as the CLI's --json, the API and the pages give it, and
     `software_note` when the stack does not run on the answer's accelerator (a CUDA stack on a TPU)."""
@@ -1205,7 +1205,7 @@ def with_software(payload: dict[str, Any], software: str | None) -> dict[str, An
         from dtsim.models.datacenter.software import accelerator_note
 
         payload["software"] = software
-        note = accelerator_note(software, payload.get("gpu"))
+        note = accelerator_note(software, gpu or payload.get("gpu"))  # a target-size answer names no gpu
         if note:
             payload["software_note"] = note
     return payload

@@ -43,7 +43,7 @@ from dtsim import __version__, catalog
 from dtsim.analysis.grid import MAX_GRID, VARYABLE
 from dtsim.analysis.sweep import MAX_POINTS, SWEEP_OUTPUTS, SWEEPABLE, default_range, sweep
 from dtsim.assumptions import table as assumptions_table
-from dtsim.errors import MissingExtra, ScenarioError, problems_body
+from dtsim.errors import MissingExtra, ScenarioError, choices_text, problems_body
 from dtsim.interfaces.api import jobs
 from dtsim.interfaces.api.analysis import MAX_GRID_POINTS
 from dtsim.interfaces.api.base import ApiRequest, distributions_refused, preset_conflict
@@ -855,8 +855,8 @@ def create_app(ui: bool = True) -> FastAPI:
                 msg = "is null, which it does not take: give a value"
             elif err.get("type") in ("literal_error", "enum") and (err.get("ctx") or {}).get("expected"):
                 # pydantic: "Input should be 'a', 'b' or 'c'": in the CLI's words
-                known = re.sub(r"'([^']*)'", r"\1", str(err["ctx"]["expected"])).replace(" or ", ", ")
-                msg = f"unknown {loc[-1] if loc else 'value'}; known: {known}"
+                name = next((p for p in reversed(loc) if not p.isdigit()), "value")  # not "unknown 1"
+                msg = f"unknown {name}; known: {choices_text(err['ctx']['expected'])}"
             elif err.get("type") == "extra_forbidden":  # pydantic: "Extra inputs are not permitted"
                 msg = (
                     "not a field of this request: give the base preset as ?preset=NAME in the query (or as "

@@ -442,7 +442,7 @@ def plan_work(progress: Any, **fields: Any) -> dict[str, Any]:
             )
         else:
             payload = run_plan(req.architecture(), cluster, opt, top=req.top).as_dict()
-    return _finite(ops.with_software(payload, req.software))
+    return _finite(ops.with_software(payload, req.software, cluster.gpu))
 
 
 # Seconds per candidate layout of a plan (enumerated and evaluated), measured on the development machine

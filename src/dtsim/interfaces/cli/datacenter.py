@@ -834,6 +834,8 @@ def step(
             used = sorted({sw for _, sw, _ in results if sw is not None})
             if used:
                 console().print(f"software: {', '.join(used)}", highlight=False)
+            for sw in used:
+                say_software_note(sw, results[0][0].gpu)
             if dmc is not None:
                 print_layouts_uncertainty(dmc, first=0)
         return
@@ -1014,7 +1016,9 @@ def plan(
             shape = {k: v for k, v in locals().items() if k in (*SHAPE_FLAGS, "model")}
             target_shape_conflicts(shape, {k: "--" + k.replace("_", "-") for k in shape})
             payload = with_software(
-                target_size_payload(target_params_b, cluster, opt, vocab, seq_len, top, doc), software
+                target_size_payload(target_params_b, cluster, opt, vocab, seq_len, top, doc),
+                software,
+                cluster.gpu,
             )
             rows, searched = payload["shapes"], payload["shapes_searched"]
             none = (
@@ -1056,6 +1060,7 @@ def plan(
             con = console()
             con.print(t)
             print_mfu_flag(con, [r["warnings"] for r in rows], first=1)
+            say_software_note(software, cluster.gpu)
             return
         arch = resolve_model(model, {k: v for k, v in locals().items() if k in SHAPE_FLAGS})
         result = run_plan(arch, cluster, opt, top=top, calibration=doc)

@@ -228,8 +228,8 @@ def render(r: Result, title: str = "dtsim", explain: bool = False, mc: Any = Non
 
 
 def _plain(x: float) -> str:
-    """A link figure as the report writes numbers: 10,000 (not 1e+04), 0.5, 2.5e-05."""
-    return f"{x:,.0f}" if x >= 100 else f"{x:.4g}"
+    """A link figure as the report writes numbers: 10,000 (not 1e+04), 155.5, 0.5, 2.5e-05."""
+    return f"{x:,.0f}" if x >= 10_000 or (x >= 100 and x == int(x)) else f"{x:,.4g}"
 
 
 def _groups_table(groups: list[dict[str, Any]], r: Result) -> Table:
@@ -239,11 +239,11 @@ def _groups_table(groups: list[dict[str, Any]], r: Result) -> Table:
         g.add_column(col, justify="right" if col in ("#", "nodes") else "left")
     sc = r.scenario or {}
     for i, grp in enumerate(groups):
-        # a GPU without a count keeps the scenario's GPUs per node (catalog.merge_layers)
+        # a GPU without a count keeps the scenario's GPUs per node, a count without a GPU is of the
+        # scenario's GPUs (catalog.merge_layers)
         count = grp.get("gpus_per_node", sc.get("gpus_per_node"))
-        hw = grp.get("node") or (
-            f"{count:g}× {grp['gpu']}" if grp.get("gpu") and count else grp.get("gpu", "")
-        )
+        gpu = grp.get("gpu") or (sc.get("gpu") if "gpus_per_node" in grp else None)
+        hw = grp.get("node") or (f"{count:g}× {gpu}" if gpu and count else gpu or "")
         hw = hw or (f"{grp['pflops_per_node']:g} PFLOPS" if grp.get("pflops_per_node") else "scenario's")
         up = grp.get("bandwidth_up_mbps", sc.get("bandwidth_up_mbps"))
         down = grp.get("bandwidth_down_mbps", sc.get("bandwidth_down_mbps"))
