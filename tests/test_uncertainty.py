@@ -607,3 +607,21 @@ def test_the_report_says_which_assumptions_it_held():
     )
     assert "assumptions.restart_s" in out["monte_carlo"]["unread"]
     assert "assumptions.restart_s" not in out["monte_carlo"]["inputs"]
+
+
+def test_the_screen_visits_every_value_of_a_choice_and_the_ends_of_the_users_distributions(tmp_path):
+    """A review's case: straggler_strategy relay at 1 % of the draws reads relay_straggler_coefficient,
+    which no Sobol point of 64 drew relay at: it was held and said to change nothing. The screen's base
+    points cycle through every value of a choice and add each user distribution's two ends."""
+    path = tmp_path / "rare.yaml"
+    path.write_text("straggler_strategy: {dist: choice, values: [none, relay], weights: [0.99, 0.01]}\n")
+    scenario, dists = unc.load_uncertain_scenario(path)
+    points = unc.screen_points(dists)
+    assert set(points["straggler_strategy"]) == {"none", "relay"}
+    mc = unc.run_monte_carlo(scenario, dists, 64, seed=1)
+    assert "assumptions.relay_straggler_coefficient" in mc.inputs
+    assert "assumptions.restart_s" in mc.unread  # still held: no draw models failures
+    _, ends = unc.load_uncertain_scenario(set_texts=["num_nodes=lognormal:72:0.5"])
+    lo, hi = np.round(ends["num_nodes"].ppf(np.asarray(unc.SCREEN_ENDS)))
+    pts = unc.screen_points(ends, integer_fields=("num_nodes",))
+    assert {lo, hi} <= set(pts["num_nodes"].tolist())

@@ -348,6 +348,9 @@ def _implied_inputs(base: Scenario, axes: list[Axis], n: int) -> dict[str, np.nd
 # --- uncertainty bands ---------------------------------------------------------------------------------------
 
 MAX_DRAWS_PER_POINT = 1 << 16
+# Grid points the unread-assumption screen visits (2 × 22 × 1,024 rows, ~0.2 s: a cost setting, not a
+# model assumption); a larger grid is screened at this many points spread over it
+SCREEN_GRID_POINTS = 1024
 
 
 def band_block(
@@ -444,7 +447,6 @@ def add_bands(
 
     from dtsim.analysis.uncertainty import (
         HEADLINE,
-        SCREEN_DRAWS,
         batch_columns,
         check_seed,
         correlation_factor,
@@ -478,8 +480,8 @@ def add_bands(
     correlations = tuple(getattr(dists, "correlations", ()))
     correlation_factor(sorted(dists), correlations)
     # the table's assumptions that change no output at the grid's points are held (screened at up to
-    # SCREEN_DRAWS points spread over the grid)
-    picked = np.unique(np.linspace(0, result.n - 1, min(result.n, SCREEN_DRAWS)).round().astype(int))
+    # SCREEN_GRID_POINTS points spread over the grid: every point of most grids)
+    picked = np.unique(np.linspace(0, result.n - 1, min(result.n, SCREEN_GRID_POINTS)).round().astype(int))
     at = _batch_fields(grid_points(result.axes, picked))
     unread = unread_assumptions(dists, batch_columns(base), at, INTEGER_FIELDS)
     dists = without(dists, unread)

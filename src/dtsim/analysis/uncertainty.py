@@ -267,9 +267,9 @@ def unread_assumptions(
     integer_fields: Sequence[str] = (),
 ) -> list[str]:
     """The assumptions table's distributions in `dists` that this run never reads, so drawing them would
-    list inputs that change nothing (and let noise pick one as a driver). At SCREEN_DRAWS Sobol draws of
-    every input (each draw also at a row of `at`, cycled: a sweep's grid points), each table assumption
-    is set to its low end and then to its high end (SCREEN_ENDS) with all else held; one whose two ends
+    list inputs that change nothing (and let noise pick one as a driver). At the screen's base points
+    (screen_points: Sobol draws of every input, every value of a choice, the ends of the user's own
+    distributions, each at a row of `at`: a sweep's grid points), each table assumption is set to its low end and then to its high end (SCREEN_ENDS) with all else held; one whose two ends
     give identical outputs (every column `evaluate` returns, compared exactly) at every draw is unread.
     A one-at-a-time screen from scattered base points (Morris 1991, "Factorial sampling plans for
     preliminary computational experiments", Technometrics 33(2)), taken to each distribution's ends.
@@ -280,11 +280,8 @@ def unread_assumptions(
     candidates = [k for k, d in dists.items() if d.origin == "assumptions table" and k not in stated]
     if not candidates:
         return []
-    m = SCREEN_DRAWS
-    base = draws(dists, m, 0, integer_fields, correlations=getattr(dists, "correlations", ()))
-    if at:
-        g = len(next(iter(at.values())))
-        base |= {k: np.asarray(v)[np.arange(m) % g] for k, v in at.items()}
+    base = screen_points(dists, at, integer_fields)
+    m = len(next(iter(base.values())))
     rows = {k: np.tile(v, 2 * len(candidates)) for k, v in base.items()}
     for j, name in enumerate(candidates):
         low, high = dists[name].ppf(np.asarray(SCREEN_ENDS))
@@ -303,6 +300,36 @@ def unread_assumptions(
     return [name for j, name in enumerate(candidates) if all(same(a, j) for a in columns)]
 
 
+def screen_points(
+    dists: Mapping[str, Distribution],
+    at: Mapping[str, np.ndarray] | None = None,
+    integer_fields: Sequence[str] = (),
+) -> dict[str, np.ndarray]:
+    """The base points of the unread-assumption screen: max(SCREEN_DRAWS, rows of `at`) Sobol draws of
+    every input, each at a row of `at` (cycled); every value of a choice input among them (cycled, a
+    rare one included: a review's case, relay drawn 1 % of the time, read an assumption no Sobol point
+    of 64 drew it at), and two more points for each of the user's own distributions, at its ends."""
+    g = len(next(iter(at.values()))) if at else 0
+    m = max(SCREEN_DRAWS, g)
+    base = draws(dists, m, 0, integer_fields, correlations=getattr(dists, "correlations", ()))
+    for name, d in dists.items():
+        if d.kind == "choice":
+            values = np.asarray(d.params["values"])  # its own dtype: a draw's '<U4' would cut 'relay'
+            base[name] = values[np.arange(m) % len(values)]
+    if at:
+        base |= {k: np.asarray(v)[np.arange(m) % g] for k, v in at.items()}
+    own = [k for k, d in dists.items() if d.origin != "assumptions table" and d.kind != "choice"]
+    if own:
+        extra = {k: np.resize(v, 2 * len(own)) for k, v in base.items()}
+        for j, name in enumerate(own):
+            ends = dists[name].ppf(np.asarray(SCREEN_ENDS))
+            if name in integer_fields:
+                ends = np.round(ends)
+            extra[name][2 * j : 2 * j + 2] = ends
+        base = {k: np.concatenate([v, extra[k]]) for k, v in base.items()}
+    return base
+
+
 def without(dists: Mapping[str, Distribution], names: Sequence[str]) -> Inputs:
     """`dists` less `names`, keeping the correlations stated."""
     kept = Inputs({k: d for k, d in dists.items() if k not in names})
@@ -310,12 +337,13 @@ def without(dists: Mapping[str, Distribution], names: Sequence[str]) -> Inputs:
     return kept
 
 
-def unread_note(unread: Sequence[str], reader: str = "this run") -> str:
-    """What a report says of the assumptions held because none changes an output of `reader`."""
+def unread_note(unread: Sequence[str], reader: str = "of this run") -> str:
+    """What a report says of the assumptions held because none changes an output `reader`."""
     names = ", ".join(k.removeprefix("assumptions.") for k in unread)
     return (
-        f"held at their values, as none changes an output of {reader}: {names} (each taken from its low "
-        f"to its high end changed none at {SCREEN_DRAWS} draws of the other inputs)"
+        f"held at their values, as none changes an output {reader}: {names} (each taken from its low "
+        f"to its high end changed none at {SCREEN_DRAWS} or more screened draws of the other inputs, every "
+        "value of a choice and each of your distributions' ends among them)"
     )
 
 

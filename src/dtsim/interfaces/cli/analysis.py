@@ -254,7 +254,7 @@ def sweep(
             f"{label} of {metric} over {bands.draws_per_point:,} draws at each point, seed {bands.seed}{seed_note}; "
             f"inputs drawn: {', '.join(k.removeprefix('assumptions.') for k in bands.inputs) or 'none'}"
             + (
-                f"; assumptions {unread_note(bands.unread, 'the points of the grid')}."
+                f"; assumptions {unread_note(bands.unread, 'at any screened grid point')}."
                 if bands.unread
                 else "."
             ),
