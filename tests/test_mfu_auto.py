@@ -234,5 +234,5 @@ def test_a_size_no_shape_is_near_is_said_as_such_not_as_a_memory_problem():
         simulate(make_scenario({"node": "dgx-h100", "parameters_b": 1, "mfu": "auto", "num_nodes": 16}))
     message = exc.value.problems[0][2]
     assert "the nearest model shape to 1B that fits one node of 8 × h100-sxm" in message
-    assert "has 1.08B (hidden 2048, 20 layers), outside ±5% (mfu_auto_size_tolerance)" in message
+    assert "has 1.08B (+8.1%: hidden 2048, 20 layers), outside ±5% (mfu_auto_size_tolerance)" in message
     assert "fits one node" not in message.split("has 1.08B")[1]

@@ -47,6 +47,8 @@ def test_sensitivity_view(server, tmp_path):
         tables_fit(page)  # the indices table's last columns were cut at the card's edge
         top = shown["indices"][0]["input"]
         assert top in page.text_content("[data-testid=indices-table]")
+        # the assumptions the run never reads are held, and said as the CLI says them
+        assert shown["unread"] and "restart_s" in page.text_content("[data-testid=unread]")
 
         # a scenario distribution, another output, a smaller N: still the CLI's answer
         change(page, "set", "mfu=0.3..0.5")

@@ -156,8 +156,9 @@ def _planned(key: tuple, overrides: str) -> PlannedMFU:
             nearest = min(rows, key=lambda r: abs(r["params_b"] / parameters_b - 1.0))
             found = (
                 f"the nearest model shape to {parameters_b:g}B that fits {where} has "
-                f"{nearest['params_b']:.3g}B (hidden {nearest['hidden']}, {nearest['layers']} layers), outside "
-                f"±{tolerance:.0%} (mfu_auto_size_tolerance)"
+                f"{nearest['params_b']:.3g}B ({nearest['params_b'] / parameters_b - 1.0:+.1%}: hidden "
+                f"{nearest['hidden']}, {nearest['layers']} layers), outside ±{tolerance:.0%} "
+                "(mfu_auto_size_tolerance)"
             )
         elif searched:
             found = f"none of the {searched} shapes within ±{tolerance:.0%} of {parameters_b:g}B fits {where}"

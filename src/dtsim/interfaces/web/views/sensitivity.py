@@ -206,6 +206,12 @@ def render(ui: Any, a: dict[str, Any], _v: dict[str, Any]) -> None:
             for r in a["indices"]
         ]
         table(ui, rows, "indices-table")
+    if a.get("unread"):  # as the CLI says it: the table's assumptions the run never reads, held
+        from dtsim.analysis.uncertainty import unread_note
+
+        ui.label(f"Assumptions {unread_note(a['unread'])}.").classes("text-caption text-grey-8").props(
+            "data-testid=unread"
+        )
     warnings_box(ui, a.get("warnings") or [])
 
 

@@ -470,6 +470,12 @@ class SweepView(KitView):
         self.headline.text = f"{data['n']:,} points ({sizes}) by the batch path" + (
             f"; bands over {data['cli']['uncertainty']['draws_per_point']:,} draws a point, seed "
             f"{data['cli']['uncertainty']['seed']}, drawn: {', '.join(data['drawn']) or 'none'}"
+            + (
+                f"; held (no output at any screened grid point changes with them): "
+                f"{', '.join(k.removeprefix('assumptions.') for k in data['cli']['uncertainty']['unread'])}"
+                if data["cli"]["uncertainty"].get("unread")
+                else ""
+            )
             if data["band_levels"]
             else ""
         )
