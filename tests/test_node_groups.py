@@ -263,6 +263,15 @@ def test_one_tcp_flow_over_a_long_path_is_window_limited():
     assert four.sync_s == pytest.approx(line.sync_s, rel=1e-12)
 
 
+# one TCP flow a link at 0.01 % loss, over three regions' links (a trial user's scenario)
+ONE_LOSSY_FLOW = {"tcp_streams": 1, "loss_rate": 1e-4}
+LOSSY_GROUPS = [
+    {"count": 4, "node": "dgx-h100", "region": "us-east", "bandwidth_mbps": 10000},
+    {"count": 4, "node": "dgx-h100", "region": "eu-central", "bandwidth_mbps": 1000},
+    {"count": 4, "node": "dgx-h100", "region": "australia", "bandwidth_mbps": 500},
+]
+
+
 def test_a_tcp_limit_that_binds_is_said_with_both_rates():
     """A trial user's case: one flow with 0.01 % loss cut a 1,000 Mbit/s group link to 4.2 Mbit/s and
     the 85-minute sync was said nowhere but in details; TCP_LIMITED names the link and both rates."""
@@ -276,15 +285,7 @@ def test_a_tcp_limit_that_binds_is_said_with_both_rates():
     )
     for quiet in (base, base | {"tcp_streams": 4}, base | {"tcp_streams": 1, "latency_ms": 0}):
         assert "TCP_LIMITED" not in [w.code for w in dtsim.simulate(quiet).warnings]
-    groups = {
-        "parameters_b": 10,
-        "tcp_streams": 1,
-        "loss_rate": 1e-4,
-        "node_groups": [
-            {"count": 4, "node": "dgx-h100", "region": "us-east", "bandwidth_mbps": 10000},
-            {"count": 4, "node": "dgx-h100", "region": "australia", "bandwidth_mbps": 500},
-        ],
-    }
+    groups = {"parameters_b": 10, **ONE_LOSSY_FLOW, "node_groups": [LOSSY_GROUPS[0], LOSSY_GROUPS[2]]}
     r = dtsim.simulate(groups)
     [w] = [w for w in r.warnings if w.code == "TCP_LIMITED"]
     # both groups' flows cross the same 250 ms path, so TCP caps both links alike: the first is named
@@ -1207,17 +1208,7 @@ def test_sync_not_hidden_advises_the_tier_that_is_exposed_and_its_advice_hides_i
     rounds per global sync. The advice now names the tier, and taking it clears the warning."""
     import re
 
-    three = {
-        "parameters_b": 10,
-        "tokens_t": 1,
-        "tcp_streams": 1,
-        "loss_rate": 1e-4,
-        "node_groups": [
-            {"count": 4, "node": "dgx-h100", "region": "us-east", "bandwidth_mbps": 10000},
-            {"count": 4, "node": "dgx-h100", "region": "eu-central", "bandwidth_mbps": 1000},
-            {"count": 4, "node": "dgx-h100", "region": "australia", "bandwidth_mbps": 500},
-        ],
-    }
+    three = {"parameters_b": 10, "tokens_t": 1, **ONE_LOSSY_FLOW, "node_groups": LOSSY_GROUPS}
     r = dtsim.simulate(three)
     assert r.mode == "hierarchical-diloco"
     [w] = [w for w in r.warnings if w.code == "SYNC_NOT_HIDDEN"]
