@@ -177,6 +177,16 @@ def test_browser_session(server):
             page.get_by_role("button", name="Result CSV").click()
         assert "wall_clock_days" in Path(download.value.path()).read_text()
 
+        # Another count of the same GPUs scales the node's peak and memory, as `--set gpus_per_node` does
+        # (a review's case: the page kept the shown 32 PFLOPS at 8 GPUs, its link read back at 16)
+        before = page.text_content("[data-testid=result-json]")
+        page.fill("[data-testid=gpus_per_node]", "8")
+        _wait_changed(page, "[data-testid=result-json]", None, before)
+        assert float(page.input_value("[data-testid=pflops_per_node]")) == 16.0
+        assert float(page.input_value("[data-testid=vram_per_node_gb]")) == 1152.0
+        cli = dtsim.simulate(dtsim.load_scenario(layers=[exported], overrides={"gpus_per_node": 8}))
+        assert _result_json(page)["wall_clock_days"] == cli.wall_clock_days
+
         # The API docs render offline too.
         docs = context.new_page()
         docs.on("request", lambda r: hosts.add(r.url.split("/")[2]))
