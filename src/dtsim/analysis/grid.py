@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from dtsim import catalog
 from dtsim.analysis.distributed import map_blocks
 from dtsim.errors import ScenarioError, check_folder
 from dtsim.models.decentralized.encode import BATCH_FIELDS, NODE_SET_FIELDS, NUMERIC, OPTIONAL
@@ -226,7 +227,7 @@ SET_BY_VARIED: dict[str, tuple[str, ...]] = {
 # peak and memory (catalog.merge_layers), so each row's are its own columns, not the base's
 IMPLIED_BY_VARIED: dict[str, tuple[str, ...]] = {
     **SET_BY_VARIED,
-    "gpus_per_node": ("pflops_per_node", "vram_per_node_gb"),
+    "gpus_per_node": catalog.NODE_SCALED,
 }
 
 

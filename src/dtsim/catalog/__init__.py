@@ -435,9 +435,21 @@ HARDWARE_FIELDS = ("node", "gpu", "gpus_per_node", "pflops_per_node", "vram_per_
 BANDWIDTH_PAIR = ("bandwidth_up_mbps", "bandwidth_down_mbps")
 
 
-def _count(x: Any) -> bool:
-    """A number (not a bool): what merge_layers may scale."""
-    return isinstance(x, int | float) and not isinstance(x, bool)
+# A node's figures that scale with its count of GPUs (the same GPUs, more or fewer of them)
+NODE_SCALED = ("pflops_per_node", "vram_per_node_gb")
+
+
+def scaled_node(fields: dict[str, Any], old: Any, new: Any) -> dict[str, Any]:
+    """`fields`' NODE_SCALED figures for `new` GPUs a node where they were given for `old` (those that
+    are numbers; none when either count is not a positive number). One rule for a layer over another
+    (merge_layers), a count over the default node (schema.scenario) and the web page's count input."""
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) and x > 0 for x in (old, new)):
+        return {}
+    return {
+        k: fields[k] * new / old
+        for k in NODE_SCALED
+        if isinstance(fields.get(k), int | float) and not isinstance(fields.get(k), bool)
+    }
 
 
 def merge_layers(lower: dict[str, Any], upper: dict[str, Any]) -> dict[str, Any]:
@@ -478,11 +490,9 @@ def merge_layers(lower: dict[str, Any], upper: dict[str, Any]) -> dict[str, Any]
         if node is not None and node.precision is not None and "precision" not in upper:
             merged.pop("precision", None)
     elif "gpus_per_node" in upper and "node" not in merged:
-        old, new = merged.get("gpus_per_node"), upper["gpus_per_node"]
-        if _count(old) and _count(new) and old > 0:
-            for key in ("pflops_per_node", "vram_per_node_gb"):
-                if key not in upper and _count(merged.get(key)):
-                    merged[key] = merged[key] * new / old
+        merged |= scaled_node(
+            merged, merged.get("gpus_per_node"), upper["gpus_per_node"]
+        )  # upper's win below
     merged.update(upper)
     return merged
 

@@ -391,20 +391,15 @@ class Scenario(BaseModel):
             data.setdefault("vram_per_node_gb", node.vram_gb)
             if node.precision is not None:
                 data.setdefault("precision", node.precision)
-        given = {k for k in ("pflops_per_node", "vram_per_node_gb") if k in data}
-        count = data.get("gpus_per_node")
-        if (
-            node_id is None
-            and data.get("gpu") is None
-            and isinstance(count, int | float)
-            and not isinstance(count, bool)
-        ):
+        given = {k for k in catalog.NODE_SCALED if k in data}
+        if node_id is None and data.get("gpu") is None and "gpus_per_node" in data:
             # another count of the default node's GPUs (16 GH200 at the MIRI simulator docs' figures):
             # its peak and memory scale with the count, as a scenario's own do (catalog.merge_layers)
-            default = cls.model_fields["gpus_per_node"].default
-            for key in ("pflops_per_node", "vram_per_node_gb"):
-                if key not in data and count > 0:
-                    data[key] = cls.model_fields[key].default * count / default
+            default = {k: cls.model_fields[k].default for k in catalog.NODE_SCALED}
+            scaled = catalog.scaled_node(
+                default, cls.model_fields["gpus_per_node"].default, data["gpus_per_node"]
+            )
+            data |= {k: v for k, v in scaled.items() if k not in given}
         gpu_id = data.get("gpu")
         if gpu_id is not None:
             gpu = catalog.gpus().get(lower_word(gpu_id)) if isinstance(gpu_id, str) else None

@@ -319,21 +319,11 @@ class Page:
 
     def on_input(self, name: str, value: Any) -> None:
         old = self.state.values.get(name)
-        if (
-            name == "gpus_per_node"
-            and _count(old)
-            and _count(value)
-            and old > 0
-            and value > 0
-            and value != old
-        ):
+        scaled = catalog.scaled_node(self.state.values, old, value) if name == "gpus_per_node" else {}
+        if scaled and value != old:
             # another count of the same GPUs: the node's peak and memory scale with it, as `--set
-            # gpus_per_node` scales them (catalog.merge_layers), so the page and the CLI agree
-            values = dict(self.state.values, gpus_per_node=value)
-            for key in ("pflops_per_node", "vram_per_node_gb"):
-                if _count(values.get(key)):
-                    values[key] = values[key] * value / old
-            self.set_values(values)
+            # gpus_per_node` scales them (catalog.scaled_node), so the page and the CLI agree
+            self.set_values({**self.state.values, "gpus_per_node": value, **scaled})
             return
         self.state.values[name] = value
         self.refresh()
@@ -542,10 +532,6 @@ class Page:
         if node.precision:
             values["precision"] = node.precision
         self.set_values(values)
-
-
-def _count(x: Any) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool)
 
 
 @functools.cache
