@@ -828,24 +828,25 @@ def answer_scenario(base, fields: Mapping[str, Any], tokens_t: float):
     return base.replace(node=None, **fields, tokens_t=tokens_t)
 
 
-def answer_fields(base, fields: Mapping[str, Any], tokens_t: float) -> dict[str, Any]:
-    """The fields that run a searched answer in `simulate` over the base's preset: the user's own (a
-    file's, `--set`'s, a body's) with the configuration's over them. `target --solve`'s `scenario_fields`
-    and the `--set`s of its "check it" command (a trial's case: the user's --set bandwidth_mbps,
-    latency_ms and mfu were left out, and the command gave 28.1 days for an answer of 22.5)."""
-    ans = answer_scenario(base, fields, tokens_t)
-    return {k: v for k, v in ans.given_fields().items() if k not in ans._from_preset and v is not None}
+def answer_fields(answer) -> dict[str, Any]:
+    """The fields that run a searched answer (its `answer_scenario`) in `simulate` over the base's
+    preset: the user's own (a file's, `--set`'s, a body's) with the configuration's over them.
+    `target --solve`'s `scenario_fields` and the `--set`s of its "check it" command (a trial's case: the
+    user's --set bandwidth_mbps, latency_ms and mfu were left out, and the command gave 28.1 days for
+    an answer of 22.5)."""
+    return {k: v for k, v in answer.given_fields().items() if k not in answer._from_preset and v is not None}
 
 
-def answer_warnings(base, fields: Mapping[str, Any], tokens_t: float) -> list[dict[str, str]]:
+def answer_warnings(
+    base, fields: Mapping[str, Any], tokens_t: float, answer: Any = None
+) -> list[dict[str, str]]:
     """What `simulate` warns about a searched answer's run (no answer shown without what it says of
-    itself: a node that cannot hold streaming's state, a run past the useful length, …)."""
+    itself: a node that cannot hold streaming's state, a run past the useful length, …); `answer`, its
+    answer_scenario when the caller has built it already."""
     from dtsim.models.decentralized.engine import simulate
 
-    return [
-        {"code": w.code, "message": w.message}
-        for w in simulate(answer_scenario(base, fields, tokens_t)).warnings
-    ]
+    scenario = answer if answer is not None else answer_scenario(base, fields, tokens_t)
+    return [{"code": w.code, "message": w.message} for w in simulate(scenario).warnings]
 
 
 def answer_monte_carlo(

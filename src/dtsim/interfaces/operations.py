@@ -637,7 +637,13 @@ def target_solve(
     from dtsim.analysis.search import DEFAULT_DAYS, SOLVABLE, NodeSpec
     from dtsim.analysis.search import solve as solve_for
     from dtsim.analysis.space_options import space_from_options
-    from dtsim.analysis.uncertainty import answer_fields, answer_monte_carlo, answer_warnings, parse_levels
+    from dtsim.analysis.uncertainty import (
+        answer_fields,
+        answer_monte_carlo,
+        answer_scenario,
+        answer_warnings,
+        parse_levels,
+    )
 
     if solve not in SOLVABLE:
         raise ScenarioError([("--solve", solve, "must be parameters_b, num_nodes or days")])
@@ -712,7 +718,10 @@ def target_solve(
             probs=prob or [],
         )
     question = solve_question(sol)
-    notes = answer_warnings(base, sol.run.scenario_fields(), sol.tokens_t)
+    answer = answer_scenario(
+        base, sol.run.scenario_fields(), sol.tokens_t
+    )  # once, for its warnings and fields
+    notes = answer_warnings(base, sol.run.scenario_fields(), sol.tokens_t, answer)
     payload = {
         "solve": sol.solve,
         "question": question,
@@ -732,7 +741,7 @@ def target_solve(
         "tokens": sol.tokens_rule,
         "days_limit": sol.days_limit,
         "configuration": row_dict(sol.run),
-        "scenario_fields": answer_fields(base, sol.run.scenario_fields(), sol.tokens_t),
+        "scenario_fields": answer_fields(answer),
         "warnings": notes,
         "beyond": None
         if sol.beyond_value is None

@@ -435,10 +435,11 @@ def target(
         base, dists = uncertain_base(file, preset, set_, uncertainty, seed, levels, fixed_assumptions, corr)
         operations.refuse_searched(operations.set_keys(set_), "target", solve, node_given=bool(node))
         # the base file's own fields that the search replaces were dropped with no word
-        operations.refuse_searched(_file_fields(file), "target", solve, node_given=bool(node), where="file")
+        file_fields = _file_fields(file)
+        operations.refuse_searched(file_fields, "target", solve, node_given=bool(node), where="file")
         if solve is not None:
             _target_solve(
-                (_base_command(file, preset), _file_fields(file)),
+                (_base_command(file, preset), file_fields),
                 base,
                 dists,
                 solve,

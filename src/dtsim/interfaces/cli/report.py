@@ -16,6 +16,7 @@ from dtsim.interfaces.formats import duration as _duration
 from dtsim.models.decentralized.explain import derivation
 from dtsim.models.decentralized.result import Result
 from dtsim.models.decentralized.strategies.base import BREAKDOWN_KEYS
+from dtsim.models.decentralized.warning_rules import plain
 
 NAMES = {
     "compute": "compute",
@@ -227,11 +228,6 @@ def render(r: Result, title: str = "dtsim", explain: bool = False, mc: Any = Non
     return Group(*parts)
 
 
-def _plain(x: float) -> str:
-    """A link figure as the report writes numbers: 10,000 (not 1e+04), 155.5, 0.5, 2.5e-05."""
-    return f"{x:,.0f}" if x >= 10_000 or (x >= 100 and x == int(x)) else f"{x:,.4g}"
-
-
 def _groups_table(groups: list[dict[str, Any]], r: Result) -> Table:
     """The node groups as the scenario gave them, the one that sets the pace marked."""
     g = table(title="Node groups", title_justify="left", box=None, pad_edge=False)
@@ -254,10 +250,10 @@ def _groups_table(groups: list[dict[str, Any]], r: Result) -> Table:
             f"{grp['count']:,}",
             hw,
             grp.get("region") or "—",
-            f"{_plain(up)} / {_plain(down)}",
+            f"{plain(up)} / {plain(down)}",
             "by region"
             if rtt is None and grp.get("region")
-            else _plain(rtt if rtt is not None else sc.get("latency_ms")),
+            else plain(rtt if rtt is not None else sc.get("latency_ms")),
             mark,
         )
     return g

@@ -250,10 +250,14 @@ def _tcp_limited(f) -> np.ndarray:
     )
 
 
+def plain(x: float) -> str:
+    """A figure as the report writes it: 10,000 (not 1e+04), 1,000, 155.5, 4.437, 2.5e-05 (the warnings'
+    rates and the Node groups table's links)."""
+    return f"{x:,.0f}" if x >= 10_000 or (x >= 100 and x == int(x)) else f"{x:,.4g}"
+
+
 def _mbps(bps: float) -> str:
-    """A rate in Mbit/s as the report writes it: 10,000 (not 1e+04), 335.5, 4.437."""
-    x = bps / 1e6
-    return f"{x:,.0f}" if x >= 1000 else f"{x:,.4g}"
+    return plain(bps / 1e6)
 
 
 def _tcp_message(v: dict) -> str:
