@@ -41,6 +41,7 @@ from dtsim.analysis.uncertainty import (
     probability,
     sample_count,
     share,
+    split_inputs,
     summarise,
     summary_warnings,
     top_drivers,
@@ -106,7 +107,7 @@ def _block(
     from dtsim.models.datacenter.step import step_draws
 
     drawn = draws(dists, stop - start, seed, start=start)
-    rows = {k.split(".", 1)[1]: v for k, v in drawn.items() if k.startswith("assumptions.")}
+    rows = split_inputs(drawn)[1]
     per_layout = step_draws(workload, layouts, rows, calibrated, calibration)
     n = stop - start
     factor = np.ones(n)
@@ -124,7 +125,7 @@ def _step_columns(workload: Any, layouts: Sequence[Any], calibrated: bool, calib
     from dtsim.models.datacenter.step import step_draws
 
     def evaluate(values: dict[str, np.ndarray]) -> dict[str, np.ndarray] | None:
-        rows = {k.split(".", 1)[1]: v for k, v in values.items() if k.startswith("assumptions.")}
+        rows = split_inputs(values)[1]
         try:
             per_layout = step_draws(workload, layouts, rows, calibrated, calibration)
         except ScenarioError:

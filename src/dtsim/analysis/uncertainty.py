@@ -347,13 +347,18 @@ def unread_note(unread: Sequence[str], reader: str = "of this run") -> str:
     )
 
 
+def split_inputs(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Drawn inputs as (scenario fields, assumption rows by name): `assumptions.NAME` → NAME."""
+    fields = {k: v for k, v in values.items() if not k.startswith("assumptions.")}
+    return fields, {k.split(".", 1)[1]: v for k, v in values.items() if k.startswith("assumptions.")}
+
+
 def batch_columns(base: Any) -> Callable[[dict[str, np.ndarray]], Mapping[str, np.ndarray] | None]:
     """unread_assumptions' `evaluate` for the decentralized model: every column of the batch path."""
     from dtsim.models.decentralized.engine import simulate_batch
 
     def evaluate(values: dict[str, np.ndarray]) -> Mapping[str, np.ndarray] | None:
-        fields = dict(values)
-        asm = {k.split(".", 1)[1]: fields.pop(k) for k in list(fields) if k.startswith("assumptions.")}
+        fields, asm = split_inputs(values)
         try:
             return simulate_batch(base, assumption_rows=asm, **fields).columns
         except ScenarioError:
@@ -600,9 +605,8 @@ def evaluate_rows(
     distribution that drew a disallowed value)."""
     from dtsim.models.decentralized.engine import simulate_batch
 
-    fields = dict(values)
-    n = len(next(iter(fields.values()))) if fields else 1
-    asm = {k.split(".", 1)[1]: fields.pop(k) for k in list(fields) if k.startswith("assumptions.")}
+    n = len(next(iter(values.values()))) if values else 1
+    fields, asm = split_inputs(values)
     try:
         batch = simulate_batch(base, assumption_rows=asm, **fields)
     except ScenarioError as exc:
